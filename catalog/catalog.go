@@ -1,0 +1,223 @@
+package catalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// Kind says what a relation is.
+type Kind string
+
+const (
+	// KindStream is an append-only relation over a topic.
+	KindStream Kind = "STREAM"
+	// KindTable is an upsert-by-key relation over a topic; basin
+	// materializes it so that it can be read with SELECT.
+	KindTable Kind = "TABLE"
+	// KindView is a table defined by CREATE TABLE ... AS SELECT, kept up
+	// to date by a persistent query.
+	KindView Kind = "VIEW"
+)
+
+// Relation is a stream, table or view as the catalog records it. A
+// Relation is immutable once in the catalog; replacing it means a new
+// command.
+type Relation struct {
+	Name   string `json:"name"`
+	Kind   Kind   `json:"kind"`
+	Schema Schema `json:"schema"`
+	// Topic is the Kafka topic of a stream or table; for a view it is the
+	// view's changelog topic.
+	Topic       string `json:"topic"`
+	Partitions  int32  `json:"partitions"`
+	KeyFormat   string `json:"key_format"`
+	ValueFormat string `json:"value_format"`
+	// Options are the WITH options as given, keys lower case.
+	Options map[string]string `json:"options,omitempty"`
+	// SQL is the statement that created the relation.
+	SQL string `json:"sql"`
+	// Sources are the relations a view reads (lower case names).
+	Sources []string `json:"sources,omitempty"`
+	// QueryID names the persistent query that maintains a view or
+	// materializes a table ("CTAS_REVENUE_7").
+	QueryID string `json:"query_id,omitempty"`
+	// Version is the command-topic offset of the command that created the
+	// relation. It tells apart a relation from an older one of the same
+	// name, so state on disk is never confused between them.
+	Version int64 `json:"version"`
+}
+
+// Materialized reports whether basin keeps the relation in Pebble (tables
+// and views can be read with SELECT by key).
+func (r *Relation) Materialized() bool { return r.Kind == KindTable || r.Kind == KindView }
+
+// StoreName is the name of the relation's state in materialize: unique
+// across drops and re-creates of the same name.
+func (r *Relation) StoreName() string { return fmt.Sprintf("%s@%d", r.Name, r.Version) }
+
+// Option returns the WITH option key, or def when absent.
+func (r *Relation) Option(key, def string) string {
+	if v, ok := r.Options[key]; ok {
+		return v
+	}
+	return def
+}
+
+// Catalog is the set of relations, built by applying the command log in
+// order. It is safe for concurrent use.
+type Catalog struct {
+	mu struct {
+		sync.RWMutex
+		rels map[string]*Relation // by lower-case name
+		// applied is the offset of the last command applied, -1 before
+		// any.
+		applied int64
+	}
+}
+
+// New returns an empty catalog.
+func New() *Catalog {
+	c := &Catalog{}
+	c.mu.rels = make(map[string]*Relation)
+	c.mu.applied = -1
+	return c
+}
+
+// Lookup returns the relation named name (case-insensitive).
+func (c *Catalog) Lookup(name string) (*Relation, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	r, ok := c.mu.rels[strings.ToLower(name)]
+	return r, ok
+}
+
+// Resolve is Lookup that returns a 42P01 error naming the relation.
+func (c *Catalog) Resolve(name string) (*Relation, error) {
+	if r, ok := c.Lookup(name); ok {
+		return r, nil
+	}
+	return nil, pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", name).
+		WithHint("SHOW STREAMS and SHOW TABLES list what exists.")
+}
+
+// List returns the relations of the given kinds, sorted by name.
+func (c *Catalog) List(kinds ...Kind) []*Relation {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*Relation
+	for _, r := range c.mu.rels {
+		for _, k := range kinds {
+			if r.Kind == k {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Dependents returns the names of the views that read name, sorted.
+func (c *Catalog) Dependents(name string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dependentsLocked(strings.ToLower(name))
+}
+
+func (c *Catalog) dependentsLocked(name string) []string {
+	var out []string
+	for _, r := range c.mu.rels {
+		for _, s := range r.Sources {
+			if s == name {
+				out = append(out, r.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Applied returns the offset of the last command applied, -1 before any.
+func (c *Catalog) Applied() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.mu.applied
+}
+
+// Change is what applying one command did, for the node to act on.
+type Change struct {
+	Offset  int64
+	Created *Relation // set when a relation was created
+	Dropped *Relation // set when a relation was dropped
+	// Err is why the command was rejected at apply time (a race between
+	// two nodes' DDL); the catalog is unchanged then.
+	Err error
+}
+
+// Apply applies the command at offset to the catalog. Apply is
+// deterministic: every node that applies the same log in the same order
+// ends with the same catalog, and a command that is invalid against the
+// catalog at its position (two nodes raced) is rejected the same way
+// everywhere.
+func (c *Catalog) Apply(offset int64, cmd *Command) Change {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := Change{Offset: offset}
+	if offset > c.mu.applied {
+		c.mu.applied = offset
+	}
+	switch cmd.Op {
+	case OpCreate:
+		r := *cmd.Relation
+		r.Version = offset
+		name := strings.ToLower(r.Name)
+		if _, ok := c.mu.rels[name]; ok {
+			ch.Err = pgerr.New(pgerr.DuplicateTable, "relation %q already exists", r.Name)
+			return ch
+		}
+		for _, s := range r.Sources {
+			if _, ok := c.mu.rels[s]; !ok {
+				ch.Err = pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", s)
+				return ch
+			}
+		}
+		c.mu.rels[name] = &r
+		ch.Created = &r
+	case OpDrop:
+		name := strings.ToLower(cmd.Name)
+		r, ok := c.mu.rels[name]
+		if !ok {
+			ch.Err = pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", cmd.Name)
+			return ch
+		}
+		if deps := c.dependentsLocked(name); len(deps) > 0 {
+			ch.Err = DependentsError(r, deps)
+			return ch
+		}
+		delete(c.mu.rels, name)
+		ch.Dropped = r
+	default:
+		ch.Err = pgerr.New(pgerr.InternalError, "unknown catalog command %q at offset %d", cmd.Op, offset)
+	}
+	return ch
+}
+
+// DependentsError is the error for dropping a relation that views read.
+func DependentsError(r *Relation, deps []string) *pgerr.Error {
+	return pgerr.New(pgerr.DependentObjectsStillExist,
+		"cannot drop %s %s because other objects depend on it", strings.ToLower(string(r.Kind)), r.Name).
+		WithDetail("%s reads %s.", quoteList(deps), r.Name).
+		WithHint("Drop %s first.", quoteList(deps))
+}
+
+func quoteList(names []string) string {
+	if len(names) == 1 {
+		return "view " + names[0]
+	}
+	return "views " + strings.Join(names, ", ")
+}

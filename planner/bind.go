@@ -1,0 +1,665 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// AggSpec is one aggregate of a grouped query.
+type AggSpec struct {
+	// Func is count, sum, min, max or avg.
+	Func string
+	// Arg is the bound argument over the input row; nil for COUNT(*).
+	Arg Scalar
+	T   catalog.Type
+}
+
+func (a AggSpec) String() string {
+	if a.Arg == nil {
+		return a.Func + "(*)"
+	}
+	return a.Func + "(" + a.Arg.String() + ")"
+}
+
+// aggSlot is a placeholder for aggregate i while a grouped select list is
+// bound; lift replaces it with a ColRef into the aggregated row.
+type aggSlot struct {
+	i int
+	t catalog.Type
+}
+
+func (a *aggSlot) Type() catalog.Type { return a.t }
+func (a *aggSlot) String() string     { return "$agg" + strconv.Itoa(a.i) }
+
+// Params collects the types inferred for $n placeholders.
+type Params struct {
+	Types map[int]catalog.Type
+}
+
+// binder resolves names and types of expressions over one input row.
+type binder struct {
+	cols   []catalog.Column
+	rel    string // relation name, for qualified references
+	alias  string
+	params *Params
+	// aggs, when non-nil, collects aggregate calls (a grouped context);
+	// when nil, an aggregate is an error.
+	aggs *[]AggSpec
+	// aggContext names the clause, for "aggregate functions are not
+	// allowed in WHERE".
+	clause string
+	inAgg  bool
+}
+
+func (b *binder) bind(e sql.Expr) (Scalar, error) {
+	switch e := e.(type) {
+	case *sql.Literal:
+		return &Const{V: e.Value, T: e.Type}, nil
+	case *sql.ColumnRef:
+		return b.bindColumn(e)
+	case *sql.Param:
+		if b.params == nil {
+			return nil, pgerr.New(pgerr.UndefinedParameter, "there is no parameter $%d", e.N).WithPosition(e.Pos)
+		}
+		t := b.params.Types[e.N]
+		return &ParamRef{N: e.N, T: t}, nil
+	case *sql.Unary:
+		x, err := b.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		switch strings.ToUpper(e.Op) {
+		case "NOT":
+			if x, err = b.coerce(x, catalog.Boolean, e.Pos, "argument of NOT"); err != nil {
+				return nil, err
+			}
+			return &Unary{Op: "NOT", X: x, T: catalog.Boolean}, nil
+		case "+":
+			return x, nil
+		case "-":
+			if c, ok := x.(*Const); ok {
+				switch v := c.V.(type) {
+				case int64:
+					return &Const{V: -v, T: c.T}, nil
+				case float64:
+					return &Const{V: -v, T: c.T}, nil
+				}
+			}
+			if !x.Type().Numeric() && x.Type() != catalog.Unknown {
+				return nil, opError("-", nil, x, e.Pos)
+			}
+			return &Unary{Op: "-", X: x, T: x.Type()}, nil
+		}
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "operator %s is not supported", e.Op).WithPosition(e.Pos)
+	case *sql.Binary:
+		return b.bindBinary(e)
+	case *sql.IsNull:
+		x, err := b.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		return &IsNull{X: x, Not: e.Not}, nil
+	case *sql.In:
+		x, err := b.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]Scalar, len(e.List))
+		t := x.Type()
+		for i, le := range e.List {
+			if list[i], err = b.bind(le); err != nil {
+				return nil, err
+			}
+			if t == catalog.Unknown {
+				t = list[i].Type()
+			}
+		}
+		if x, err = b.coerce(x, t, e.Pos, "IN"); err != nil {
+			return nil, err
+		}
+		for i := range list {
+			if list[i], err = b.coerce(list[i], t, e.Pos, "IN"); err != nil {
+				return nil, err
+			}
+		}
+		return &In{X: x, List: list, Not: e.Not}, nil
+	case *sql.Between:
+		// x BETWEEN lo AND hi is x >= lo AND x <= hi.
+		lo := &sql.Binary{Op: ">=", L: e.X, R: e.Lo, Pos: e.Pos}
+		hi := &sql.Binary{Op: "<=", L: e.X, R: e.Hi, Pos: e.Pos}
+		var and sql.Expr = &sql.Binary{Op: "AND", L: lo, R: hi, Pos: e.Pos}
+		if e.Not {
+			and = &sql.Unary{Op: "NOT", X: and, Pos: e.Pos}
+		}
+		return b.bind(and)
+	case *sql.Cast:
+		x, err := b.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		return castTo(x, e.Type, e.Pos)
+	case *sql.Case:
+		return b.bindCase(e)
+	case *sql.Func:
+		return b.bindFunc(e)
+	}
+	return nil, pgerr.New(pgerr.FeatureNotSupported, "expression %T is not supported", e)
+}
+
+func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
+	if e.Table != "" && !strings.EqualFold(e.Table, b.rel) && !strings.EqualFold(e.Table, b.alias) {
+		return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", e.Table).WithPosition(e.Pos)
+	}
+	for i, c := range b.cols {
+		if strings.EqualFold(c.Name, e.Name) {
+			return &ColRef{Idx: i, T: c.Type, Name: c.Name}, nil
+		}
+	}
+	name := e.Name
+	if e.Table != "" {
+		name = e.Table + "." + e.Name
+	}
+	err := pgerr.New(pgerr.UndefinedColumn, "column %q does not exist", name).WithPosition(e.Pos)
+	if b.rel != "" {
+		err.WithHint("%s has columns %s.", b.rel, columnList(b.cols))
+	}
+	return nil, err
+}
+
+func columnList(cols []catalog.Column) string {
+	var names []string
+	for _, c := range cols {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+var comparisonOps = map[string]bool{"=": true, "<>": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true}
+
+func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
+	op := strings.ToUpper(e.Op)
+	if op == "!=" {
+		op = "<>"
+	}
+	l, err := b.bind(e.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bind(e.R)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case op == "AND" || op == "OR":
+		if l, err = b.coerce(l, catalog.Boolean, e.Pos, "argument of "+op); err != nil {
+			return nil, err
+		}
+		if r, err = b.coerce(r, catalog.Boolean, e.Pos, "argument of "+op); err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r, T: catalog.Boolean}, nil
+	case comparisonOps[op]:
+		t, ok := commonType(l, r)
+		if !ok {
+			return nil, opError(op, l, r, e.Pos)
+		}
+		if l, err = b.coerce(l, t, e.Pos, op); err != nil {
+			return nil, err
+		}
+		if r, err = b.coerce(r, t, e.Pos, op); err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r, T: catalog.Boolean}, nil
+	case op == "+" || op == "-" || op == "*" || op == "/" || op == "%":
+		t, ok := commonType(l, r)
+		if !ok || (t != catalog.Unknown && !t.Numeric()) {
+			return nil, opError(op, l, r, e.Pos)
+		}
+		if t == catalog.Unknown {
+			t = catalog.BigInt
+		}
+		if l, err = b.coerce(l, t, e.Pos, op); err != nil {
+			return nil, err
+		}
+		if r, err = b.coerce(r, t, e.Pos, op); err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r, T: t}, nil
+	case op == "||":
+		if l, err = castTo(l, catalog.Varchar, e.Pos); err != nil {
+			return nil, err
+		}
+		if r, err = castTo(r, catalog.Varchar, e.Pos); err != nil {
+			return nil, err
+		}
+		return &Binary{Op: "||", L: l, R: r, T: catalog.Varchar}, nil
+	case op == "LIKE" || op == "ILIKE" || op == "NOT LIKE" || op == "NOT ILIKE":
+		if l, err = b.coerce(l, catalog.Varchar, e.Pos, op); err != nil {
+			return nil, err
+		}
+		if r, err = b.coerce(r, catalog.Varchar, e.Pos, op); err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r, T: catalog.Boolean}, nil
+	}
+	return nil, pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s", op).WithPosition(e.Pos)
+}
+
+// commonType returns the type both sides are compared or computed in.
+// Untyped NULLs, parameters and string literals take the other side's
+// type, as Postgres's "unknown" literals do.
+func commonType(l, r Scalar) (catalog.Type, bool) {
+	lt, rt := l.Type(), r.Type()
+	switch {
+	case lt == rt:
+		return lt, true
+	case lt == catalog.Unknown || isUntypedLiteral(l):
+		return rt, true
+	case rt == catalog.Unknown || isUntypedLiteral(r):
+		return lt, true
+	case lt.Numeric() && rt.Numeric():
+		if lt == catalog.Double || rt == catalog.Double {
+			return catalog.Double, true
+		}
+		return catalog.BigInt, true
+	}
+	return catalog.Unknown, false
+}
+
+// isUntypedLiteral reports whether s is a string literal or parameter,
+// which Postgres types from context.
+func isUntypedLiteral(s Scalar) bool {
+	switch s := s.(type) {
+	case *Const:
+		return s.T == catalog.Varchar || s.V == nil
+	case *ParamRef:
+		return true
+	}
+	return false
+}
+
+// coerce converts s to type t where Postgres would do so implicitly: NULLs,
+// string literals, parameters and numeric widening.
+func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar, error) {
+	st := s.Type()
+	if st == t || t == catalog.Unknown {
+		return s, nil
+	}
+	switch s := s.(type) {
+	case *Const:
+		if s.V == nil {
+			return &Const{T: t}, nil
+		}
+		v, err := ConvertValue(s.V, t)
+		if err != nil {
+			return nil, pgerr.Wrap(err, pgerr.InvalidTextRepresentation).WithPosition(pos)
+		}
+		return &Const{V: v, T: t}, nil
+	case *ParamRef:
+		if b.params != nil {
+			if _, ok := b.params.Types[s.N]; !ok || b.params.Types[s.N] == catalog.Unknown {
+				b.params.Types[s.N] = t
+			}
+		}
+		return &ParamRef{N: s.N, T: t}, nil
+	}
+	if st == catalog.Unknown {
+		return &Cast{X: s, T: t}, nil
+	}
+	if st.Numeric() && t.Numeric() {
+		return &Cast{X: s, T: t}, nil
+	}
+	return nil, pgerr.New(pgerr.DatatypeMismatch, "%s: expected %s, found %s", what, t, st).WithPosition(pos)
+}
+
+func opError(op string, l, r Scalar, pos int) error {
+	if l == nil {
+		return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s", op, r.Type().PGName()).
+			WithPosition(pos).WithHint("No operator matches the given name and argument type. You might need to add an explicit type cast.")
+	}
+	return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s %s", l.Type().PGName(), op, r.Type().PGName()).
+		WithPosition(pos).WithHint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+}
+
+// castTo is an explicit cast. Constants are folded so that errors in
+// literals surface at plan time.
+func castTo(x Scalar, t catalog.Type, pos int) (Scalar, error) {
+	if x.Type() == t {
+		return x, nil
+	}
+	if c, ok := x.(*Const); ok {
+		if c.V == nil {
+			return &Const{T: t}, nil
+		}
+		v, err := ConvertValue(c.V, t)
+		if err != nil {
+			return nil, pgerr.Wrap(err, pgerr.InvalidTextRepresentation).WithPosition(pos)
+		}
+		return &Const{V: v, T: t}, nil
+	}
+	if p, ok := x.(*ParamRef); ok && p.T == catalog.Unknown {
+		return &ParamRef{N: p.N, T: t}, nil
+	}
+	if !castable(x.Type(), t) {
+		return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast type %s to %s", x.Type().PGName(), t.PGName()).WithPosition(pos)
+	}
+	return &Cast{X: x, T: t}, nil
+}
+
+func castable(from, to catalog.Type) bool {
+	switch {
+	case from == to, from == catalog.Unknown, to == catalog.Varchar, from == catalog.Varchar:
+		return true
+	case from.Numeric() && to.Numeric():
+		return true
+	case from == catalog.Boolean && (to == catalog.Int || to == catalog.BigInt):
+		return true
+	case (from == catalog.Int || from == catalog.BigInt) && to == catalog.Boolean:
+		return true
+	}
+	return false
+}
+
+// ConvertValue converts a non-NULL value to type t, as a cast would. It is
+// shared by planning (constant folding) and execution.
+func ConvertValue(v any, t catalog.Type) (any, error) {
+	switch t {
+	case catalog.Varchar:
+		return FormatValue(v), nil
+	case catalog.Int, catalog.BigInt:
+		var n int64
+		switch v := v.(type) {
+		case int64:
+			n = v
+		case float64:
+			if v != v || v > 9.223372036854775e18 || v < -9.223372036854775e18 {
+				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", strings.ToLower(t.PGName()))
+			}
+			n = int64(roundHalfAway(v))
+		case string:
+			p, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type %s: %q", typeWord(t), v)
+			}
+			n = p
+		case bool:
+			if v {
+				n = 1
+			}
+		default:
+			return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast %T to %s", v, t)
+		}
+		if t == catalog.Int && (n > 1<<31-1 || n < -1<<31) {
+			return nil, pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+		}
+		return n, nil
+	case catalog.Double:
+		switch v := v.(type) {
+		case int64:
+			return float64(v), nil
+		case float64:
+			return v, nil
+		case string:
+			s := strings.TrimSpace(v)
+			switch strings.ToLower(s) {
+			case "infinity", "+infinity", "inf":
+				s = "+Inf"
+			case "-infinity", "-inf":
+				s = "-Inf"
+			}
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type double precision: %q", v)
+			}
+			return f, nil
+		}
+	case catalog.Boolean:
+		switch v := v.(type) {
+		case bool:
+			return v, nil
+		case int64:
+			return v != 0, nil
+		case string:
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "t", "true", "yes", "y", "on", "1":
+				return true, nil
+			case "f", "false", "no", "n", "off", "0":
+				return false, nil
+			}
+			return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type boolean: %q", v)
+		}
+	case catalog.Timestamp:
+		switch v := v.(type) {
+		case time.Time:
+			return catalog.NormalizeTime(v), nil
+		case int64:
+			return time.UnixMilli(v).UTC(), nil
+		case string:
+			ts, err := ParseTimestamp(v)
+			if err != nil {
+				return nil, err
+			}
+			return ts, nil
+		}
+	}
+	return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast %s to %s", FormatValue(v), t)
+}
+
+func typeWord(t catalog.Type) string {
+	switch t {
+	case catalog.Int:
+		return "integer"
+	case catalog.BigInt:
+		return "bigint"
+	}
+	return strings.ToLower(t.String())
+}
+
+func roundHalfAway(f float64) float64 {
+	if f < 0 {
+		return -float64(int64(-f + 0.5))
+	}
+	return float64(int64(f + 0.5))
+}
+
+var timestampLayouts = []string{
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z07",
+	"2006-01-02 15:04",
+	"2006-01-02",
+}
+
+// ParseTimestamp parses the timestamp text forms basin accepts.
+func ParseTimestamp(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range timestampLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return catalog.NormalizeTime(t), nil
+		}
+	}
+	return time.Time{}, pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type timestamp: %q", s)
+}
+
+// FormatValue renders a value as Postgres text output does.
+func FormatValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return FormatFloat(v)
+	case bool:
+		if v {
+			return "true"
+		}
+		return "false"
+	case time.Time:
+		return v.UTC().Format(catalog.TimestampLayout)
+	}
+	return ""
+}
+
+// FormatFloat formats a float8 as Postgres does with the default
+// extra_float_digits: the shortest text that reads back exactly.
+func FormatFloat(f float64) string {
+	switch {
+	case f != f:
+		return "NaN"
+	case f > 1.7976931348623157e308:
+		return "Infinity"
+	case f < -1.7976931348623157e308:
+		return "-Infinity"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func (b *binder) bindCase(e *sql.Case) (Scalar, error) {
+	c := &Case{}
+	var results []Scalar
+	for _, w := range e.Whens {
+		cond := w.Cond
+		if e.Operand != nil {
+			cond = &sql.Binary{Op: "=", L: e.Operand, R: w.Cond, Pos: e.Pos}
+		}
+		cs, err := b.bind(cond)
+		if err != nil {
+			return nil, err
+		}
+		if cs, err = b.coerce(cs, catalog.Boolean, e.Pos, "CASE WHEN"); err != nil {
+			return nil, err
+		}
+		rs, err := b.bind(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		c.Arms = append(c.Arms, CaseArm{Cond: cs})
+		results = append(results, rs)
+	}
+	if e.Else != nil {
+		es, err := b.bind(e.Else)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, es)
+	}
+	t := catalog.Unknown
+	for _, r := range results {
+		if t == catalog.Unknown {
+			t = r.Type()
+			continue
+		}
+		nt, ok := commonType(&Const{T: t, V: 0}, r)
+		if !ok {
+			return nil, pgerr.New(pgerr.DatatypeMismatch, "CASE types %s and %s cannot be matched", t.PGName(), r.Type().PGName()).WithPosition(e.Pos)
+		}
+		t = nt
+	}
+	if t == catalog.Unknown {
+		t = catalog.Varchar
+	}
+	for i := range results {
+		r, err := b.coerce(results[i], t, e.Pos, "CASE")
+		if err != nil {
+			return nil, err
+		}
+		if i < len(c.Arms) {
+			c.Arms[i].Result = r
+		} else {
+			c.Else = r
+		}
+	}
+	c.T = t
+	return c, nil
+}
+
+// IsAggregate reports whether name is an aggregate function.
+func IsAggregate(name string) bool {
+	switch name {
+	case "count", "sum", "min", "max", "avg":
+		return true
+	}
+	return false
+}
+
+func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
+	if IsAggregate(e.Name) {
+		return b.bindAggregate(e)
+	}
+	args := make([]Scalar, len(e.Args))
+	for i, a := range e.Args {
+		s, err := b.bind(a)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = s
+	}
+	return bindScalarFunc(e.Name, args, e.Pos)
+}
+
+func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
+	if b.aggs == nil {
+		clause := b.clause
+		if clause == "" {
+			clause = "this context"
+		}
+		return nil, pgerr.New(pgerr.GroupingError, "aggregate functions are not allowed in %s", clause).WithPosition(e.Pos)
+	}
+	if b.inAgg {
+		return nil, pgerr.New(pgerr.GroupingError, "aggregate function calls cannot be nested").WithPosition(e.Pos)
+	}
+	if e.Distinct {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", e.Name).WithPosition(e.Pos)
+	}
+	spec := AggSpec{Func: e.Name}
+	switch {
+	case e.Star:
+		if e.Name != "count" {
+			return nil, pgerr.New(pgerr.SyntaxError, "%s(*) is not valid; only COUNT(*) is", e.Name).WithPosition(e.Pos)
+		}
+	case len(e.Args) != 1:
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes exactly one argument", e.Name).WithPosition(e.Pos)
+	default:
+		b.inAgg = true
+		arg, err := b.bind(e.Args[0])
+		b.inAgg = false
+		if err != nil {
+			return nil, err
+		}
+		spec.Arg = arg
+	}
+	switch e.Name {
+	case "count":
+		spec.T = catalog.BigInt
+	case "sum":
+		switch spec.Arg.Type() {
+		case catalog.Int, catalog.BigInt, catalog.Unknown:
+			spec.T = catalog.BigInt
+		case catalog.Double:
+			spec.T = catalog.Double
+		default:
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function sum(%s) does not exist", spec.Arg.Type().PGName()).WithPosition(e.Pos)
+		}
+	case "avg":
+		if !spec.Arg.Type().Numeric() && spec.Arg.Type() != catalog.Unknown {
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", spec.Arg.Type().PGName()).WithPosition(e.Pos)
+		}
+		spec.T = catalog.Double
+	case "min", "max":
+		spec.T = spec.Arg.Type()
+	}
+	*b.aggs = append(*b.aggs, spec)
+	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil
+}

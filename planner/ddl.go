@@ -1,0 +1,175 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// Key and value formats.
+const (
+	FormatKafka = "kafka"
+	FormatJSON  = "json"
+)
+
+// option describes a WITH option basin accepts.
+type option struct {
+	// check validates the value; nil accepts any text.
+	check func(v string) error
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, x := range vals {
+			if strings.EqualFold(v, x) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(vals, ", "))
+	}
+}
+
+func nonNegativeInt(v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("must be a non-negative integer")
+	}
+	return nil
+}
+
+func positiveInt(v string) error {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("must be a positive integer")
+	}
+	return nil
+}
+
+var sourceOptions = map[string]option{
+	"kafka_topic":  {},
+	"value_format": {check: oneOf(FormatJSON)},
+	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
+	"partitions":   {check: positiveInt},
+}
+
+var viewOptions = map[string]option{
+	"partitions":            {check: positiveInt},
+	"key_format":            {check: oneOf(FormatKafka, FormatJSON)},
+	"value_format":          {check: oneOf(FormatJSON)},
+	"acceptable.offset.lag": {check: nonNegativeInt},
+	"num.standby.replicas":  {check: nonNegativeInt},
+	"kafka_topic":           {},
+}
+
+// checkOptions validates WITH options against the accepted set and
+// returns them as a map with lower-case keys.
+func checkOptions(with []sql.Option, accepted map[string]option, what string) (map[string]string, error) {
+	out := make(map[string]string, len(with))
+	for _, o := range with {
+		k := strings.ToLower(o.Key)
+		spec, ok := accepted[k]
+		if !ok {
+			names := make([]string, 0, len(accepted))
+			for n := range accepted {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return nil, pgerr.New(pgerr.InvalidParameterValue, "unrecognized %s option %q", what, o.Key).
+				WithPosition(o.Pos).WithHint("Valid options are %s.", strings.Join(names, ", "))
+		}
+		if _, dup := out[k]; dup {
+			return nil, pgerr.New(pgerr.SyntaxError, "option %q specified more than once", o.Key).WithPosition(o.Pos)
+		}
+		if spec.check != nil {
+			if err := spec.check(o.Value); err != nil {
+				return nil, pgerr.New(pgerr.InvalidParameterValue, "invalid value %q for option %s: %v", o.Value, k, err).WithPosition(o.Pos)
+			}
+		}
+		out[k] = o.Value
+	}
+	return out, nil
+}
+
+// PlanCreateSource validates CREATE STREAM / CREATE TABLE and returns the
+// relation to record. Partitions is 0 when the statement leaves it to the
+// topic (existing topic's count, else the server default).
+func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*catalog.Relation, error) {
+	if _, ok := cat.Lookup(s.Name); ok {
+		return nil, pgerr.New(pgerr.DuplicateTable, "relation %q already exists", s.Name)
+	}
+	what := strings.ToLower(s.Kind.String())
+	opts, err := checkOptions(s.With, sourceOptions, what)
+	if err != nil {
+		return nil, err
+	}
+	r := &catalog.Relation{
+		Name:        s.Name,
+		Kind:        catalog.KindStream,
+		Topic:       opts["kafka_topic"],
+		KeyFormat:   strings.ToLower(opts["key_format"]),
+		ValueFormat: strings.ToLower(opts["value_format"]),
+		Options:     opts,
+		SQL:         text,
+	}
+	if s.Kind == sql.KindTable {
+		r.Kind = catalog.KindTable
+	}
+	if r.Topic == "" {
+		r.Topic = s.Name
+	}
+	if r.KeyFormat == "" {
+		r.KeyFormat = FormatKafka
+	}
+	if r.ValueFormat == "" {
+		r.ValueFormat = FormatJSON
+	}
+	if p, ok := opts["partitions"]; ok {
+		n, _ := strconv.ParseInt(p, 10, 32)
+		r.Partitions = int32(n)
+	}
+	if len(s.Columns) == 0 {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one column", what, s.Name)
+	}
+	seen := make(map[string]bool)
+	nkeys := 0
+	for _, c := range s.Columns {
+		lc := strings.ToLower(c.Name)
+		if seen[lc] {
+			return nil, pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name)
+		}
+		if strings.HasPrefix(lc, "_") && isPseudo(lc) {
+			return nil, pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name)
+		}
+		seen[lc] = true
+		if c.Key {
+			nkeys++
+		}
+		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+	}
+	if r.Kind == catalog.KindTable && nkeys == 0 {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "table %s needs a PRIMARY KEY", s.Name).
+			WithHint("A table is upserted by key: mark its key column with PRIMARY KEY.")
+	}
+	if nkeys > 1 && r.KeyFormat == FormatKafka {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s has %d key columns, but key_format 'kafka' holds one", what, s.Name, nkeys).
+			WithHint("Use WITH (key_format = 'json') for a multi-column key.")
+	}
+	if nkeys == len(r.Schema.Columns) {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one value column besides its key", what, s.Name)
+	}
+	return r, nil
+}
+
+func isPseudo(name string) bool {
+	for _, c := range PseudoColumns {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,145 @@
+package planner
+
+import (
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// funcSig types a scalar function's result from its arguments, or rejects
+// them. exec implements the functions under the same names.
+type funcSig struct {
+	minArgs, maxArgs int // maxArgs -1: variadic
+	result           func(args []Scalar) (catalog.Type, error)
+	// argType, when set, is the type every argument is coerced to.
+	argType catalog.Type
+}
+
+func fixed(t catalog.Type) func([]Scalar) (catalog.Type, error) {
+	return func([]Scalar) (catalog.Type, error) { return t, nil }
+}
+
+func firstArg(args []Scalar) (catalog.Type, error) { return args[0].Type(), nil }
+
+func numericArg(args []Scalar) (catalog.Type, error) {
+	t := args[0].Type()
+	if t == catalog.Unknown {
+		return catalog.Double, nil
+	}
+	if !t.Numeric() {
+		return 0, pgerr.New(pgerr.UndefinedFunction, "function does not accept type %s", t.PGName())
+	}
+	return t, nil
+}
+
+func commonArgs(args []Scalar) (catalog.Type, error) {
+	t := catalog.Unknown
+	for _, a := range args {
+		nt, ok := commonType(&Const{T: t, V: 0}, a)
+		if t == catalog.Unknown {
+			nt, ok = a.Type(), true
+		}
+		if !ok {
+			return 0, pgerr.New(pgerr.DatatypeMismatch, "arguments of types %s and %s cannot be matched", t.PGName(), a.Type().PGName())
+		}
+		t = nt
+	}
+	return t, nil
+}
+
+var scalarFuncs = map[string]funcSig{
+	"lower":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
+	"upper":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
+	"length":            {1, 1, fixed(catalog.Int), catalog.Varchar},
+	"char_length":       {1, 1, fixed(catalog.Int), catalog.Varchar},
+	"trim":              {1, 1, fixed(catalog.Varchar), catalog.Varchar},
+	"ltrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
+	"rtrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
+	"replace":           {3, 3, fixed(catalog.Varchar), catalog.Varchar},
+	"substr":            {2, 3, fixed(catalog.Varchar), catalog.Unknown},
+	"substring":         {2, 3, fixed(catalog.Varchar), catalog.Unknown},
+	"concat":            {1, -1, fixed(catalog.Varchar), catalog.Varchar},
+	"abs":               {1, 1, numericArg, catalog.Unknown},
+	"round":             {1, 2, fixed(catalog.Double), catalog.Unknown},
+	"floor":             {1, 1, fixed(catalog.Double), catalog.Double},
+	"ceil":              {1, 1, fixed(catalog.Double), catalog.Double},
+	"ceiling":           {1, 1, fixed(catalog.Double), catalog.Double},
+	"sqrt":              {1, 1, fixed(catalog.Double), catalog.Double},
+	"coalesce":          {1, -1, commonArgs, catalog.Unknown},
+	"nullif":            {2, 2, firstArg, catalog.Unknown},
+	"greatest":          {1, -1, commonArgs, catalog.Unknown},
+	"least":             {1, -1, commonArgs, catalog.Unknown},
+	"now":               {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
+	"current_timestamp": {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
+	"version":           {0, 0, fixed(catalog.Varchar), catalog.Unknown},
+	"current_database":  {0, 0, fixed(catalog.Varchar), catalog.Unknown},
+	"current_schema":    {0, 0, fixed(catalog.Varchar), catalog.Unknown},
+	"current_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
+	"session_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
+	"pg_backend_pid":    {0, 0, fixed(catalog.Int), catalog.Unknown},
+}
+
+// FuncNeedsSession reports whether a function reads the session (exec
+// resolves these per statement).
+func FuncNeedsSession(name string) bool {
+	switch name {
+	case "version", "current_database", "current_schema", "current_user", "session_user", "pg_backend_pid", "now", "current_timestamp":
+		return true
+	}
+	return false
+}
+
+func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
+	sig, ok := scalarFuncs[name]
+	if !ok {
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not exist", name).WithPosition(pos).
+			WithHint("docs/sql.md lists the functions basin has.")
+	}
+	if len(args) < sig.minArgs || (sig.maxArgs >= 0 && len(args) > sig.maxArgs) {
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not take %d arguments", name, len(args)).WithPosition(pos)
+	}
+	var err error
+	if sig.argType != catalog.Unknown {
+		for i := range args {
+			if args[i], err = castTo(args[i], sig.argType, pos); err != nil {
+				return nil, err
+			}
+		}
+	}
+	switch name {
+	case "substr", "substring":
+		if args[0], err = castTo(args[0], catalog.Varchar, pos); err != nil {
+			return nil, err
+		}
+		for i := 1; i < len(args); i++ {
+			if args[i], err = castTo(args[i], catalog.BigInt, pos); err != nil {
+				return nil, err
+			}
+		}
+	case "round":
+		if args[0], err = castTo(args[0], catalog.Double, pos); err != nil {
+			return nil, err
+		}
+		if len(args) == 2 {
+			if args[1], err = castTo(args[1], catalog.BigInt, pos); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t, err := sig.result(args)
+	if err != nil {
+		if pe, ok := pgerr.As(err); ok {
+			pe.WithPosition(pos)
+		}
+		return nil, err
+	}
+	switch name {
+	case "coalesce", "greatest", "least", "nullif":
+		for i := range args {
+			b := binder{}
+			if args[i], err = b.coerce(args[i], t, pos, name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &Call{Name: name, Args: args, T: t}, nil
+}

@@ -1,0 +1,533 @@
+package planner
+
+import (
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// Pseudo-columns every materialized row carries for reads. They are never
+// part of SELECT *.
+var PseudoColumns = []catalog.Column{
+	{Name: "_partition", Type: catalog.Int, Hidden: true},
+	{Name: "_served_by", Type: catalog.Varchar, Hidden: true},
+	{Name: "_role", Type: catalog.Varchar, Hidden: true},
+	{Name: "_offset_lag", Type: catalog.BigInt, Hidden: true},
+	{Name: "_time_lag_ms", Type: catalog.BigInt, Hidden: true},
+	{Name: "_position", Type: catalog.Varchar, Hidden: true},
+}
+
+// Indexes of the pseudo-columns after a relation's own columns.
+const (
+	PseudoPartition = iota
+	PseudoServedBy
+	PseudoRole
+	PseudoOffsetLag
+	PseudoTimeLag
+	PseudoPosition
+)
+
+// SortKey is one ORDER BY key, bound over the row the sort sees (the input
+// row, or the aggregated row of a grouped query).
+type SortKey struct {
+	Expr       Scalar
+	Desc       bool
+	NullsFirst bool
+}
+
+// PullPlan reads a table, view or stream once and returns rows.
+type PullPlan struct {
+	// Rel is the relation read; nil for SELECT without FROM.
+	Rel *catalog.Relation
+	// Input is the row the scan produces: Rel's columns, then
+	// PseudoColumns.
+	Input []catalog.Column
+	// Lookup, when set, holds one value per key column (in schema order):
+	// the query reads only that key, in one partition.
+	Lookup []Scalar
+	// Filter is applied to each input row; nil keeps all.
+	Filter Scalar
+
+	// Grouped queries aggregate the filtered rows; Output, Having and
+	// Order are then bound over the aggregated row (GroupBy values, then
+	// one value per Aggs entry).
+	Grouped bool
+	GroupBy []Scalar
+	Aggs    []AggSpec
+	Having  Scalar
+
+	Distinct bool
+	Output   []Scalar
+	Columns  []catalog.Column
+	Order    []SortKey
+	// Limit is -1 for none.
+	Limit, Offset int64
+	Params        *Params
+}
+
+// PlanSelect plans a pull query over cat. rel resolution errors are 42P01
+// and column errors 42703, with positions.
+func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
+	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}, Distinct: s.Distinct}
+	b := &binder{params: p.Params}
+	if s.From != nil {
+		rel, err := cat.Resolve(s.From.Name)
+		if err != nil {
+			if pe, ok := pgerr.As(err); ok {
+				pe.WithPosition(s.From.Pos)
+			}
+			return nil, err
+		}
+		p.Rel = rel
+		p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
+		b.cols, b.rel, b.alias = p.Input, rel.Name, s.From.Alias
+	}
+	if s.Where != nil {
+		b.clause = "WHERE"
+		f, err := b.bind(s.Where)
+		if err != nil {
+			return nil, err
+		}
+		if f, err = b.coerce(f, catalog.Boolean, s.Where.Position(), "argument of WHERE"); err != nil {
+			return nil, err
+		}
+		p.Filter = f
+		if p.Rel != nil && p.Rel.Materialized() {
+			p.Lookup = keyLookup(p.Rel, f)
+		}
+	}
+	b.clause = ""
+
+	bindOrder := func(e sql.Expr) (Scalar, error) {
+		b.clause = "ORDER BY"
+		defer func() { b.clause = "" }()
+		return b.bind(e)
+	}
+	var aggs *[]AggSpec // ORDER BY may still add aggregates
+	grouped := len(s.GroupBy) > 0 || s.Having != nil || hasAggregate(s)
+	items, err := expandStar(s.Items, p.Input)
+	if err != nil {
+		return nil, err
+	}
+	if grouped {
+		g, err := bindGrouped(b, s.GroupBy, items, s.Having)
+		if err != nil {
+			return nil, err
+		}
+		p.Grouped, p.GroupBy, p.Having, p.Output = true, g.groupBy, g.having, g.output
+		bindOrder = g.post
+		aggs = &g.aggs
+	} else {
+		for _, it := range items {
+			e, err := b.bind(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			p.Output = append(p.Output, e)
+		}
+	}
+	p.Columns = outputColumns(items, p.Output)
+
+	for _, o := range s.OrderBy {
+		k := SortKey{Desc: o.Desc, NullsFirst: o.Desc}
+		if o.NullsFirst != nil {
+			k.NullsFirst = *o.NullsFirst
+		}
+		e, err := bindOrderExpr(bindOrder, o.Expr, items, p.Output)
+		if err != nil {
+			return nil, err
+		}
+		k.Expr = e
+		p.Order = append(p.Order, k)
+	}
+	if aggs != nil {
+		p.Aggs = *aggs
+	}
+	if p.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
+		return nil, err
+	}
+	if p.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func hasAggregate(s *sql.Select) bool {
+	found := false
+	for _, it := range s.Items {
+		if it.Expr != nil {
+			walk(it.Expr, func(e sql.Expr) {
+				if f, ok := e.(*sql.Func); ok && IsAggregate(f.Name) {
+					found = true
+				}
+			})
+		}
+	}
+	return found
+}
+
+// walk calls fn for e and every expression under it.
+func walk(e sql.Expr, fn func(sql.Expr)) {
+	if e == nil {
+		return
+	}
+	fn(e)
+	switch e := e.(type) {
+	case *sql.Unary:
+		walk(e.X, fn)
+	case *sql.Binary:
+		walk(e.L, fn)
+		walk(e.R, fn)
+	case *sql.IsNull:
+		walk(e.X, fn)
+	case *sql.In:
+		walk(e.X, fn)
+		for _, x := range e.List {
+			walk(x, fn)
+		}
+	case *sql.Between:
+		walk(e.X, fn)
+		walk(e.Lo, fn)
+		walk(e.Hi, fn)
+	case *sql.Func:
+		for _, x := range e.Args {
+			walk(x, fn)
+		}
+	case *sql.Cast:
+		walk(e.X, fn)
+	case *sql.Case:
+		walk(e.Operand, fn)
+		for _, w := range e.Whens {
+			walk(w.Cond, fn)
+			walk(w.Result, fn)
+		}
+		walk(e.Else, fn)
+	}
+}
+
+// expandStar replaces * with the relation's visible columns.
+func expandStar(items []sql.SelectItem, input []catalog.Column) ([]sql.SelectItem, error) {
+	var out []sql.SelectItem
+	for _, it := range items {
+		if !it.Star {
+			out = append(out, it)
+			continue
+		}
+		if input == nil {
+			return nil, pgerr.New(pgerr.SyntaxError, "SELECT * with no tables specified is not valid")
+		}
+		for _, c := range input {
+			if !c.Hidden {
+				out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Name: c.Name}, Text: c.Name})
+			}
+		}
+	}
+	return out, nil
+}
+
+// outputColumns names the result columns as Postgres does: the alias, a
+// column's name, a function's name, else ?column?.
+func outputColumns(items []sql.SelectItem, exprs []Scalar) []catalog.Column {
+	cols := make([]catalog.Column, len(items))
+	for i, it := range items {
+		cols[i] = catalog.Column{Name: itemName(it), Type: exprs[i].Type()}
+		if cols[i].Type == catalog.Unknown {
+			cols[i].Type = catalog.Varchar
+		}
+	}
+	return cols
+}
+
+func itemName(it sql.SelectItem) string {
+	if it.Alias != "" {
+		return it.Alias
+	}
+	e := it.Expr
+	for {
+		switch x := e.(type) {
+		case *sql.ColumnRef:
+			return x.Name
+		case *sql.Func:
+			return x.Name
+		case *sql.Cast:
+			e = x.X
+			continue
+		case *sql.Case:
+			return "case"
+		}
+		return "?column?"
+	}
+}
+
+// bindOrderExpr resolves an ORDER BY entry: an output column's name or
+// position first (as Postgres does), else an expression over the input.
+func bindOrderExpr(bind func(sql.Expr) (Scalar, error), e sql.Expr, items []sql.SelectItem, output []Scalar) (Scalar, error) {
+	if c, ok := e.(*sql.ColumnRef); ok && c.Table == "" {
+		for i, it := range items {
+			if strings.EqualFold(itemName(it), c.Name) && (it.Alias != "" || isPlainColumn(it.Expr)) {
+				return output[i], nil
+			}
+		}
+	}
+	if l, ok := e.(*sql.Literal); ok && l.Type == catalog.BigInt {
+		n := l.Value.(int64)
+		if n < 1 || int(n) > len(output) {
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "ORDER BY position %d is not in select list", n).WithPosition(l.Pos)
+		}
+		return output[n-1], nil
+	}
+	return bind(e)
+}
+
+func isPlainColumn(e sql.Expr) bool {
+	_, ok := e.(*sql.ColumnRef)
+	return ok
+}
+
+func constInt(e sql.Expr, clause string, def int64) (int64, error) {
+	if e == nil {
+		return def, nil
+	}
+	b := &binder{clause: clause}
+	s, err := b.bind(e)
+	if err != nil {
+		return 0, err
+	}
+	c, ok := s.(*Const)
+	if !ok {
+		return 0, pgerr.New(pgerr.FeatureNotSupported, "%s must be a constant", clause).WithPosition(e.Position())
+	}
+	if c.V == nil {
+		return def, nil
+	}
+	v, err := ConvertValue(c.V, catalog.BigInt)
+	if err != nil {
+		return 0, err
+	}
+	n := v.(int64)
+	if n < 0 {
+		return 0, pgerr.New(pgerr.InvalidRowCountInLimit, "%s must not be negative", clause).WithPosition(e.Position())
+	}
+	return n, nil
+}
+
+// keyLookup returns the key values when filter pins every key column of
+// rel to a constant or parameter with equality in a top-level AND.
+func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
+	keys := rel.Schema.KeyIndexes()
+	if len(keys) == 0 {
+		return nil
+	}
+	found := make(map[int]Scalar)
+	var visit func(s Scalar)
+	visit = func(s Scalar) {
+		b, ok := s.(*Binary)
+		if !ok {
+			return
+		}
+		switch b.Op {
+		case "AND":
+			visit(b.L)
+			visit(b.R)
+		case "=":
+			col, val := b.L, b.R
+			if _, ok := col.(*ColRef); !ok {
+				col, val = val, col
+			}
+			c, ok := col.(*ColRef)
+			if !ok || c.Idx >= len(rel.Schema.Columns) {
+				return
+			}
+			switch val.(type) {
+			case *Const, *ParamRef:
+				found[c.Idx] = val
+			}
+		}
+	}
+	visit(filter)
+	out := make([]Scalar, len(keys))
+	for i, k := range keys {
+		v, ok := found[k]
+		if !ok {
+			return nil
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// grouping is a bound grouped select.
+type grouping struct {
+	groupBy []Scalar  // over the input row
+	aggs    []AggSpec // over the input row
+	output  []Scalar  // over the aggregated row
+	having  Scalar    // over the aggregated row
+	// post binds further expressions (ORDER BY) over the aggregated row.
+	post func(sql.Expr) (Scalar, error)
+}
+
+// bindGrouped binds GROUP BY, the select list and HAVING of a grouped
+// query. Select items and HAVING are bound over the input with aggregates
+// collected, then lifted onto the aggregated row: a subexpression equal
+// to a GROUP BY expression reads that group value, an aggregate reads its
+// result, and any other column reference is a grouping error.
+func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having sql.Expr) (*grouping, error) {
+	g := &grouping{}
+	b.clause = "GROUP BY"
+	for _, e := range groupBy {
+		// GROUP BY may name an output column by alias or position.
+		e = resolveGroupAlias(e, items)
+		s, err := b.bind(e)
+		if err != nil {
+			return nil, err
+		}
+		g.groupBy = append(g.groupBy, s)
+	}
+	b.clause = ""
+	b.aggs = &g.aggs
+	defer func() { b.aggs = nil }()
+	for _, it := range items {
+		s, err := b.bind(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		out, err := g.lift(s, it.Expr.Position())
+		if err != nil {
+			return nil, err
+		}
+		g.output = append(g.output, out)
+	}
+	if having != nil {
+		s, err := b.bind(having)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = b.coerce(s, catalog.Boolean, having.Position(), "argument of HAVING"); err != nil {
+			return nil, err
+		}
+		if g.having, err = g.lift(s, having.Position()); err != nil {
+			return nil, err
+		}
+	}
+	// ORDER BY may add aggregates of its own; they extend the aggregated
+	// row.
+	g.post = func(e sql.Expr) (Scalar, error) {
+		b.aggs = &g.aggs
+		defer func() { b.aggs = nil }()
+		s, err := b.bind(e)
+		if err != nil {
+			return nil, err
+		}
+		return g.lift(s, e.Position())
+	}
+	return g, nil
+}
+
+func resolveGroupAlias(e sql.Expr, items []sql.SelectItem) sql.Expr {
+	switch x := e.(type) {
+	case *sql.Literal:
+		if n, ok := x.Value.(int64); ok && n >= 1 && int(n) <= len(items) {
+			return items[n-1].Expr
+		}
+	case *sql.ColumnRef:
+		if x.Table == "" {
+			for _, it := range items {
+				if it.Alias != "" && strings.EqualFold(it.Alias, x.Name) {
+					return it.Expr
+				}
+			}
+		}
+	}
+	return e
+}
+
+// lift rewrites s, bound over the input row, onto the aggregated row.
+func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
+	for i, ge := range g.groupBy {
+		if Equal(s, ge) {
+			return &ColRef{Idx: i, T: ge.Type(), Name: ge.String()}, nil
+		}
+	}
+	switch x := s.(type) {
+	case *aggSlot:
+		return &ColRef{Idx: len(g.groupBy) + x.i, T: x.t, Name: g.aggs[x.i].String()}, nil
+	case *ColRef:
+		return nil, pgerr.New(pgerr.GroupingError,
+			"column %q must appear in the GROUP BY clause or be used in an aggregate function", x.Name).WithPosition(pos)
+	case *Const, *ParamRef:
+		return s, nil
+	case *Unary:
+		y, err := g.lift(x.X, pos)
+		if err != nil {
+			return nil, err
+		}
+		return &Unary{Op: x.Op, X: y, T: x.T}, nil
+	case *Binary:
+		l, err := g.lift(x.L, pos)
+		if err != nil {
+			return nil, err
+		}
+		r, err := g.lift(x.R, pos)
+		if err != nil {
+			return nil, err
+		}
+		return &Binary{Op: x.Op, L: l, R: r, T: x.T}, nil
+	case *IsNull:
+		y, err := g.lift(x.X, pos)
+		if err != nil {
+			return nil, err
+		}
+		return &IsNull{X: y, Not: x.Not}, nil
+	case *In:
+		y, err := g.lift(x.X, pos)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]Scalar, len(x.List))
+		for i, l := range x.List {
+			if list[i], err = g.lift(l, pos); err != nil {
+				return nil, err
+			}
+		}
+		return &In{X: y, List: list, Not: x.Not}, nil
+	case *Cast:
+		y, err := g.lift(x.X, pos)
+		if err != nil {
+			return nil, err
+		}
+		return &Cast{X: y, T: x.T}, nil
+	case *Case:
+		c := &Case{T: x.T}
+		for _, a := range x.Arms {
+			cond, err := g.lift(a.Cond, pos)
+			if err != nil {
+				return nil, err
+			}
+			res, err := g.lift(a.Result, pos)
+			if err != nil {
+				return nil, err
+			}
+			c.Arms = append(c.Arms, CaseArm{Cond: cond, Result: res})
+		}
+		if x.Else != nil {
+			e, err := g.lift(x.Else, pos)
+			if err != nil {
+				return nil, err
+			}
+			c.Else = e
+		}
+		return c, nil
+	case *Call:
+		args := make([]Scalar, len(x.Args))
+		for i, a := range x.Args {
+			var err error
+			if args[i], err = g.lift(a, pos); err != nil {
+				return nil, err
+			}
+		}
+		return &Call{Name: x.Name, Args: args, T: x.T}, nil
+	}
+	return nil, pgerr.New(pgerr.InternalError, "cannot lift %T onto the grouped row", s)
+}

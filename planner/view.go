@@ -1,0 +1,279 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// ViewPlan is the streaming topology of a CTAS view:
+//
+//	source ─► filter ─► [re-key through a repartition topic] ─► aggregate ─► project ─► view
+//	source ─► filter ─► project ─► view            (no GROUP BY: keyed as the source)
+//
+// Expressions are bound over the source row (Filter, GroupBy, Aggs) or
+// over the aggregated row of group values then aggregate results
+// (Output and Having of a grouped view; Output of an ungrouped view is
+// over the source row).
+type ViewPlan struct {
+	View   *catalog.Relation
+	Source *catalog.Relation
+
+	Filter  Scalar
+	Grouped bool
+	GroupBy []Scalar
+	Aggs    []AggSpec
+	Having  Scalar
+	Output  []Scalar
+
+	// KeyGroup maps each key column of the view (in schema order) to its
+	// GroupBy index (grouped views) or to its source column index
+	// (ungrouped views).
+	KeyGroup []int
+	// Repartition is set when the view's key is not the source's key, so
+	// records must be re-keyed through the repartition topic to reach the
+	// task that owns their group.
+	Repartition bool
+}
+
+// Partitions is the view's partition count.
+func (p *ViewPlan) Partitions() int32 { return p.View.Partitions }
+
+// String renders the plan for EXPLAIN.
+func (p *ViewPlan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sink %s (%d partitions, key %s)\n", p.View.Name, p.View.Partitions, keyNames(p.View))
+	if p.Grouped {
+		if p.Having != nil {
+			fmt.Fprintf(&b, "  Filter (HAVING) %s\n", p.Having)
+		}
+		var aggs, groups []string
+		for _, a := range p.Aggs {
+			aggs = append(aggs, a.String())
+		}
+		for _, g := range p.GroupBy {
+			groups = append(groups, g.String())
+		}
+		fmt.Fprintf(&b, "  Aggregate group=[%s] aggs=[%s] (state in Pebble, changelog %s)\n", strings.Join(groups, ", "), strings.Join(aggs, ", "), "topic")
+		if p.Repartition {
+			fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(groups, ", "))
+		}
+	} else {
+		var outs []string
+		for _, o := range p.Output {
+			outs = append(outs, o.String())
+		}
+		fmt.Fprintf(&b, "  Project [%s]\n", strings.Join(outs, ", "))
+	}
+	if p.Filter != nil {
+		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
+	}
+	fmt.Fprintf(&b, "  Source %s %s (topic %s, %d partitions)\n", strings.ToLower(string(p.Source.Kind)), p.Source.Name, p.Source.Topic, p.Source.Partitions)
+	return b.String()
+}
+
+func keyNames(r *catalog.Relation) string {
+	var ks []string
+	for _, i := range r.Schema.KeyIndexes() {
+		ks = append(ks, r.Schema.Columns[i].Name)
+	}
+	return "(" + strings.Join(ks, ", ") + ")"
+}
+
+// PlanView plans CREATE TABLE ... AS SELECT against cat. The returned
+// plan's View is the relation to record (Version unset until the command
+// is applied).
+func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPlan, error) {
+	opts, err := checkOptions(s.With, viewOptions, "table")
+	if err != nil {
+		return nil, err
+	}
+	sel := s.Select
+	if sel.From == nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "CREATE TABLE AS needs a FROM clause naming a stream or table")
+	}
+	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
+			WithHint("Apply them when reading the view instead.")
+	}
+	src, err := cat.Resolve(sel.From.Name)
+	if err != nil {
+		if pe, ok := pgerr.As(err); ok {
+			pe.WithPosition(sel.From.Pos)
+		}
+		return nil, err
+	}
+	p := &ViewPlan{Source: src}
+	b := &binder{cols: src.Schema.Columns, rel: src.Name, alias: sel.From.Alias}
+	if sel.Where != nil {
+		b.clause = "WHERE"
+		f, err := b.bind(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		if p.Filter, err = b.coerce(f, catalog.Boolean, sel.Where.Position(), "argument of WHERE"); err != nil {
+			return nil, err
+		}
+		b.clause = ""
+	}
+	items, err := expandStar(sel.Items, src.Schema.Columns)
+	if err != nil {
+		return nil, err
+	}
+	view := &catalog.Relation{
+		Name:        s.Name,
+		Kind:        catalog.KindView,
+		KeyFormat:   strings.ToLower(opts["key_format"]),
+		ValueFormat: FormatJSON,
+		Options:     opts,
+		SQL:         text,
+		Sources:     []string{strings.ToLower(src.Name)},
+	}
+	p.View = view
+	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
+	if p.Grouped {
+		if src.Kind != catalog.KindStream {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating table %s is not supported yet; aggregate a stream", src.Name).
+				WithHint("Declare the topic as a STREAM to aggregate its records.")
+		}
+		if len(sel.GroupBy) == 0 {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "an aggregate view needs GROUP BY").
+				WithHint("A view is a table keyed by its GROUP BY columns.")
+		}
+		g, err := bindGrouped(b, sel.GroupBy, items, sel.Having)
+		if err != nil {
+			return nil, err
+		}
+		p.GroupBy, p.Aggs, p.Having, p.Output = g.groupBy, g.aggs, g.having, g.output
+	} else {
+		if sel.Having != nil {
+			return nil, pgerr.New(pgerr.GroupingError, "HAVING needs GROUP BY")
+		}
+		for _, it := range items {
+			e, err := b.bind(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			p.Output = append(p.Output, e)
+		}
+	}
+	cols := outputColumns(items, p.Output)
+	if err := markViewKeys(p, cols, items); err != nil {
+		return nil, err
+	}
+	view.Schema.Columns = cols
+	if view.KeyFormat == "" {
+		view.KeyFormat = FormatKafka
+		if len(p.KeyGroup) > 1 {
+			view.KeyFormat = FormatJSON
+		}
+	}
+	if len(p.KeyGroup) > 1 && view.KeyFormat == FormatKafka {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(p.KeyGroup)).
+			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
+	}
+	view.Partitions = src.Partitions
+	if v, ok := opts["partitions"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 32)
+		view.Partitions = int32(n)
+	}
+	p.Repartition = needsRepartition(p)
+	if !p.Repartition && view.Partitions != src.Partitions {
+		// Keyed as the source, the view can only be partitioned as the
+		// source is, unless records are re-keyed.
+		p.Repartition = p.Grouped
+		if !p.Grouped {
+			return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its %d partitions", s.Name, src.Name, src.Partitions).
+				WithHint("Leave out the partitions option.")
+		}
+	}
+	return p, nil
+}
+
+// markViewKeys decides the view's key columns. A grouped view is keyed by
+// its GROUP BY expressions, each of which must be selected; an ungrouped
+// view keeps the source's key, whose columns must be selected as they are.
+func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) error {
+	seen := make(map[string]bool)
+	for i, c := range cols {
+		lc := strings.ToLower(c.Name)
+		if seen[lc] {
+			return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name).
+				WithHint("Name the columns of a view with AS.")
+		}
+		if c.Name == "?column?" || c.Name == "case" {
+			return pgerr.New(pgerr.InvalidTableDefinition, "the expression %q of a view needs a name", items[i].Text).
+				WithHint("Name it with AS.")
+		}
+		seen[lc] = true
+	}
+	if p.Grouped {
+		used := make([]bool, len(p.GroupBy))
+		for i, o := range p.Output {
+			if ref, ok := o.(*ColRef); ok && ref.Idx < len(p.GroupBy) && !used[ref.Idx] {
+				used[ref.Idx] = true
+				cols[i].Key = true
+				p.KeyGroup = append(p.KeyGroup, ref.Idx)
+			}
+		}
+		for i, u := range used {
+			if !u {
+				return pgerr.New(pgerr.GroupingError, "GROUP BY expression %s must be in the select list of a view", p.GroupBy[i]).
+					WithHint("A view is keyed by its GROUP BY columns; select each of them.")
+			}
+		}
+		return nil
+	}
+	srcKeys := p.Source.Schema.KeyIndexes()
+	if len(srcKeys) == 0 {
+		return pgerr.New(pgerr.InvalidTableDefinition, "view %s has no key: stream %s has no KEY column and there is no GROUP BY", p.View.Name, p.Source.Name).
+			WithHint("Aggregate with GROUP BY, or declare a KEY column on the stream.")
+	}
+	for _, k := range srcKeys {
+		found := false
+		for i, o := range p.Output {
+			if ref, ok := o.(*ColRef); ok && ref.Idx == k && !cols[i].Key {
+				cols[i].Key = true
+				found = true
+				break
+			}
+		}
+		if !found {
+			return pgerr.New(pgerr.InvalidTableDefinition, "view %s must select the key column %s of %s", p.View.Name, p.Source.Schema.Columns[k].Name, p.Source.Name).
+				WithHint("A view without GROUP BY is keyed as its source.")
+		}
+	}
+	// Key columns in view schema order map to source columns.
+	for i, c := range cols {
+		if c.Key {
+			p.KeyGroup = append(p.KeyGroup, p.Output[i].(*ColRef).Idx)
+		}
+	}
+	if p.View.KeyFormat == "" {
+		p.View.KeyFormat = p.Source.KeyFormat
+	}
+	return nil
+}
+
+// needsRepartition reports whether the view's key differs from the
+// source's, so records must be re-keyed to reach their partition.
+func needsRepartition(p *ViewPlan) bool {
+	if !p.Grouped {
+		return false
+	}
+	srcKeys := p.Source.Schema.KeyIndexes()
+	if len(srcKeys) != len(p.KeyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
+		return true
+	}
+	for i, g := range p.KeyGroup {
+		ref, ok := p.GroupBy[g].(*ColRef)
+		if !ok || ref.Idx != srcKeys[i] {
+			return true
+		}
+	}
+	return false
+}

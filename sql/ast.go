@@ -1,0 +1,288 @@
+package sql
+
+import "github.com/basindb/basin/catalog"
+
+// Statement is one parsed basin statement. The concrete types below are
+// all there is: later layers switch on them.
+type Statement interface {
+	statement()
+}
+
+// RelationKind says what CREATE or DROP names.
+type RelationKind uint8
+
+const (
+	KindStream RelationKind = iota + 1
+	KindTable
+)
+
+func (k RelationKind) String() string {
+	if k == KindStream {
+		return "STREAM"
+	}
+	return "TABLE"
+}
+
+// Option is one key = value pair of a WITH (...) clause. Keys are lower
+// case and may contain dots (acceptable.offset.lag). Value is the literal
+// as written without quotes: 'orders' gives orders, 1000 gives 1000.
+type Option struct {
+	Key   string
+	Value string
+	// Pos is the 1-based character position of the key in the statement.
+	Pos int
+}
+
+// ColumnDef is a column of CREATE STREAM / CREATE TABLE.
+type ColumnDef struct {
+	Name string
+	Type catalog.Type
+	// Key is set by KEY or PRIMARY KEY on the column, or by a table-level
+	// PRIMARY KEY (...) naming it.
+	Key bool
+}
+
+// CreateSource is CREATE STREAM|TABLE name (cols) WITH (...): a relation
+// over an existing or new Kafka topic.
+type CreateSource struct {
+	Kind        RelationKind
+	Name        string
+	IfNotExists bool
+	Columns     []ColumnDef
+	With        []Option
+}
+
+// CreateTableAs is CREATE TABLE name WITH (...) AS SELECT: a materialized
+// view.
+type CreateTableAs struct {
+	Name        string
+	IfNotExists bool
+	With        []Option
+	Select      *Select
+	// SelectText is the user's text of the SELECT, for SHOW QUERIES.
+	SelectText string
+}
+
+// Insert is INSERT INTO name (cols) VALUES (...), (...).
+type Insert struct {
+	Table   string
+	Columns []string // empty: all columns in order
+	Rows    [][]Expr
+}
+
+// TableRef is the FROM of a SELECT: one relation, optionally aliased.
+type TableRef struct {
+	Name  string
+	Alias string
+	Pos   int
+}
+
+// SelectItem is one entry of the select list. Star is *; Expr is nil
+// then.
+type SelectItem struct {
+	Expr  Expr
+	Alias string
+	Star  bool
+	// Text is the item as the user wrote it, used to name unaliased
+	// expressions the way Postgres does (?column? aside).
+	Text string
+}
+
+// OrderItem is one ORDER BY entry.
+type OrderItem struct {
+	Expr Expr
+	Desc bool
+	// NullsFirst is nil for the default (Postgres: NULLS LAST for ASC,
+	// NULLS FIRST for DESC).
+	NullsFirst *bool
+}
+
+// Select is a SELECT statement. From is nil for SELECT without FROM
+// (SELECT 1).
+type Select struct {
+	Items    []SelectItem
+	Distinct bool
+	From     *TableRef
+	Where    Expr
+	GroupBy  []Expr
+	Having   Expr
+	OrderBy  []OrderItem
+	Limit    Expr // nil: no limit
+	Offset   Expr // nil: no offset
+}
+
+// ShowKind says what SHOW lists.
+type ShowKind uint8
+
+const (
+	ShowStreams ShowKind = iota + 1
+	ShowTables
+	ShowQueries
+	// ShowVariable is SHOW name (a session or server setting); Name holds
+	// it.
+	ShowVariable
+)
+
+// Show is SHOW STREAMS | TABLES | QUERIES | <variable> | ALL.
+type Show struct {
+	What ShowKind
+	Name string
+}
+
+// Describe is DESCRIBE name (also DESC name).
+type Describe struct {
+	Name string
+}
+
+// Drop is DROP STREAM|TABLE [IF EXISTS] name.
+type Drop struct {
+	Kind     RelationKind
+	Name     string
+	IfExists bool
+}
+
+// Set is SET name = value / SET name TO value; Value is unquoted text.
+// Reset is SET name TO DEFAULT or RESET name.
+type Set struct {
+	Name  string
+	Value string
+	Reset bool
+}
+
+// Explain is EXPLAIN <statement>.
+type Explain struct {
+	Stmt Statement
+}
+
+// TxnKind is the transaction-control statement kind.
+type TxnKind uint8
+
+const (
+	TxnBegin TxnKind = iota + 1
+	TxnCommit
+	TxnRollback
+)
+
+// Txn is BEGIN / START TRANSACTION / COMMIT / END / ROLLBACK; basin
+// accepts them for read-only work.
+type Txn struct {
+	Kind TxnKind
+}
+
+func (*CreateSource) statement()  {}
+func (*CreateTableAs) statement() {}
+func (*Insert) statement()        {}
+func (*Select) statement()        {}
+func (*Show) statement()          {}
+func (*Describe) statement()      {}
+func (*Drop) statement()          {}
+func (*Set) statement()           {}
+func (*Explain) statement()       {}
+func (*Txn) statement()           {}
+
+// Expr is a scalar expression. Pos is the 1-based character position in
+// the statement text, or 0 when unknown; errors use it.
+type Expr interface {
+	Position() int
+}
+
+// Literal is a constant. Value is nil for NULL (Type Unknown), else the
+// Go value of Type (see catalog.Type). Integer literals are BigInt,
+// decimal literals Double, strings Varchar.
+type Literal struct {
+	Value any
+	Type  catalog.Type
+	Pos   int
+}
+
+// ColumnRef names a column, optionally qualified by a relation or alias.
+type ColumnRef struct {
+	Table string
+	Name  string
+	Pos   int
+}
+
+// Param is a $n placeholder (1-based).
+type Param struct {
+	N   int
+	Pos int
+}
+
+// Unary is -x, +x or NOT x. Op is "-", "+" or "NOT".
+type Unary struct {
+	Op  string
+	X   Expr
+	Pos int
+}
+
+// Binary is a binary operator. Op is one of
+// + - * / % = <> < <= > >= AND OR || LIKE ILIKE.
+// NotLike is represented as Unary NOT over LIKE.
+type Binary struct {
+	Op   string
+	L, R Expr
+	Pos  int
+}
+
+// IsNull is x IS [NOT] NULL.
+type IsNull struct {
+	X   Expr
+	Not bool
+	Pos int
+}
+
+// In is x [NOT] IN (list).
+type In struct {
+	X    Expr
+	List []Expr
+	Not  bool
+	Pos  int
+}
+
+// Between is x [NOT] BETWEEN lo AND hi.
+type Between struct {
+	X, Lo, Hi Expr
+	Not       bool
+	Pos       int
+}
+
+// Func is a function call. Name is lower case. Star is COUNT(*).
+type Func struct {
+	Name     string
+	Args     []Expr
+	Star     bool
+	Distinct bool
+	Pos      int
+}
+
+// Cast is CAST(x AS type) or x::type.
+type Cast struct {
+	X    Expr
+	Type catalog.Type
+	Pos  int
+}
+
+// When is one WHEN cond THEN result arm of a CASE.
+type When struct {
+	Cond, Result Expr
+}
+
+// Case is CASE [operand] WHEN ... THEN ... [ELSE ...] END.
+type Case struct {
+	Operand Expr // nil for a searched CASE
+	Whens   []When
+	Else    Expr
+	Pos     int
+}
+
+func (e *Literal) Position() int   { return e.Pos }
+func (e *ColumnRef) Position() int { return e.Pos }
+func (e *Param) Position() int     { return e.Pos }
+func (e *Unary) Position() int     { return e.Pos }
+func (e *Binary) Position() int    { return e.Pos }
+func (e *IsNull) Position() int    { return e.Pos }
+func (e *In) Position() int        { return e.Pos }
+func (e *Between) Position() int   { return e.Pos }
+func (e *Func) Position() int      { return e.Pos }
+func (e *Cast) Position() int      { return e.Pos }
+func (e *Case) Position() int      { return e.Pos }
