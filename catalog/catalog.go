@@ -42,9 +42,6 @@ type Relation struct {
 	SQL string `json:"sql"`
 	// Sources are the relations a view reads (lower case names).
 	Sources []string `json:"sources,omitempty"`
-	// QueryID names the persistent query that maintains a view or
-	// materializes a table ("CTAS_REVENUE_7").
-	QueryID string `json:"query_id,omitempty"`
 	// Version is the command-topic offset of the command that created the
 	// relation. It tells apart a relation from an older one of the same
 	// name, so state on disk is never confused between them.

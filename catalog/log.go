@@ -8,8 +8,9 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/kafka"
 )
 
 // ErrLogClosed is returned by Submit and Sync after Close.
@@ -106,26 +107,18 @@ func ensureCommandTopic(ctx context.Context, adm *kadm.Client, topic string) err
 	// Commands are never deleted or compacted away: the log is the
 	// catalog.
 	retention := "-1"
-	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"retention.ms": &retention}, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("catalog: creating command topic %s: %w", topic, err)
+	if _, _, err := kafka.EnsureTopic(ctx, adm, topic, 1, map[string]*string{"retention.ms": &retention}); err != nil {
+		return fmt.Errorf("catalog: command topic %s: %w", topic, err)
 	}
 	return nil
 }
 
 func endOffset(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := kafka.EndOffsets(ctx, adm, topic)
 	if err != nil {
-		return 0, fmt.Errorf("catalog: end offset of %s: %w", topic, err)
+		return 0, fmt.Errorf("catalog: %w", err)
 	}
-	o, ok := ends.Lookup(topic, 0)
-	if !ok || o.Err != nil {
-		return 0, fmt.Errorf("catalog: end offset of %s: %v", topic, o.Err)
-	}
-	return o.Offset, nil
+	return ends[0], nil
 }
 
 func (l *Log) replay(ctx context.Context) {

@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -530,4 +532,84 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 		return &Call{Name: x.Name, Args: args, T: x.T}, nil
 	}
 	return nil, pgerr.New(pgerr.InternalError, "cannot lift %T onto the grouped row", s)
+}
+
+// String renders the plan for EXPLAIN.
+func (p *PullPlan) String() string {
+	var b strings.Builder
+	if p.Limit >= 0 || p.Offset > 0 {
+		fmt.Fprintf(&b, "Limit %d offset %d\n", p.Limit, p.Offset)
+	}
+	if len(p.Order) > 0 {
+		var ks []string
+		for _, k := range p.Order {
+			s := k.Expr.String()
+			if k.Desc {
+				s += " DESC"
+			}
+			ks = append(ks, s)
+		}
+		fmt.Fprintf(&b, "  Sort [%s]\n", strings.Join(ks, ", "))
+	}
+	if p.Distinct {
+		b.WriteString("  Distinct\n")
+	}
+	var outs []string
+	for _, o := range p.Output {
+		outs = append(outs, o.String())
+	}
+	fmt.Fprintf(&b, "  Project [%s]\n", strings.Join(outs, ", "))
+	if p.Grouped {
+		var gs, as []string
+		for _, g := range p.GroupBy {
+			gs = append(gs, g.String())
+		}
+		for _, a := range p.Aggs {
+			as = append(as, a.String())
+		}
+		if p.Having != nil {
+			fmt.Fprintf(&b, "  Filter (HAVING) %s\n", p.Having)
+		}
+		fmt.Fprintf(&b, "  HashAggregate group=[%s] aggs=[%s]\n", strings.Join(gs, ", "), strings.Join(as, ", "))
+	}
+	if p.Filter != nil {
+		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
+	}
+	switch {
+	case p.Rel == nil:
+		b.WriteString("  Values (one row)\n")
+	case p.Rel.Kind == catalog.KindStream:
+		fmt.Fprintf(&b, "  Scan stream %s (topic %s, %d partitions, up to the end offsets at start)\n", p.Rel.Name, p.Rel.Topic, p.Rel.Partitions)
+	case p.Lookup != nil:
+		var ks []string
+		for _, k := range p.Lookup {
+			ks = append(ks, k.String())
+		}
+		fmt.Fprintf(&b, "  Key lookup %s key=(%s) (one partition)\n", p.Rel.Name, strings.Join(ks, ", "))
+	default:
+		fmt.Fprintf(&b, "  Scan %s (%d partitions)\n", p.Rel.Name, p.Rel.Partitions)
+	}
+	return b.String()
+}
+
+// EvalConst evaluates a constant expression (an INSERT value) as type t.
+// now() and current_timestamp read now.
+func EvalConst(e sql.Expr, t catalog.Type, now time.Time) (any, error) {
+	b := &binder{clause: "VALUES"}
+	s, err := b.bind(e)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.(*Call); ok && (c.Name == "now" || c.Name == "current_timestamp") {
+		s = &Const{V: now, T: catalog.Timestamp}
+	}
+	s, err = castTo(s, t, e.Position())
+	if err != nil {
+		return nil, err
+	}
+	c, ok := s.(*Const)
+	if !ok {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "INSERT values must be constants").WithPosition(e.Position())
+	}
+	return c.V, nil
 }

@@ -29,7 +29,8 @@ func (k RelationKind) String() string {
 type Option struct {
 	Key   string
 	Value string
-	// Pos is the 1-based character position of the key in the statement.
+	// Pos is the 1-based character position of the key in the text given
+	// to Parse.
 	Pos int
 }
 
@@ -68,13 +69,19 @@ type Insert struct {
 	Table   string
 	Columns []string // empty: all columns in order
 	Rows    [][]Expr
+	// Pos is the position of the table name; ColumnPos[i] that of
+	// Columns[i]. The planner reports unknown relations and columns there.
+	Pos       int
+	ColumnPos []int
 }
 
 // TableRef is the FROM of a SELECT: one relation, optionally aliased.
+// Schema is set when the name was qualified (pg_catalog.pg_type).
 type TableRef struct {
-	Name  string
-	Alias string
-	Pos   int
+	Schema string
+	Name   string
+	Alias  string
+	Pos    int
 }
 
 // SelectItem is one entry of the select list. Star is *; Expr is nil
@@ -83,6 +90,8 @@ type SelectItem struct {
 	Expr  Expr
 	Alias string
 	Star  bool
+	// Table qualifies a star (t.*); empty for a bare *.
+	Table string
 	// Text is the item as the user wrote it, used to name unaliased
 	// expressions the way Postgres does (?column? aside).
 	Text string
@@ -141,12 +150,15 @@ type Drop struct {
 	IfExists bool
 }
 
-// Set is SET name = value / SET name TO value; Value is unquoted text.
-// Reset is SET name TO DEFAULT or RESET name.
+// Set is SET name = value / SET name TO value; Value is unquoted text
+// (a list is joined with ", "). Reset is SET name TO DEFAULT or RESET name
+// (RESET ALL has Name "all"). Local is SET LOCAL: the setting lasts until
+// the end of the transaction.
 type Set struct {
 	Name  string
 	Value string
 	Reset bool
+	Local bool
 }
 
 // Explain is EXPLAIN <statement>.

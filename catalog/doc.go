@@ -1,0 +1,37 @@
+// Package catalog owns what basin knows about relations: SQL types and
+// schemas, streams, tables and views, and the command log they are
+// recorded in.
+//
+// # The command log
+//
+// DDL is validated by the session that receives it, then appended as a
+// Command to a single-partition Kafka topic (CommandTopic). Every node
+// replays that topic from the beginning, in order, and applies each
+// command to its Catalog with Apply. Because Apply is deterministic and
+// the topic is totally ordered, every node builds the same catalog, and a
+// restarted node rebuilds exactly the catalog it had, then restarts the
+// same persistent queries. Kafka is the only coordinator: there is no
+// basin-level consensus.
+//
+// A command records the resolved definition (schema, topic, partitions,
+// formats), not only the SQL text, so replay does not depend on the
+// parser of the node that replays it. A view also keeps its SQL: the
+// planner re-plans it on every node from the same text.
+//
+// Two nodes may validate conflicting DDL at the same time (both create
+// "t"). Both commands are appended; the one later in the log is rejected
+// by Apply identically on every node, and Log.Submit returns that
+// rejection to the session that sent it.
+//
+// # Versions and names
+//
+// A relation's Version is the offset of the command that created it. State
+// on disk (StoreName) and internal topics (ChangelogTopic,
+// RepartitionTopic) carry it, so a relation dropped and created again
+// under the same name never reads its predecessor's data.
+//
+// # Debugging
+//
+// The command topic is plain JSON: consume _basin-<cluster>-commands with
+// any Kafka client to see every DDL statement the cluster has accepted.
+package catalog

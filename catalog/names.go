@@ -1,0 +1,51 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Names of basin's internal Kafka resources. They are derived from the
+// cluster name and a relation's Version, so a view dropped and created
+// again under the same name never reads its predecessor's topics.
+
+// CommandTopic is the cluster's catalog log.
+func CommandTopic(cluster string) string { return "_basin-" + cluster + "-commands" }
+
+// ProcessingLogTopic is where records that could not be processed are
+// recorded.
+func ProcessingLogTopic(cluster string) string { return "_basin-" + cluster + "-processing-log" }
+
+// ProcessingLogName is the stream that reads ProcessingLogTopic.
+const ProcessingLogName = "basin_processing_log"
+
+func (r *Relation) internal(cluster, what string) string {
+	return fmt.Sprintf("_basin-%s-%s-%d-%s", cluster, strings.ToLower(r.Name), r.Version, what)
+}
+
+// ChangelogTopic is the view's changelog.
+func (r *Relation) ChangelogTopic(cluster string) string { return r.internal(cluster, "changelog") }
+
+// RepartitionTopic carries a view's records re-keyed by its GROUP BY key.
+func (r *Relation) RepartitionTopic(cluster string) string { return r.internal(cluster, "repartition") }
+
+// RekeyGroup is the consumer group whose offsets record how far the
+// re-keying stage has read each source partition.
+func (r *Relation) RekeyGroup(cluster string) string { return r.internal(cluster, "rekey") }
+
+// TransactionalID is the transactional id of the task for one partition
+// of a view: one producer identity per task, so a zombie task on another
+// node is fenced when the task starts elsewhere.
+func (r *Relation) TransactionalID(cluster string, partition int32) string {
+	return fmt.Sprintf("%s-%d", r.internal(cluster, "task"), partition)
+}
+
+// QueryName is the id of the persistent query that maintains a view or
+// materializes a table, as SHOW QUERIES lists it.
+func (r *Relation) QueryName() string {
+	prefix := "CTAS"
+	if r.Kind == KindTable {
+		prefix = "CT"
+	}
+	return fmt.Sprintf("%s_%s_%d", prefix, strings.ToUpper(r.Name), r.Version)
+}

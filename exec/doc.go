@@ -1,0 +1,55 @@
+// Package exec runs plans: expression evaluation, the streaming tasks that
+// keep views current, and pull queries over the stores.
+//
+// # Streaming tasks
+//
+// Runtime runs one task per partition of every table and view, each under
+// a supervisor that restarts it from its checkpoint with backoff.
+//
+//   - tableTask materializes a source table: it reads the table's topic into
+//     the store; the topic is its own changelog.
+//   - viewTask maintains a view partition. Per batch of input records it
+//     opens a Kafka transaction, writes every changed row to the view's
+//     changelog, skipped records to the processing log and a marker
+//     record carrying the input offsets and position, and commits. Only
+//     after the commit does it apply the same rows, the changelog offset
+//     and the position to Pebble in one batch. Readers therefore never see
+//     aborted data, and a crash at any point neither loses nor double-counts:
+//     on restart the task fences older instances of itself (a new
+//     transactional epoch), replays the changelog from its checkpoint to
+//     the end (restore), and resumes its input from the offsets of the
+//     last committed marker.
+//   - rekeyTask re-keys a source partition into the repartition topic for
+//     views grouped by something other than the source key. It is not
+//     transactional: each record carries its source partition and offset,
+//     and a view task drops a record whose offset its position already
+//     covers, so records re-sent after a crash are counted once. After each
+//     batch it writes a position marker to every repartition partition,
+//     so each view partition knows how far every source partition has been
+//     seen even when none of its records reached it.
+//
+// # Stored values
+//
+// A store maps the order-preserving encoding of a row's key to
+// [present, columns..., aggregate state...] (see encodeStored). The same
+// bytes are the changelog record's value, so restoring a replica is a
+// copy, and a replica restored from the changelog can take over
+// aggregation.
+//
+// # Pull queries
+//
+// Runtime.Pull reads a table or view from the local stores: a key lookup
+// when the WHERE clause pins every key column (one partition, found with
+// Kafka's partitioner over the key), else a scan of every partition; then
+// filter, aggregate, sort and limit in memory, streaming rows to the
+// client when no sort or aggregation is needed. A stream is read by a
+// bounded scan of its topic up to the end offsets at the start of the
+// query. Each row carries pseudo-columns saying which partition, node and
+// role served it, with its lag and position.
+//
+// # Sessions
+//
+// Session dispatches statements: DDL is validated here and appended to the
+// command log, INSERT produces records, SELECT runs a pull query, SHOW and
+// DESCRIBE read the catalog and runtime.
+package exec

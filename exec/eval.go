@@ -1,0 +1,453 @@
+package exec
+
+import (
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
+)
+
+// Env is what expressions read besides the row: parameters and the
+// session.
+type Env struct {
+	Params   []any
+	User     string
+	Database string
+	Version  string
+	PID      int32
+	// Now is the statement's start time (now() is stable in a statement).
+	Now time.Time
+}
+
+// Expr is a compiled expression.
+type Expr func(row catalog.Row, env *Env) (any, error)
+
+// Compile turns a bound expression into a closure. Compiling once per
+// query keeps the per-row cost to the operations themselves.
+func Compile(s planner.Scalar) Expr {
+	switch s := s.(type) {
+	case *planner.ColRef:
+		i := s.Idx
+		return func(row catalog.Row, _ *Env) (any, error) { return row[i], nil }
+	case *planner.Const:
+		v := s.V
+		return func(catalog.Row, *Env) (any, error) { return v, nil }
+	case *planner.ParamRef:
+		n, t := s.N, s.T
+		return func(_ catalog.Row, env *Env) (any, error) {
+			if env == nil || n > len(env.Params) {
+				return nil, pgerr.New(pgerr.UndefinedParameter, "there is no parameter $%d", n)
+			}
+			v := env.Params[n-1]
+			if v == nil || t == catalog.Unknown {
+				return v, nil
+			}
+			return planner.ConvertValue(v, t)
+		}
+	case *planner.Unary:
+		x := Compile(s.X)
+		if s.Op == "NOT" {
+			return func(row catalog.Row, env *Env) (any, error) {
+				v, err := x(row, env)
+				if v == nil || err != nil {
+					return nil, err
+				}
+				return !v.(bool), nil
+			}
+		}
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := x(row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			switch v := v.(type) {
+			case int64:
+				if v == math.MinInt64 {
+					return nil, errOutOfRange
+				}
+				return -v, nil
+			case float64:
+				return -v, nil
+			}
+			return nil, pgerr.New(pgerr.DatatypeMismatch, "cannot negate %T", v)
+		}
+	case *planner.Binary:
+		return compileBinary(s)
+	case *planner.IsNull:
+		x, not := Compile(s.X), s.Not
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := x(row, env)
+			if err != nil {
+				return nil, err
+			}
+			return (v == nil) != not, nil
+		}
+	case *planner.In:
+		x := Compile(s.X)
+		list := make([]Expr, len(s.List))
+		for i, l := range s.List {
+			list[i] = Compile(l)
+		}
+		not := s.Not
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := x(row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			sawNull := false
+			for _, l := range list {
+				w, err := l(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if w == nil {
+					sawNull = true
+					continue
+				}
+				if Compare(v, w) == 0 {
+					return !not, nil
+				}
+			}
+			if sawNull {
+				return nil, nil
+			}
+			return not, nil
+		}
+	case *planner.Cast:
+		x, t := Compile(s.X), s.T
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := x(row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			return planner.ConvertValue(v, t)
+		}
+	case *planner.Case:
+		type arm struct{ cond, res Expr }
+		arms := make([]arm, len(s.Arms))
+		for i, a := range s.Arms {
+			arms[i] = arm{Compile(a.Cond), Compile(a.Result)}
+		}
+		var els Expr
+		if s.Else != nil {
+			els = Compile(s.Else)
+		}
+		return func(row catalog.Row, env *Env) (any, error) {
+			for _, a := range arms {
+				c, err := a.cond(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if c == true {
+					return a.res(row, env)
+				}
+			}
+			if els == nil {
+				return nil, nil
+			}
+			return els(row, env)
+		}
+	case *planner.Call:
+		return compileCall(s)
+	}
+	return func(catalog.Row, *Env) (any, error) {
+		return nil, pgerr.New(pgerr.InternalError, "cannot evaluate %T", s)
+	}
+}
+
+var (
+	errOutOfRange = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")
+	errDivByZero  = pgerr.New(pgerr.DivisionByZero, "division by zero")
+)
+
+func compileBinary(s *planner.Binary) Expr {
+	l, r := Compile(s.L), Compile(s.R)
+	switch s.Op {
+	case "AND":
+		return func(row catalog.Row, env *Env) (any, error) {
+			a, err := l(row, env)
+			if err != nil {
+				return nil, err
+			}
+			if a == false {
+				return false, nil
+			}
+			b, err := r(row, env)
+			if err != nil {
+				return nil, err
+			}
+			if b == false {
+				return false, nil
+			}
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			return true, nil
+		}
+	case "OR":
+		return func(row catalog.Row, env *Env) (any, error) {
+			a, err := l(row, env)
+			if err != nil {
+				return nil, err
+			}
+			if a == true {
+				return true, nil
+			}
+			b, err := r(row, env)
+			if err != nil {
+				return nil, err
+			}
+			if b == true {
+				return true, nil
+			}
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			return false, nil
+		}
+	}
+	op := s.Op
+	t := s.T
+	return func(row catalog.Row, env *Env) (any, error) {
+		a, err := l(row, env)
+		if err != nil {
+			return nil, err
+		}
+		b, err := r(row, env)
+		if err != nil {
+			return nil, err
+		}
+		if a == nil || b == nil {
+			return nil, nil
+		}
+		return binaryOp(op, t, a, b)
+	}
+}
+
+func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
+	switch op {
+	case "=":
+		return Compare(a, b) == 0, nil
+	case "<>":
+		return Compare(a, b) != 0, nil
+	case "<":
+		return Compare(a, b) < 0, nil
+	case "<=":
+		return Compare(a, b) <= 0, nil
+	case ">":
+		return Compare(a, b) > 0, nil
+	case ">=":
+		return Compare(a, b) >= 0, nil
+	case "||":
+		return a.(string) + b.(string), nil
+	case "LIKE":
+		return Like(a.(string), b.(string), false), nil
+	case "ILIKE":
+		return Like(a.(string), b.(string), true), nil
+	case "NOT LIKE":
+		return !Like(a.(string), b.(string), false), nil
+	case "NOT ILIKE":
+		return !Like(a.(string), b.(string), true), nil
+	}
+	if t == catalog.Double {
+		x, y := a.(float64), b.(float64)
+		switch op {
+		case "+":
+			return x + y, nil
+		case "-":
+			return x - y, nil
+		case "*":
+			return x * y, nil
+		case "/":
+			if y == 0 {
+				return nil, errDivByZero
+			}
+			return x / y, nil
+		case "%":
+			if y == 0 {
+				return nil, errDivByZero
+			}
+			return math.Mod(x, y), nil
+		}
+	}
+	x, y := a.(int64), b.(int64)
+	var z int64
+	switch op {
+	case "+":
+		z = x + y
+		if (z > x) != (y > 0) {
+			return nil, errOutOfRange
+		}
+	case "-":
+		z = x - y
+		if (z < x) != (y > 0) {
+			return nil, errOutOfRange
+		}
+	case "*":
+		if x != 0 && y != 0 {
+			z = x * y
+			if z/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+				return nil, errOutOfRange
+			}
+		}
+	case "/":
+		if y == 0 {
+			return nil, errDivByZero
+		}
+		if x == math.MinInt64 && y == -1 {
+			return nil, errOutOfRange
+		}
+		z = x / y
+	case "%":
+		if y == 0 {
+			return nil, errDivByZero
+		}
+		if y == -1 {
+			return int64(0), nil
+		}
+		z = x % y
+	default:
+		return nil, pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s", op)
+	}
+	if t == catalog.Int && (z > math.MaxInt32 || z < math.MinInt32) {
+		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+	}
+	return z, nil
+}
+
+// Compare orders two non-NULL values of the same type: -1, 0 or 1. Mixed
+// int64/float64 compare numerically. NaN sorts above every other double,
+// as in Postgres.
+func Compare(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return cmp3(x < y, x > y)
+		case float64:
+			return compareFloat(float64(x), y)
+		}
+	case float64:
+		switch y := b.(type) {
+		case float64:
+			return compareFloat(x, y)
+		case int64:
+			return compareFloat(x, float64(y))
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			return cmp3(!x && y, x && !y)
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Compare(y)
+		}
+	}
+	return 0
+}
+
+func cmp3(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
+	}
+	return 0
+}
+
+func compareFloat(x, y float64) int {
+	xn, yn := x != x, y != y
+	switch {
+	case xn && yn:
+		return 0
+	case xn:
+		return 1
+	case yn:
+		return -1
+	}
+	return cmp3(x < y, x > y)
+}
+
+// CompareNullable orders values with NULL placement: nullsFirst puts NULL
+// before every value.
+func CompareNullable(a, b any, nullsFirst bool) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		if nullsFirst {
+			return -1
+		}
+		return 1
+	case b == nil:
+		if nullsFirst {
+			return 1
+		}
+		return -1
+	}
+	return Compare(a, b)
+}
+
+// Like matches s against a SQL LIKE pattern (% and _, backslash escapes).
+func Like(s, pattern string, fold bool) bool {
+	if fold {
+		s, pattern = strings.ToLower(s), strings.ToLower(pattern)
+	}
+	return likeMatch(s, pattern)
+}
+
+func likeMatch(s, p string) bool {
+	for len(p) > 0 {
+		c, n := utf8.DecodeRuneInString(p)
+		switch c {
+		case '%':
+			p = p[n:]
+			for len(p) > 0 && p[0] == '%' {
+				p = p[1:]
+			}
+			if p == "" {
+				return true
+			}
+			for i := 0; i <= len(s); {
+				if likeMatch(s[i:], p) {
+					return true
+				}
+				if i == len(s) {
+					break
+				}
+				_, m := utf8.DecodeRuneInString(s[i:])
+				i += m
+			}
+			return false
+		case '_':
+			if s == "" {
+				return false
+			}
+			_, m := utf8.DecodeRuneInString(s)
+			s, p = s[m:], p[n:]
+		default:
+			if c == '\\' && len(p) > n {
+				p = p[n:]
+				c, n = utf8.DecodeRuneInString(p)
+			}
+			sc, m := utf8.DecodeRuneInString(s)
+			if s == "" || sc != c {
+				return false
+			}
+			s, p = s[m:], p[n:]
+		}
+	}
+	return s == ""
+}
+
+// Truthy reports whether a filter result keeps the row (NULL does not).
+func Truthy(v any) bool { return v == true }

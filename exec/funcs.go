@@ -1,0 +1,183 @@
+package exec
+
+import (
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
+)
+
+// compileCall compiles a scalar function; planner.bindScalarFunc has
+// checked and coerced the arguments, so the implementations can assert
+// types.
+func compileCall(s *planner.Call) Expr {
+	args := make([]Expr, len(s.Args))
+	for i, a := range s.Args {
+		args[i] = Compile(a)
+	}
+	t := s.T
+	switch s.Name {
+	case "coalesce":
+		return func(row catalog.Row, env *Env) (any, error) {
+			for _, a := range args {
+				v, err := a(row, env)
+				if v != nil || err != nil {
+					return v, err
+				}
+			}
+			return nil, nil
+		}
+	case "concat":
+		return func(row catalog.Row, env *Env) (any, error) {
+			var b strings.Builder
+			for _, a := range args {
+				v, err := a(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if v != nil {
+					b.WriteString(v.(string))
+				}
+			}
+			return b.String(), nil
+		}
+	case "greatest", "least":
+		want := 1
+		if s.Name == "least" {
+			want = -1
+		}
+		return func(row catalog.Row, env *Env) (any, error) {
+			var best any
+			for _, a := range args {
+				v, err := a(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if v != nil && (best == nil || Compare(v, best) == want) {
+					best = v
+				}
+			}
+			return best, nil
+		}
+	case "nullif":
+		return func(row catalog.Row, env *Env) (any, error) {
+			a, err := args[0](row, env)
+			if a == nil || err != nil {
+				return a, err
+			}
+			b, err := args[1](row, env)
+			if err != nil {
+				return nil, err
+			}
+			if b != nil && Compare(a, b) == 0 {
+				return nil, nil
+			}
+			return a, nil
+		}
+	case "now", "current_timestamp":
+		return func(_ catalog.Row, env *Env) (any, error) { return env.Now, nil }
+	case "version":
+		return func(_ catalog.Row, env *Env) (any, error) { return env.Version, nil }
+	case "current_database":
+		return func(_ catalog.Row, env *Env) (any, error) { return env.Database, nil }
+	case "current_schema":
+		return func(catalog.Row, *Env) (any, error) { return "public", nil }
+	case "current_user", "session_user":
+		return func(_ catalog.Row, env *Env) (any, error) { return env.User, nil }
+	case "pg_backend_pid":
+		return func(_ catalog.Row, env *Env) (any, error) { return int64(env.PID), nil }
+	}
+	fn := strictFuncs[s.Name]
+	if fn == nil {
+		return func(catalog.Row, *Env) (any, error) {
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not exist", s.Name)
+		}
+	}
+	// Strict functions return NULL when any argument is NULL.
+	return func(row catalog.Row, env *Env) (any, error) {
+		vals := make([]any, len(args))
+		for i, a := range args {
+			v, err := a(row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		return fn(t, vals)
+	}
+}
+
+var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
+	"lower":       func(_ catalog.Type, a []any) (any, error) { return strings.ToLower(a[0].(string)), nil },
+	"upper":       func(_ catalog.Type, a []any) (any, error) { return strings.ToUpper(a[0].(string)), nil },
+	"length":      func(_ catalog.Type, a []any) (any, error) { return int64(utf8.RuneCountInString(a[0].(string))), nil },
+	"char_length": func(_ catalog.Type, a []any) (any, error) { return int64(utf8.RuneCountInString(a[0].(string))), nil },
+	"trim":        func(_ catalog.Type, a []any) (any, error) { return strings.Trim(a[0].(string), " "), nil },
+	"ltrim":       func(_ catalog.Type, a []any) (any, error) { return strings.TrimLeft(a[0].(string), " "), nil },
+	"rtrim":       func(_ catalog.Type, a []any) (any, error) { return strings.TrimRight(a[0].(string), " "), nil },
+	"replace": func(_ catalog.Type, a []any) (any, error) {
+		return strings.ReplaceAll(a[0].(string), a[1].(string), a[2].(string)), nil
+	},
+	"substr":    substr,
+	"substring": substr,
+	"abs": func(_ catalog.Type, a []any) (any, error) {
+		switch v := a[0].(type) {
+		case int64:
+			if v == math.MinInt64 {
+				return nil, errOutOfRange
+			}
+			if v < 0 {
+				return -v, nil
+			}
+			return v, nil
+		case float64:
+			return math.Abs(v), nil
+		}
+		return nil, nil
+	},
+	"round": func(_ catalog.Type, a []any) (any, error) {
+		f := a[0].(float64)
+		if len(a) == 1 {
+			return math.Round(f), nil
+		}
+		p := math.Pow(10, float64(a[1].(int64)))
+		return math.Round(f*p) / p, nil
+	},
+	"floor":   func(_ catalog.Type, a []any) (any, error) { return math.Floor(a[0].(float64)), nil },
+	"ceil":    func(_ catalog.Type, a []any) (any, error) { return math.Ceil(a[0].(float64)), nil },
+	"ceiling": func(_ catalog.Type, a []any) (any, error) { return math.Ceil(a[0].(float64)), nil },
+	"sqrt": func(_ catalog.Type, a []any) (any, error) {
+		f := a[0].(float64)
+		if f < 0 {
+			return nil, pgerr.New(pgerr.Code("2201F"), "cannot take square root of a negative number")
+		}
+		return math.Sqrt(f), nil
+	},
+}
+
+// substr is Postgres's substr(s, from [, count]) with 1-based from.
+func substr(_ catalog.Type, a []any) (any, error) {
+	r := []rune(a[0].(string))
+	from := a[1].(int64) - 1
+	end := int64(len(r))
+	if len(a) == 3 {
+		n := a[2].(int64)
+		if n < 0 {
+			return nil, pgerr.New(pgerr.Code("22011"), "negative substring length not allowed")
+		}
+		end = from + n
+	}
+	if from < 0 {
+		from = 0
+	}
+	if end > int64(len(r)) {
+		end = int64(len(r))
+	}
+	if from >= end {
+		return "", nil
+	}
+	return string(r[from:end]), nil
+}

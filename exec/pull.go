@@ -1,0 +1,422 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+)
+
+// PartitionRead describes where one partition of a pull query was served
+// from, for SHOW basin.last_read and freshness notices.
+type PartitionRead struct {
+	Partition int32
+	ServedBy  string
+	Role      string
+	OffsetLag int64
+	TimeLagMs int64
+	Position  string
+}
+
+// pull is one executing pull query.
+type pull struct {
+	rt     *Runtime
+	plan   *planner.PullPlan
+	env    *Env
+	filter Expr
+	output []Expr
+	order  []Expr
+	groups []Expr
+	having Expr
+	agg    *Aggregator
+	emit   func(catalog.Row) error
+
+	// streaming state when neither sorting nor grouping
+	skipped, emitted int64
+	// collected rows (sorted or grouped queries)
+	rows  []sortRow
+	seen  map[string]bool // DISTINCT
+	hash  map[string]*groupState
+	horde []*groupState
+	reads []PartitionRead
+}
+
+type sortRow struct {
+	out  catalog.Row
+	keys []any
+}
+
+type groupState struct {
+	groups []any
+	state  []any
+}
+
+// errLimitReached stops a scan early once LIMIT rows were sent.
+var errLimitReached = fmt.Errorf("exec: limit reached")
+
+// Pull runs a pull query, calling emit for each result row in order. It
+// returns where each partition was read.
+func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) ([]PartitionRead, error) {
+	q := &pull{rt: rt, plan: plan, env: env, emit: emit}
+	if plan.Filter != nil {
+		q.filter = Compile(plan.Filter)
+	}
+	for _, o := range plan.Output {
+		q.output = append(q.output, Compile(o))
+	}
+	for _, o := range plan.Order {
+		q.order = append(q.order, Compile(o.Expr))
+	}
+	if plan.Grouped {
+		for _, g := range plan.GroupBy {
+			q.groups = append(q.groups, Compile(g))
+		}
+		if plan.Having != nil {
+			q.having = Compile(plan.Having)
+		}
+		q.agg = NewAggregator(plan.Aggs)
+		q.hash = make(map[string]*groupState)
+	}
+	if plan.Distinct {
+		q.seen = make(map[string]bool)
+	}
+	var err error
+	switch {
+	case plan.Rel == nil:
+		err = q.input(ctx, nil)
+	case plan.Rel.Kind == catalog.KindStream:
+		err = q.scanStream(ctx)
+	default:
+		err = q.scanStores(ctx)
+	}
+	if err == errLimitReached {
+		return q.reads, nil
+	}
+	if err != nil {
+		return q.reads, err
+	}
+	return q.reads, q.finish()
+}
+
+// streaming reports whether rows can be sent as they are found.
+func (q *pull) streaming() bool { return !q.plan.Grouped && len(q.plan.Order) == 0 }
+
+// input takes one input row (the relation's columns then pseudo-columns).
+func (q *pull) input(ctx context.Context, row catalog.Row) error {
+	if q.filter != nil {
+		ok, err := q.filter(row, q.env)
+		if err != nil {
+			return err
+		}
+		if !Truthy(ok) {
+			return nil
+		}
+	}
+	if q.plan.Grouped {
+		groups := make([]any, len(q.groups))
+		for i, g := range q.groups {
+			v, err := g(row, q.env)
+			if err != nil {
+				return err
+			}
+			groups[i] = v
+		}
+		k, err := materialize.EncodeRow(groups)
+		if err != nil {
+			return err
+		}
+		gs, ok := q.hash[string(k)]
+		if !ok {
+			gs = &groupState{groups: groups, state: q.agg.Init()}
+			q.hash[string(k)] = gs
+			q.horde = append(q.horde, gs)
+		}
+		return q.agg.Add(gs.state, row, q.env)
+	}
+	return q.project(row)
+}
+
+// project evaluates the select list (and sort keys) over a row and sends
+// or collects the result.
+func (q *pull) project(row catalog.Row) error {
+	out := make(catalog.Row, len(q.output))
+	for i, o := range q.output {
+		v, err := o(row, q.env)
+		if err != nil {
+			return err
+		}
+		out[i] = v
+	}
+	if q.seen != nil {
+		k, err := materialize.EncodeRow(out)
+		if err != nil {
+			return err
+		}
+		if q.seen[string(k)] {
+			return nil
+		}
+		q.seen[string(k)] = true
+	}
+	if q.streaming() {
+		return q.send(out)
+	}
+	keys := make([]any, len(q.order))
+	for i, o := range q.order {
+		v, err := o(row, q.env)
+		if err != nil {
+			return err
+		}
+		keys[i] = v
+	}
+	q.rows = append(q.rows, sortRow{out: out, keys: keys})
+	return nil
+}
+
+func (q *pull) send(out catalog.Row) error {
+	if q.skipped < q.plan.Offset {
+		q.skipped++
+		return nil
+	}
+	if q.plan.Limit >= 0 && q.emitted >= q.plan.Limit {
+		return errLimitReached
+	}
+	q.emitted++
+	if err := q.emit(out); err != nil {
+		return err
+	}
+	if q.plan.Limit >= 0 && q.emitted >= q.plan.Limit {
+		return errLimitReached
+	}
+	return nil
+}
+
+func (q *pull) finish() error {
+	if q.plan.Grouped {
+		if len(q.horde) == 0 && len(q.plan.GroupBy) == 0 {
+			// An aggregate without GROUP BY returns one row even over no
+			// input, as in SQL.
+			q.horde = append(q.horde, &groupState{state: q.agg.Init()})
+		}
+		for _, gs := range q.horde {
+			row := q.agg.Results(append(catalog.Row{}, gs.groups...), gs.state)
+			if q.having != nil {
+				ok, err := q.having(row, q.env)
+				if err != nil {
+					return err
+				}
+				if !Truthy(ok) {
+					continue
+				}
+			}
+			if err := q.project(row); err != nil && err != errLimitReached {
+				return err
+			} else if err == errLimitReached {
+				return nil
+			}
+		}
+	}
+	if q.streaming() {
+		return nil
+	}
+	order := q.plan.Order
+	sort.SliceStable(q.rows, func(i, j int) bool {
+		a, b := q.rows[i].keys, q.rows[j].keys
+		for k, o := range order {
+			c := CompareNullable(a[k], b[k], o.NullsFirst)
+			if o.Desc && a[k] != nil && b[k] != nil {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	for _, r := range q.rows {
+		if err := q.send(r.out); err != nil {
+			if err == errLimitReached {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// scanStores reads a table or view from this node's stores: one partition
+// for a key lookup, every partition otherwise.
+func (q *pull) scanStores(ctx context.Context) error {
+	rel := q.plan.Rel
+	query, ok := q.rt.Query(rel.Name)
+	if !ok {
+		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s is not being materialized on this node", rel.Name).
+			WithHint("The node is starting; try again in a moment.")
+	}
+	ncols := len(rel.Schema.Columns)
+	now := time.Now()
+	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
+		ts := query.Tasks[p]
+		store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+		cp, err := store.Checkpoint()
+		if err != nil {
+			return err
+		}
+		lag, tlag := ts.Lag(now)
+		read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: cp.Position.String()}
+		q.reads = append(q.reads, read)
+		base := make(catalog.Row, ncols+len(planner.PseudoColumns))
+		base[ncols+planner.PseudoPartition] = int64(p)
+		base[ncols+planner.PseudoServedBy] = read.ServedBy
+		base[ncols+planner.PseudoRole] = read.Role
+		base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
+		base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
+		base[ncols+planner.PseudoPosition] = read.Position
+		return fn(store, base)
+	}
+	emitStored := func(base catalog.Row, v []byte) error {
+		present, vals, _, err := decodeStored(v, ncols)
+		if err != nil {
+			return err
+		}
+		if !present {
+			return nil
+		}
+		row := make(catalog.Row, len(base))
+		copy(row, base)
+		copy(row, vals)
+		return q.input(ctx, row)
+	}
+	if q.plan.Lookup != nil {
+		key := make([]any, len(q.plan.Lookup))
+		for i, l := range q.plan.Lookup {
+			v, err := Compile(l)(nil, q.env)
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				return nil // key = NULL matches nothing
+			}
+			key[i] = v
+		}
+		codec := newRelCodec(rel)
+		kb, err := codec.encodeKey(key)
+		if err != nil {
+			return err
+		}
+		p := kafka.Partition(kb, rel.Partitions)
+		sk, err := materialize.EncodeKey(nil, key)
+		if err != nil {
+			return err
+		}
+		return readPartition(p, func(store *materialize.Store, base catalog.Row) error {
+			v, ok, err := store.Get(sk)
+			if err != nil || !ok {
+				return err
+			}
+			return emitStored(base, v)
+		})
+	}
+	for p := int32(0); p < rel.Partitions; p++ {
+		err := readPartition(p, func(store *materialize.Store, base catalog.Row) error {
+			it, err := store.NewIter(nil, nil)
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				if n++; n%1024 == 0 && ctx.Err() != nil {
+					return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+				}
+				if err := emitStored(base, it.Value()); err != nil {
+					return err
+				}
+			}
+			return it.Error()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanStream reads a stream's topic from its start to the end offsets
+// seen when the query began: a bounded scan of what the stream holds now.
+func (q *pull) scanStream(ctx context.Context) error {
+	rel := q.plan.Rel
+	ends, err := kafka.EndOffsets(ctx, q.rt.adm, rel.Topic)
+	if err != nil {
+		return err
+	}
+	parts := make(map[int32]kgo.Offset)
+	remaining := 0
+	for p, end := range ends {
+		if end > 0 {
+			parts[p] = kgo.NewOffset().AtStart()
+			remaining++
+		}
+	}
+	if remaining == 0 {
+		return nil
+	}
+	cl, err := q.rt.client("scan-"+rel.Name,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{rel.Topic: parts}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	codec := newRelCodec(rel)
+	ncols := len(rel.Schema.Columns)
+	done := make(map[int32]bool)
+	for remaining > 0 {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+		}
+		if err := fetchErr(fetches); err != nil {
+			return err
+		}
+		var ierr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if ierr != nil || done[r.Partition] || r.Offset >= ends[r.Partition] {
+				return
+			}
+			if r.Offset+1 >= ends[r.Partition] {
+				done[r.Partition] = true
+				remaining--
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			row, _, err := codec.decode(r.Key, r.Value)
+			if err != nil || row == nil {
+				return // bad records are the processing log's business
+			}
+			full := make(catalog.Row, ncols+len(planner.PseudoColumns))
+			copy(full, row)
+			full[ncols+planner.PseudoPartition] = int64(r.Partition)
+			full[ncols+planner.PseudoServedBy] = q.rt.opts.Node
+			full[ncols+planner.PseudoRole] = "active"
+			full[ncols+planner.PseudoOffsetLag] = int64(0)
+			full[ncols+planner.PseudoTimeLag] = int64(0)
+			full[ncols+planner.PseudoPosition] = ""
+			ierr = q.input(ctx, full)
+		})
+		if ierr != nil {
+			return ierr
+		}
+	}
+	return nil
+}

@@ -1,0 +1,352 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+)
+
+// RuntimeOptions configure the persistent-query runtime of a node.
+type RuntimeOptions struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// ClientOpts are extra franz-go options every client gets (TLS, SASL).
+	ClientOpts []kgo.Opt
+	// Cluster names the basin cluster; internal topics carry it. Required.
+	Cluster string
+	// Node is this node's id. Required.
+	Node string
+	// DB holds the stores. Required.
+	DB *materialize.DB
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// MaxBatch bounds the records one transaction processes. Default
+	// 10000.
+	MaxBatch int
+	// TransactionTimeout is the Kafka transaction timeout of tasks: how
+	// long a crashed task's open transaction blocks readers before the
+	// broker aborts it. Default 10s.
+	TransactionTimeout time.Duration
+}
+
+func (o *RuntimeOptions) ensureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 10000
+	}
+	if o.TransactionTimeout <= 0 {
+		o.TransactionTimeout = 10 * time.Second
+	}
+}
+
+// Runtime runs the persistent queries of one node: a task per partition
+// of each table and view, plus the re-keying stage of views that need
+// one. Each task runs under a supervisor that restarts it from its
+// checkpoint after a failure, with backoff. All goroutines are owned by
+// the Runtime and joined by Close.
+type Runtime struct {
+	opts   RuntimeOptions
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	adm    *kadm.Client
+	admCl  *kgo.Client
+	plog   *kgo.Client // processing-log producer for non-transactional stages
+
+	mu struct {
+		sync.Mutex
+		queries map[string]*Query // by lower-case relation name
+	}
+}
+
+// Query is one running persistent query: the tasks that maintain a view
+// or materialize a table.
+type Query struct {
+	Rel    *catalog.Relation
+	Plan   *planner.ViewPlan // nil for a table
+	Tasks  []*TaskState      // by partition
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// TaskState is the observable state of one task, read by pull queries
+// and SHOW QUERIES. Its fields are safe for concurrent use.
+type TaskState struct {
+	Partition int32
+	// inputNext and inputEnd are the task's read offset and the high
+	// watermark of its input partition (summed over inputs), for offset
+	// lag.
+	inputNext atomic.Int64
+	inputEnd  atomic.Int64
+	// updatedAt is the timestamp (unix ms) of the last record applied.
+	updatedAt atomic.Int64
+	restored  atomic.Bool
+	errors    atomic.Int64 // records skipped since start
+	mu        struct {
+		sync.Mutex
+		lastErr string
+	}
+}
+
+// Lag returns the offset lag (input records not yet reflected) and the
+// time lag in milliseconds at now.
+func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
+	offsetLag = t.inputEnd.Load() - t.inputNext.Load()
+	if offsetLag < 0 {
+		offsetLag = 0
+	}
+	if !t.restored.Load() && offsetLag == 0 {
+		offsetLag = 1 // restoring: not known to be current
+	}
+	if offsetLag > 0 {
+		if u := t.updatedAt.Load(); u > 0 {
+			timeLagMs = now.UnixMilli() - u
+			if timeLagMs < 0 {
+				timeLagMs = 0
+			}
+		}
+	}
+	return offsetLag, timeLagMs
+}
+
+// Role is "active" once the task has restored its store, "restoring"
+// before.
+func (t *TaskState) Role() string {
+	if t.restored.Load() {
+		return "active"
+	}
+	return "restoring"
+}
+
+// LastError is the last error that restarted the task, "" if none.
+func (t *TaskState) LastError() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.lastErr
+}
+
+func (t *TaskState) setError(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		t.mu.lastErr = ""
+	} else {
+		t.mu.lastErr = err.Error()
+	}
+}
+
+func (t *TaskState) observeFetch(p kgo.FetchTopicPartition) {
+	if p.HighWatermark > 0 {
+		t.inputEnd.Store(p.HighWatermark)
+	}
+}
+
+// NewRuntime returns a runtime; Close stops every task.
+func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
+	opts.ensureDefaults()
+	if len(opts.Brokers) == 0 || opts.Cluster == "" || opts.Node == "" || opts.DB == nil {
+		return nil, errors.New("exec: runtime needs brokers, a cluster, a node id and a DB")
+	}
+	rt := &Runtime{opts: opts, log: opts.Logger.With("component", "runtime")}
+	rt.mu.queries = make(map[string]*Query)
+	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	var err error
+	if rt.admCl, err = rt.client("admin"); err != nil {
+		return nil, err
+	}
+	rt.adm = kadm.NewClient(rt.admCl)
+	if rt.plog, err = rt.client("plog", kafka.ProducerOpts()...); err != nil {
+		rt.admCl.Close()
+		return nil, err
+	}
+	return rt, nil
+}
+
+func (rt *Runtime) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
+	return kafka.NewClient(kafka.ClientOptions{
+		Brokers:  rt.opts.Brokers,
+		ClientID: "basin-" + rt.opts.Node + "-" + id,
+		Logger:   rt.opts.Logger,
+	}, append(append([]kgo.Opt{}, rt.opts.ClientOpts...), extra...)...)
+}
+
+// Admin returns the runtime's admin client.
+func (rt *Runtime) Admin() *kadm.Client { return rt.adm }
+
+// Close stops every task and waits for them.
+func (rt *Runtime) Close() {
+	rt.cancel()
+	rt.wg.Wait()
+	rt.plog.Close()
+	rt.admCl.Close()
+}
+
+// Query returns the running query of a relation.
+func (rt *Runtime) Query(name string) (*Query, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	q, ok := rt.mu.queries[strings.ToLower(name)]
+	return q, ok
+}
+
+// Queries returns the running queries.
+func (rt *Runtime) Queries() []*Query {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make([]*Query, 0, len(rt.mu.queries))
+	for _, q := range rt.mu.queries {
+		out = append(out, q)
+	}
+	return out
+}
+
+// StartTable starts materializing a source table: a task per partition
+// reads the table's topic into the table's stores. The topic itself is
+// the changelog.
+func (rt *Runtime) StartTable(rel *catalog.Relation) error {
+	q := &Query{Rel: rel}
+	for p := int32(0); p < rel.Partitions; p++ {
+		ts := &TaskState{Partition: p}
+		q.Tasks = append(q.Tasks, ts)
+	}
+	return rt.start(q, func(ctx context.Context) {
+		for _, ts := range q.Tasks {
+			t := &tableTask{rt: rt, rel: rel, state: ts}
+			rt.supervise(ctx, q, fmt.Sprintf("%s/%d", rel.Name, ts.Partition), ts, t.run)
+		}
+	})
+}
+
+// StartView starts a view's persistent query: its internal topics are
+// created if missing, then a task per view partition and, when the view
+// re-keys, a re-keying task per source partition.
+func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
+	rel := plan.View
+	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
+	defer cancel()
+	compact := "compact"
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangelogTopic(rt.opts.Cluster), rel.Partitions,
+		map[string]*string{"cleanup.policy": &compact}); err != nil {
+		return err
+	}
+	if plan.Repartition {
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), rel.Partitions, nil); err != nil {
+			return err
+		}
+	}
+	q := &Query{Rel: rel, Plan: plan}
+	for p := int32(0); p < rel.Partitions; p++ {
+		q.Tasks = append(q.Tasks, &TaskState{Partition: p})
+	}
+	return rt.start(q, func(ctx context.Context) {
+		for _, ts := range q.Tasks {
+			t := newViewTask(rt, plan, ts)
+			rt.supervise(ctx, q, fmt.Sprintf("%s/%d", rel.Name, ts.Partition), ts, t.run)
+		}
+		if plan.Repartition {
+			for sp := int32(0); sp < plan.Source.Partitions; sp++ {
+				t := newRekeyTask(rt, plan, sp)
+				ts := &TaskState{Partition: sp}
+				rt.supervise(ctx, q, fmt.Sprintf("%s/rekey/%d", rel.Name, sp), ts, t.run)
+			}
+		}
+	})
+}
+
+func (rt *Runtime) start(q *Query, spawn func(ctx context.Context)) error {
+	name := strings.ToLower(q.Rel.Name)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.ctx.Err() != nil {
+		return errors.New("exec: runtime closed")
+	}
+	if _, ok := rt.mu.queries[name]; ok {
+		return fmt.Errorf("exec: query for %s already running", q.Rel.Name)
+	}
+	var ctx context.Context
+	ctx, q.cancel = context.WithCancel(rt.ctx)
+	rt.mu.queries[name] = q
+	spawn(ctx)
+	return nil
+}
+
+// supervise runs a task until ctx ends, restarting it with backoff when it
+// fails. A restart resumes from the task's checkpoint.
+func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *TaskState, run func(context.Context) error) {
+	rt.wg.Add(1)
+	q.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		defer q.wg.Done()
+		backoff := 100 * time.Millisecond
+		for {
+			err := run(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			ts.setError(err)
+			rt.log.Warn("task failed; restarting from its checkpoint", "task", name, "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}()
+}
+
+// Stop stops a relation's query and waits for its tasks.
+func (rt *Runtime) Stop(name string) {
+	rt.mu.Lock()
+	q, ok := rt.mu.queries[strings.ToLower(name)]
+	delete(rt.mu.queries, strings.ToLower(name))
+	rt.mu.Unlock()
+	if ok {
+		q.cancel()
+		q.wg.Wait()
+	}
+}
+
+// Drop stops a relation's query and deletes its state: stores, internal
+// topics and the re-keying group. The source topics stay.
+func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
+	rt.Stop(rel.Name)
+	if !rel.Materialized() {
+		return nil
+	}
+	if err := rt.opts.DB.DropView(rel.StoreName()); err != nil {
+		return err
+	}
+	if rel.Kind != catalog.KindView {
+		return nil
+	}
+	var errs []error
+	for _, t := range []string{rel.ChangelogTopic(rt.opts.Cluster), rel.RepartitionTopic(rt.opts.Cluster)} {
+		if err := kafka.DeleteTopic(ctx, rt.adm, t); err != nil && !errors.Is(err, kafka.ErrUnknownTopic) {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := rt.adm.DeleteGroups(ctx, rel.RekeyGroup(rt.opts.Cluster)); err != nil {
+		rt.log.Debug("deleting rekey group", "err", err)
+	}
+	return errors.Join(errs...)
+}

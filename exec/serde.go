@@ -1,0 +1,866 @@
+package exec
+
+// Record serialization: how basin values become Kafka record keys and
+// values and back.
+//
+// Keys. key_format = 'kafka' (the default, ksqlDB's KAFKA format) writes a
+// single key column the way Kafka's own serializers do, so that any
+// producer can write keys basin reads, and both agree on the partition
+// (kafka.Partition hashes these bytes):
+//
+//	VARCHAR    the UTF-8 bytes (StringSerializer)
+//	INTEGER    4 bytes, big-endian two's complement (IntegerSerializer)
+//	BIGINT     8 bytes, big-endian two's complement (LongSerializer)
+//	DOUBLE     8 bytes, big-endian IEEE 754 (DoubleSerializer)
+//	BOOLEAN    1 byte, 0 or 1 (BooleanSerializer, Kafka 3.5+)
+//	TIMESTAMP  8 bytes, big-endian epoch milliseconds
+//
+// ksqlDB's KAFKA format has no TIMESTAMP; basin writes it as a BIGINT of
+// epoch milliseconds, the convention of Kafka record timestamps, so the
+// microseconds of a timestamp key are truncated (floored). A key with
+// several columns cannot be written in this format; key_format = 'json'
+// writes a single key column as a JSON scalar and several as a JSON object
+// keyed by column name. A NULL key (every key column NULL) is a null
+// record key.
+//
+// Values. value_format = 'json' is a JSON object with one field per value
+// column, named as the column. Reading is lenient the way ksqlDB is (field
+// names match case-insensitively, missing fields are NULL, extra fields
+// are ignored, numbers may arrive as strings); writing is exact and reads
+// back to the same values:
+//
+//	TIMESTAMP  epoch milliseconds as a JSON number, as ksqlDB writes it,
+//	           with up to three decimals for the microseconds
+//	           (1700000000123.456); read from a number of epoch
+//	           milliseconds or from an RFC 3339 / ISO 8601 string
+//	DOUBLE     a JSON number; NaN and ±Inf, which JSON cannot carry, as the
+//	           strings "NaN", "Infinity" and "-Infinity", which read back
+//
+// Errors describe the record for the processing log: which field, what
+// was expected, what was found.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// Key formats, as written in key_format.
+const (
+	KeyFormatKafka = "kafka"
+	KeyFormatJSON  = "json"
+)
+
+// keyFormat resolves a key_format; the empty string is the default.
+func keyFormat(format string) (string, error) {
+	switch strings.ToLower(format) {
+	case "", KeyFormatKafka:
+		return KeyFormatKafka, nil
+	case KeyFormatJSON:
+		return KeyFormatJSON, nil
+	}
+	return "", pgerr.New(pgerr.FeatureNotSupported, "key format %q is not supported", format).
+		WithHint("use key_format = 'kafka' or key_format = 'json'")
+}
+
+func errMultiColumnKafkaKey(names []string) error {
+	return pgerr.New(pgerr.FeatureNotSupported,
+		"key_format 'kafka' supports a single key column, not %d (%s)", len(names), strings.Join(names, ", ")).
+		WithHint("use key_format = 'json' for a key of several columns")
+}
+
+// EncodeKey serializes the key columns (types, names and values in key
+// order) in the given key format. It returns nil, a null record key, when
+// there are no key columns or all of them are NULL.
+func EncodeKey(format string, types []catalog.Type, names []string, vals []any) ([]byte, error) {
+	f, err := keyFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	if len(types) != len(vals) || len(names) != len(vals) {
+		return nil, fmt.Errorf("exec: encode key: %d types, %d names and %d values", len(types), len(names), len(vals))
+	}
+	allNull := true
+	for _, v := range vals {
+		allNull = allNull && v == nil
+	}
+	if f == KeyFormatKafka && len(vals) > 1 {
+		return nil, errMultiColumnKafkaKey(names)
+	}
+	if allNull {
+		return nil, nil
+	}
+	if f == KeyFormatKafka {
+		return encodeKafkaKey(types[0], names[0], vals[0])
+	}
+	if len(vals) == 1 {
+		return appendJSONValue(nil, types[0], names[0], vals[0])
+	}
+	buf := []byte{'{'}
+	for i, v := range vals {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, names[i])
+		buf = append(buf, ':')
+		if buf, err = appendJSONValue(buf, types[i], names[i], v); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+func encodeKafkaKey(t catalog.Type, name string, v any) ([]byte, error) {
+	switch t {
+	case catalog.Varchar:
+		if s, ok := v.(string); ok {
+			return []byte(s), nil
+		}
+	case catalog.Int:
+		if i, ok := v.(int64); ok {
+			if i < math.MinInt32 || i > math.MaxInt32 {
+				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "key column %q: %d is out of range for INTEGER", name, i)
+			}
+			return binary.BigEndian.AppendUint32(nil, uint32(int32(i))), nil
+		}
+	case catalog.BigInt:
+		if i, ok := v.(int64); ok {
+			return binary.BigEndian.AppendUint64(nil, uint64(i)), nil
+		}
+	case catalog.Double:
+		if f, ok := v.(float64); ok {
+			return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)), nil
+		}
+	case catalog.Boolean:
+		if b, ok := v.(bool); ok {
+			if b {
+				return []byte{1}, nil
+			}
+			return []byte{0}, nil
+		}
+	case catalog.Timestamp:
+		if ts, ok := v.(time.Time); ok {
+			return binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMilli())), nil
+		}
+	default:
+		return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
+	}
+	return nil, badGoValue(name, t, v)
+}
+
+func badGoValue(name string, t catalog.Type, v any) error {
+	return fmt.Errorf("exec: column %q: a %T is not a %s value", name, v, t)
+}
+
+// DecodeKey deserializes a record key into the values of the key columns
+// cols (in key order). A nil key decodes to all NULLs.
+func DecodeKey(format string, cols []catalog.Column, b []byte) ([]any, error) {
+	f, err := keyFormat(format)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(cols))
+	if f == KeyFormatKafka && len(cols) > 1 {
+		names := make([]string, len(cols))
+		for i, c := range cols {
+			names[i] = c.Name
+		}
+		return nil, errMultiColumnKafkaKey(names)
+	}
+	if b == nil || len(cols) == 0 {
+		return out, nil
+	}
+	if f == KeyFormatKafka {
+		out[0], err = decodeKafkaKey(cols[0], b)
+		return out, err
+	}
+
+	raw, err := trimJSON(b, "key")
+	if err != nil {
+		return nil, err
+	}
+	if raw[0] != '{' {
+		if !json.Valid(raw) {
+			return nil, invalidJSON(raw, "key")
+		}
+		if string(raw) == "null" {
+			return out, nil
+		}
+		if len(cols) > 1 {
+			return nil, notObject(raw, "key", fmt.Sprintf("; a key of %d columns is a JSON object with a field per column", len(cols)))
+		}
+		v, cerr := decodeJSONScalar(raw, cols[0].Type)
+		if cerr != nil {
+			return nil, cerr.wrap("key column %q", cols[0].Name)
+		}
+		out[0] = v
+		return out, nil
+	}
+	// An object: one field per key column. A single key column may come
+	// wrapped in an object too, as some producers write it.
+	obj, err := parseJSONObject(raw, "key")
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range cols {
+		field, fraw, err := obj.lookup(c.Name, "key")
+		if err != nil {
+			return nil, err
+		}
+		if fraw == nil {
+			continue
+		}
+		v, cerr := decodeJSONScalar(fraw, c.Type)
+		if cerr != nil {
+			return nil, cerr.wrap("key field %q", field)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
+	want := func(n int, what string) error {
+		return pgerr.New(pgerr.DataException,
+			"key column %q: expected %d bytes (%s), found %d bytes", c.Name, n, what, len(b)).
+			WithHint("key_format 'kafka' reads a %s key as Kafka's serializers write it; is the key written in another format?", c.Type)
+	}
+	switch c.Type {
+	case catalog.Varchar:
+		if !utf8.Valid(b) {
+			return nil, pgerr.New(pgerr.DataException, "key column %q: key is not valid UTF-8 (%s)", c.Name, snippet(b))
+		}
+		return string(b), nil
+	case catalog.Int:
+		if len(b) != 4 {
+			return nil, want(4, "a big-endian 32-bit INTEGER")
+		}
+		return int64(int32(binary.BigEndian.Uint32(b))), nil
+	case catalog.BigInt:
+		if len(b) != 8 {
+			return nil, want(8, "a big-endian 64-bit BIGINT")
+		}
+		return int64(binary.BigEndian.Uint64(b)), nil
+	case catalog.Double:
+		if len(b) != 8 {
+			return nil, want(8, "a big-endian IEEE 754 DOUBLE")
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+	case catalog.Boolean:
+		if len(b) != 1 {
+			return nil, want(1, "a BOOLEAN")
+		}
+		switch b[0] {
+		case 0:
+			return false, nil
+		case 1:
+			return true, nil
+		}
+		return nil, pgerr.New(pgerr.DataException, "key column %q: BOOLEAN key byte is %d, want 0 or 1", c.Name, b[0])
+	case catalog.Timestamp:
+		if len(b) != 8 {
+			return nil, want(8, "big-endian 64-bit epoch milliseconds")
+		}
+		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC(), nil
+	}
+	return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be deserialized", c.Name, c.Type)
+}
+
+// DecodeJSONValue deserializes a JSON object record value into the values
+// of the value columns cols. A null record value (a tombstone) is the
+// caller's to handle; here it is an error, like any value that is not a
+// JSON object.
+func DecodeJSONValue(cols []catalog.Column, b []byte) ([]any, error) {
+	raw, err := trimJSON(b, "value")
+	if err != nil {
+		return nil, err
+	}
+	if raw[0] != '{' {
+		return nil, notObject(raw, "value", "")
+	}
+	obj, err := parseJSONObject(raw, "value")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(cols))
+	for i, c := range cols {
+		field, fraw, err := obj.lookup(c.Name, "value")
+		if err != nil {
+			return nil, err
+		}
+		if fraw == nil {
+			continue
+		}
+		v, cerr := decodeJSONScalar(fraw, c.Type)
+		if cerr != nil {
+			return nil, cerr.wrap("field %q", field)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// EncodeJSONValue serializes the values of the value columns cols as a
+// JSON object, fields in column order and named as the columns.
+func EncodeJSONValue(cols []catalog.Column, vals []any) ([]byte, error) {
+	if len(cols) != len(vals) {
+		return nil, fmt.Errorf("exec: encode value: %d columns and %d values", len(cols), len(vals))
+	}
+	buf := make([]byte, 0, 2+16*len(cols))
+	buf = append(buf, '{')
+	var err error
+	for i, c := range cols {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, c.Name)
+		buf = append(buf, ':')
+		if buf, err = appendJSONValue(buf, c.Type, c.Name, vals[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// ---- JSON decoding ----
+
+// trimJSON returns b without surrounding whitespace, or an error if
+// nothing is left. Validity is checked by whoever parses it.
+func trimJSON(b []byte, what string) ([]byte, error) {
+	raw := bytes.TrimSpace(b)
+	if len(raw) == 0 {
+		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "%s is not valid JSON: it is empty", what)
+	}
+	return raw, nil
+}
+
+// invalidJSON returns the error for raw, which is not valid JSON, saying
+// where and why.
+func invalidJSON(raw []byte, what string) error {
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return pgerr.New(pgerr.InvalidTextRepresentation, "%s is not valid JSON: %v (at byte %d of %d: %s)",
+			what, se, se.Offset, len(raw), snippet(raw))
+	}
+	return pgerr.New(pgerr.InvalidTextRepresentation, "%s is not valid JSON: %v (%s)", what, err, snippet(raw))
+}
+
+// notObject returns the error for raw, which does not start with '{'.
+func notObject(raw []byte, what, hint string) error {
+	if !json.Valid(raw) {
+		return invalidJSON(raw, what)
+	}
+	return pgerr.New(pgerr.InvalidTextRepresentation, "%s is not a JSON object (found %s)%s", what, describeJSON(raw), hint)
+}
+
+// jsonObject is a parsed JSON object whose field values are left raw, to
+// be converted to the type of the column they land in.
+type jsonObject struct {
+	fields map[string]json.RawMessage
+	folded map[string][]string // lower-cased name → field names; built on first need
+}
+
+// parseJSONObject parses raw, which starts with '{'.
+func parseJSONObject(raw []byte, what string) (*jsonObject, error) {
+	o := &jsonObject{}
+	if err := json.Unmarshal(raw, &o.fields); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, invalidJSON(raw, what)
+		}
+		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "%s is not a valid JSON object: %v", what, err)
+	}
+	return o, nil
+}
+
+// lookup returns the field for column name: the field of that exact name,
+// else the one field whose name equals it ignoring case. It returns a nil
+// raw value when there is no such field or the field is JSON null.
+func (o *jsonObject) lookup(name, what string) (field string, raw json.RawMessage, err error) {
+	if raw, ok := o.fields[name]; ok {
+		return name, nullToNil(raw), nil
+	}
+	if o.folded == nil {
+		o.folded = make(map[string][]string, len(o.fields))
+		for f := range o.fields {
+			l := strings.ToLower(f)
+			o.folded[l] = append(o.folded[l], f)
+		}
+	}
+	switch fs := o.folded[strings.ToLower(name)]; len(fs) {
+	case 0:
+		return name, nil, nil
+	case 1:
+		return fs[0], nullToNil(o.fields[fs[0]]), nil
+	default:
+		fs = slices.Clone(fs)
+		slices.Sort(fs)
+		return "", nil, pgerr.New(pgerr.InvalidTextRepresentation,
+			"%s has fields %s that all match column %q; field names match columns ignoring case",
+			what, quoteList(fs), name)
+	}
+}
+
+func nullToNil(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 4 && string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// convError is a failure to convert one JSON value to a column type; wrap
+// adds which field or column it was.
+type convError struct {
+	code pgerr.Code
+	msg  string
+}
+
+func (e *convError) wrap(format string, args ...any) error {
+	return pgerr.New(e.code, "%s: %s", fmt.Sprintf(format, args...), e.msg)
+}
+
+func mismatch(t catalog.Type, raw []byte) *convError {
+	return &convError{pgerr.InvalidTextRepresentation, fmt.Sprintf("expected %s, found %s", t, describeJSON(raw))}
+}
+
+// decodeJSONScalar converts one valid, non-null JSON value to a value of
+// type t.
+func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
+	if len(raw) == 4 && string(raw) == "null" {
+		return nil, nil
+	}
+	switch t {
+	case catalog.Varchar:
+		if raw[0] == '"' {
+			return jsonString(raw), nil
+		}
+		// Numbers, booleans and nested JSON land in a VARCHAR column as
+		// their JSON text, as in ksqlDB.
+		return string(raw), nil
+
+	case catalog.Boolean:
+		switch raw[0] {
+		case 't':
+			return true, nil
+		case 'f':
+			return false, nil
+		case '"':
+			s := strings.TrimSpace(jsonString(raw))
+			if strings.EqualFold(s, "true") {
+				return true, nil
+			}
+			if strings.EqualFold(s, "false") {
+				return false, nil
+			}
+		}
+		return nil, mismatch(t, raw)
+
+	case catalog.Int, catalog.BigInt:
+		text, ok := numberText(raw)
+		if !ok {
+			return nil, mismatch(t, raw)
+		}
+		return parseIntegral(text, t, raw)
+
+	case catalog.Double:
+		text, ok := numberText(raw)
+		if !ok {
+			if raw[0] == '"' {
+				if f, ok := parseNonFinite(jsonString(raw)); ok {
+					return f, nil
+				}
+			}
+			return nil, mismatch(t, raw)
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil && !math.IsInf(f, 0) {
+			return nil, mismatch(t, raw)
+		}
+		if math.IsInf(f, 0) {
+			return nil, &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for DOUBLE", describeJSON(raw))}
+		}
+		return f, nil
+
+	case catalog.Timestamp:
+		if text, ok := numberText(raw); ok {
+			return parseEpochMillis(text, raw)
+		}
+		if raw[0] == '"' {
+			if ts, ok := parseTimestamp(strings.TrimSpace(jsonString(raw))); ok {
+				return ts, nil
+			}
+			return nil, &convError{pgerr.InvalidDatetimeFormat, fmt.Sprintf(
+				"expected TIMESTAMP, found %s (want epoch milliseconds, RFC 3339 or 'YYYY-MM-DD HH:MM:SS[.ffffff]')", describeJSON(raw))}
+		}
+		return nil, mismatch(t, raw)
+	}
+	return nil, &convError{pgerr.FeatureNotSupported, fmt.Sprintf("type %s cannot be read from JSON", t)}
+}
+
+// jsonString decodes a valid JSON string literal. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func jsonString(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	json.Unmarshal(raw, &s) // raw was validated
+	return s
+}
+
+// numberText returns the text of a JSON number, or of a JSON string that
+// holds one (surrounding spaces allowed), the way ksqlDB accepts numbers
+// sent as strings.
+func numberText(raw []byte) (string, bool) {
+	switch c := raw[0]; {
+	case c == '-' || (c >= '0' && c <= '9'):
+		return string(raw), true
+	case c == '"':
+		s := strings.TrimSpace(jsonString(raw))
+		return s, isDecimal(s)
+	}
+	return "", false
+}
+
+// isDecimal reports whether s is a decimal number: an optional sign,
+// digits with an optional fraction, an optional exponent.
+func isDecimal(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		exp := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			exp++
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// parseNonFinite reads the strings EncodeJSONValue writes for non-finite
+// doubles, and the other spellings strconv knows ("inf", "+Infinity").
+func parseNonFinite(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+	case "nan", "inf", "infinity":
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// parseIntegral parses a decimal number that must be an integer in the
+// range of t.
+func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if t == catalog.Int {
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	outOfRange := &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for %s", describeJSON(raw), t)}
+	i, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		// An exponent or a fraction ("1e3", "2.0"), or beyond int64.
+		f, ferr := strconv.ParseFloat(text, 64)
+		if ferr != nil && !math.IsInf(f, 0) {
+			return nil, mismatch(t, raw)
+		}
+		if f != math.Trunc(f) {
+			return nil, &convError{pgerr.InvalidTextRepresentation,
+				fmt.Sprintf("expected %s, found %s, which is not an integer", t, describeJSON(raw))}
+		}
+		if f < -(1<<63) || f >= 1<<63 {
+			return nil, outOfRange
+		}
+		i = int64(f)
+	}
+	if i < lo || i > hi {
+		return nil, outOfRange
+	}
+	return i, nil
+}
+
+// maxAbsMillis keeps epoch milliseconds within int64 microseconds.
+const maxAbsMillis = math.MaxInt64 / 1000
+
+// parseEpochMillis reads epoch milliseconds, possibly fractional.
+func parseEpochMillis(text string, raw []byte) (any, *convError) {
+	outOfRange := &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for TIMESTAMP (epoch milliseconds)", describeJSON(raw))}
+	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
+		if ms < -maxAbsMillis || ms > maxAbsMillis {
+			return nil, outOfRange
+		}
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	// A decimal fraction is read exactly, to the microsecond (further
+	// digits are cut), so that what EncodeJSONValue writes reads back to
+	// the same time at any magnitude.
+	if intPart, frac, ok := strings.Cut(strings.TrimPrefix(text, "-"), "."); ok && allDigits(intPart) && allDigits(frac) {
+		ms, err := strconv.ParseInt(intPart, 10, 64)
+		if err != nil || ms > maxAbsMillis-1 {
+			return nil, outOfRange
+		}
+		frac = (frac + "000")[:3]
+		us := ms*1000 + int64(frac[0]-'0')*100 + int64(frac[1]-'0')*10 + int64(frac[2]-'0')
+		if text[0] == '-' {
+			us = -us
+		}
+		return time.UnixMicro(us).UTC(), nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return nil, mismatch(catalog.Timestamp, raw)
+	}
+	if math.IsInf(f, 0) || math.Abs(f) > maxAbsMillis {
+		return nil, outOfRange
+	}
+	return time.UnixMicro(int64(math.Round(f * 1000))).UTC(), nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+// timestampLayouts are tried in order; a date and time may be separated by
+// 'T' or a space (normalized to 'T' first). Fractional seconds are
+// accepted after the seconds by every layout. Without a zone, UTC.
+var timestampLayouts = []string{
+	"2006-01-02T15:04:05Z07:00",
+	"2006-01-02T15:04:05Z0700",
+	"2006-01-02T15:04:05Z07",
+	"2006-01-02T15:04:05",
+	"2006-01-02T15:04",
+	"2006-01-02",
+}
+
+func parseTimestamp(s string) (time.Time, bool) {
+	if len(s) > 10 && s[10] == ' ' {
+		s = s[:10] + "T" + s[11:]
+	}
+	for _, l := range timestampLayouts {
+		if ts, err := time.Parse(l, s); err == nil {
+			return catalog.NormalizeTime(ts), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// describeJSON describes a JSON value for an error message.
+func describeJSON(raw []byte) string {
+	switch raw[0] {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "JSON boolean " + string(raw)
+	case '"':
+		s := jsonString(raw)
+		if len(s) > 40 {
+			s = truncateUTF8(s, 40) + "..."
+		}
+		return "JSON string " + strconv.Quote(s)
+	case '{':
+		return "JSON object " + snippet(raw)
+	case '[':
+		return "JSON array " + snippet(raw)
+	}
+	return "JSON number " + snippet(raw)
+}
+
+// snippet quotes up to 40 bytes of b for an error message.
+func snippet(b []byte) string {
+	if len(b) > 40 {
+		return strconv.Quote(truncateUTF8(string(b), 40)) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// ---- JSON encoding ----
+
+// appendJSONValue appends v, a value of type t, as JSON.
+func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, error) {
+	if v == nil {
+		return append(buf, "null"...), nil
+	}
+	switch t {
+	case catalog.Boolean:
+		if b, ok := v.(bool); ok {
+			return strconv.AppendBool(buf, b), nil
+		}
+	case catalog.Int, catalog.BigInt:
+		if i, ok := v.(int64); ok {
+			return strconv.AppendInt(buf, i, 10), nil
+		}
+	case catalog.Double:
+		if f, ok := v.(float64); ok {
+			return appendJSONFloat(buf, f), nil
+		}
+	case catalog.Varchar:
+		if s, ok := v.(string); ok {
+			return appendJSONString(buf, s), nil
+		}
+	case catalog.Timestamp:
+		if ts, ok := v.(time.Time); ok {
+			return appendEpochMillis(buf, ts), nil
+		}
+	default:
+		return nil, fmt.Errorf("exec: column %q has type %s, which cannot be written as JSON", name, t)
+	}
+	return nil, badGoValue(name, t, v)
+}
+
+// appendJSONFloat writes f as encoding/json does, and the non-finite
+// values as strings.
+func appendJSONFloat(buf []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(buf, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(buf, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(buf, `"-Infinity"`...)
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	buf = strconv.AppendFloat(buf, f, format, -1, 64)
+	if format == 'e' {
+		// Clean up e-09 to e-9, as encoding/json does.
+		n := len(buf)
+		if n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
+			buf[n-2] = buf[n-1]
+			buf = buf[:n-1]
+		}
+	}
+	return buf
+}
+
+// appendEpochMillis writes ts as epoch milliseconds, with the microseconds
+// as up to three decimals: exact, so it reads back to the same time.
+func appendEpochMillis(buf []byte, ts time.Time) []byte {
+	us := ts.UnixMicro()
+	if us < 0 {
+		buf = append(buf, '-')
+	}
+	a := uint64(us)
+	if us < 0 {
+		a = -a
+	}
+	buf = strconv.AppendUint(buf, a/1000, 10)
+	if frac := a % 1000; frac != 0 {
+		buf = append(buf, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+		buf = bytes.TrimRight(buf, "0")
+	}
+	return buf
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD; U+2028 and U+2029 are escaped, as encoding/json does, so the
+// output is also valid JavaScript.
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

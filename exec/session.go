@@ -1,0 +1,617 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
+)
+
+// Version is basin's version.
+const Version = "0.1.0"
+
+// ServerVersion is the Postgres version basin reports to clients: one
+// that drivers, psql and ORMs accept.
+const ServerVersion = "15.0"
+
+// CommandLog is what sessions need of the catalog's command log.
+type CommandLog interface {
+	Submit(ctx context.Context, cmd *catalog.Command) (catalog.Change, error)
+	Sync(ctx context.Context) error
+}
+
+// Engine is what sessions share: the catalog, the command log, the
+// runtime and a producer for INSERT.
+type Engine struct {
+	Catalog  *catalog.Catalog
+	Log      CommandLog
+	Runtime  *Runtime
+	Producer *kgo.Client
+	Cluster  string
+	Node     string
+	// DefaultPartitions is the partition count of topics basin creates
+	// when the statement names none.
+	DefaultPartitions int32
+	Logger            *slog.Logger
+
+	pids    atomic.Int32
+	rrCount atomic.Uint32
+}
+
+// Session is one client connection's state.
+type Session struct {
+	e      *Engine
+	user   string
+	db     string
+	pid    int32
+	vars   map[string]string
+	inTxn  bool
+	params map[string]string
+}
+
+// ResultWriter receives statement results; pgwire.ResultWriter satisfies
+// it.
+type ResultWriter interface {
+	Columns(cols []catalog.Column) error
+	Row(vals []any) error
+	Complete(tag string) error
+	Empty() error
+	Notice(n *pgerr.Error) error
+}
+
+// NewSession starts a session for a connection's startup parameters.
+func (e *Engine) NewSession(params map[string]string) *Session {
+	s := &Session{e: e, user: params["user"], db: params["database"], pid: e.pids.Add(1), vars: map[string]string{}}
+	if s.user == "" {
+		s.user = "basin"
+	}
+	if s.db == "" {
+		s.db = "basin"
+	}
+	for k, v := range defaultSettings {
+		s.vars[k] = v
+	}
+	if v := params["application_name"]; v != "" {
+		s.vars["application_name"] = v
+	}
+	if v := params["client_encoding"]; v != "" {
+		s.vars["client_encoding"] = v
+	}
+	return s
+}
+
+// defaultSettings are the session settings and their defaults.
+var defaultSettings = map[string]string{
+	"server_version":              ServerVersion,
+	"server_encoding":             "UTF8",
+	"client_encoding":             "UTF8",
+	"datestyle":                   "ISO, MDY",
+	"timezone":                    "UTC",
+	"integer_datetimes":           "on",
+	"standard_conforming_strings": "on",
+	"application_name":            "",
+	"is_superuser":                "on",
+	"search_path":                 "public",
+	"extra_float_digits":          "1",
+	"statement_timeout":           "0",
+	"transaction_isolation":       "read committed",
+	"intervalstyle":               "postgres",
+	"basin.acceptable_offset_lag": "",
+	"basin.acceptable_time_lag":   "",
+	"basin.read_from":             "any",
+	"basin.min_position":          "",
+	"basin.position_wait":         "5s",
+	"basin.freshness_notices":     "off",
+}
+
+// reportedSettings are sent to the client as ParameterStatus.
+var reportedSettings = []string{"server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
+	"integer_datetimes", "standard_conforming_strings", "application_name", "is_superuser", "intervalstyle"}
+
+var reportedNames = map[string]string{"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+// ParameterStatus returns the settings reported to the client.
+func (s *Session) ParameterStatus() map[string]string {
+	out := make(map[string]string, len(reportedSettings))
+	for _, k := range reportedSettings {
+		name := k
+		if n, ok := reportedNames[k]; ok {
+			name = n
+		}
+		out[name] = s.vars[k]
+	}
+	out["session_authorization"] = s.user
+	return out
+}
+
+// PID is the session's backend process id.
+func (s *Session) PID() int32 { return s.pid }
+
+// Close ends the session.
+func (s *Session) Close() {}
+
+func (s *Session) env() *Env {
+	return &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
+		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)}
+}
+
+// Query runs the statements of a simple Query message.
+func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
+	stmts, err := sql.ParseStatements(text)
+	if err != nil {
+		return err
+	}
+	if len(stmts) == 0 {
+		return w.Empty()
+	}
+	for _, st := range stmts {
+		if err := s.exec(ctx, st.Stmt, st.Text, w); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {
+				return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w ResultWriter) error {
+	switch st := st.(type) {
+	case *sql.Select:
+		return s.selectStmt(ctx, st, w)
+	case *sql.Insert:
+		return s.insert(ctx, st, w)
+	case *sql.CreateSource:
+		return s.createSource(ctx, st, text, w)
+	case *sql.CreateTableAs:
+		return s.createView(ctx, st, text, w)
+	case *sql.Drop:
+		return s.drop(ctx, st, w)
+	case *sql.Show:
+		return s.show(ctx, st, w)
+	case *sql.Describe:
+		return s.describe(st, w)
+	case *sql.Set:
+		return s.set(st, w)
+	case *sql.Explain:
+		return s.explain(st, w)
+	case *sql.Txn:
+		switch st.Kind {
+		case sql.TxnBegin:
+			s.inTxn = true
+			return w.Complete("BEGIN")
+		case sql.TxnCommit:
+			s.inTxn = false
+			return w.Complete("COMMIT")
+		default:
+			s.inTxn = false
+			return w.Complete("ROLLBACK")
+		}
+	}
+	return pgerr.New(pgerr.FeatureNotSupported, "statement %T is not supported", st)
+}
+
+func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter) error {
+	plan, err := planner.PlanSelect(s.e.Catalog, st)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(plan.Columns); err != nil {
+		return err
+	}
+	n := 0
+	_, err = s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
+		n++
+		return w.Row(r)
+	})
+	if err != nil {
+		return err
+	}
+	return w.Complete("SELECT " + strconv.Itoa(n))
+}
+
+func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) error {
+	rel, err := s.e.Catalog.Resolve(st.Table)
+	if err != nil {
+		return err
+	}
+	if rel.Kind == catalog.KindView {
+		return pgerr.New(pgerr.WrongObjectType, "cannot insert into view %s", rel.Name).
+			WithHint("A view is maintained by its query; insert into its source %s.", strings.Join(rel.Sources, ", "))
+	}
+	cols := rel.Schema.Columns
+	idx := make([]int, 0, len(cols))
+	if len(st.Columns) == 0 {
+		for i := range cols {
+			idx = append(idx, i)
+		}
+	} else {
+		seen := map[int]bool{}
+		for _, c := range st.Columns {
+			i := rel.Schema.Index(c)
+			if i < 0 {
+				return pgerr.New(pgerr.UndefinedColumn, "column %q of relation %q does not exist", c, rel.Name)
+			}
+			if seen[i] {
+				return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c)
+			}
+			seen[i] = true
+			idx = append(idx, i)
+		}
+	}
+	codec := newRelCodec(rel)
+	env := s.env()
+	recs := make([]*kgo.Record, 0, len(st.Rows))
+	for _, vals := range st.Rows {
+		if len(vals) != len(idx) {
+			return pgerr.New(pgerr.SyntaxError, "INSERT has %d target columns but %d expressions", len(idx), len(vals))
+		}
+		row := make(catalog.Row, len(cols))
+		for j, e := range vals {
+			c := cols[idx[j]]
+			v, err := planner.EvalConst(e, c.Type, env.Now)
+			if err != nil {
+				return err
+			}
+			row[idx[j]] = v
+		}
+		for _, k := range codec.keyIdx {
+			if row[k] == nil && rel.Kind == catalog.KindTable {
+				return pgerr.New(pgerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", cols[k].Name, rel.Name).
+					WithDetail("%s is the key of table %s.", cols[k].Name, rel.Name)
+			}
+		}
+		key, value, err := codec.encode(row)
+		if err != nil {
+			return err
+		}
+		p := int32(s.e.rrCount.Add(1) % uint32(rel.Partitions))
+		if key != nil {
+			p = kafka.Partition(key, rel.Partitions)
+		}
+		recs = append(recs, &kgo.Record{Topic: rel.Topic, Partition: p, Key: key, Value: value})
+	}
+	if err := s.e.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return pgerr.New(pgerr.IOError, "writing to topic %s: %v", rel.Topic, err)
+	}
+	return w.Complete(fmt.Sprintf("INSERT 0 %d", len(recs)))
+}
+
+func (s *Session) createSource(ctx context.Context, st *sql.CreateSource, text string, w ResultWriter) error {
+	tag := "CREATE " + st.Kind.String()
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return err
+	}
+	if _, ok := s.e.Catalog.Lookup(st.Name); ok && st.IfNotExists {
+		_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", st.Name)})
+		return w.Complete(tag)
+	}
+	rel, err := planner.PlanCreateSource(s.e.Catalog, st, text)
+	if err != nil {
+		return err
+	}
+	want := rel.Partitions
+	if want == 0 {
+		want = s.e.DefaultPartitions
+	}
+	created, actual, err := kafka.EnsureTopic(ctx, s.e.Runtime.Admin(), rel.Topic, want, nil)
+	if err != nil {
+		return pgerr.New(pgerr.IOError, "creating topic %s: %v", rel.Topic, err)
+	}
+	if !created && rel.Partitions != 0 && actual != rel.Partitions {
+		return pgerr.New(pgerr.InvalidParameterValue, "topic %s has %d partitions, not %d", rel.Topic, actual, rel.Partitions).
+			WithHint("Leave out partitions to use the topic as it is.")
+	}
+	rel.Partitions = actual
+	return s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: rel}, tag, w)
+}
+
+func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text string, w ResultWriter) error {
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return err
+	}
+	if _, ok := s.e.Catalog.Lookup(st.Name); ok {
+		if st.IfNotExists {
+			_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", st.Name)})
+			return w.Complete("CREATE TABLE")
+		}
+		return pgerr.New(pgerr.DuplicateTable, "relation %q already exists", st.Name)
+	}
+	plan, err := planner.PlanView(s.e.Catalog, st, text)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.View}, "CREATE TABLE", w)
+}
+
+func (s *Session) submit(ctx context.Context, cmd *catalog.Command, tag string, w ResultWriter) error {
+	ch, err := s.e.Log.Submit(ctx, cmd)
+	if err != nil {
+		return pgerr.New(pgerr.IOError, "appending to the command topic: %v", err)
+	}
+	if ch.Err != nil {
+		return ch.Err
+	}
+	return w.Complete(tag)
+}
+
+func (s *Session) drop(ctx context.Context, st *sql.Drop, w ResultWriter) error {
+	tag := "DROP " + st.Kind.String()
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return err
+	}
+	rel, ok := s.e.Catalog.Lookup(st.Name)
+	if !ok {
+		if st.IfExists {
+			_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.UndefinedTable, Message: fmt.Sprintf("%s %q does not exist, skipping", strings.ToLower(st.Kind.String()), st.Name)})
+			return w.Complete(tag)
+		}
+		return pgerr.New(pgerr.UndefinedTable, "%s %q does not exist", strings.ToLower(st.Kind.String()), st.Name)
+	}
+	isStream := rel.Kind == catalog.KindStream
+	if isStream != (st.Kind == sql.KindStream) {
+		what := "a table"
+		if isStream {
+			what = "a stream"
+		}
+		return pgerr.New(pgerr.WrongObjectType, "%q is %s", rel.Name, what).
+			WithHint("Use DROP %s.", map[bool]string{true: "STREAM", false: "TABLE"}[isStream])
+	}
+	if deps := s.e.Catalog.Dependents(rel.Name); len(deps) > 0 {
+		return catalog.DependentsError(rel, deps)
+	}
+	return s.submit(ctx, &catalog.Command{Op: catalog.OpDrop, Name: rel.Name}, tag, w)
+}
+
+func (s *Session) set(st *sql.Set, w ResultWriter) error {
+	name := strings.ToLower(st.Name)
+	def, known := defaultSettings[name]
+	if !known {
+		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)
+	}
+	switch name {
+	case "server_version", "server_encoding", "integer_datetimes", "is_superuser":
+		return pgerr.New(pgerr.Code("55P02"), "parameter %q cannot be changed", st.Name)
+	}
+	v := st.Value
+	if st.Reset {
+		v = def
+	}
+	if err := validateSetting(name, v); err != nil {
+		return err
+	}
+	s.vars[name] = v
+	return w.Complete("SET")
+}
+
+func validateSetting(name, v string) error {
+	switch name {
+	case "basin.acceptable_offset_lag":
+		if v == "" {
+			return nil
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
+				WithHint("Give a non-negative number of records.")
+		}
+	case "basin.acceptable_time_lag", "basin.position_wait":
+		if v == "" {
+			return nil
+		}
+		if _, err := time.ParseDuration(v); err != nil {
+			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
+				WithHint("Give a duration such as '2s' or '500ms'.")
+		}
+	case "basin.read_from":
+		switch v {
+		case "active", "any", "freshest":
+		default:
+			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
+				WithHint("Valid values are active, any and freshest.")
+		}
+	case "client_encoding":
+		if u := strings.ToUpper(strings.ReplaceAll(v, "-", "")); u != "UTF8" && u != "UNICODE" {
+			return pgerr.New(pgerr.FeatureNotSupported, "encoding %q is not supported; basin speaks UTF8", v)
+		}
+	}
+	return nil
+}
+
+func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error {
+	switch st.What {
+	case sql.ShowStreams:
+		return s.listRelations(w, "SHOW", catalog.KindStream)
+	case sql.ShowTables:
+		return s.listRelations(w, "SHOW", catalog.KindTable, catalog.KindView)
+	case sql.ShowQueries:
+		return s.showQueries(ctx, w)
+	}
+	name := strings.ToLower(st.Name)
+	if name == "all" {
+		if err := w.Columns([]catalog.Column{{Name: "name", Type: catalog.Varchar}, {Name: "setting", Type: catalog.Varchar}}); err != nil {
+			return err
+		}
+		names := make([]string, 0, len(s.vars))
+		for k := range s.vars {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if err := w.Row([]any{k, s.vars[k]}); err != nil {
+				return err
+			}
+		}
+		return w.Complete("SHOW")
+	}
+	v, ok := s.vars[name]
+	if !ok {
+		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)
+	}
+	if err := w.Columns([]catalog.Column{{Name: name, Type: catalog.Varchar}}); err != nil {
+		return err
+	}
+	if err := w.Row([]any{v}); err != nil {
+		return err
+	}
+	return w.Complete("SHOW")
+}
+
+func (s *Session) listRelations(w ResultWriter, tag string, kinds ...catalog.Kind) error {
+	cols := []catalog.Column{
+		{Name: "name", Type: catalog.Varchar},
+		{Name: "kind", Type: catalog.Varchar},
+		{Name: "topic", Type: catalog.Varchar},
+		{Name: "partitions", Type: catalog.Int},
+		{Name: "key_format", Type: catalog.Varchar},
+		{Name: "value_format", Type: catalog.Varchar},
+	}
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	for _, r := range s.e.Catalog.List(kinds...) {
+		topic := r.Topic
+		if r.Kind == catalog.KindView {
+			topic = r.ChangelogTopic(s.e.Cluster)
+		}
+		if err := w.Row([]any{r.Name, string(r.Kind), topic, int64(r.Partitions), r.KeyFormat, r.ValueFormat}); err != nil {
+			return err
+		}
+	}
+	return w.Complete(tag)
+}
+
+func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
+	cols := []catalog.Column{
+		{Name: "query_id", Type: catalog.Varchar},
+		{Name: "sink", Type: catalog.Varchar},
+		{Name: "sources", Type: catalog.Varchar},
+		{Name: "status", Type: catalog.Varchar},
+		{Name: "partitions", Type: catalog.Int},
+		{Name: "errors", Type: catalog.BigInt},
+		{Name: "last_error", Type: catalog.Varchar},
+		{Name: "sql", Type: catalog.Varchar},
+	}
+	counts, err := s.processingLogCounts(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	for _, r := range s.e.Catalog.List(catalog.KindTable, catalog.KindView) {
+		status, lastErr := "RUNNING", ""
+		if q, ok := s.e.Runtime.Query(r.Name); ok {
+			for _, t := range q.Tasks {
+				if e := t.LastError(); e != "" {
+					status, lastErr = "ERROR", e
+				} else if t.Role() == "restoring" && status == "RUNNING" {
+					status = "RESTORING"
+				}
+			}
+		} else {
+			status = "NOT RUNNING"
+		}
+		sources := r.Topic
+		if r.Kind == catalog.KindView {
+			sources = strings.Join(r.Sources, ", ")
+		}
+		row := []any{r.QueryName(), r.Name, sources, status, int64(r.Partitions), counts[r.QueryName()], nullIfEmpty(lastErr), r.SQL}
+		if err := w.Row(row); err != nil {
+			return err
+		}
+	}
+	return w.Complete("SHOW")
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// processingLogCounts counts the processing log's records per query.
+func (s *Session) processingLogCounts(ctx context.Context) (map[string]int64, error) {
+	counts := map[string]int64{}
+	rel, ok := s.e.Catalog.Lookup(catalog.ProcessingLogName)
+	if !ok {
+		return counts, nil
+	}
+	plan, err := planner.PlanSelect(s.e.Catalog, &sql.Select{
+		Items: []sql.SelectItem{{Expr: &sql.ColumnRef{Name: "query_id"}}},
+		From:  &sql.TableRef{Name: rel.Name},
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
+		if q, ok := r[0].(string); ok {
+			counts[q]++
+		}
+		return nil
+	})
+	return counts, err
+}
+
+func (s *Session) describe(st *sql.Describe, w ResultWriter) error {
+	rel, err := s.e.Catalog.Resolve(st.Name)
+	if err != nil {
+		return err
+	}
+	cols := []catalog.Column{
+		{Name: "column", Type: catalog.Varchar},
+		{Name: "type", Type: catalog.Varchar},
+		{Name: "key", Type: catalog.Boolean},
+	}
+	if err := w.Columns(cols); err != nil {
+		return err
+	}
+	for _, c := range rel.Schema.Columns {
+		if err := w.Row([]any{c.Name, c.Type.String(), c.Key}); err != nil {
+			return err
+		}
+	}
+	return w.Complete("DESCRIBE")
+}
+
+func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
+	var text string
+	switch x := st.Stmt.(type) {
+	case *sql.Select:
+		plan, err := planner.PlanSelect(s.e.Catalog, x)
+		if err != nil {
+			return err
+		}
+		text = plan.String()
+	case *sql.CreateTableAs:
+		plan, err := planner.PlanView(s.e.Catalog, x, "")
+		if err != nil {
+			return err
+		}
+		text = plan.String()
+	default:
+		return pgerr.New(pgerr.FeatureNotSupported, "EXPLAIN supports SELECT and CREATE TABLE AS")
+	}
+	if err := w.Columns([]catalog.Column{{Name: "QUERY PLAN", Type: catalog.Varchar}}); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		if err := w.Row([]any{line}); err != nil {
+			return err
+		}
+	}
+	return w.Complete("EXPLAIN")
+}

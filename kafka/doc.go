@@ -1,0 +1,61 @@
+// Package kafka is basin's only door to Kafka: the embedded broker, the
+// settings of every franz-go client basin creates, topic administration
+// and Kafka's key partitioner. It imports no other basin package; the rest
+// of basin talks to Kafka through it, so that what "a basin producer" or
+// "a basin consumer" means is decided in one place.
+//
+// # The embedded broker
+//
+// `basin serve` without --brokers and `basin broker` run a single-node
+// Kafka-compatible broker in process: franz-go's kfake, which speaks the
+// real protocol (transactions, groups, static membership, compaction)
+// and, given a data dir, persists its log as Kafka record batches plus
+// its state (topics, producer ids, group offsets). Tests use the same
+// broker over TCP, so nothing in basin knows it is not talking to Kafka.
+//
+// Lifecycle: StartBroker locks BrokerOptions.DataDir (an flock, released
+// by the kernel if the process dies, so two brokers never share a log
+// and a killed one leaves no stale lock), recovers what is on disk and
+// listens; Close stops listening, has kfake save its state and records a
+// clean shutdown in the data dir. A data dir without that record was left
+// by a broker that died; StartBroker then writes the abort markers kfake
+// omits for transactions open at the crash (recover.go explains why
+// consumers need them and how they are written before anyone connects).
+// Acknowledged writes are in the OS page cache, so they survive SIGKILL;
+// BrokerOptions.SyncWrites makes them survive power loss too.
+//
+// The broker listens on BrokerOptions.Addr and advertises
+// AdvertisedHost, because clients connect to the address in metadata
+// responses, not to the one they bootstrapped from. Topics are never
+// created automatically: basin creates each topic explicitly with
+// EnsureTopic, with the partition count and configs the catalog says.
+//
+// # Clients
+//
+// NewClient gives every client the seed brokers, a client id and a slog
+// adapter at warn level. Producers add ProducerOpts, which make
+// partitioning manual: basin computes Record.Partition itself with
+// Partition, which is Kafka's default murmur2 partitioner, because basin
+// must know where a key lives without producing it (to read a view key
+// from the right partition, to keep a changelog partition aligned with its
+// input partition) and because any other producer of a source topic, in
+// any language, puts a key in the same place. Consumers add ConsumerOpts,
+// which read committed data only: a task's output becomes visible when its
+// transaction commits, never before and never if it aborts.
+//
+// # Admin
+//
+// EnsureTopic, TopicPartitions, EndOffsets and DeleteTopic wrap kadm.
+// They ask the broker rather than kadm's metadata cache where a stale
+// answer would matter (a topic created or deleted a moment ago), and
+// report a missing topic as ErrUnknownTopic. EndOffsets returns last
+// stable offsets, the end a read_committed consumer can reach, which is
+// what lag is measured against.
+//
+// # Debugging
+//
+// The broker logs its requests at debug level through BrokerOptions.Logger
+// and its failures at warn and error. Broker.Cluster exposes the kfake
+// cluster for tests that inject faults. A data dir can be inspected with
+// any Kafka tool by starting `basin broker --data-dir DIR` on it.
+package kafka

@@ -1,0 +1,330 @@
+package materialize
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// DB is the one Pebble database of a node, holding every view partition
+// ("store") the node replicates, as disjoint key ranges. It is safe for
+// concurrent use. Close it only after every Store user (tasks, queries,
+// iterators, snapshots) is done with it: the owner joins its tasks first.
+type DB struct {
+	opts Options
+	dir  string // absolute, symlinks resolved
+	log  *slog.Logger
+	pdb  *pebble.DB
+	lock *pebble.Lock
+	// wo is the write options of every commit: Sync unless Options.NoSync.
+	wo     *pebble.WriteOptions
+	closed atomic.Bool
+}
+
+// Open opens, creating if needed, the database in opts.Dir. The errors it
+// returns say what is wrong with the directory and what to do: ErrLocked
+// when another process (or another DB in this process) has it open,
+// ErrCorrupt when Pebble finds corruption, ErrIncompatible when it holds
+// another storage format.
+func Open(opts Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts.ensureDefaults()
+	dir, err := prepareDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger.With("component", "materialize", "dir", dir)
+
+	// Take Pebble's directory lock ourselves rather than inside
+	// pebble.Open, so that a lock failure is recognizable as one. The path
+	// is absolute and resolved: Pebble's in-process lock table is keyed by
+	// path, and POSIX locks do not conflict within one process, so two
+	// spellings of one directory would otherwise both succeed.
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("materialize: cannot create the lock file in %q: %w; check the directory's permissions", dir, err)
+		}
+		return nil, fmt.Errorf("%w: %q is open in another basin process or another DB of this process (%v); stop it or use another data directory", ErrLocked, dir, err)
+	}
+
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		Cache:              cache,
+		Lock:               lock,
+		Logger:             pebbleLogger{log},
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		_ = lock.Close()
+		if pebble.IsCorruptionError(err) {
+			return nil, fmt.Errorf("%w: the view store in %q is damaged (%v); move the directory aside and restart: views are restored from their changelogs", ErrCorrupt, dir, err)
+		}
+		return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; if the directory is damaged, move it aside and restart: views are restored from their changelogs", dir, err)
+	}
+	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, lock: lock, wo: pebble.Sync}
+	if opts.NoSync {
+		db.wo = pebble.NoSync
+	}
+	if err := db.checkFormat(); err != nil {
+		_ = pdb.Close()
+		_ = lock.Close()
+		return nil, err
+	}
+	log.Debug("opened view store", "cache_size", opts.CacheSize, "sync", !opts.NoSync)
+	return db, nil
+}
+
+// prepareDir creates dir and returns its absolute, symlink-free path.
+func prepareDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("materialize: cannot create the view store directory %q: %w; check the path and its permissions or choose another data directory", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("materialize: cannot resolve the view store directory %q: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// checkFormat stamps a new database with formatVersion and refuses one
+// stamped with another.
+func (db *DB) checkFormat() error {
+	v, closer, err := db.pdb.Get(formatKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		if err := db.pdb.Set(formatKey, []byte(formatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("materialize: cannot write the storage format to %q: %w", db.dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("materialize: cannot read the storage format of %q: %w", db.dir, err)
+	}
+	got := string(v)
+	_ = closer.Close()
+	if got != formatVersion {
+		return fmt.Errorf("%w: %q holds storage format %q, this basin reads %q; use the basin version that wrote it, or move the directory aside to restore views from their changelogs", ErrIncompatible, db.dir, got, formatVersion)
+	}
+	return nil
+}
+
+// Dir returns the absolute path of the database directory.
+func (db *DB) Dir() string { return db.dir }
+
+// Close closes the database and releases the directory. Every commit is
+// already in the WAL, so there is nothing to flush. Iterators or snapshots
+// still open are reported as an error; the DB is closed regardless.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	err := db.pdb.Close()
+	if lerr := db.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("materialize: closing %q: %w", db.dir, err)
+	}
+	return nil
+}
+
+// Store returns a handle on the store of id. It is cheap (no I/O) and the
+// store need not exist: an empty store has no keys and the zero
+// Checkpoint.
+func (db *DB) Store(id StoreID) *Store {
+	return &Store{StoreReader: db.reader(db.pdb, id)}
+}
+
+func (db *DB) reader(r pebble.Reader, id StoreID) StoreReader {
+	return StoreReader{
+		db:     db,
+		r:      r,
+		id:     id,
+		prefix: appendStorePrefix(nil, nsData, id),
+		cpKey:  appendStorePrefix(nil, nsCheckpoint, id),
+	}
+}
+
+// Stores returns the stores that have data or a checkpoint on disk, sorted
+// by view then partition. A node calls it at startup to report what it
+// holds (and what it may resume instead of restoring).
+func (db *DB) Stores() ([]StoreID, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	seen := make(map[StoreID]struct{})
+	for _, ns := range []byte{nsCheckpoint, nsData} {
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{ns}, UpperBound: []byte{ns + 1}})
+		if err != nil {
+			return nil, fmt.Errorf("materialize: listing stores: %w", err)
+		}
+		for valid := it.First(); valid; {
+			_, id, _, err := parseStoreKey(it.Key())
+			if err != nil {
+				_ = it.Close()
+				return nil, fmt.Errorf("listing stores: %w", err)
+			}
+			seen[id] = struct{}{}
+			// Skip the rest of this store's keys.
+			valid = it.SeekGE(PrefixEnd(appendStorePrefix(nil, ns, id)))
+		}
+		if err := it.Close(); err != nil {
+			return nil, fmt.Errorf("materialize: listing stores: %w", err)
+		}
+	}
+	ids := make([]StoreID, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareStoreIDs)
+	return ids, nil
+}
+
+func compareStoreIDs(a, b StoreID) int {
+	return cmp.Or(strings.Compare(a.View, b.View), cmp.Compare(a.Partition, b.Partition))
+}
+
+// DropView deletes the data and checkpoints of every partition of view, in
+// one durable batch (range deletions: O(1) to write, the space comes back
+// as Pebble compacts).
+func (db *DB) DropView(view string) error {
+	return db.dropRanges("view "+view, appendViewPrefix(nil, nsData, view), appendViewPrefix(nil, nsCheckpoint, view))
+}
+
+// DropStore deletes the data and checkpoint of one store, e.g. when the
+// node is no longer assigned any replica of that partition.
+func (db *DB) DropStore(id StoreID) error {
+	return db.dropRanges("store "+id.String(), appendStorePrefix(nil, nsData, id), appendStorePrefix(nil, nsCheckpoint, id))
+}
+
+func (db *DB) dropRanges(what string, prefixes ...[]byte) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range prefixes {
+		if err := b.DeleteRange(p, PrefixEnd(p), nil); err != nil {
+			return fmt.Errorf("materialize: dropping %s: %w", what, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("materialize: dropping %s: %w", what, err)
+	}
+	db.log.Info("dropped", "what", what)
+	return nil
+}
+
+// NewSnapshot returns a consistent, read-only view of every store as of
+// now: reads through it see no commit made after it was taken. Close it
+// when done; an open snapshot pins old data in Pebble.
+func (db *DB) NewSnapshot() (*Snapshot, error) {
+	if db.closed.Load() {
+		return nil, ErrClosed
+	}
+	return &Snapshot{db: db, snap: db.pdb.NewSnapshot()}, nil
+}
+
+// Snapshot is a point-in-time view of the DB; see DB.NewSnapshot.
+type Snapshot struct {
+	db   *DB
+	snap *pebble.Snapshot
+}
+
+// Store returns a read-only handle on store id as of the snapshot. Its
+// data and Checkpoint are mutually consistent, as they are on disk.
+func (s *Snapshot) Store(id StoreID) *StoreReader {
+	r := s.db.reader(s.snap, id)
+	return &r
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error {
+	if err := s.snap.Close(); err != nil {
+		return fmt.Errorf("materialize: closing snapshot: %w", err)
+	}
+	return nil
+}
+
+// pebbleLogger sends Pebble's log lines to slog. Pebble's info lines (WAL
+// replay, and so on) are debug detail for a basin operator.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called by Pebble on a broken invariant; it must not return.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	panic(msg)
+}
+
+// Dump writes a human-readable listing of the stores of view ("" for
+// every view) to w, as of one snapshot: each store's checkpoint, then up
+// to limit of its rows (limit <= 0: all), keys and values decoded when
+// they are in the key and row encodings. It is for debugging a running
+// node (the status page) and tests; it reads the whole store when limit
+// is 0.
+func (db *DB) Dump(w io.Writer, view string, limit int) error {
+	ids, err := db.Stores()
+	if err != nil {
+		return err
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	for _, id := range ids {
+		if view != "" && id.View != view {
+			continue
+		}
+		r := snap.Store(id)
+		cp, err := r.Checkpoint()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "store %s: %s\n", id, cp)
+		it, err := r.NewIter(nil, nil)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for valid := it.First(); valid; valid = it.Next() {
+			if limit > 0 && n == limit {
+				fmt.Fprintf(w, "  ...\n")
+				break
+			}
+			fmt.Fprintf(w, "  %s = %s\n", formatUserKey(it.Key()), formatRow(it.Value()))
+			n++
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package materialize
+
+import (
+	"errors"
+	"log/slog"
+)
+
+// Options configures a DB. The zero value of every field except Dir is a
+// usable default; defaults are filled in by ensureDefaults, the one place
+// they live.
+type Options struct {
+	// Dir is the directory of the Pebble database (created if missing).
+	// Required; for example <data-dir>/views.
+	Dir string
+
+	// Logger receives Pebble's log messages and this package's. Default
+	// slog.Default().
+	Logger *slog.Logger
+
+	// CacheSize is the size in bytes of Pebble's block cache, shared by all
+	// stores. Default 64 MiB.
+	CacheSize int64
+
+	// NoSync turns off the fsync of every batch commit. Default false:
+	// commits are durable when Commit returns, which is what lets a node
+	// killed with SIGKILL or a power cut resume from its checkpoints. With
+	// NoSync a crash can lose the last commits (never tear one: data and
+	// checkpoint still move together), and the node re-reads a little more
+	// of the changelog. For tests and benchmarks.
+	NoSync bool
+}
+
+// DefaultCacheSize is the default Options.CacheSize.
+const DefaultCacheSize = 64 << 20
+
+// Validate reports whether o can be used to Open a DB.
+func (o *Options) Validate() error {
+	if o.Dir == "" {
+		return errors.New("materialize: Options.Dir is required")
+	}
+	if o.CacheSize < 0 {
+		return errors.New("materialize: Options.CacheSize must not be negative")
+	}
+	return nil
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+}

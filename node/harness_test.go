@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testLogger logs to stderr when BASIN_TEST_LOG is set (e.g. "debug"),
+// else nowhere.
+func testLogger() *slog.Logger {
+	lvl := os.Getenv("BASIN_TEST_LOG")
+	if lvl == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(lvl))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// startNode starts an in-process node with an embedded broker in dir and
+// stops it when the test ends (unless the test stopped it).
+func startNode(t testing.TB, dir string, mod ...func(*Options)) *Node {
+	t.Helper()
+	opts := Options{DataDir: dir, PGAddr: "127.0.0.1:0", HTTPAddr: "off", Cluster: "test", Logger: testLogger()}
+	for _, m := range mod {
+		m(&opts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("starting node: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+// connect opens a pgx connection to addr using the simple query protocol.
+func connect(t testing.TB, addr string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://basin@%s/basin?sslmode=disable", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// queryText runs a query and renders its rows one per line, values
+// separated by "|", NULL as NULL.
+func queryText(ctx context.Context, conn *pgx.Conn, q string, colnames bool) (string, error) {
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var b strings.Builder
+	if colnames {
+		var names []string
+		for _, f := range rows.FieldDescriptions() {
+			names = append(names, f.Name)
+		}
+		b.WriteString(strings.Join(names, "|") + "\n")
+	}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return "", err
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = formatTestValue(v)
+		}
+		b.WriteString(strings.Join(parts, "|") + "\n")
+	}
+	return b.String(), rows.Err()
+}
+
+func formatTestValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case time.Time:
+		return v.UTC().Format("2006-01-02 15:04:05.999999")
+	case float64:
+		return fmt.Sprintf("%g", v)
+	}
+	return fmt.Sprint(v)
+}
+
+func errorText(err error) string {
+	if pe, ok := err.(*pgconn.PgError); ok {
+		s := fmt.Sprintf("ERROR %s: %s", pe.Code, pe.Message)
+		if pe.Position > 0 {
+			s += fmt.Sprintf(" (position %d)", pe.Position)
+		}
+		return s + "\n"
+	}
+	return "ERROR: " + err.Error() + "\n"
+}
+
+// eventually calls fn until it returns nil or the deadline passes, and
+// returns its last error.
+func eventually(t testing.TB, d time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", d, err)
+		}
+		waitABit()
+	}
+}
+
+// waitABit yields between polls of a condition. It is the poll interval
+// of eventually, not a wait for an outcome.
+func waitABit() { <-time.After(20 * time.Millisecond) }
+
+func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }

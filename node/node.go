@@ -1,0 +1,349 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/exec"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgwire"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
+)
+
+// Node is one running basin node.
+type Node struct {
+	opts   Options
+	log    *slog.Logger
+	id     string
+	lock   *os.File
+	broker *kafka.Broker
+	db     *materialize.DB
+	rt     *exec.Runtime
+	cat    *catalog.Catalog
+	clog   *catalog.Log
+	prod   *kgo.Client
+	engine *exec.Engine
+	pg     *pgwire.Server
+	http   *http.Server
+	httpLn net.Listener
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// ready is set once the startup replay is done; before it,
+		// catalog changes are only recorded and the queries of the final
+		// catalog are started in one go.
+		ready bool
+	}
+}
+
+// Start starts a node: the data-dir lock, the embedded broker when no
+// brokers are given, the stores, the catalog replay, the persistent
+// queries, then the Postgres and HTTP servers. On error everything
+// started is stopped again.
+func Start(ctx context.Context, opts Options) (n *Node, err error) {
+	opts.ensureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	node := &Node{opts: opts, log: opts.Logger}
+	defer func() {
+		if err != nil {
+			_ = node.Close()
+		}
+	}()
+	n = node
+	if n.lock, err = lockDataDir(opts.DataDir); err != nil {
+		return nil, err
+	}
+	if n.id, err = opts.nodeID(); err != nil {
+		return nil, err
+	}
+	n.log = n.log.With("node", n.id)
+	brokers := opts.Brokers
+	if len(brokers) == 0 {
+		n.broker, err = kafka.StartBroker(kafka.BrokerOptions{
+			Addr:    opts.BrokerAddr,
+			DataDir: filepath.Join(opts.DataDir, "kafka"),
+			Logger:  n.log.With("component", "broker"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting the embedded broker: %w", err)
+		}
+		brokers = n.broker.Addrs()
+		n.log.Info("embedded broker started", "addrs", strings.Join(brokers, ","))
+	}
+	if n.db, err = materialize.Open(materialize.Options{Dir: filepath.Join(opts.DataDir, "state"), Logger: n.log}); err != nil {
+		return nil, err
+	}
+	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log}); err != nil {
+		return nil, err
+	}
+	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log}, kafka.ProducerOpts()...); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := kafka.WaitReady(wctx, n.prod); err != nil {
+		return nil, fmt.Errorf("connecting to Kafka at %s: %w", strings.Join(brokers, ","), err)
+	}
+	n.cat = catalog.New()
+	n.clog, err = catalog.OpenLog(wctx, catalog.LogOptions{
+		Brokers: brokers,
+		Topic:   catalog.CommandTopic(opts.Cluster),
+		Node:    n.id,
+		Logger:  n.log,
+	}, n.cat, n.onChange)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.startQueries(); err != nil {
+		return nil, err
+	}
+	n.engine = &exec.Engine{
+		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Producer: n.prod,
+		Cluster: opts.Cluster, Node: n.id, DefaultPartitions: int32(opts.DefaultPartitions), Logger: n.log,
+	}
+	if err := n.ensureProcessingLog(wctx); err != nil {
+		return nil, err
+	}
+	if n.pg, err = pgwire.NewServer(pgwire.Options{Addr: opts.PGAddr, MaxConnections: opts.MaxConnections, Logger: n.log.With("component", "pgwire")}, backend{n.engine}); err != nil {
+		return nil, err
+	}
+	if err := n.pg.Start(); err != nil {
+		return nil, fmt.Errorf("postgres listener on %s: %w", opts.PGAddr, err)
+	}
+	if opts.HTTPAddr != "" {
+		if err := n.startHTTP(); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster)
+	return n, nil
+}
+
+// onChange acts on a catalog change: start or drop the relation's query.
+// During the startup replay it does nothing; startQueries then starts the
+// queries of the final catalog.
+func (n *Node) onChange(ch catalog.Change) {
+	n.mu.Lock()
+	ready := n.mu.ready
+	n.mu.Unlock()
+	if ch.Err != nil {
+		n.log.Debug("catalog command rejected", "offset", ch.Offset, "err", ch.Err)
+		return
+	}
+	if !ready {
+		return
+	}
+	switch {
+	case ch.Created != nil:
+		if err := n.startQuery(ch.Created); err != nil {
+			n.log.Error("starting query", "relation", ch.Created.Name, "err", err)
+		}
+	case ch.Dropped != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.rt.Drop(ctx, ch.Dropped); err != nil {
+			n.log.Warn("dropping state", "relation", ch.Dropped.Name, "err", err)
+		}
+	}
+}
+
+// startQueries starts the queries of every table and view in the catalog
+// after the startup replay, in creation order, and deletes stores left
+// on disk by relations dropped while the node was down.
+func (n *Node) startQueries() error {
+	rels := n.cat.List(catalog.KindTable, catalog.KindView)
+	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
+	live := map[string]bool{}
+	for _, r := range rels {
+		live[r.StoreName()] = true
+	}
+	ids, err := n.db.Stores()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !live[id.View] {
+			n.log.Info("deleting state of a dropped relation", "store", id.View)
+			if err := n.db.DropView(id.View); err != nil {
+				return err
+			}
+		}
+	}
+	n.mu.Lock()
+	n.mu.ready = true
+	n.mu.Unlock()
+	for _, r := range rels {
+		if err := n.startQuery(r); err != nil {
+			return fmt.Errorf("starting the query of %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) startQuery(rel *catalog.Relation) error {
+	switch rel.Kind {
+	case catalog.KindTable:
+		return n.rt.StartTable(rel)
+	case catalog.KindView:
+		stmts, err := sql.ParseStatements(rel.SQL)
+		if err != nil {
+			return err
+		}
+		if len(stmts) != 1 {
+			return fmt.Errorf("view %s: stored statement has %d statements", rel.Name, len(stmts))
+		}
+		ctas, ok := stmts[0].Stmt.(*sql.CreateTableAs)
+		if !ok {
+			return fmt.Errorf("view %s: stored statement is a %T", rel.Name, stmts[0].Stmt)
+		}
+		plan, err := planner.PlanView(n.cat, ctas, rel.SQL)
+		if err != nil {
+			return err
+		}
+		plan.View = rel
+		return n.rt.StartView(plan)
+	}
+	return nil
+}
+
+// ensureProcessingLog declares the processing-log stream on first start.
+func (n *Node) ensureProcessingLog(ctx context.Context) error {
+	if _, ok := n.cat.Lookup(catalog.ProcessingLogName); ok {
+		return nil
+	}
+	topic := catalog.ProcessingLogTopic(n.opts.Cluster)
+	if _, _, err := kafka.EnsureTopic(ctx, n.rt.Admin(), topic, 1, nil); err != nil {
+		return err
+	}
+	rel := &catalog.Relation{
+		Name: catalog.ProcessingLogName, Kind: catalog.KindStream, Schema: exec.ProcessingLogSchema,
+		Topic: topic, Partitions: 1, KeyFormat: planner.FormatKafka, ValueFormat: planner.FormatJSON,
+		SQL: "-- created by basin: records that persistent queries skipped",
+	}
+	ch, err := n.clog.Submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
+	if err != nil {
+		return err
+	}
+	if ch.Err != nil && pgerr.CodeOf(ch.Err) != pgerr.DuplicateTable {
+		return ch.Err
+	}
+	return nil
+}
+
+func (n *Node) startHTTP() error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http listener on %s: %w", n.opts.HTTPAddr, err)
+	}
+	n.httpLn = ln
+	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("http server", "err", err)
+		}
+	}()
+	return nil
+}
+
+// PGAddr is the address the Postgres server listens on.
+func (n *Node) PGAddr() string { return n.pg.Addr().String() }
+
+// HTTPAddr is the address of the HTTP server, "" when disabled.
+func (n *Node) HTTPAddr() string {
+	if n.httpLn == nil {
+		return ""
+	}
+	return n.httpLn.Addr().String()
+}
+
+// Brokers are the Kafka brokers the node uses.
+func (n *Node) Brokers() []string {
+	if n.broker != nil {
+		return n.broker.Addrs()
+	}
+	return n.opts.Brokers
+}
+
+// ID is the node id.
+func (n *Node) ID() string { return n.id }
+
+// Close stops the node: servers first, so no new work arrives, then the
+// queries (each commits or aborts its transaction), the catalog, the
+// stores and the broker.
+func (n *Node) Close() error {
+	var errs []error
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, n.http.Shutdown(ctx))
+		cancel()
+	}
+	if n.pg != nil {
+		errs = append(errs, n.pg.Close())
+	}
+	n.wg.Wait()
+	if n.clog != nil {
+		n.clog.Close()
+	}
+	if n.rt != nil {
+		n.rt.Close()
+	}
+	if n.prod != nil {
+		n.prod.Close()
+	}
+	if n.db != nil {
+		errs = append(errs, n.db.Close())
+	}
+	if n.broker != nil {
+		errs = append(errs, n.broker.Close())
+	}
+	if n.lock != nil {
+		errs = append(errs, n.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// backend adapts the engine's sessions to the pgwire server.
+type backend struct{ e *exec.Engine }
+
+func (b backend) Open(_ context.Context, params map[string]string) (pgwire.Session, error) {
+	return session{b.e.NewSession(params)}, nil
+}
+
+type session struct{ s *exec.Session }
+
+func (s session) Query(ctx context.Context, text string, w pgwire.ResultWriter) error {
+	return s.s.Query(ctx, text, w)
+}
+func (s session) ParameterStatus() map[string]string { return s.s.ParameterStatus() }
+func (s session) Close()                             { s.s.Close() }

@@ -1,0 +1,401 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// goodbyeGrace bounds how long a connection may spend writing after its
+// context ended (server shutdown): long enough to deliver FATAL 57P01 to a
+// client that is reading, short enough that Close is not held hostage by
+// one that is not.
+const goodbyeGrace = time.Second
+
+// conn is one client connection. serve runs it on the goroutine the
+// server started for it; after startup a second goroutine, the reader,
+// owns the socket's read side (see run).
+type conn struct {
+	srv *Server
+	log *slog.Logger
+	// raw is the accepted socket, where deadlines are set; nc is raw or
+	// the TLS connection over it.
+	raw net.Conn
+	nc  net.Conn
+
+	// pid and secret are the BackendKeyData; pid is 0 until register.
+	pid    uint32
+	secret [4]byte
+
+	// ctx ends the connection: Close (cause ErrServerClosed), a dead
+	// socket (errClientGone) or serve returning (errConnDone). Every
+	// statement's context is a child of it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// The fields below belong to the processing goroutine (serve).
+	be        *pgproto3.Backend // the reader goroutine's, after startup
+	rd        *ioErrReader      // the reader goroutine's, after startup
+	w         writer
+	rw        resultWriter
+	sess      Session
+	txnStatus byte
+	// reported is the ParameterStatus last sent for each name.
+	reported map[string]string
+	// ignoreTillSync is set after an error in an extended-protocol
+	// message: everything up to the next Sync is discarded, as Postgres
+	// does, so the client's pipeline resynchronizes at Sync.
+	ignoreTillSync bool
+	// linger asks for a lingering close (see lingerClose) after a
+	// protocol violation was reported.
+	linger bool
+
+	mu struct {
+		sync.Mutex
+		// cancelStatement cancels the running statement's context; nil
+		// between statements, so a late CancelRequest cancels nothing.
+		cancelStatement context.CancelCauseFunc
+	}
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv:       s,
+		raw:       nc,
+		nc:        nc,
+		txnStatus: txnIdle,
+		log:       s.log.With("remote", nc.RemoteAddr().String()),
+	}
+	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
+	c.w.w = nc
+	c.rw.w = &c.w
+	return c
+}
+
+// txnIdle is ReadyForQuery's status outside a transaction block. Sessions
+// do not report transaction blocks yet; when they do, txnStatus becomes
+// 'T' (in a block) or 'E' (in a failed block) from what they report.
+const txnIdle = 'I'
+
+// serve runs the connection from accept to close.
+func (c *conn) serve() {
+	// When ctx ends, unblock the reads and bound the writes. Whoever
+	// sets deadlines later (startup) re-checks ctx afterwards, so this
+	// cannot be overtaken.
+	stop := context.AfterFunc(c.ctx, c.expireDeadlines)
+	defer func() {
+		stop()
+		c.cancel(errConnDone)
+		if c.sess != nil {
+			if err := callSafely(func() error { c.sess.Close(); return nil }); err != nil {
+				c.internalError(err)
+			}
+		}
+		if c.pid != 0 {
+			c.srv.unregister(c)
+		}
+		_ = c.nc.Close()
+		c.log.Debug("pgwire: connection closed")
+	}()
+
+	if !c.startup() {
+		return
+	}
+	c.run()
+}
+
+func (c *conn) expireDeadlines() {
+	now := time.Now()
+	_ = c.raw.SetReadDeadline(now)
+	_ = c.raw.SetWriteDeadline(now.Add(goodbyeGrace))
+}
+
+// input is what the reader goroutine hands to the processing goroutine:
+// a message, or the protocol error that ended reading.
+type input struct {
+	msg pgproto3.FrontendMessage
+	err error
+}
+
+// run is the command loop. The reader goroutine receives and decodes
+// messages and passes them on one at a time over an unbuffered channel,
+// so it is at most one message ahead of processing; while a statement
+// runs, the reader is therefore usually blocked in a read, and a client
+// that disconnects cancels the statement at once rather than when its
+// next result is written.
+func (c *conn) run() {
+	// pgproto3.Backend is used only to receive; the writer sends.
+	c.rd = &ioErrReader{r: c.nc}
+	c.be = pgproto3.NewBackend(c.rd, c.nc)
+	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
+
+	in := make(chan input)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(in)
+	}()
+	defer func() {
+		c.cancel(errConnDone) // unblocks the reader: its read deadline passes
+		<-readerDone
+		if c.linger {
+			c.lingerClose() // only now is nobody else reading
+		}
+	}()
+
+	for c.processOne(in) {
+	}
+	if errors.Is(context.Cause(c.ctx), ErrServerClosed) {
+		c.fatal(errAdminShutdown)
+	}
+}
+
+// processOne waits for and handles one input. It reports false when the
+// connection must end.
+func (c *conn) processOne(in <-chan input) bool {
+	select {
+	case <-c.ctx.Done():
+		return false
+	case m := <-in:
+		if m.err != nil {
+			c.protocolViolation(m.err)
+			return false
+		}
+		return c.dispatch(m.msg)
+	}
+}
+
+// dispatch handles one frontend message; it reports false when the
+// connection must end. Each message kind has its handler in the file
+// named for it (query.go, extended.go).
+func (c *conn) dispatch(msg pgproto3.FrontendMessage) bool {
+	if c.ignoreTillSync {
+		switch msg.(type) {
+		case *pgproto3.Sync, *pgproto3.Terminate:
+		default:
+			return true
+		}
+	}
+	var err error
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		err = c.handleQuery(m.String)
+	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
+		err = c.handleExtended(msg)
+	case *pgproto3.Sync:
+		err = c.handleSync()
+	case *pgproto3.Flush:
+		err = c.w.flush()
+	case *pgproto3.FunctionCall:
+		err = c.sendErrorAndReady(errFunctionCallUnsupported)
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		// Outside COPY these are ignored, as in Postgres: they are what a
+		// client still sends after a COPY failed on the server side.
+	case *pgproto3.Terminate:
+		c.log.Debug("pgwire: client terminated")
+		return false
+	default:
+		c.protocolViolation(fmt.Errorf("unexpected %s after startup", reflect.TypeOf(msg).Elem().Name()))
+		return false
+	}
+	if err != nil {
+		c.log.Debug("pgwire: connection ending", "err", err)
+		return false
+	}
+	return true
+}
+
+// readLoop is the reader goroutine. It stops after Terminate, at the
+// first error, or when ctx ends.
+func (c *conn) readLoop(out chan<- input) {
+	for {
+		msg, err := c.be.Receive()
+		if err != nil {
+			if c.rd.err != nil {
+				// The socket failed (EOF, reset, our own deadline): there
+				// is no client left to answer, so end everything now.
+				c.cancel(errClientGone)
+				return
+			}
+			// The bytes were malformed. The stream cannot be trusted past
+			// this point; processing reports it after what came before.
+			select {
+			case out <- input{err: err}:
+			case <-c.ctx.Done():
+			}
+			return
+		}
+		m := ownMessage(msg)
+		select {
+		case out <- input{msg: m}:
+		case <-c.ctx.Done():
+			return
+		}
+		if _, ok := m.(*pgproto3.Terminate); ok {
+			return
+		}
+	}
+}
+
+// ioErrReader records the first error of the socket, so the reader can
+// tell a dead socket from malformed bytes: pgproto3 returns both from
+// Receive.
+type ioErrReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *ioErrReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// ownMessage returns msg in memory the caller owns. pgproto3.Backend
+// decodes into one value per message kind, reused by the next Receive,
+// and some fields alias its read buffer; the reader hands messages to
+// another goroutine and reads on, so it must copy. Strings are already
+// copies; byte slices are not.
+func ownMessage(msg pgproto3.FrontendMessage) pgproto3.FrontendMessage {
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		c := *m
+		return &c
+	case *pgproto3.Parse:
+		c := *m
+		return &c
+	case *pgproto3.Bind:
+		c := *m
+		c.Parameters = make([][]byte, len(m.Parameters))
+		for i, p := range m.Parameters {
+			if p != nil {
+				c.Parameters[i] = append([]byte{}, p...)
+			}
+		}
+		return &c
+	case *pgproto3.Describe:
+		c := *m
+		return &c
+	case *pgproto3.Execute:
+		c := *m
+		return &c
+	case *pgproto3.Close:
+		c := *m
+		return &c
+	case *pgproto3.Sync:
+		return &pgproto3.Sync{}
+	case *pgproto3.Flush:
+		return &pgproto3.Flush{}
+	case *pgproto3.Terminate:
+		return &pgproto3.Terminate{}
+	case *pgproto3.CopyData:
+		return &pgproto3.CopyData{Data: append([]byte{}, m.Data...)}
+	case *pgproto3.CopyDone:
+		return &pgproto3.CopyDone{}
+	case *pgproto3.CopyFail:
+		c := *m
+		return &c
+	case *pgproto3.FunctionCall:
+		c := *m
+		c.Arguments = make([][]byte, len(m.Arguments))
+		for i, a := range m.Arguments {
+			if a != nil {
+				c.Arguments[i] = append([]byte{}, a...)
+			}
+		}
+		return &c
+	}
+	// Authentication responses after startup: only their kind is looked
+	// at, to reject them.
+	return msg
+}
+
+// sendErrorAndReady answers a message with an error and ReadyForQuery.
+func (c *conn) sendErrorAndReady(e *pgerr.Error) error {
+	if err := c.w.send(errorResponse(e)); err != nil {
+		return err
+	}
+	return c.sendReady()
+}
+
+// sendReady sends ReadyForQuery and flushes: the client waits for it.
+func (c *conn) sendReady() error {
+	if err := c.w.send(&pgproto3.ReadyForQuery{TxStatus: c.txnStatus}); err != nil {
+		return err
+	}
+	return c.w.flush()
+}
+
+// fatal sends a FATAL error, best effort: the connection is closing.
+func (c *conn) fatal(e *pgerr.Error) {
+	fe := *e
+	fe.Severity = severityFatal
+	if err := c.w.send(errorResponse(&fe)); err == nil {
+		_ = c.w.flush()
+	}
+}
+
+// protocolViolation reports malformed input: logged, answered with FATAL
+// 08P01 if the socket still takes it, and the connection ends.
+func (c *conn) protocolViolation(err error) {
+	c.log.Warn("pgwire: protocol violation; closing connection", "err", err)
+	msg := "invalid frontend message: " + err.Error()
+	var tooBig *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &tooBig) {
+		msg = fmt.Sprintf("invalid message length %d: the limit is %d bytes", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)
+	}
+	c.fatal(&pgerr.Error{Code: pgerr.ProtocolViolation, Message: msg})
+	c.linger = true
+}
+
+// lingerClose half-closes a plaintext TCP connection and discards what
+// the client still sends, for at most goodbyeGrace and lingerLimit bytes.
+// Closing a socket with unread input makes the kernel reset the
+// connection, and a client that is still sending would then lose the
+// FATAL error it was about to read; this is the lingering close HTTP
+// servers do for the same reason.
+func (c *conn) lingerClose() {
+	tcp, ok := c.nc.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	if err := tcp.CloseWrite(); err != nil {
+		return
+	}
+	// This overrides the deadline ctx's end set; it is as short.
+	_ = tcp.SetReadDeadline(time.Now().Add(goodbyeGrace))
+	_, _ = io.Copy(io.Discard, io.LimitReader(tcp, lingerLimit))
+}
+
+// lingerLimit bounds what lingerClose reads: a client that sends more has
+// stopped listening anyway.
+const lingerLimit = 256 << 10
+
+// cancelQuery cancels the running statement, if any. It is called by
+// the goroutine serving a CancelRequest.
+func (c *conn) cancelQuery() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.cancelStatement != nil {
+		c.mu.cancelStatement(errCancelRequested)
+	}
+}
+
+// setCancel installs or, with nil, clears the running statement's cancel
+// function.
+func (c *conn) setCancel(cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	c.mu.cancelStatement = cancel
+	c.mu.Unlock()
+}

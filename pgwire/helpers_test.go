@@ -1,0 +1,465 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// testTimeout bounds every wait in these tests: a condition that does not
+// hold by then is a failure, never a reason to wait longer.
+const testTimeout = 20 * time.Second
+
+// fakeBackend answers a fixed set of query texts (see fakeSession.Query).
+// It counts open sessions so tests can check that every session a
+// connection opened was closed.
+type fakeBackend struct {
+	open atomic.Int64
+	// started receives the text of each blocking query ("slow", "gate")
+	// once it is running, so tests wait for that instead of sleeping.
+	started chan string
+	// gate releases the "gate" query.
+	gate chan struct{}
+	// noBlock makes "slow" and "gate" return at once (the fuzz target
+	// must not depend on the client to end a query).
+	noBlock bool
+
+	// slowCtx is the context of the last "slow" query.
+	slowCtx atomic.Pointer[context.Context]
+	// closed receives one value per closed session, if there is room.
+	closed chan struct{}
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{started: make(chan string, 16), gate: make(chan struct{}), closed: make(chan struct{}, 64)}
+}
+
+func (b *fakeBackend) Open(ctx context.Context, params map[string]string) (Session, error) {
+	if params["user"] == "refused" {
+		return nil, pgerr.New(pgerr.InvalidAuthorization, `role "refused" is not permitted to log in`)
+	}
+	if params["user"] == "open-panics" {
+		panic("open exploded")
+	}
+	b.open.Add(1)
+	return &fakeSession{b: b, params: map[string]string{
+		"server_version":              "15.0 (basin)",
+		"server_encoding":             "UTF8",
+		"client_encoding":             "UTF8",
+		"DateStyle":                   "ISO, MDY",
+		"integer_datetimes":           "on",
+		"standard_conforming_strings": "on",
+		"TimeZone":                    "UTC",
+		"application_name":            params["application_name"],
+	}}, nil
+}
+
+// fakeSession is one session of fakeBackend.
+type fakeSession struct {
+	b      *fakeBackend
+	params map[string]string
+	closed atomic.Bool
+}
+
+// The rows of "types": one of each type, then all NULLs.
+var (
+	typesCols = []catalog.Column{
+		{Name: "b", Type: catalog.Boolean},
+		{Name: "i", Type: catalog.Int},
+		{Name: "n", Type: catalog.BigInt},
+		{Name: "f", Type: catalog.Double},
+		{Name: "s", Type: catalog.Varchar},
+		{Name: "ts", Type: catalog.Timestamp},
+		{Name: "e", Type: catalog.Varchar},
+	}
+	typesTime = time.Date(2024, 2, 29, 13, 4, 5, 123456000, time.UTC)
+	typesRow  = []any{true, int64(-42), int64(math.MaxInt64), 0.1, "héllo, world", typesTime, ""}
+)
+
+// floatCases are float8 values and their text as PostgreSQL 15 prints
+// them (checked against a real server: SELECT '<value>'::float8).
+var floatCases = []struct {
+	f    float64
+	text string
+}{
+	{1e6, "1000000"},
+	{1e14, "100000000000000"},
+	{1e15, "1e+15"},
+	{0.0001, "0.0001"},
+	{0.00001, "1e-05"},
+	{0.1, "0.1"},
+	{3, "3"},
+	{-2.5, "-2.5"},
+	{math.NaN(), "NaN"},
+	{math.Inf(1), "Infinity"},
+	{math.Inf(-1), "-Infinity"},
+	{1.5e300, "1.5e+300"},
+	{math.Copysign(0, -1), "-0"},
+	{0, "0"},
+	{123456789012345.6, "123456789012345.6"},
+	{2.5e-5, "2.5e-05"},
+	{1e100, "1e+100"},
+	{math.MaxFloat64, "1.7976931348623157e+308"},
+	{5e-324, "5e-324"},
+}
+
+func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) error {
+	if s.closed.Load() {
+		return errors.New("fake: Query on a closed session")
+	}
+	// psql sends a script's statements with their semicolons.
+	text = strings.TrimSuffix(strings.TrimSpace(text), ";")
+	switch {
+	case text == "select 1":
+		return selectOne(w)
+	case text == "types":
+		if err := w.Columns(typesCols); err != nil {
+			return err
+		}
+		if err := w.Row(typesRow); err != nil {
+			return err
+		}
+		if err := w.Row(make([]any, len(typesCols))); err != nil {
+			return err
+		}
+		return w.Complete("SELECT 2")
+	case text == "floats":
+		if err := w.Columns([]catalog.Column{{Name: "f", Type: catalog.Double}}); err != nil {
+			return err
+		}
+		for _, c := range floatCases {
+			if err := w.Row([]any{c.f}); err != nil {
+				return err
+			}
+		}
+		return w.Complete(fmt.Sprintf("SELECT %d", len(floatCases)))
+	case text == "boom":
+		return &pgerr.Error{
+			Code:     pgerr.SyntaxError,
+			Message:  `syntax error at or near "boom"`,
+			Detail:   "boom is not a statement",
+			Hint:     "Try SELECT.",
+			Position: 1,
+		}
+	case text == "panic":
+		panic("kaboom")
+	case text == "bare error":
+		return errors.New("disk on fire")
+	case text == "bad value":
+		if err := w.Columns([]catalog.Column{{Name: "n", Type: catalog.BigInt}}); err != nil {
+			return err
+		}
+		return w.Row([]any{"not a number"})
+	case text == "partial":
+		if err := w.Columns([]catalog.Column{{Name: "n", Type: catalog.BigInt}}); err != nil {
+			return err
+		}
+		if err := w.Row([]any{int64(1)}); err != nil {
+			return err
+		}
+		return pgerr.New(pgerr.DivisionByZero, "division by zero")
+	case text == "slow":
+		s.b.slowCtx.Store(&ctx)
+		s.b.started <- text
+		if s.b.noBlock {
+			return pgerr.New(pgerr.QueryCanceled, "not blocking in this test")
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	case text == "gate":
+		if err := w.Columns([]catalog.Column{{Name: "n", Type: catalog.BigInt}}); err != nil {
+			return err
+		}
+		// More rows than one flush holds: the client must see rows while
+		// the query still runs.
+		const n = 20000
+		for i := range n {
+			if err := w.Row([]any{int64(i)}); err != nil {
+				return err
+			}
+		}
+		s.b.started <- text
+		if !s.b.noBlock {
+			select {
+			case <-s.b.gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return w.Complete(fmt.Sprintf("SELECT %d", n))
+	case text == "-- ping" || text == "":
+		return w.Empty()
+	case text == "notice":
+		if err := w.Notice(&pgerr.Error{Message: "served by node-a", Detail: "offset lag 0", Severity: "NOTICE"}); err != nil {
+			return err
+		}
+		return selectOne(w)
+	case text == "multi":
+		if err := selectOne(w); err != nil {
+			return err
+		}
+		return w.Complete("CREATE TABLE")
+	case strings.HasPrefix(text, "set app="):
+		s.params["application_name"] = strings.TrimPrefix(text, "set app=")
+		return w.Complete("SET")
+	case strings.HasPrefix(text, "stream "):
+		n, err := strconv.Atoi(strings.TrimPrefix(text, "stream "))
+		if err != nil {
+			return pgerr.New(pgerr.InvalidParameterValue, "bad count: %v", err)
+		}
+		if err := w.Columns([]catalog.Column{{Name: "n", Type: catalog.BigInt}, {Name: "s", Type: catalog.Varchar}}); err != nil {
+			return err
+		}
+		row := make([]any, 2)
+		for i := range n {
+			row[0], row[1] = int64(i), "row-"+strconv.Itoa(i)
+			if err := w.Row(row); err != nil {
+				return err
+			}
+		}
+		return w.Complete(fmt.Sprintf("SELECT %d", n))
+	}
+	return &pgerr.Error{Code: pgerr.SyntaxError, Message: fmt.Sprintf("fake backend does not know %q", text), Position: 1}
+}
+
+func selectOne(w ResultWriter) error {
+	if err := w.Columns([]catalog.Column{{Name: "one", Type: catalog.BigInt}}); err != nil {
+		return err
+	}
+	if err := w.Row([]any{int64(1)}); err != nil {
+		return err
+	}
+	return w.Complete("SELECT 1")
+}
+
+func (s *fakeSession) ParameterStatus() map[string]string { return s.params }
+
+func (s *fakeSession) Close() {
+	if s.closed.Swap(true) {
+		panic("fake: session closed twice")
+	}
+	s.b.open.Add(-1)
+	select {
+	case s.b.closed <- struct{}{}:
+	default:
+	}
+}
+
+// logRecords is an slog.Handler that keeps records for tests to inspect.
+type logRecords struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Clone())
+	return nil
+}
+func (l *logRecords) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &withAttrs{l: l, attrs: attrs}
+}
+func (l *logRecords) WithGroup(string) slog.Handler { return l }
+
+type withAttrs struct {
+	l     *logRecords
+	attrs []slog.Attr
+}
+
+func (w *withAttrs) Enabled(context.Context, slog.Level) bool { return true }
+func (w *withAttrs) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(w.attrs...)
+	return w.l.Handle(ctx, r)
+}
+func (w *withAttrs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &withAttrs{l: w.l, attrs: append(append([]slog.Attr{}, w.attrs...), attrs...)}
+}
+func (w *withAttrs) WithGroup(string) slog.Handler { return w }
+
+// find returns the attributes of the records at level whose message
+// contains msg.
+func (l *logRecords) find(level slog.Level, msg string) []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]string
+	for _, r := range l.records {
+		if r.Level != level || !strings.Contains(r.Message, msg) {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool {
+			attrs[a.Key] = a.Value.String()
+			return true
+		})
+		out = append(out, attrs)
+	}
+	return out
+}
+
+// testServer is a started Server over a fakeBackend.
+type testServer struct {
+	*Server
+	b    *fakeBackend
+	logs *logRecords
+	host string
+	port int
+}
+
+// startServer starts a server on a loopback port. Cleanup closes it and
+// checks that Close ended every session.
+func startServer(t testing.TB, opts Options) *testServer {
+	t.Helper()
+	b := newFakeBackend()
+	logs := &logRecords{}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(logs)
+	}
+	s, err := NewServer(opts, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addr().(*net.TCPAddr)
+	ts := &testServer{Server: s, b: b, logs: logs, host: addr.IP.String(), port: addr.Port}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if n := b.open.Load(); n != 0 {
+			t.Errorf("%d sessions still open after Close", n)
+		}
+		checkNoServerGoroutines(t)
+	})
+	return ts
+}
+
+// checkNoServerGoroutines fails if a goroutine stays in the server's or
+// a connection's code: Close must have joined them all. A goroutine may
+// still be seen for a moment after its wg.Done, so this waits for the
+// condition rather than sampling once.
+func checkNoServerGoroutines(t testing.TB) {
+	t.Helper()
+	var left []string
+	deadline := time.Now().Add(testTimeout)
+	for {
+		left = serverGoroutines()
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
+	t.Errorf("goroutines left running after Close:\n%s", strings.Join(left, "\n\n"))
+}
+
+func serverGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var left []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "basin/pgwire.(*conn).") || strings.Contains(g, "basin/pgwire.(*Server).") {
+			left = append(left, g)
+		}
+	}
+	return left
+}
+
+// connString is a libpq connection string for the server.
+func (ts *testServer) connString(extra ...string) string {
+	s := fmt.Sprintf("host=%s port=%d user=basin dbname=basin sslmode=disable", ts.host, ts.port)
+	for _, e := range extra {
+		s += " " + e
+	}
+	return s
+}
+
+// dial opens a raw TCP connection to the server.
+func (ts *testServer) dial(t testing.TB) net.Conn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(ts.host, strconv.Itoa(ts.port)), testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetDeadline(time.Now().Add(testTimeout))
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+// waitStarted waits until the fake backend runs the blocking query text.
+func (ts *testServer) waitStarted(t testing.TB, text string) {
+	t.Helper()
+	select {
+	case got := <-ts.b.started:
+		if got != text {
+			t.Fatalf("started %q, want %q", got, text)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("query %q did not start within %v", text, testTimeout)
+	}
+}
+
+// eventually polls cond until it holds or testTimeout passes. It is for
+// conditions nothing signals (a slot freed on the server after a client
+// hung up); the tick is a poll interval, not a guess at how long
+// anything takes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(testTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
+		}
+	}
+}
+
+// waitClosed waits until the fake backend closes a session.
+func (ts *testServer) waitClosed(t testing.TB) {
+	t.Helper()
+	select {
+	case <-ts.b.closed:
+	case <-time.After(testTimeout):
+		t.Fatalf("no session closed within %v", testTimeout)
+	}
+}
+
+// sessionCount returns the number of sessions the server holds.
+func (s *Server) sessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.sessions)
+}

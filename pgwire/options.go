@@ -1,0 +1,98 @@
+package pgwire
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults for Options; see each field.
+const (
+	DefaultAddr           = "127.0.0.1:5433"
+	DefaultMaxConnections = 100
+	DefaultMaxMessageSize = 64 << 20
+	DefaultStartupTimeout = 60 * time.Second
+)
+
+// Options configures a Server. The zero value of every field means its
+// default; NewServer fills defaults in and validates, in that order, in
+// one place (Options.withDefaults and Options.Validate).
+type Options struct {
+	// Addr is the TCP address Start listens on. Default DefaultAddr
+	// ("127.0.0.1:5433"); tests use "127.0.0.1:0".
+	Addr string
+
+	// MaxConnections is the number of sessions (connections past the
+	// startup message) that may be open at once. The next one is refused
+	// with 53300 "sorry, too many clients already". CancelRequest
+	// connections never count. Default DefaultMaxConnections (100).
+	MaxConnections int
+
+	// Logger receives connection lifecycle events (debug), protocol
+	// violations (warn) and internal errors with their stacks (error).
+	// Default slog.Default().
+	Logger *slog.Logger
+
+	// TLSConfig, when set, makes the server answer SSLRequest with 'S'
+	// and upgrade the connection with tls.Server. Nil (the default)
+	// answers 'N' and the client continues in plaintext.
+	TLSConfig *tls.Config
+
+	// MaxMessageSize bounds the body of one frontend message in bytes; a
+	// larger length closes the connection with 08P01 before the body is
+	// read. Default DefaultMaxMessageSize (64 MiB).
+	MaxMessageSize int
+
+	// StartupTimeout bounds the time from accept to the end of startup
+	// (SSL negotiation, the startup message, Backend.Open), like
+	// Postgres's authentication_timeout. Default DefaultStartupTimeout
+	// (60s).
+	StartupTimeout time.Duration
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Addr == "" {
+		o.Addr = DefaultAddr
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.StartupTimeout == 0 {
+		o.StartupTimeout = DefaultStartupTimeout
+	}
+	return o
+}
+
+// Validate reports the first invalid setting. Zero values are valid: they
+// mean the default.
+func (o Options) Validate() error {
+	if o.MaxConnections < 0 {
+		return fmt.Errorf("pgwire: MaxConnections is %d: must be positive, or 0 for the default %d",
+			o.MaxConnections, DefaultMaxConnections)
+	}
+	if o.MaxMessageSize < 0 {
+		return fmt.Errorf("pgwire: MaxMessageSize is %d: must be positive, or 0 for the default %d",
+			o.MaxMessageSize, DefaultMaxMessageSize)
+	}
+	if o.MaxMessageSize > 0 && o.MaxMessageSize < minMaxMessageSize {
+		return fmt.Errorf("pgwire: MaxMessageSize is %d: must be at least %d bytes",
+			o.MaxMessageSize, minMaxMessageSize)
+	}
+	if o.StartupTimeout < 0 {
+		return fmt.Errorf("pgwire: StartupTimeout is %v: must be positive, or 0 for the default %v",
+			o.StartupTimeout, DefaultStartupTimeout)
+	}
+	return nil
+}
+
+// minMaxMessageSize keeps MaxMessageSize above what ordinary short
+// statements need, so a typo cannot make the server unusable.
+const minMaxMessageSize = 1024

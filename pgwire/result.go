@@ -1,0 +1,152 @@
+package pgwire
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// resultWriter is the ResultWriter a Session reports a Query's results
+// to. It encodes each call as backend messages on the connection's
+// writer: Columns → RowDescription, Row → DataRow (text format),
+// Complete → CommandComplete, Empty → EmptyQueryResponse, Notice →
+// NoticeResponse (flushed at once, so a notice sent before a long wait
+// reaches the client before the wait).
+//
+// One resultWriter lives as long as its connection and is reused for
+// every statement, with its scratch buffers, so a scan of any length
+// allocates nothing per row. Only the processing goroutine uses it.
+//
+// Misuse by the engine (Row before Columns, a value of the wrong Go type)
+// is an error the Session is expected to return, which the client sees as
+// XX000: it is a bug, and the stream stays well-formed.
+type resultWriter struct {
+	w *writer
+
+	// inResult is set between Columns and Complete.
+	inResult bool
+	// types are the column types of the current result's rows.
+	types []catalog.Type
+	// vals and text are DataRow scratch: text holds every value of a row
+	// back to back and vals slices it.
+	vals  [][]byte
+	ends  []int
+	text  []byte
+	row   pgproto3.DataRow
+	rdesc pgproto3.RowDescription
+}
+
+var errNoColumns = errors.New("pgwire: Row called before Columns")
+
+// reset forgets any open result; it is called before each Query.
+func (r *resultWriter) reset() {
+	r.inResult = false
+	r.types = r.types[:0]
+}
+
+// Columns implements ResultWriter.
+func (r *resultWriter) Columns(cols []catalog.Column) error {
+	if r.inResult {
+		return errors.New("pgwire: Columns called twice without Complete")
+	}
+	if len(cols) > maxColumns {
+		return pgerr.New(pgerr.ProgramLimitExceeded, "a result may have at most %d columns, this one has %d", maxColumns, len(cols))
+	}
+	fields := r.rdesc.Fields[:0]
+	for _, col := range cols {
+		fields = append(fields, pgproto3.FieldDescription{
+			Name:         []byte(cstring(col.Name)),
+			DataTypeOID:  col.Type.OID(),
+			DataTypeSize: typeLen(col.Type),
+			TypeModifier: -1,
+			Format:       pgproto3.TextFormat,
+		})
+		r.types = append(r.types, col.Type)
+	}
+	r.rdesc.Fields = fields
+	r.inResult = true
+	return r.w.send(&r.rdesc)
+}
+
+// maxColumns is the most columns RowDescription and DataRow can carry
+// (their counts are 16-bit); Postgres's own limit is 1664.
+const maxColumns = 1<<16 - 1
+
+// Row implements ResultWriter.
+func (r *resultWriter) Row(vals []any) error {
+	if !r.inResult {
+		return errNoColumns
+	}
+	if len(vals) != len(r.types) {
+		return fmt.Errorf("pgwire: Row has %d values for %d columns", len(vals), len(r.types))
+	}
+	// Encode every value into text first and slice afterwards: appending
+	// may move text, so slices taken along the way would go stale.
+	text := r.text[:0]
+	ends := r.ends[:0]
+	for i, v := range vals {
+		if v != nil {
+			var err error
+			if text, err = appendText(text, r.types[i], v); err != nil {
+				return fmt.Errorf("pgwire: Row: column %d: %w", i+1, err)
+			}
+		}
+		ends = append(ends, len(text))
+	}
+	if text == nil {
+		text = make([]byte, 0, 64) // a non-nil empty slice is '', nil is NULL
+	}
+	r.text, r.ends = text, ends
+	out := r.vals[:0]
+	start := 0
+	for i, v := range vals {
+		if v == nil {
+			out = append(out, nil)
+		} else {
+			out = append(out, text[start:ends[i]:ends[i]])
+		}
+		start = ends[i]
+	}
+	r.vals = out
+	r.row.Values = out
+	return r.w.send(&r.row)
+}
+
+// Complete implements ResultWriter.
+func (r *resultWriter) Complete(tag string) error {
+	r.reset()
+	return r.w.send(&pgproto3.CommandComplete{CommandTag: []byte(cstring(tag))})
+}
+
+// Empty implements ResultWriter.
+func (r *resultWriter) Empty() error {
+	if r.inResult {
+		return errors.New("pgwire: Empty called inside a row-returning result")
+	}
+	return r.w.send(&pgproto3.EmptyQueryResponse{})
+}
+
+// Notice implements ResultWriter.
+func (r *resultWriter) Notice(n *pgerr.Error) error {
+	if n == nil {
+		return errors.New("pgwire: Notice called with nil")
+	}
+	if err := r.w.send(noticeResponse(n)); err != nil {
+		return err
+	}
+	return r.w.flush()
+}
+
+// cstring makes s safe for the protocol's NUL-terminated strings (names,
+// tags, messages): an embedded NUL would end the field early and
+// desynchronize the client, so NULs are dropped.
+func cstring(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}

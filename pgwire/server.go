@@ -1,0 +1,244 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// ErrServerClosed is returned by Start after Close, and is the cause of
+// every connection context cancelled by Close.
+var ErrServerClosed = errors.New("pgwire: server closed")
+
+// Server accepts Postgres wire protocol connections and serves each with a
+// Session from its Backend. See the package documentation for the
+// lifecycle.
+type Server struct {
+	opts    Options
+	backend Backend
+	log     *slog.Logger
+
+	// ctx is the parent of every connection's context; Close cancels it
+	// with ErrServerClosed.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// wg counts the accept loop and every connection goroutine.
+	wg sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		ln      net.Listener
+		started bool
+		closed  bool
+		// sessions holds the connections past their startup message, by
+		// BackendKeyData process ID. Its size is what MaxConnections
+		// bounds and it is where CancelRequest looks.
+		sessions map[uint32]*conn
+		// nextPID is the next process ID to try; IDs are reused only
+		// after 2^32 connections and never while still in sessions.
+		nextPID uint32
+	}
+}
+
+// NewServer returns a server for b. It does not listen until Start.
+func NewServer(opts Options, b Backend) (*Server, error) {
+	if b == nil {
+		return nil, errors.New("pgwire: NewServer: nil Backend")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	s := &Server{opts: opts, backend: b, log: opts.Logger}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.mu.sessions = make(map[uint32]*conn)
+	s.mu.nextPID = 1
+	return s, nil
+}
+
+// Start listens on Options.Addr and accepts connections in a goroutine
+// until Close. It returns once the listener is open, so Addr is valid.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	switch {
+	case s.mu.closed:
+		s.mu.Unlock()
+		return ErrServerClosed
+	case s.mu.started:
+		s.mu.Unlock()
+		return errors.New("pgwire: Start called twice")
+	}
+	s.mu.started = true
+	s.mu.Unlock()
+
+	// Listen outside mu: it is I/O.
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		s.mu.Lock()
+		s.mu.started = false // the caller may retry once the address is free
+		s.mu.Unlock()
+		return fmt.Errorf("pgwire: listen on %s: %w", s.opts.Addr, err)
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	s.mu.ln = ln
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	s.log.Info("pgwire: listening", "addr", ln.Addr().String())
+	go func() {
+		defer s.wg.Done()
+		s.acceptLoop(ln)
+	}()
+	return nil
+}
+
+// Addr returns the address the server listens on, or nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.ln == nil {
+		return nil
+	}
+	return s.mu.ln.Addr()
+}
+
+// Close stops accepting, ends every connection (a session past startup
+// gets FATAL 57P01 and its running statement's context is cancelled) and
+// waits for every connection goroutine to return. It waits for
+// Session.Query to honour its context. Close is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	alreadyClosed := s.mu.closed
+	s.mu.closed = true
+	ln := s.mu.ln
+	s.mu.Unlock()
+
+	var err error
+	if !alreadyClosed {
+		// Cancelling s.ctx reaches every connection: their contexts are
+		// children of it, and each sets its socket deadlines when its
+		// context ends, which unblocks its reads and bounds its writes.
+		s.cancel(ErrServerClosed)
+		if ln != nil {
+			if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+				err = fmt.Errorf("pgwire: close listener: %w", cerr)
+			}
+		}
+	}
+	s.wg.Wait()
+	return err
+}
+
+// acceptLoop runs until ln is closed. Temporary accept errors (out of file
+// descriptors) are retried with backoff, as net/http does.
+func (s *Server) acceptLoop(ln net.Listener) {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("pgwire: accept failed; retrying", "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if !s.goServe(nc) {
+			_ = nc.Close()
+			return
+		}
+	}
+}
+
+// goServe serves nc in a goroutine counted by wg. It reports false, and
+// starts nothing, once the server is closed: wg.Add must not race with
+// the Wait in Close.
+func (s *Server) goServe(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serveConn(nc)
+	}()
+	return true
+}
+
+// serveConn runs one connection to its end and closes nc.
+func (s *Server) serveConn(nc net.Conn) {
+	c := newConn(s, nc)
+	c.serve()
+}
+
+// register admits c as a session: it assigns c's BackendKeyData process
+// ID and counts c against MaxConnections. It returns the FATAL error to
+// refuse c with when the server is full or closing.
+func (s *Server) register(c *conn) *pgerr.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return errShuttingDown
+	}
+	if len(s.mu.sessions) >= s.opts.MaxConnections {
+		return errTooManyClients
+	}
+	for {
+		pid := s.mu.nextPID
+		s.mu.nextPID++
+		if s.mu.nextPID == 0 {
+			s.mu.nextPID = 1
+		}
+		if _, taken := s.mu.sessions[pid]; !taken {
+			c.pid = pid
+			break
+		}
+	}
+	s.mu.sessions[c.pid] = c
+	return nil
+}
+
+// unregister removes c from the sessions; its process ID may be reused.
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.sessions[c.pid] == c {
+		delete(s.mu.sessions, c.pid)
+	}
+}
+
+// cancelRequest handles a CancelRequest: it cancels the statement running
+// on the session with that key, if any. Like Postgres it says nothing
+// back either way, so a wrong key reveals nothing.
+func (s *Server) cancelRequest(pid uint32, secret []byte) {
+	s.mu.Lock()
+	c := s.mu.sessions[pid]
+	s.mu.Unlock()
+	if c == nil || subtle.ConstantTimeCompare(c.secret[:], secret) != 1 {
+		s.log.Debug("pgwire: cancel request matches no session", "pid", pid)
+		return
+	}
+	c.cancelQuery()
+}

@@ -1,0 +1,28 @@
+// Package planner turns parsed statements into plans: CREATE TABLE ... AS
+// SELECT into a streaming topology (ViewPlan), SELECT into a pull plan
+// (PullPlan), and CREATE STREAM/TABLE into a validated relation.
+//
+// # Binding
+//
+// Expressions from sql/ are bound over a row layout: column references
+// become row indexes (ColRef), types are checked and made explicit, and
+// untyped literals and parameters take their type from context, as
+// Postgres's "unknown" literals do ('5' compared with a BIGINT column is
+// the BIGINT 5). Binding is where 42703 (unknown column), 42883 (no such
+// operator or function) and 42803 (grouping) errors arise, with the
+// position of the offending expression.
+//
+// Grouped queries are bound twice over: the select list is bound over the
+// input row with aggregate calls collected into AggSpecs, then lifted onto
+// the aggregated row (group values, then aggregate results). A
+// subexpression equal to a GROUP BY expression reads that group value; any
+// other column reference is a grouping error.
+//
+// # Views
+//
+// A view without GROUP BY keeps its source's key and partitioning. A view
+// with GROUP BY is keyed by its group columns; when that key is not the
+// source's key the plan re-keys records through a repartition topic
+// (ViewPlan.Repartition), as Kafka Streams does. exec/ runs the plans;
+// this package does no I/O.
+package planner

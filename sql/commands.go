@@ -1,0 +1,383 @@
+package sql
+
+import (
+	"strings"
+)
+
+// This file parses the statements basin handles entirely at the token
+// level: SHOW, SET, RESET, DESCRIBE, DROP, transaction control and
+// EXPLAIN. Their grammar is small, partly basin's own (SHOW STREAMS),
+// partly Postgres's (SET ... TO DEFAULT), and TiDB's MySQL grammar would
+// read several of them differently.
+
+// cursor walks a statement's tokens.
+type cursor struct {
+	sp *stmtParser
+	k  int
+}
+
+func (sp *stmtParser) cursor(k int) *cursor { return &cursor{sp: sp, k: k} }
+
+func (c *cursor) tok() token { return c.sp.toks[c.k] }
+
+// peek returns the token n after the current one, or the sentinel.
+func (c *cursor) peek(n int) token {
+	if c.k+n >= len(c.sp.toks) {
+		return c.sp.toks[len(c.sp.toks)-1]
+	}
+	return c.sp.toks[c.k+n]
+}
+
+// words consumes the given words if the tokens are exactly they.
+func (c *cursor) words(ws ...string) bool {
+	for n, w := range ws {
+		if !c.peek(n).isWord(w) {
+			return false
+		}
+	}
+	c.k += len(ws)
+	return true
+}
+
+func (c *cursor) expect(w string) error {
+	if !c.words(w) {
+		return c.sp.syntaxErr(c.tok())
+	}
+	return nil
+}
+
+// end requires the statement to be over.
+func (c *cursor) end() error {
+	if t := c.tok(); t.kind != tokEOF {
+		return c.sp.syntaxErr(t)
+	}
+	return nil
+}
+
+// settingName reads a configuration parameter name: identifiers, quoted
+// or not, joined by dots (basin.acceptable_offset_lag).
+func (c *cursor) settingName() (string, error) {
+	t := c.tok()
+	if t.kind != tokIdent && t.kind != tokQuotedIdent {
+		return "", c.sp.syntaxErr(t)
+	}
+	parts := []string{t.val}
+	c.k++
+	for c.tok().isOp(".") && (c.peek(1).kind == tokIdent || c.peek(1).kind == tokQuotedIdent) {
+		parts = append(parts, c.peek(1).val)
+		c.k += 2
+	}
+	return strings.Join(parts, "."), nil
+}
+
+// relation reads a relation name.
+func (c *cursor) relation() (string, error) {
+	name, next, err := c.sp.relationName(c.k)
+	c.k = next
+	return name, err
+}
+
+func (sp *stmtParser) parseShow(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	var s *Show
+	switch {
+	case c.words("streams"):
+		s = &Show{What: ShowStreams}
+	case c.words("tables"):
+		s = &Show{What: ShowTables}
+	case c.words("queries"):
+		s = &Show{What: ShowQueries}
+	case c.words("all"):
+		s = &Show{What: ShowVariable, Name: "all"}
+	case c.words("transaction", "isolation", "level"):
+		s = &Show{What: ShowVariable, Name: "transaction_isolation"}
+	case c.words("time", "zone"):
+		s = &Show{What: ShowVariable, Name: "timezone"}
+	case c.words("session", "authorization"):
+		s = &Show{What: ShowVariable, Name: "session_authorization"}
+	default:
+		name, err := c.settingName()
+		if err != nil {
+			return nil, err
+		}
+		s = &Show{What: ShowVariable, Name: name}
+	}
+	return s, c.end()
+}
+
+func (sp *stmtParser) parseDescribe(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	name, err := c.relation()
+	if err != nil {
+		return nil, err
+	}
+	return &Describe{Name: name}, c.end()
+}
+
+func (sp *stmtParser) parseDrop(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	var kind RelationKind
+	switch t := c.tok(); {
+	case c.words("stream"):
+		kind = KindStream
+	case c.words("table"):
+		kind = KindTable
+	case t.kind == tokIdent && (createObjects[t.val] || t.val == "view" || t.val == "materialized" || t.val == "owned"):
+		return nil, unsupported(sp.charPos(t.pos), "DROP %s is not supported", createWhat(sp.toks[c.k:]))
+	default:
+		return nil, sp.syntaxErr(t)
+	}
+	d := &Drop{Kind: kind}
+	if c.words("if") {
+		if err := c.expect("exists"); err != nil {
+			return nil, err
+		}
+		d.IfExists = true
+	}
+	var err error
+	if d.Name, err = c.relation(); err != nil {
+		return nil, err
+	}
+	switch t := c.tok(); {
+	case t.isOp(","):
+		return nil, unsupported(sp.charPos(t.pos), "dropping several relations in one statement is not supported")
+	case t.isWord("cascade"):
+		return nil, unsupported(sp.charPos(t.pos), "DROP ... CASCADE is not supported").
+			WithHint("Drop the tables that depend on it first.")
+	case t.isWord("delete") && c.peek(1).isWord("topic"):
+		return nil, unsupported(sp.charPos(t.pos), "DROP ... DELETE TOPIC is not supported")
+	case t.isWord("restrict"):
+		c.k++ // the default
+	}
+	return d, c.end()
+}
+
+func (sp *stmtParser) parseSet(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	s := &Set{}
+	switch {
+	case c.words("local"):
+		s.Local = true
+	case c.words("session", "characteristics", "as", "transaction"):
+		return sp.setTransaction(c, "default_transaction_")
+	case c.words("session"):
+	}
+	switch {
+	case c.words("transaction"):
+		if c.words("snapshot") {
+			return nil, unsupported(sp.charPos(sp.toks[c.k-1].pos), "SET TRANSACTION SNAPSHOT is not supported")
+		}
+		set, err := sp.setTransaction(c, "transaction_")
+		if err == nil {
+			set.(*Set).Local = s.Local
+		}
+		return set, err
+	case c.words("time", "zone"):
+		s.Name = "timezone"
+		if c.words("local") || c.words("default") {
+			s.Reset = true
+			return s, c.end()
+		}
+		if t := c.tok(); t.isWord("interval") {
+			return nil, unsupported(sp.charPos(t.pos), "SET TIME ZONE INTERVAL is not supported")
+		}
+		return sp.setValue(c, s)
+	case c.words("names"):
+		s.Name = "client_encoding"
+		if c.words("default") {
+			s.Reset = true
+			return s, c.end()
+		}
+		return sp.setValue(c, s)
+	case c.words("schema"):
+		s.Name = "search_path"
+		return sp.setValue(c, s)
+	case c.words("session", "authorization"), c.words("authorization"):
+		s.Name = "session_authorization"
+		if c.words("default") {
+			s.Reset = true
+			return s, c.end()
+		}
+		return sp.setValue(c, s)
+	case c.words("role"):
+		s.Name = "role"
+		if c.words("none") {
+			s.Reset = true
+			return s, c.end()
+		}
+		return sp.setValue(c, s)
+	}
+	name, err := c.settingName()
+	if err != nil {
+		return nil, err
+	}
+	s.Name = name
+	if !c.tok().isOp("=") && !c.tok().isWord("to") {
+		if t := c.tok(); t.isWord("from") && c.peek(1).isWord("current") {
+			return nil, unsupported(sp.charPos(t.pos), "SET ... FROM CURRENT is not supported")
+		}
+		return nil, sp.syntaxErr(c.tok())
+	}
+	c.k++
+	if c.words("default") {
+		s.Reset = true
+		return s, c.end()
+	}
+	return sp.setValue(c, s)
+}
+
+// setValue reads the value list of a SET. An unquoted word folds to
+// lower case like any identifier (SET datestyle = ISO gives iso).
+func (sp *stmtParser) setValue(c *cursor, s *Set) (Statement, error) {
+	var vals []string
+	for {
+		t := c.tok()
+		var v string
+		if t.kind == tokIdent {
+			v = t.val
+			c.k++
+		} else {
+			var err error
+			if v, c.k, err = sp.optionValue(c.k); err != nil {
+				return nil, err
+			}
+		}
+		vals = append(vals, v)
+		if !c.tok().isOp(",") {
+			break
+		}
+		c.k++
+	}
+	s.Value = strings.Join(vals, ", ")
+	return s, c.end()
+}
+
+// setTransaction parses the single mode of SET TRANSACTION and SET
+// SESSION CHARACTERISTICS AS TRANSACTION into the setting Postgres
+// reports it as.
+func (sp *stmtParser) setTransaction(c *cursor, prefix string) (Statement, error) {
+	name, value, err := sp.transactionMode(c)
+	if err != nil {
+		return nil, err
+	}
+	if t := c.tok(); t.isOp(",") || t.kind == tokIdent {
+		return nil, unsupported(sp.charPos(t.pos), "setting several transaction modes in one statement is not supported")
+	}
+	return &Set{Name: prefix + name, Value: value}, c.end()
+}
+
+// transactionMode parses ISOLATION LEVEL ..., READ ONLY | READ WRITE or
+// [NOT] DEFERRABLE, returning the setting name without its
+// transaction_ prefix and the value Postgres shows for it.
+func (sp *stmtParser) transactionMode(c *cursor) (name, value string, err error) {
+	switch {
+	case c.words("isolation", "level"):
+		for _, level := range [][]string{{"serializable"}, {"repeatable", "read"},
+			{"read", "committed"}, {"read", "uncommitted"}} {
+			if c.words(level...) {
+				return "isolation", strings.Join(level, " "), nil
+			}
+		}
+		return "", "", sp.syntaxErr(c.tok())
+	case c.words("read", "only"):
+		return "read_only", "on", nil
+	case c.words("read", "write"):
+		return "read_only", "off", nil
+	case c.words("deferrable"):
+		return "deferrable", "on", nil
+	case c.words("not", "deferrable"):
+		return "deferrable", "off", nil
+	}
+	return "", "", sp.syntaxErr(c.tok())
+}
+
+func (sp *stmtParser) parseReset(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	s := &Set{Reset: true}
+	switch {
+	case c.words("all"):
+		s.Name = "all"
+	case c.words("time", "zone"):
+		s.Name = "timezone"
+	case c.words("session", "authorization"):
+		s.Name = "session_authorization"
+	case c.words("transaction", "isolation", "level"):
+		s.Name = "transaction_isolation"
+	default:
+		name, err := c.settingName()
+		if err != nil {
+			return nil, err
+		}
+		s.Name = name
+	}
+	return s, c.end()
+}
+
+// parseBegin parses BEGIN [WORK | TRANSACTION] [modes] and START
+// TRANSACTION [modes]. basin runs reads outside any transaction, so the
+// modes are checked and dropped.
+func (sp *stmtParser) parseBegin(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	if sp.toks[i].isWord("start") {
+		if err := c.expect("transaction"); err != nil {
+			return nil, err
+		}
+	} else if !c.words("work") {
+		c.words("transaction")
+	}
+	for n := 0; c.tok().kind != tokEOF; n++ {
+		if n > 0 && c.tok().isOp(",") {
+			c.k++
+		}
+		if _, _, err := sp.transactionMode(c); err != nil {
+			return nil, err
+		}
+	}
+	return &Txn{Kind: TxnBegin}, nil
+}
+
+// parseCommit parses COMMIT, END, ROLLBACK and ABORT, each with an
+// optional WORK or TRANSACTION and AND NO CHAIN.
+func (sp *stmtParser) parseCommit(i int) (Statement, error) {
+	first := sp.toks[i]
+	kind := TxnCommit
+	if first.isWord("rollback") || first.isWord("abort") {
+		kind = TxnRollback
+	}
+	c := sp.cursor(i + 1)
+	if t := c.tok(); t.isWord("prepared") || kind == TxnRollback && t.isWord("to") {
+		return nil, unsupported(sp.charPos(t.pos), "%s %s is not supported",
+			strings.ToUpper(first.val), strings.ToUpper(t.val))
+	}
+	if !c.words("work") {
+		c.words("transaction")
+	}
+	if c.words("and", "no", "chain") {
+		return &Txn{Kind: kind}, c.end()
+	}
+	if t := c.tok(); t.isWord("and") && c.peek(1).isWord("chain") {
+		return nil, unsupported(sp.charPos(t.pos), "AND CHAIN is not supported")
+	}
+	return &Txn{Kind: kind}, c.end()
+}
+
+// parseExplain parses EXPLAIN <statement>; options are not supported.
+func (sp *stmtParser) parseExplain(i int) (Statement, error) {
+	t := sp.toks[i+1]
+	if t.isOp("(") || t.isWord("analyze") || t.isWord("analyse") || t.isWord("verbose") {
+		return nil, unsupported(sp.charPos(t.pos), "EXPLAIN options are not supported")
+	}
+	switch {
+	case t.isWord("select"), t.isOp("("), t.isWord("insert"), t.isWord("create"):
+	default:
+		return nil, sp.syntaxErr(t)
+	}
+	st, err := sp.statement(i + 1)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.(*CreateSource); ok {
+		return nil, sp.syntaxErr(t) // Postgres cannot EXPLAIN plain DDL
+	}
+	return &Explain{Stmt: st}, nil
+}

@@ -1,0 +1,556 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// This file is the last layer: TiDB's AST to basin's. Anything TiDB
+// parsed that basin does not implement becomes a 0A000 naming it, so the
+// layers above never see a construct they do not know.
+
+// converter converts one TiDB statement parsed from tt.
+type converter struct {
+	sp *stmtParser
+	tt *tidbText
+}
+
+// orig maps an offset in the TiDB text to one in the user's text; ok is
+// false when there is none.
+func (c *converter) orig(off int) (int, bool) {
+	if off <= 0 {
+		// Every TiDB text starts with a keyword, so no expression sits at
+		// 0; TiDB leaves 0 on nodes it made up (the 1 of COUNT(*)).
+		return 0, false
+	}
+	return c.tt.mapStart(off)
+}
+
+// pos is the 1-based character position of a TiDB expression, or 0.
+func (c *converter) pos(n ast.ExprNode) int {
+	o, ok := c.orig(n.OriginTextPosition())
+	if !ok {
+		return 0
+	}
+	return c.sp.charPos(o)
+}
+
+// tokIndex is the index of the user's token where a TiDB expression
+// starts, or -1.
+func (c *converter) tokIndex(n ast.ExprNode) int {
+	o, ok := c.orig(n.OriginTextPosition())
+	if !ok {
+		return -1
+	}
+	return c.sp.tokenAt(o)
+}
+
+// opPos is the position of a binary operator: the token just before its
+// right operand. Postgres reports operator errors there.
+func (c *converter) opPos(right ast.ExprNode) int {
+	if k := c.tokIndex(right); k > 0 {
+		return c.sp.charPos(c.sp.toks[k-1].pos)
+	}
+	return 0
+}
+
+// fieldSpan is the byte range in the user's text of a select field.
+func (c *converter) fieldSpan(f *ast.SelectField) (start, end int) {
+	start, _ = c.tt.mapStart(f.Offset)
+	end = c.tt.mapEnd(f.Offset + len(f.OriginalText()))
+	return start, end
+}
+
+func (c *converter) unsupportedAt(n ast.ExprNode, format string, args ...any) *pgerr.Error {
+	return unsupported(c.pos(n), format, args...)
+}
+
+func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, error) {
+	s, ok := stmt.(*ast.SelectStmt)
+	if !ok {
+		if so, ok := stmt.(*ast.SetOprStmt); ok {
+			if so.SelectList != nil && len(so.SelectList.Selects) == 1 {
+				return nil, unsupported(0, "ORDER BY or LIMIT outside a parenthesized SELECT is not supported")
+			}
+			return nil, unsupported(0, "UNION, INTERSECT and EXCEPT are not supported")
+		}
+		return nil, internalErr("TiDB returned %T for a SELECT", stmt)
+	}
+	switch {
+	case s.With != nil:
+		return nil, unsupported(0, "WITH queries (common table expressions) are not supported")
+	case s.Kind != ast.SelectStmtKindSelect:
+		return nil, unsupported(0, "VALUES and TABLE as queries are not supported")
+	case len(s.WindowSpecs) > 0:
+		return nil, unsupported(0, "window functions are not supported")
+	case s.LockInfo != nil:
+		return nil, unsupported(0, "SELECT ... FOR UPDATE/SHARE is not supported")
+	case s.SelectIntoOpt != nil:
+		return nil, unsupported(0, "SELECT ... INTO is not supported")
+	case s.GroupBy != nil && s.GroupBy.Rollup:
+		return nil, unsupported(0, "GROUP BY ... WITH ROLLUP is not supported")
+	}
+	out := &Select{Distinct: s.Distinct}
+	for _, f := range s.Fields.Fields {
+		item, err := c.selectItem(f)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, item)
+	}
+	if s.From != nil {
+		ref, err := c.tableRef(s.From.TableRefs, info.fromPos)
+		if err != nil {
+			return nil, err
+		}
+		out.From = ref
+	}
+	var err error
+	if s.Where != nil {
+		if out.Where, err = c.expr(s.Where); err != nil {
+			return nil, err
+		}
+	}
+	if s.GroupBy != nil {
+		if len(info.groupStarts) != len(s.GroupBy.Items) {
+			return nil, internalErr("GROUP BY has %d items, tokens say %d", len(s.GroupBy.Items), len(info.groupStarts))
+		}
+		for k, it := range s.GroupBy.Items {
+			e, err := c.byExpr(it.Expr, info.groupStarts[k])
+			if err != nil {
+				return nil, err
+			}
+			out.GroupBy = append(out.GroupBy, e)
+		}
+	}
+	if s.Having != nil {
+		if out.Having, err = c.expr(s.Having.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if s.OrderBy != nil {
+		if len(info.orderStarts) != len(s.OrderBy.Items) {
+			return nil, internalErr("ORDER BY has %d items, tokens say %d", len(s.OrderBy.Items), len(info.orderStarts))
+		}
+		for k, it := range s.OrderBy.Items {
+			e, err := c.byExpr(it.Expr, info.orderStarts[k])
+			if err != nil {
+				return nil, err
+			}
+			out.OrderBy = append(out.OrderBy, OrderItem{Expr: e, Desc: it.Desc, NullsFirst: info.nulls[k]})
+		}
+	}
+	if s.Limit != nil {
+		// Only a parenthesized SELECT gets here with its LIMIT inside.
+		if s.Limit.Count != nil {
+			if out.Limit, err = c.expr(s.Limit.Count); err != nil {
+				return nil, err
+			}
+		}
+		if s.Limit.Offset != nil {
+			if out.Offset, err = c.expr(s.Limit.Offset); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// byExpr converts a GROUP BY or ORDER BY item; TiDB has turned a bare
+// integer into a PositionExpr without an offset, so start supplies it.
+func (c *converter) byExpr(e ast.ExprNode, start int) (Expr, error) {
+	if p, ok := e.(*ast.PositionExpr); ok && p.P == nil {
+		return &Literal{Value: int64(p.N), Type: catalog.BigInt, Pos: c.sp.charPos(start)}, nil
+	}
+	return c.expr(e)
+}
+
+func (c *converter) selectItem(f *ast.SelectField) (SelectItem, error) {
+	start, end := c.fieldSpan(f)
+	if f.WildCard != nil {
+		if f.WildCard.Schema.L != "" {
+			return SelectItem{}, unsupported(c.sp.charPos(start), "schema-qualified column references are not supported")
+		}
+		// TiDB gives a wildcard no text; it ends at the first * from its
+		// start (* or t.*).
+		item := SelectItem{Star: true, Table: f.WildCard.Table.O}
+		if k := c.sp.tokenAt(start); k >= 0 {
+			for ; k < len(c.sp.toks)-1; k++ {
+				if c.sp.toks[k].isOp("*") {
+					item.Text = c.sp.text[start:c.sp.toks[k].end]
+					break
+				}
+			}
+		}
+		return item, nil
+	}
+	e, err := c.expr(f.Expr)
+	if err != nil {
+		return SelectItem{}, err
+	}
+	item := SelectItem{Expr: e, Alias: f.AsName.O}
+	if item.Alias != "" {
+		// The span ends with the alias, after an optional AS; Text is
+		// the expression alone.
+		if k := c.sp.tokenBefore(end); k > 0 {
+			k--
+			if c.sp.toks[k].isWord("as") && k > 0 {
+				k--
+			}
+			end = c.sp.toks[k].end
+		}
+	}
+	if start < end {
+		item.Text = c.sp.text[start:end]
+	}
+	return item, nil
+}
+
+func (c *converter) tableRef(j *ast.Join, fromPos int) (*TableRef, error) {
+	pos := 0
+	if fromPos >= 0 {
+		pos = c.sp.charPos(fromPos)
+	}
+	if j.Right != nil {
+		return nil, unsupported(pos, "joins are not supported").
+			WithHint("Join the streams in a CREATE TABLE ... AS SELECT and query its result.")
+	}
+	ts, ok := j.Left.(*ast.TableSource)
+	if !ok {
+		return nil, unsupported(pos, "joins are not supported")
+	}
+	if ts.Lateral {
+		return nil, unsupported(pos, "LATERAL is not supported")
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok {
+		return nil, unsupported(pos, "subqueries in FROM are not supported")
+	}
+	return &TableRef{Schema: tn.Schema.O, Name: tn.Name.O, Alias: ts.AsName.O, Pos: pos}, nil
+}
+
+func (c *converter) insertStmt(s *ast.InsertStmt) (*Insert, error) {
+	switch {
+	case s.IsReplace || s.IgnoreErr || s.Setlist || len(s.OnDuplicate) > 0:
+		return nil, internalErr("TiDB read MySQL-only INSERT syntax")
+	case s.Select != nil:
+		return nil, unsupported(0, "INSERT ... SELECT is not supported")
+	}
+	ts, ok := s.Table.TableRefs.Left.(*ast.TableSource)
+	if !ok {
+		return nil, internalErr("TiDB returned %T as the INSERT table", s.Table.TableRefs.Left)
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok {
+		return nil, internalErr("TiDB returned %T as the INSERT table", ts.Source)
+	}
+	if tn.Schema.L != "" {
+		return nil, unsupported(0, "schema-qualified names are not supported")
+	}
+	out := &Insert{Table: tn.Name.O}
+	for _, col := range s.Columns {
+		out.Columns = append(out.Columns, col.Name.O)
+	}
+	for _, row := range s.Lists {
+		if len(out.Columns) > 0 && len(row) > len(out.Columns) {
+			return nil, &pgerr.Error{Code: pgerr.SyntaxError,
+				Message: "INSERT has more expressions than target columns", Position: c.pos(row[len(out.Columns)])}
+		}
+		if len(out.Rows) > 0 && len(row) != len(out.Rows[0]) {
+			p := 0
+			if len(row) > 0 {
+				p = c.pos(row[0])
+			}
+			return nil, &pgerr.Error{Code: pgerr.SyntaxError,
+				Message: "VALUES lists must all be the same length", Position: p}
+		}
+		var exprs []Expr
+		for _, x := range row {
+			e, err := c.expr(x)
+			if err != nil {
+				return nil, err
+			}
+			exprs = append(exprs, e)
+		}
+		out.Rows = append(out.Rows, exprs)
+	}
+	return out, nil
+}
+
+// binaryOps maps TiDB operators to basin's. opcode.Or is | in TiDB's
+// text, which the rewrite only writes for ||.
+var binaryOps = map[opcode.Op]string{
+	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
+	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+	opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.Or: "||",
+}
+
+// expr converts a TiDB expression.
+func (c *converter) expr(n ast.ExprNode) (Expr, error) {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return c.expr(n.Expr)
+	case *driver.ParamMarkerExpr:
+		num, ok := c.tt.params[n.Offset]
+		if !ok {
+			return nil, internalErr("parameter at offset %d of %q has no $n", n.Offset, c.tt.sql)
+		}
+		return &Param{N: num, Pos: c.pos(n)}, nil
+	case *driver.ValueExpr:
+		return c.literal(n)
+	case *ast.ColumnNameExpr:
+		if n.Name.Schema.L != "" {
+			return nil, c.unsupportedAt(n, "schema-qualified column references are not supported")
+		}
+		return &ColumnRef{Table: n.Name.Table.O, Name: n.Name.Name.O, Pos: c.pos(n)}, nil
+	case *ast.UnaryOperationExpr:
+		return c.unary(n)
+	case *ast.BinaryOperationExpr:
+		op, ok := binaryOps[n.Op]
+		if !ok {
+			return nil, c.unsupportedAt(n, "operator %s is not supported", n.Op)
+		}
+		l, err := c.expr(n.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.expr(n.R)
+		if err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r, Pos: c.opPos(n.R)}, nil
+	case *ast.IsNullExpr:
+		x, err := c.expr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return &IsNull{X: x, Not: n.Not, Pos: c.pos(n)}, nil
+	case *ast.PatternInExpr:
+		if n.Sel != nil {
+			return nil, c.unsupportedAt(n, "subqueries are not supported")
+		}
+		x, err := c.expr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		list, err := c.exprs(n.List)
+		if err != nil {
+			return nil, err
+		}
+		return &In{X: x, List: list, Not: n.Not, Pos: c.pos(n)}, nil
+	case *ast.BetweenExpr:
+		xs, err := c.exprs([]ast.ExprNode{n.Expr, n.Left, n.Right})
+		if err != nil {
+			return nil, err
+		}
+		return &Between{X: xs[0], Lo: xs[1], Hi: xs[2], Not: n.Not, Pos: c.pos(n)}, nil
+	case *ast.PatternLikeOrIlikeExpr:
+		return c.like(n)
+	case *ast.FuncCallExpr:
+		return c.funcCall(n)
+	case *ast.AggregateFuncExpr:
+		return c.aggregate(n)
+	case *ast.CaseExpr:
+		return c.caseExpr(n)
+	case *ast.PositionExpr:
+		return &Literal{Value: int64(n.N), Type: catalog.BigInt, Pos: c.pos(n)}, nil
+	case *ast.WindowFuncExpr:
+		return nil, c.unsupportedAt(n, "window functions are not supported")
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return nil, c.unsupportedAt(n, "subqueries are not supported")
+	case *ast.RowExpr:
+		return nil, c.unsupportedAt(n, "row constructors are not supported")
+	case *ast.IsTruthExpr:
+		return nil, c.unsupportedAt(n, "IS TRUE and IS FALSE are not supported").
+			WithHint("Compare with = TRUE, or use COALESCE for NULL.")
+	case *ast.DefaultExpr:
+		return nil, c.unsupportedAt(n, "DEFAULT is not supported")
+	}
+	near := ""
+	if k := c.tokIndex(n); k >= 0 {
+		near = " at or near " + quoteNear(c.sp.tokText(c.sp.toks[k]))
+	}
+	return nil, c.unsupportedAt(n, "this expression%s is not supported", near)
+}
+
+func (c *converter) exprs(ns []ast.ExprNode) ([]Expr, error) {
+	out := make([]Expr, 0, len(ns))
+	for _, n := range ns {
+		e, err := c.expr(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (c *converter) literal(n *driver.ValueExpr) (Expr, error) {
+	lit := &Literal{Pos: c.pos(n)}
+	switch n.Kind() {
+	case driver.KindNull:
+		lit.Type = catalog.Unknown
+	case driver.KindInt64:
+		if mysql.HasIsBooleanFlag(n.Type.GetFlag()) {
+			lit.Type, lit.Value = catalog.Boolean, n.GetInt64() != 0
+		} else {
+			lit.Type, lit.Value = catalog.BigInt, n.GetInt64()
+		}
+	case driver.KindUint64:
+		lit.Type, lit.Value = catalog.Double, float64(n.GetUint64())
+	case driver.KindFloat64, driver.KindFloat32:
+		lit.Type, lit.Value = catalog.Double, n.GetFloat64()
+	case driver.KindMysqlDecimal:
+		f, err := strconv.ParseFloat(n.GetMysqlDecimal().String(), 64)
+		if err != nil {
+			return nil, internalErr("decimal constant %s: %v", n.GetMysqlDecimal(), err)
+		}
+		lit.Type, lit.Value = catalog.Double, f
+	case driver.KindString:
+		lit.Type, lit.Value = catalog.Varchar, n.GetString()
+	default:
+		return nil, unsupported(lit.Pos, "this kind of constant is not supported")
+	}
+	return lit, nil
+}
+
+// unary converts -x, +x and NOT x; a minus before a numeric constant is
+// folded into it, as Postgres's grammar does (-1 is a constant, and
+// - -1 is 1).
+func (c *converter) unary(n *ast.UnaryOperationExpr) (Expr, error) {
+	var op string
+	switch n.Op {
+	case opcode.Minus:
+		op = "-"
+	case opcode.Plus:
+		op = "+"
+	case opcode.Not:
+		op = "NOT"
+	default:
+		return nil, c.unsupportedAt(n, "operator %s is not supported", n.Op)
+	}
+	x, err := c.expr(n.V)
+	if err != nil {
+		return nil, err
+	}
+	pos := c.pos(n)
+	if lit, ok := x.(*Literal); ok && op == "-" {
+		switch v := lit.Value.(type) {
+		case int64:
+			if v != -v || v == 0 { // -math.MinInt64 overflows
+				return &Literal{Value: -v, Type: lit.Type, Pos: pos}, nil
+			}
+		case float64:
+			return &Literal{Value: -v, Type: lit.Type, Pos: pos}, nil
+		}
+	}
+	return &Unary{Op: op, X: x, Pos: pos}, nil
+}
+
+func (c *converter) like(n *ast.PatternLikeOrIlikeExpr) (Expr, error) {
+	if n.EscapeExplicit && n.Escape != '\\' {
+		return nil, c.unsupportedAt(n, "LIKE ... ESCAPE is not supported")
+	}
+	x, err := c.expr(n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.expr(n.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	op := "LIKE"
+	if !n.IsLike {
+		op = "ILIKE"
+	}
+	pos := c.opPos(n.Pattern)
+	var e Expr = &Binary{Op: op, L: x, R: p, Pos: pos}
+	if n.Not {
+		notPos := pos
+		if k := c.tokIndex(n.Pattern); k > 1 && c.sp.toks[k-2].isWord("not") {
+			notPos = c.sp.charPos(c.sp.toks[k-2].pos)
+		}
+		e = &Unary{Op: "NOT", X: e, Pos: notPos}
+	}
+	return e, nil
+}
+
+func (c *converter) funcCall(n *ast.FuncCallExpr) (Expr, error) {
+	if cast, ok := c.tt.casts[n.OriginTextPosition()]; ok {
+		if len(n.Args) != 1 {
+			return nil, internalErr("cast with %d operands in %q", len(n.Args), c.tt.sql)
+		}
+		x, err := c.expr(n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return &Cast{X: x, Type: cast.typ, Pos: c.sp.charPos(cast.pos)}, nil
+	}
+	name := n.FnName.L
+	if k := c.tokIndex(n); k >= 0 && c.sp.toks[k].kind == tokQuotedIdent {
+		name = n.FnName.O // "Lower"(x) names another function than lower(x)
+	}
+	if n.Schema.L != "" {
+		if n.Schema.L != "pg_catalog" {
+			return nil, c.unsupportedAt(n, "schema-qualified function names are not supported")
+		}
+	}
+	args, err := c.exprs(n.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &Func{Name: name, Args: args, Pos: c.pos(n)}, nil
+}
+
+func (c *converter) aggregate(n *ast.AggregateFuncExpr) (Expr, error) {
+	if n.Order != nil {
+		return nil, c.unsupportedAt(n, "ORDER BY inside an aggregate is not supported")
+	}
+	f := &Func{Name: strings.ToLower(n.F), Distinct: n.Distinct, Pos: c.pos(n)}
+	// TiDB reads COUNT(*) as COUNT(1); the tokens tell them apart.
+	if k := c.tokIndex(n); f.Name == "count" && k >= 0 && c.sp.toks[k+1].isOp("(") && c.sp.toks[k+2].isOp("*") {
+		f.Star = true
+		return f, nil
+	}
+	args, err := c.exprs(n.Args)
+	if err != nil {
+		return nil, err
+	}
+	f.Args = args
+	return f, nil
+}
+
+func (c *converter) caseExpr(n *ast.CaseExpr) (Expr, error) {
+	out := &Case{Pos: c.pos(n)}
+	var err error
+	if n.Value != nil {
+		if out.Operand, err = c.expr(n.Value); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range n.WhenClauses {
+		cond, err := c.expr(w.Expr)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.expr(w.Result)
+		if err != nil {
+			return nil, err
+		}
+		out.Whens = append(out.Whens, When{Cond: cond, Result: res})
+	}
+	if n.ElseClause != nil {
+		if out.Else, err = c.expr(n.ElseClause); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

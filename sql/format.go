@@ -1,0 +1,429 @@
+package sql
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Format renders a statement as canonical basin SQL: keywords in upper
+// case, names quoted only when they must be, every operator
+// parenthesized. Parsing the result gives the same statement (positions
+// and texts aside), so Format is also how statements are compared in
+// tests and shown in EXPLAIN and logs.
+func Format(s Statement) string {
+	var f formatter
+	f.stmt(s)
+	return f.b.String()
+}
+
+// FormatExpr renders an expression as Format does.
+func FormatExpr(e Expr) string {
+	var f formatter
+	f.expr(e)
+	return f.b.String()
+}
+
+// formatter writes SQL. With positions set it appends @pos to every
+// expression and relation, for tests that check positions.
+type formatter struct {
+	b         strings.Builder
+	positions bool
+}
+
+func (f *formatter) printf(format string, args ...any) { fmt.Fprintf(&f.b, format, args...) }
+
+func (f *formatter) pos(p int) {
+	if f.positions {
+		f.printf("@%d", p)
+	}
+}
+
+func (f *formatter) stmt(s Statement) {
+	switch s := s.(type) {
+	case *CreateSource:
+		f.printf("CREATE %s ", s.Kind)
+		if s.IfNotExists {
+			f.b.WriteString("IF NOT EXISTS ")
+		}
+		f.b.WriteString(QuoteIdent(s.Name))
+		f.b.WriteString(" (")
+		for k, c := range s.Columns {
+			if k > 0 {
+				f.b.WriteString(", ")
+			}
+			f.printf("%s %s", QuoteIdent(c.Name), c.Type)
+			if c.Key {
+				if s.Kind == KindStream {
+					f.b.WriteString(" KEY")
+				} else {
+					f.b.WriteString(" PRIMARY KEY")
+				}
+			}
+		}
+		f.b.WriteString(")")
+		f.with(s.With)
+	case *CreateTableAs:
+		f.b.WriteString("CREATE TABLE ")
+		if s.IfNotExists {
+			f.b.WriteString("IF NOT EXISTS ")
+		}
+		f.b.WriteString(QuoteIdent(s.Name))
+		f.with(s.With)
+		f.b.WriteString(" AS ")
+		f.selectStmt(s.Select)
+	case *Insert:
+		f.printf("INSERT INTO %s", QuoteIdent(s.Table))
+		f.pos(s.Pos)
+		if len(s.Columns) > 0 {
+			f.b.WriteString(" (")
+			for k, c := range s.Columns {
+				if k > 0 {
+					f.b.WriteString(", ")
+				}
+				f.b.WriteString(QuoteIdent(c))
+				if k < len(s.ColumnPos) {
+					f.pos(s.ColumnPos[k])
+				}
+			}
+			f.b.WriteString(")")
+		}
+		f.b.WriteString(" VALUES ")
+		for k, row := range s.Rows {
+			if k > 0 {
+				f.b.WriteString(", ")
+			}
+			f.b.WriteString("(")
+			f.exprs(row)
+			f.b.WriteString(")")
+		}
+	case *Select:
+		f.selectStmt(s)
+	case *Show:
+		switch s.What {
+		case ShowStreams:
+			f.b.WriteString("SHOW STREAMS")
+		case ShowTables:
+			f.b.WriteString("SHOW TABLES")
+		case ShowQueries:
+			f.b.WriteString("SHOW QUERIES")
+		default:
+			f.printf("SHOW %s", settingName(s.Name))
+		}
+	case *Describe:
+		f.printf("DESCRIBE %s", QuoteIdent(s.Name))
+	case *Drop:
+		f.printf("DROP %s ", s.Kind)
+		if s.IfExists {
+			f.b.WriteString("IF EXISTS ")
+		}
+		f.b.WriteString(QuoteIdent(s.Name))
+	case *Set:
+		switch {
+		case s.Reset && !s.Local:
+			f.printf("RESET %s", settingName(s.Name))
+		case s.Reset:
+			f.printf("SET LOCAL %s TO DEFAULT", settingName(s.Name))
+		default:
+			f.b.WriteString("SET ")
+			if s.Local {
+				f.b.WriteString("LOCAL ")
+			}
+			f.printf("%s = %s", settingName(s.Name), QuoteString(s.Value))
+		}
+	case *Explain:
+		f.b.WriteString("EXPLAIN ")
+		f.stmt(s.Stmt)
+	case *Txn:
+		switch s.Kind {
+		case TxnBegin:
+			f.b.WriteString("BEGIN")
+		case TxnCommit:
+			f.b.WriteString("COMMIT")
+		default:
+			f.b.WriteString("ROLLBACK")
+		}
+	default:
+		f.printf("<%T>", s)
+	}
+}
+
+func (f *formatter) with(opts []Option) {
+	if len(opts) == 0 {
+		return
+	}
+	f.b.WriteString(" WITH (")
+	for k, o := range opts {
+		if k > 0 {
+			f.b.WriteString(", ")
+		}
+		f.printf("%s = %s", optionKey(o.Key), QuoteString(o.Value))
+	}
+	f.b.WriteString(")")
+}
+
+// optionKey writes a WITH key: dotted words as they are, anything else
+// as a string.
+func optionKey(k string) string {
+	for _, part := range strings.Split(k, ".") {
+		if !isPlainName(part) {
+			return QuoteString(k)
+		}
+	}
+	return k
+}
+
+// settingName writes a SET/SHOW name; SHOW "tables" must not become
+// SHOW TABLES.
+func settingName(n string) string {
+	switch n {
+	case "all":
+		return "ALL"
+	case "streams", "tables", "queries", "transaction", "time", "session", "local":
+		return `"` + n + `"`
+	}
+	parts := strings.Split(n, ".")
+	for k, p := range parts {
+		parts[k] = QuoteIdent(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+func (f *formatter) selectStmt(s *Select) {
+	f.b.WriteString("SELECT ")
+	if s.Distinct {
+		f.b.WriteString("DISTINCT ")
+	}
+	for k, it := range s.Items {
+		if k > 0 {
+			f.b.WriteString(", ")
+		}
+		switch {
+		case it.Star && it.Table != "":
+			f.printf("%s.*", QuoteIdent(it.Table))
+		case it.Star:
+			f.b.WriteString("*")
+		default:
+			f.expr(it.Expr)
+			if it.Alias != "" {
+				f.printf(" AS %s", QuoteIdent(it.Alias))
+			}
+		}
+	}
+	if s.From != nil {
+		f.b.WriteString(" FROM ")
+		if s.From.Schema != "" {
+			f.printf("%s.", QuoteIdent(s.From.Schema))
+		}
+		f.b.WriteString(QuoteIdent(s.From.Name))
+		f.pos(s.From.Pos)
+		if s.From.Alias != "" {
+			f.printf(" AS %s", QuoteIdent(s.From.Alias))
+		}
+	}
+	if s.Where != nil {
+		f.b.WriteString(" WHERE ")
+		f.expr(s.Where)
+	}
+	if len(s.GroupBy) > 0 {
+		f.b.WriteString(" GROUP BY ")
+		f.exprs(s.GroupBy)
+	}
+	if s.Having != nil {
+		f.b.WriteString(" HAVING ")
+		f.expr(s.Having)
+	}
+	for k, o := range s.OrderBy {
+		if k == 0 {
+			f.b.WriteString(" ORDER BY ")
+		} else {
+			f.b.WriteString(", ")
+		}
+		f.expr(o.Expr)
+		if o.Desc {
+			f.b.WriteString(" DESC")
+		}
+		if o.NullsFirst != nil {
+			if *o.NullsFirst {
+				f.b.WriteString(" NULLS FIRST")
+			} else {
+				f.b.WriteString(" NULLS LAST")
+			}
+		}
+	}
+	if s.Limit != nil {
+		f.b.WriteString(" LIMIT ")
+		f.expr(s.Limit)
+	}
+	if s.Offset != nil {
+		f.b.WriteString(" OFFSET ")
+		f.expr(s.Offset)
+	}
+}
+
+func (f *formatter) exprs(es []Expr) {
+	for k, e := range es {
+		if k > 0 {
+			f.b.WriteString(", ")
+		}
+		f.expr(e)
+	}
+}
+
+func (f *formatter) expr(e Expr) {
+	switch e := e.(type) {
+	case *Literal:
+		f.b.WriteString(formatLiteral(e))
+	case *ColumnRef:
+		if e.Table != "" {
+			f.printf("%s.", QuoteIdent(e.Table))
+		}
+		f.b.WriteString(QuoteIdent(e.Name))
+	case *Param:
+		f.printf("$%d", e.N)
+	case *Unary:
+		// A space after the operator keeps "- -1" from becoming a comment.
+		f.printf("(%s ", e.Op)
+		f.expr(e.X)
+		f.b.WriteString(")")
+	case *Binary:
+		f.b.WriteString("(")
+		f.expr(e.L)
+		f.printf(" %s ", e.Op)
+		f.expr(e.R)
+		f.b.WriteString(")")
+	case *IsNull:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		if e.Not {
+			f.b.WriteString(" IS NOT NULL)")
+		} else {
+			f.b.WriteString(" IS NULL)")
+		}
+	case *In:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		if e.Not {
+			f.b.WriteString(" NOT")
+		}
+		f.b.WriteString(" IN (")
+		f.exprs(e.List)
+		f.b.WriteString("))")
+	case *Between:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		if e.Not {
+			f.b.WriteString(" NOT")
+		}
+		f.b.WriteString(" BETWEEN ")
+		f.expr(e.Lo)
+		f.b.WriteString(" AND ")
+		f.expr(e.Hi)
+		f.b.WriteString(")")
+	case *Func:
+		if len(e.Args) == 0 && !e.Star && (constantWords[e.Name] || niladicFuncs[e.Name]) {
+			// current_timestamp, current_user: Postgres wants no parentheses.
+			f.b.WriteString(e.Name)
+			break
+		}
+		f.b.WriteString(funcName(e.Name))
+		f.b.WriteString("(")
+		if e.Distinct {
+			f.b.WriteString("DISTINCT ")
+		}
+		if e.Star {
+			f.b.WriteString("*")
+		}
+		f.exprs(e.Args)
+		f.b.WriteString(")")
+	case *Cast:
+		f.b.WriteString("CAST(")
+		f.expr(e.X)
+		f.printf(" AS %s)", e.Type)
+	case *Case:
+		f.b.WriteString("CASE")
+		if e.Operand != nil {
+			f.b.WriteString(" ")
+			f.expr(e.Operand)
+		}
+		for _, w := range e.Whens {
+			f.b.WriteString(" WHEN ")
+			f.expr(w.Cond)
+			f.b.WriteString(" THEN ")
+			f.expr(w.Result)
+		}
+		if e.Else != nil {
+			f.b.WriteString(" ELSE ")
+			f.expr(e.Else)
+		}
+		f.b.WriteString(" END")
+	case nil:
+		f.b.WriteString("<nil>")
+	default:
+		f.printf("<%T>", e)
+	}
+	if e != nil {
+		f.pos(e.Position())
+	}
+}
+
+func formatLiteral(l *Literal) string {
+	switch v := l.Value.(type) {
+	case nil:
+		return "NULL"
+	case bool:
+		if v {
+			return "TRUE"
+		}
+		return "FALSE"
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return floatText(v)
+	case string:
+		return QuoteString(v)
+	}
+	return fmt.Sprintf("<%T %v as %s>", l.Value, l.Value, l.Type)
+}
+
+// QuoteString quotes s as a standard-conforming Postgres string
+// constant: only the quote is doubled.
+func QuoteString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// QuoteIdent returns name as Postgres would need it written: bare when it
+// is lower case, plain and not a keyword basin reserves, else in double
+// quotes.
+func QuoteIdent(name string) string {
+	if isPlainName(name) && !passThrough[name] && !reservedWords[name] && !niladicFuncs[name] &&
+		unsupportedWords[name] == "" {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// funcName writes a function name: bare unless quoting is needed to
+// keep it a name (a keyword that is not also a function, or odd
+// characters).
+func funcName(name string) string {
+	if isPlainName(name) && (!passThrough[name] || name == "left" || name == "right") &&
+		!reservedWords[name] && unsupportedWords[name] == "" {
+		return name
+	}
+	return QuoteIdent(name)
+}
+
+// isPlainName reports whether name reads back as itself unquoted.
+func isPlainName(name string) bool {
+	if name == "" || !isIdentStart(name[0]) || name[0] >= 0x80 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c == '_' || isDigit(c) || c == '$') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,270 @@
+package sql
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// Parse parses a text of zero or more semicolon-separated statements.
+// Statements that are empty or only comments are dropped, so "-- ping"
+// yields no statements and no error. As in Postgres, the whole text is
+// parsed before any of it runs: one bad statement fails the lot.
+//
+// Every error is a *pgerr.Error. Syntax errors are 42601 with Position
+// the 1-based character index of the offending token in text; valid
+// Postgres that basin does not implement is 0A000 naming the construct.
+func Parse(text string) ([]Statement, error) {
+	if !utf8.ValidString(text) {
+		off := 0
+		for off < len(text) {
+			r, size := utf8.DecodeRuneInString(text[off:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			off += size
+		}
+		return nil, &pgerr.Error{Code: characterNotInRepertoire,
+			Message:  fmt.Sprintf("invalid byte sequence for encoding \"UTF8\": 0x%02x", text[off]),
+			Position: charPos(text, off)}
+	}
+	toks, lerr := lex(text)
+	if lerr != nil {
+		return nil, lerr
+	}
+	var stmts []Statement
+	pt := newPosTable(text)
+	for len(toks) > 0 {
+		n := 0
+		for n < len(toks) && !toks[n].isOp(";") {
+			n++
+		}
+		piece := make([]token, n, n+1)
+		copy(piece, toks[:n])
+		end := token{kind: tokEOF, pos: len(text), end: len(text)}
+		if n < len(toks) {
+			end = token{kind: tokEOF, val: ";", pos: toks[n].pos, end: toks[n].end}
+			toks = toks[n+1:]
+		} else {
+			toks = nil
+		}
+		if n == 0 {
+			continue
+		}
+		sp := &stmtParser{text: text, toks: append(piece, end), pos: pt}
+		if err := sp.checkNesting(); err != nil {
+			return nil, err
+		}
+		st, err := sp.statement(0)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, st)
+	}
+	return stmts, nil
+}
+
+// stmtParser parses one statement. toks are its tokens, ending with a
+// tokEOF sentinel; indexes into toks are how the layers refer to pieces
+// of the statement, and every token keeps its offset into the full text.
+type stmtParser struct {
+	text string
+	toks []token
+	pos  *posTable
+}
+
+// maxNesting bounds parenthesis depth so that a hostile statement cannot
+// make the parser and converter recurse without limit.
+const maxNesting = 500
+
+func (sp *stmtParser) checkNesting() *pgerr.Error {
+	depth := 0
+	for _, t := range sp.toks {
+		switch {
+		case t.isOp("("):
+			depth++
+			if depth > maxNesting {
+				return &pgerr.Error{Code: pgerr.ProgramLimitExceeded,
+					Message:  fmt.Sprintf("statement is nested more than %d parentheses deep", maxNesting),
+					Position: sp.charPos(t.pos)}
+			}
+		case t.isOp(")"):
+			depth--
+		}
+	}
+	return nil
+}
+
+// statement parses the statement starting at toks[i] and running to the
+// sentinel. basin's own statements are parsed here at the token level;
+// SELECT, INSERT and the column list of CREATE go through TiDB.
+func (sp *stmtParser) statement(i int) (Statement, error) {
+	t := sp.toks[i]
+	if t.isOp("(") {
+		return sp.parseSelect(i, len(sp.toks)-1)
+	}
+	if t.kind != tokIdent {
+		return nil, sp.syntaxErr(t)
+	}
+	switch t.val {
+	case "select":
+		return sp.parseSelect(i, len(sp.toks)-1)
+	case "insert":
+		return sp.parseInsert(i)
+	case "create":
+		return sp.parseCreate(i)
+	case "drop":
+		return sp.parseDrop(i)
+	case "show":
+		return sp.parseShow(i)
+	case "describe", "desc":
+		return sp.parseDescribe(i)
+	case "set":
+		return sp.parseSet(i)
+	case "reset":
+		return sp.parseReset(i)
+	case "begin", "start":
+		return sp.parseBegin(i)
+	case "commit", "end", "rollback", "abort":
+		return sp.parseCommit(i)
+	case "explain":
+		return sp.parseExplain(i)
+	case "with":
+		return nil, unsupported(sp.charPos(t.pos), "WITH queries (common table expressions) are not supported")
+	case "update", "delete", "merge", "truncate", "copy":
+		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val)).
+			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table.")
+	}
+	if unsupportedStatements[t.val] {
+		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val))
+	}
+	return nil, sp.syntaxErr(t)
+}
+
+// unsupportedStatements are the first keywords of Postgres statements
+// basin does not implement. Anything else unknown is a syntax error, as
+// in Postgres.
+var unsupportedStatements = map[string]bool{
+	"alter": true, "analyze": true, "analyse": true, "call": true, "checkpoint": true,
+	"close": true, "cluster": true, "comment": true, "deallocate": true, "declare": true,
+	"discard": true, "do": true, "execute": true, "fetch": true, "grant": true, "import": true,
+	"listen": true, "load": true, "lock": true, "move": true, "notify": true, "prepare": true,
+	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
+	"savepoint": true, "security": true, "unlisten": true, "vacuum": true, "values": true,
+	"table": true,
+}
+
+// syntaxErr is Postgres's syntax error at a token.
+func (sp *stmtParser) syntaxErr(t token) *pgerr.Error {
+	e := &pgerr.Error{Code: pgerr.SyntaxError, Position: sp.charPos(t.pos)}
+	if t.kind == tokEOF && t.val == "" {
+		e.Message = "syntax error at end of input"
+	} else {
+		e.Message = "syntax error at or near " + quoteNear(sp.tokText(t))
+	}
+	return e
+}
+
+// tokText is the token as the user wrote it.
+func (sp *stmtParser) tokText(t token) string {
+	if t.kind == tokEOF {
+		return t.val
+	}
+	return sp.text[t.pos:t.end]
+}
+
+func unsupported(pos int, format string, args ...any) *pgerr.Error {
+	e := pgerr.New(pgerr.FeatureNotSupported, format, args...)
+	e.Position = pos
+	return e
+}
+
+func internalErr(format string, args ...any) *pgerr.Error {
+	return pgerr.New(pgerr.InternalError, "sql: "+format, args...)
+}
+
+// charPos converts a byte offset in the text to the 1-based character
+// position Postgres reports.
+func (sp *stmtParser) charPos(off int) int { return sp.pos.charPos(off) }
+
+// tokenAt returns the index of the token starting at byte offset off, or
+// -1.
+func (sp *stmtParser) tokenAt(off int) int {
+	lo, hi := 0, len(sp.toks)-1
+	for lo < hi {
+		m := (lo + hi) / 2
+		if sp.toks[m].pos < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if sp.toks[lo].pos == off {
+		return lo
+	}
+	return -1
+}
+
+// matchParen returns the index of the ")" closing the "(" at toks[i], or
+// the sentinel's index when it is not closed.
+func (sp *stmtParser) matchParen(i int) int {
+	depth := 0
+	for j := i; j < len(sp.toks)-1; j++ {
+		switch {
+		case sp.toks[j].isOp("("):
+			depth++
+		case sp.toks[j].isOp(")"):
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(sp.toks) - 1
+}
+
+// posTable converts byte offsets to character positions without
+// rescanning the text for each expression of a large statement.
+type posTable struct {
+	text  string
+	ascii bool
+	// runes[i] is the number of runes before byte i; built on first use.
+	runes []int32
+}
+
+func newPosTable(text string) *posTable {
+	ascii := true
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	return &posTable{text: text, ascii: ascii}
+}
+
+func (p *posTable) charPos(off int) int {
+	if off < 0 {
+		return 0
+	}
+	if off > len(p.text) {
+		off = len(p.text)
+	}
+	if p.ascii {
+		return off + 1
+	}
+	if p.runes == nil {
+		p.runes = make([]int32, len(p.text)+1)
+		n := int32(0)
+		for i := 0; i < len(p.text); i++ {
+			p.runes[i] = n
+			if utf8.RuneStart(p.text[i]) {
+				n++
+			}
+		}
+		p.runes[len(p.text)] = n
+	}
+	return int(p.runes[off]) + 1
+}

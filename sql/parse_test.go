@@ -1,0 +1,175 @@
+package sql
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// TestParse runs testdata/parse. Commands:
+//
+//	parse [pos]  the input is parsed; the output is each statement as
+//	             Format writes it, or the error. With pos, positions
+//	             (@n), select-item texts and CTAS select texts are shown.
+//	rewrite      the TiDB text the input's single statement rewrites to,
+//	             with each item's origin in the input.
+//
+// Rewrite expected output with -rewrite and review the diff.
+func TestParse(t *testing.T) {
+	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
+		switch d.Cmd {
+		case "parse":
+			stmts, err := Parse(d.Input)
+			if err != nil {
+				return formatError(d.Input, err)
+			}
+			if len(stmts) == 0 {
+				return "(no statements)\n"
+			}
+			var b strings.Builder
+			for _, s := range stmts {
+				if d.HasArg("pos") {
+					b.WriteString(formatPositions(s))
+				} else {
+					b.WriteString(Format(s))
+				}
+				b.WriteString("\n")
+				if err := checkRoundTrip(s); err != nil {
+					t.Errorf("%s: %v", d.Pos, err)
+				}
+			}
+			return b.String()
+		case "rewrite":
+			out, err := rewriteForDebug(d.Input)
+			if err != nil {
+				return formatError(d.Input, err)
+			}
+			return out + "\n"
+		}
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		return ""
+	})
+}
+
+// formatError renders an error as "error <sqlstate> at <position>:
+// <message>", followed by the line it points into with a caret under the
+// position, the way psql shows it.
+func formatError(text string, err error) string {
+	pe, ok := pgerr.As(err)
+	if !ok {
+		return fmt.Sprintf("error without SQLSTATE: %v\n", err)
+	}
+	var b strings.Builder
+	if pe.Position > 0 {
+		fmt.Fprintf(&b, "error %s at %d: %s\n", pe.Code, pe.Position, pe.Message)
+		runes := []rune(text)
+		p := pe.Position - 1
+		start := p
+		for start > 0 && start <= len(runes) && runes[start-1] != '\n' {
+			start--
+		}
+		if start > len(runes) {
+			start = len(runes)
+		}
+		end := start
+		for end < len(runes) && runes[end] != '\n' {
+			end++
+		}
+		fmt.Fprintf(&b, "%s\n%s^\n", string(runes[start:end]), strings.Repeat(" ", p-start))
+	} else {
+		fmt.Fprintf(&b, "error %s: %s\n", pe.Code, pe.Message)
+	}
+	if pe.Detail != "" {
+		fmt.Fprintf(&b, "detail: %s\n", pe.Detail)
+	}
+	if pe.Hint != "" {
+		fmt.Fprintf(&b, "hint: %s\n", pe.Hint)
+	}
+	return b.String()
+}
+
+// formatPositions renders s with positions and texts.
+func formatPositions(s Statement) string {
+	f := formatter{positions: true}
+	f.stmt(s)
+	var extra []string
+	sel, _ := s.(*Select)
+	switch s := s.(type) {
+	case *CreateTableAs:
+		sel = s.Select
+		extra = append(extra, fmt.Sprintf("select text: %q", s.SelectText))
+	case *Explain:
+		if x, ok := s.Stmt.(*Select); ok {
+			sel = x
+		}
+	}
+	if sel != nil {
+		var texts []string
+		for _, it := range sel.Items {
+			texts = append(texts, fmt.Sprintf("%q", it.Text))
+		}
+		extra = append(extra, "item texts: "+strings.Join(texts, ", "))
+	}
+	out := f.b.String()
+	for _, e := range extra {
+		out += "\n  " + e
+	}
+	return out
+}
+
+// checkRoundTrip checks that Format's output parses back to a statement
+// Format renders the same way.
+func checkRoundTrip(s Statement) error {
+	text := Format(s)
+	again, err := Parse(text)
+	if err != nil {
+		return fmt.Errorf("Format output %q does not parse: %v", text, err)
+	}
+	if len(again) != 1 {
+		return fmt.Errorf("Format output %q parses to %d statements", text, len(again))
+	}
+	if got := Format(again[0]); got != text {
+		return fmt.Errorf("Format output %q parses back as %q", text, got)
+	}
+	return nil
+}
+
+// rewriteForDebug returns the TiDB text the single statement in text
+// rewrites to, whole, with its origin map.
+func rewriteForDebug(text string) (string, error) {
+	toks, err := lex(text)
+	if err != nil {
+		return "", err
+	}
+	if n := len(toks); n > 0 && toks[n-1].isOp(";") {
+		toks = toks[:n-1]
+	}
+	sp := &stmtParser{text: text, pos: newPosTable(text),
+		toks: append(toks, token{kind: tokEOF, pos: len(text), end: len(text)})}
+	rw := sp.newRewriter(0)
+	if err := rw.run(0, len(sp.toks)-1); err != nil {
+		return "", err
+	}
+	return build(rw.out, sp.toks[len(sp.toks)-1]).String(), nil
+}
+
+func TestCharPos(t *testing.T) {
+	text := "héllo wörld"
+	pt := newPosTable(text)
+	for off := range text {
+		if !utf8.RuneStart(text[off]) {
+			continue
+		}
+		if got, want := pt.charPos(off), utf8.RuneCountInString(text[:off])+1; got != want {
+			t.Errorf("charPos(%d) = %d, want %d", off, got, want)
+		}
+	}
+	if got := pt.charPos(len(text)); got != utf8.RuneCountInString(text)+1 {
+		t.Errorf("charPos(end) = %d", got)
+	}
+}

@@ -1,0 +1,797 @@
+package sql
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// This file is the second layer: it rewrites a run of Postgres tokens into
+// MySQL-dialect text for TiDB's parser and records, for every piece of
+// that text, which piece of the user's text it stands for.
+//
+// The output is a list of items, one per emitted token, written with one
+// space between them. Each item carries the byte range of the user's
+// text it came from, so an offset TiDB reports (an error's token, an
+// expression's start, a select field's span) maps back to the user's
+// text by a binary search over the items. Items the rewrite inserts (the
+// function name and parentheses of a cast) borrow the range of the
+// operand or type they belong to.
+//
+// What TiDB cannot carry in its own AST travels in side tables keyed by
+// the offset of the item in the TiDB text: $n parameters (TiDB numbers ?
+// markers in order of appearance; basin needs n) and casts (TiDB's CAST
+// knows MySQL's types only; basin rewrites x::t and CAST(x AS t) to a
+// call basin__cast_t(x) and keeps t here, so a user function of that name
+// is never mistaken for a cast).
+
+// itemKind classifies output items for the :: rewrite, which must find
+// the start of the operand before it.
+type itemKind uint8
+
+const (
+	itemOther   itemKind = iota // operators, punctuation, keywords
+	itemOperand                 // identifier, constant, parameter
+	itemFunc                    // function name; its "(" follows
+	itemOpen                    // (
+	itemClose                   // )
+	itemDot                     // .
+	itemCase                    // CASE
+	itemEnd                     // END
+)
+
+type outItem struct {
+	text string
+	kind itemKind
+	// orig and origEnd are the byte range of the user's text the item
+	// stands for.
+	orig, origEnd int
+	// glue writes the item without a space before it: TiDB wants some
+	// function names directly followed by their parenthesis.
+	glue  bool
+	param int       // for a ? item, n of $n
+	cast  *castInfo // for a cast function name
+}
+
+// castInfo is a cast the rewrite turned into a function call.
+type castInfo struct {
+	typ catalog.Type
+	// pos is the byte offset of the ::, the CAST keyword or the type name
+	// of a typed literal (TIMESTAMP '...'), where Postgres reports casts.
+	pos int
+}
+
+// castFuncPrefix names the function calls casts are rewritten to. Only
+// the side table decides whether a call is a cast; the name is for
+// whoever reads the rewritten text.
+const castFuncPrefix = "basin__cast_"
+
+// tidbText is the text handed to TiDB and what maps its answers back.
+type tidbText struct {
+	sql    string
+	items  []outItem
+	starts []int // starts[k] is the offset of items[k] in sql
+	params map[int]int
+	casts  map[int]castInfo
+	// end is the token TiDB's "end of input" stands for: the token after
+	// the rewritten run, often the statement's sentinel.
+	end token
+}
+
+func build(items []outItem, end token) *tidbText {
+	tt := &tidbText{items: items, starts: make([]int, len(items)), end: end}
+	var b strings.Builder
+	for k, it := range items {
+		if k > 0 && !it.glue {
+			b.WriteByte(' ')
+		}
+		tt.starts[k] = b.Len()
+		if it.param != 0 {
+			if tt.params == nil {
+				tt.params = make(map[int]int)
+			}
+			tt.params[b.Len()] = it.param
+		}
+		if it.cast != nil {
+			if tt.casts == nil {
+				tt.casts = make(map[int]castInfo)
+			}
+			tt.casts[b.Len()] = *it.cast
+		}
+		b.WriteString(it.text)
+	}
+	tt.sql = b.String()
+	return tt
+}
+
+// mapStart maps an offset in the TiDB text to the byte offset in the
+// user's text of the item there (or of the next item, from whitespace).
+// ok is false at the end of the TiDB text.
+func (tt *tidbText) mapStart(off int) (orig int, ok bool) {
+	k := sort.Search(len(tt.starts), func(k int) bool { return tt.starts[k] > off }) - 1
+	if k >= 0 && off < tt.starts[k]+len(tt.items[k].text) {
+		return tt.items[k].orig, true
+	}
+	if k+1 < len(tt.items) {
+		return tt.items[k+1].orig, true
+	}
+	return 0, false
+}
+
+// mapEnd maps the exclusive end of a span of the TiDB text to the end of
+// the user's text of the last item inside the span.
+func (tt *tidbText) mapEnd(off int) int {
+	k := sort.Search(len(tt.starts), func(k int) bool {
+		return tt.starts[k]+len(tt.items[k].text) > off
+	}) - 1
+	if k < 0 {
+		return 0
+	}
+	return tt.items[k].origEnd
+}
+
+// rewriter turns tokens into TiDB items.
+type rewriter struct {
+	sp  *stmtParser
+	out []outItem
+	// lo is the index of the first token of the run being rewritten: the
+	// token before it belongs to another layer (the AS of CREATE ... AS
+	// SELECT, the EXPLAIN keyword) and must not steer the rewrite.
+	lo int
+	// skip marks tokens a caller has consumed itself (NULLS FIRST).
+	skip map[int]bool
+	// keywords are words to pass through bare in addition to
+	// passThrough (KEY in column definitions).
+	keywords map[string]bool
+}
+
+func (sp *stmtParser) newRewriter(lo int) *rewriter {
+	return &rewriter{sp: sp, lo: lo, out: make([]outItem, 0, len(sp.toks)+4)}
+}
+
+// passThrough are the words written to TiDB as keywords. They are
+// Postgres reserved words with the same meaning in MySQL. Every other
+// word is written as a `quoted` identifier, so that words Postgres lets
+// users name columns with but MySQL reserves (key, range, status, ...)
+// keep working.
+var passThrough = map[string]bool{
+	"all": true, "and": true, "any": true, "as": true, "asc": true, "between": true,
+	"both": true, "by": true, "case": true, "check": true, "column": true, "constraint": true,
+	"create": true, "cross": true, "current_date": true, "current_time": true,
+	"current_timestamp": true, "default": true, "desc": true, "distinct": true, "else": true,
+	"end": true, "escape": true, "except": true, "exists": true, "false": true, "fetch": true,
+	"for": true, "foreign": true, "from": true, "full": true, "group": true, "having": true,
+	"ilike": true, "in": true, "inner": true, "insert": true, "intersect": true, "into": true,
+	"is": true, "join": true, "lateral": true, "leading": true, "left": true, "like": true,
+	"limit": true, "localtime": true, "localtimestamp": true, "natural": true, "not": true,
+	"null": true, "offset": true, "on": true, "or": true, "order": true, "outer": true,
+	"primary": true, "references": true, "right": true, "select": true, "some": true,
+	"table": true, "then": true, "trailing": true, "true": true, "union": true, "unique": true,
+	"using": true, "values": true, "when": true, "where": true, "window": true,
+}
+
+// constantWords are pass-through keywords that are whole operands.
+var constantWords = map[string]bool{
+	"true": true, "false": true, "null": true, "current_date": true, "current_time": true,
+	"current_timestamp": true, "localtime": true, "localtimestamp": true,
+}
+
+// niladicFuncs are SQL functions Postgres calls without parentheses;
+// TiDB gets them with.
+var niladicFuncs = map[string]bool{
+	"current_catalog": true, "current_role": true, "current_schema": true, "current_user": true,
+	"session_user": true, "system_user": true, "user": true,
+}
+
+// unsupportedWords are Postgres reserved words for constructs basin does
+// not implement; TiDB would misread most of them as names.
+var unsupportedWords = map[string]string{
+	"only":        "ONLY",
+	"returning":   "RETURNING",
+	"tablesample": "TABLESAMPLE",
+	"overlaps":    "OVERLAPS",
+	"variadic":    "VARIADIC",
+	"symmetric":   "BETWEEN SYMMETRIC",
+	"asymmetric":  "BETWEEN ASYMMETRIC",
+	"array":       "arrays",
+	"collate":     "COLLATE",
+}
+
+// reservedWords are the remaining Postgres reserved words: never names,
+// never valid where the rewrite meets them.
+var reservedWords = map[string]bool{
+	"analyse": true, "analyze": true, "authorization": true, "binary": true, "collation": true,
+	"concurrently": true, "deferrable": true, "do": true, "freeze": true, "grant": true,
+	"initially": true, "placing": true, "to": true, "verbose": true, "with": true,
+}
+
+func (rw *rewriter) add(it outItem) { rw.out = append(rw.out, it) }
+
+func (rw *rewriter) addTok(t token, text string, kind itemKind) {
+	rw.add(outItem{text: text, kind: kind, orig: t.pos, origEnd: t.end})
+}
+
+// run rewrites toks[i:j].
+func (rw *rewriter) run(i, j int) error {
+	for i < j {
+		if rw.skip[i] {
+			i++
+			continue
+		}
+		next, err := rw.one(i, j)
+		if err != nil {
+			return err
+		}
+		i = next
+	}
+	return nil
+}
+
+// prev is the token before toks[i] inside the run, or a sentinel.
+func (rw *rewriter) prev(i int) token {
+	if i > rw.lo {
+		return rw.sp.toks[i-1]
+	}
+	return token{kind: tokEOF, pos: -1}
+}
+
+// one rewrites the token at toks[i] (and any it consumes with it) and
+// returns the index of the next token to rewrite.
+func (rw *rewriter) one(i, j int) (int, error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	switch t.kind {
+	case tokIdent:
+		return rw.word(i, j)
+	case tokQuotedIdent:
+		if sp.toks[i+1].isOp("(") && !rw.prev(i).isWord("into") {
+			rw.addTok(t, funcTiDB(t.val), itemFunc)
+			return i + 1, nil
+		}
+		rw.addTok(t, quoteTiDB(t.val), itemOperand)
+		return i + 1, nil
+	case tokString:
+		// MySQL takes 'a' 'b' as 'ab' and a string after an expression as
+		// its alias; in Postgres both are syntax errors.
+		p := rw.prev(i)
+		if p.kind == tokString || p.kind == tokNumber || p.kind == tokParam ||
+			p.kind == tokQuotedIdent || p.isOp(")") || p.isWord("as") {
+			return 0, sp.syntaxErr(t)
+		}
+		rw.addTok(t, stringTiDB(t.val), itemOperand)
+		return i + 1, nil
+	case tokNumber:
+		rw.addTok(t, t.val, itemOperand)
+		return i + 1, nil
+	case tokParam:
+		rw.add(outItem{text: "?", kind: itemOperand, orig: t.pos, origEnd: t.end, param: t.param})
+		return i + 1, nil
+	}
+	switch t.val {
+	case "(":
+		rw.addTok(t, "(", itemOpen)
+	case ")":
+		rw.addTok(t, ")", itemClose)
+	case ".":
+		rw.addTok(t, ".", itemDot)
+	case ",", "*", "+", "-", "/", "%", "=", "<>", "<", ">", "<=", ">=":
+		rw.addTok(t, t.val, itemOther)
+	case "||":
+		// Without PIPES_AS_CONCAT, MySQL's || is OR; its | has the
+		// precedence Postgres gives ||: below + and -, above comparisons.
+		// Postgres's own | (bitwise or) is rejected below, so | in TiDB's
+		// AST always means ||.
+		rw.addTok(t, "|", itemOther)
+	case "::":
+		return rw.castOp(i)
+	case "[", "]":
+		return 0, unsupported(sp.charPos(t.pos), "arrays and subscripts are not supported")
+	default:
+		if isOpChar(t.val[0]) {
+			return 0, unsupported(sp.charPos(t.pos), "operator %s is not supported", t.val)
+		}
+		return 0, sp.syntaxErr(t)
+	}
+	return i + 1, nil
+}
+
+// word rewrites an unquoted word: a keyword, a function name, a typed
+// literal or a name.
+func (rw *rewriter) word(i, j int) (int, error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	next := sp.toks[i+1]
+	prev := rw.prev(i)
+	pos := sp.charPos(t.pos)
+
+	// After a dot or AS any word is a name, reserved or not, as in
+	// Postgres (SELECT 1 AS select).
+	if prev.isOp(".") || prev.isWord("as") {
+		kind := itemOperand
+		if next.isOp("(") && prev.isOp(".") {
+			kind = itemFunc // schema-qualified function: pg_catalog.now()
+		}
+		rw.addTok(t, quoteTiDB(t.val), kind)
+		return i + 1, nil
+	}
+
+	switch t.val {
+	case "cast":
+		if next.isOp("(") {
+			return rw.castCall(i, j)
+		}
+	case "isnull", "notnull":
+		if !next.isOp("(") {
+			text := "IS NULL"
+			if t.val == "notnull" {
+				text = "IS NOT NULL"
+			}
+			rw.addTok(t, text, itemOther)
+			return i + 1, nil
+		}
+	case "over":
+		if next.isOp("(") || next.kind == tokIdent || next.kind == tokQuotedIdent {
+			return 0, unsupported(pos, "window functions are not supported")
+		}
+	case "filter":
+		if next.isOp("(") && prev.isOp(")") {
+			return 0, unsupported(pos, "aggregate FILTER clauses are not supported")
+		}
+	case "within":
+		if next.isWord("group") {
+			return 0, unsupported(pos, "WITHIN GROUP is not supported")
+		}
+	case "similar":
+		return 0, unsupported(pos, "SIMILAR TO is not supported")
+	case "distinct":
+		if next.isWord("on") {
+			return 0, unsupported(pos, "SELECT DISTINCT ON is not supported")
+		}
+	case "is":
+		k := i + 1
+		if sp.toks[k].isWord("not") {
+			k++
+		}
+		if sp.toks[k].isWord("distinct") && sp.toks[k+1].isWord("from") {
+			return 0, unsupported(pos, "IS DISTINCT FROM is not supported")
+		}
+	case "any", "some", "all":
+		if next.isOp("(") && isComparison(prev) {
+			return 0, unsupported(pos, "%s (array or subquery comparison) is not supported", strings.ToUpper(t.val))
+		}
+	case "at":
+		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
+			return 0, unsupported(pos, "AT TIME ZONE is not supported")
+		}
+	case "like", "ilike":
+		return rw.like(i, j)
+	}
+
+	if niladicFuncs[t.val] && !next.isOp("(") {
+		rw.add(outItem{text: t.val, kind: itemFunc, orig: t.pos, origEnd: t.end})
+		rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
+		rw.add(outItem{text: ")", kind: itemClose, orig: t.pos, origEnd: t.end})
+		return i + 1, nil
+	}
+	if what, ok := unsupportedWords[t.val]; ok {
+		verb := "is"
+		if strings.HasSuffix(what, "s") && what == strings.ToLower(what) {
+			verb = "are"
+		}
+		return 0, unsupported(pos, "%s %s not supported", what, verb)
+	}
+	if passThrough[t.val] || rw.keywords[t.val] {
+		kind := itemOther
+		switch {
+		case constantWords[t.val]:
+			kind = itemOperand
+		case t.val == "case":
+			kind = itemCase
+		case t.val == "end":
+			kind = itemEnd
+		}
+		rw.addTok(t, strings.ToUpper(t.val), kind)
+		return i + 1, nil
+	}
+	if reservedWords[t.val] {
+		return 0, sp.syntaxErr(t)
+	}
+	if next.isOp("(") && !prev.isWord("into") {
+		if specialCalls[t.val] {
+			if n, ok, err := rw.specialCall(i, j); ok || err != nil {
+				return n, err
+			}
+		}
+		rw.addTok(t, funcTiDB(t.val), itemFunc)
+		return i + 1, nil
+	}
+	if next.kind == tokString || multiWordType[t.val] {
+		// A type name directly followed by a string is a typed literal
+		// (TIMESTAMP '...'); a word that is no type is reported as one.
+		// A malformed modifier means this was no type name at all.
+		ref, err := sp.parseType(i)
+		if sp.toks[ref.end].kind == tokString && (err == nil || err.Code != pgerr.SyntaxError) {
+			if err != nil {
+				return 0, err
+			}
+			return rw.typedLiteral(i, ref), nil
+		}
+	}
+	rw.addTok(t, quoteTiDB(t.val), itemOperand)
+	return i + 1, nil
+}
+
+// tidbAggregates are the aggregates TiDB parses as keywords, which it
+// must for COUNT(*) and DISTINCT. Every other function name is written
+// quoted, which makes TiDB read a plain call whatever special grammar
+// MySQL has for the name (EXTRACT, POSITION, CHAR, ...).
+// (STDDEV and VARIANCE are not among them: TiDB reads them as the
+// population variants, Postgres as the sample ones.)
+var tidbAggregates = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true,
+}
+
+func funcTiDB(name string) string {
+	if tidbAggregates[name] {
+		return name
+	}
+	return quoteTiDB(name)
+}
+
+// specialCalls are the functions with SQL-standard keyword syntax inside
+// their parentheses.
+var specialCalls = map[string]bool{
+	"extract": true, "substring": true, "position": true, "trim": true, "overlay": true,
+}
+
+// specialCall rewrites EXTRACT(field FROM x) to extract('field', x) and
+// SUBSTRING(x FROM a FOR b) to substring(x, a, b), the plain calls
+// Postgres defines them as. ok is false when the call uses no keyword
+// syntax and is an ordinary call.
+func (rw *rewriter) specialCall(i, j int) (next int, ok bool, err error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	open := i + 1
+	close := sp.matchParen(open)
+	if close >= j {
+		return 0, false, nil
+	}
+	var kws []int // depth-1 keywords
+	depth := 0
+	for k := open; k < close; k++ {
+		switch tk := sp.toks[k]; {
+		case tk.isOp("("):
+			depth++
+		case tk.isOp(")"):
+			depth--
+		case depth == 1 && tk.kind == tokIdent:
+			switch tk.val {
+			case "from", "for", "in", "both", "leading", "trailing", "placing", "similar":
+				kws = append(kws, k)
+			}
+		}
+	}
+	if len(kws) == 0 {
+		return 0, false, nil
+	}
+	fn := func() {
+		rw.addTok(t, quoteTiDB(t.val), itemFunc)
+		rw.addTok(sp.toks[open], "(", itemOpen)
+		rw.out[len(rw.out)-1].glue = true
+	}
+	switch {
+	case t.val == "extract" && len(kws) == 1 && kws[0] == open+2:
+		field := sp.toks[open+1]
+		if field.kind != tokIdent && field.kind != tokString && field.kind != tokQuotedIdent {
+			return 0, true, sp.syntaxErr(field)
+		}
+		fn()
+		rw.addTok(field, stringTiDB(field.val), itemOperand)
+		rw.addTok(sp.toks[kws[0]], ",", itemOther)
+		if err := rw.run(kws[0]+1, close); err != nil {
+			return 0, true, err
+		}
+	case t.val == "substring" && len(kws) <= 2:
+		from, forr := -1, -1
+		for _, k := range kws {
+			switch {
+			case sp.toks[k].isWord("from") && from < 0:
+				from = k
+			case sp.toks[k].isWord("for") && forr < 0:
+				forr = k
+			default:
+				return 0, true, sp.syntaxErr(sp.toks[k])
+			}
+		}
+		// Each keyword's operand runs to the next keyword or the end.
+		end := func(k int) int {
+			for _, o := range kws {
+				if o > k {
+					return o
+				}
+			}
+			return close
+		}
+		fn()
+		if err := rw.run(open+1, kws[0]); err != nil {
+			return 0, true, err
+		}
+		if from >= 0 {
+			rw.addTok(sp.toks[from], ",", itemOther)
+			if err := rw.run(from+1, end(from)); err != nil {
+				return 0, true, err
+			}
+		} else {
+			// SUBSTRING(x FOR n) starts at 1.
+			rw.addTok(sp.toks[forr], ",", itemOther)
+			rw.addTok(sp.toks[forr], "1", itemOperand)
+		}
+		if forr >= 0 {
+			rw.addTok(sp.toks[forr], ",", itemOther)
+			if err := rw.run(forr+1, end(forr)); err != nil {
+				return 0, true, err
+			}
+		}
+	default:
+		return 0, true, unsupported(sp.charPos(sp.toks[kws[0]].pos), "%s(... %s ...) is not supported",
+			strings.ToUpper(t.val), strings.ToUpper(sp.toks[kws[0]].val)).
+			WithHint("Call the function with plain arguments, e.g. strpos(string, substring) or btrim(string, characters).")
+	}
+	rw.addTok(sp.toks[close], ")", itemClose)
+	return close + 1, true, nil
+}
+
+// multiWordType are the first words of type names that take more than
+// one word, which may precede a typed literal's string.
+var multiWordType = map[string]bool{
+	"double": true, "character": true, "char": true, "national": true, "timestamp": true,
+	"time": true, "bit": true, "pg_catalog": true, "varchar": true, "numeric": true, "decimal": true,
+}
+
+func isComparison(t token) bool {
+	if t.kind != tokOp {
+		return false
+	}
+	switch t.val {
+	case "=", "<>", "<", ">", "<=", ">=":
+		return true
+	}
+	return false
+}
+
+// like writes LIKE or ILIKE and parenthesizes a pattern that is more
+// than one token: TiDB's grammar takes a simple expression there, where
+// Postgres takes an arithmetic one (a LIKE 'x' || $1).
+func (rw *rewriter) like(i, j int) (int, error) {
+	t := rw.sp.toks[i]
+	rw.addTok(t, strings.ToUpper(t.val), itemOther)
+	e := min(rw.arithSpan(i+1), j)
+	if e <= i+2 {
+		return i + 1, nil
+	}
+	first, last := rw.sp.toks[i+1], rw.sp.toks[e-1]
+	rw.add(outItem{text: "(", kind: itemOpen, orig: first.pos, origEnd: first.end})
+	if err := rw.run(i+1, e); err != nil {
+		return 0, err
+	}
+	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
+	return e, nil
+}
+
+// arithSpan returns the end of the arithmetic expression starting at
+// toks[i]: operands joined by + - * / % || with their casts. It is a
+// scan, not a parse: on anything unexpected it stops and lets TiDB
+// report the error.
+func (rw *rewriter) arithSpan(i int) int {
+	toks := rw.sp.toks
+	last := len(toks) - 1
+	for {
+		for toks[i].isOp("+") || toks[i].isOp("-") {
+			i++
+		}
+		t := toks[i]
+		switch {
+		case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:
+			i++
+		case t.kind == tokIdent || t.kind == tokQuotedIdent:
+			if passThrough[t.val] && t.kind == tokIdent && !constantWords[t.val] {
+				return i
+			}
+			if toks[i+1].isOp("(") {
+				i = rw.sp.matchParen(i+1) + 1
+				break
+			}
+			if t.kind == tokIdent && (toks[i+1].kind == tokString || multiWordType[t.val]) {
+				if ref, err := rw.sp.parseType(i); err == nil && toks[ref.end].kind == tokString {
+					i = ref.end + 1
+					break
+				}
+			}
+			i++
+			for toks[i].isOp(".") && (toks[i+1].kind == tokIdent || toks[i+1].kind == tokQuotedIdent) {
+				i += 2
+			}
+		case t.isOp("("):
+			i = rw.sp.matchParen(i) + 1
+		default:
+			return i
+		}
+		if i > last {
+			return last
+		}
+		for toks[i].isOp("::") {
+			ref, err := rw.sp.parseType(i + 1)
+			if err != nil {
+				return i
+			}
+			i = ref.end
+		}
+		switch {
+		case toks[i].kind == tokOp && strings.Contains(" + - * / % || ", " "+toks[i].val+" "):
+			i++
+		default:
+			return i
+		}
+	}
+}
+
+// castCall rewrites CAST(x AS type) at toks[i] to basin__cast_type(x).
+func (rw *rewriter) castCall(i, j int) (int, error) {
+	sp := rw.sp
+	open := i + 1
+	close := sp.matchParen(open)
+	as, comma := -1, -1
+	depth := 0
+	for k := open; k < close; k++ {
+		switch {
+		case sp.toks[k].isOp("("):
+			depth++
+		case sp.toks[k].isOp(")"):
+			depth--
+		case depth == 1 && sp.toks[k].isWord("as"):
+			as = k
+		case depth == 1 && sp.toks[k].isOp(",") && comma < 0:
+			comma = k
+		}
+	}
+	if close >= j || as < 0 {
+		// Malformed: let TiDB report where.
+		rw.addTok(sp.toks[i], "CAST", itemFunc)
+		return i + 1, nil
+	}
+	if as == open+1 {
+		return 0, sp.syntaxErr(sp.toks[as])
+	}
+	if comma >= 0 && comma < as {
+		return 0, sp.syntaxErr(sp.toks[comma])
+	}
+	ref, err := sp.parseType(as + 1)
+	if err != nil {
+		return 0, err
+	}
+	if ref.end != close {
+		return 0, sp.syntaxErr(sp.toks[ref.end])
+	}
+	t := sp.toks[i]
+	rw.add(outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: t.pos, origEnd: t.end,
+		cast: &castInfo{typ: ref.typ, pos: t.pos}})
+	rw.addTok(sp.toks[open], "(", itemOpen)
+	rw.out[len(rw.out)-1].glue = true
+	if err := rw.run(open+1, as); err != nil {
+		return 0, err
+	}
+	rw.addTok(sp.toks[close], ")", itemClose)
+	return close + 1, nil
+}
+
+// typedLiteral rewrites TIMESTAMP '...' (type name, then a string) to a
+// cast of the string.
+func (rw *rewriter) typedLiteral(i int, ref typeRef) int {
+	t := rw.sp.toks[i]
+	s := rw.sp.toks[ref.end]
+	rw.add(outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: t.pos, origEnd: t.end,
+		cast: &castInfo{typ: ref.typ, pos: t.pos}})
+	rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
+	rw.addTok(s, stringTiDB(s.val), itemOperand)
+	rw.add(outItem{text: ")", kind: itemClose, orig: s.pos, origEnd: s.end})
+	return ref.end + 1
+}
+
+// castOp rewrites x::type (the :: at toks[i]) by wrapping the operand
+// already written, which :: binds tighter than any other operator.
+func (rw *rewriter) castOp(i int) (int, error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	start := rw.operandStart()
+	if start < 0 {
+		return 0, sp.syntaxErr(t)
+	}
+	ref, err := sp.parseType(i + 1)
+	if err != nil {
+		return 0, err
+	}
+	first := rw.out[start]
+	last := sp.toks[ref.end-1]
+	fn := outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: first.orig, origEnd: first.origEnd,
+		cast: &castInfo{typ: ref.typ, pos: t.pos}}
+	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
+	rw.out = slices.Insert(rw.out, start, fn, open)
+	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
+	return ref.end, nil
+}
+
+// operandStart returns the index in rw.out where the operand ending at
+// the last item starts, or -1 when the last item ends no operand.
+func (rw *rewriter) operandStart() int {
+	out := rw.out
+	k := len(out) - 1
+	if k < 0 {
+		return -1
+	}
+	dotted := func(s int) int {
+		for s >= 2 && out[s-1].kind == itemDot && out[s-2].kind == itemOperand {
+			s -= 2
+		}
+		return s
+	}
+	switch out[k].kind {
+	case itemOperand:
+		return dotted(k)
+	case itemClose:
+		m := matchBack(out, k, itemOpen, itemClose)
+		if m < 0 {
+			return -1
+		}
+		if m > 0 && out[m-1].kind == itemFunc {
+			return dotted(m - 1)
+		}
+		return m
+	case itemEnd:
+		return matchBack(out, k, itemCase, itemEnd)
+	}
+	return -1
+}
+
+// matchBack finds the opening item matching the closing one at out[k].
+func matchBack(out []outItem, k int, open, close itemKind) int {
+	depth := 0
+	for m := k; m >= 0; m-- {
+		switch out[m].kind {
+		case close:
+			depth++
+		case open:
+			depth--
+			if depth == 0 {
+				return m
+			}
+		}
+	}
+	return -1
+}
+
+func castFuncName(t catalog.Type) string {
+	return castFuncPrefix + strings.ToLower(t.String())
+}
+
+// quoteTiDB quotes a name for TiDB.
+func quoteTiDB(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// stringTiDB spells a string constant for TiDB, whose parser runs with
+// NO_BACKSLASH_ESCAPES: only the quote needs doubling.
+func stringTiDB(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// errAt returns err as a *pgerr.Error, for callers that must return the
+// concrete type.
+func errAt(err error) *pgerr.Error {
+	if pe, ok := pgerr.As(err); ok {
+		return pe
+	}
+	return internalErr("%v", err)
+}

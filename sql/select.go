@@ -1,0 +1,370 @@
+package sql
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// selectInfo is what the token layer learns about a SELECT that TiDB's
+// AST does not keep.
+type selectInfo struct {
+	// fromPos is the byte offset of the relation after FROM, or -1.
+	fromPos int
+	// nulls[k] is NULLS FIRST/LAST of the k-th ORDER BY item, which TiDB
+	// does not parse and the token layer strips.
+	nulls []*bool
+	// orderStarts and groupStarts are the byte offsets where the ORDER
+	// BY and GROUP BY items start: TiDB turns ORDER BY 1 into a position
+	// without an offset.
+	orderStarts, groupStarts []int
+}
+
+// parseSelect parses the SELECT in toks[lo:hi]; toks[hi] ends it.
+//
+// The token layer handles what TiDB's grammar lacks or reads differently:
+// NULLS FIRST/LAST is stripped and recorded, and the LIMIT / OFFSET /
+// FETCH clauses (which Postgres accepts in any order, OFFSET alone and
+// LIMIT ALL included) are cut off and parsed here, each value as an
+// expression of its own.
+func (sp *stmtParser) parseSelect(lo, hi int) (*Select, error) {
+	toks := sp.toks
+	info := selectInfo{fromPos: -1}
+	tail := hi
+	orderBy, groupBy := -1, -1
+	var clauses []int // depth-0 clause keywords after GROUP BY
+	depth := 0
+scan:
+	for k := lo; k < hi; k++ {
+		t := toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth != 0 || t.kind != tokIdent:
+		case t.val == "union" || t.val == "intersect" || t.val == "except":
+			return nil, unsupported(sp.charPos(t.pos), "UNION, INTERSECT and EXCEPT are not supported")
+		case t.val == "limit" || t.val == "offset" || t.val == "fetch" || t.val == "for":
+			tail = k
+			break scan
+		case t.val == "from" && info.fromPos < 0:
+			info.fromPos = toks[k+1].pos
+		case t.val == "group" && toks[k+1].isWord("by"):
+			groupBy = k
+		case t.val == "order" && toks[k+1].isWord("by"):
+			orderBy = k
+			clauses = append(clauses, k)
+		case t.val == "having" || t.val == "window":
+			clauses = append(clauses, k)
+		}
+	}
+
+	skip := make(map[int]bool)
+	if groupBy >= 0 {
+		end := tail
+		for _, c := range clauses {
+			if c > groupBy && c < end {
+				end = c
+			}
+		}
+		for _, it := range sp.splitList(groupBy+2, end) {
+			info.groupStarts = append(info.groupStarts, toks[it[0]].pos)
+		}
+	}
+	if orderBy >= 0 {
+		for _, it := range sp.splitList(orderBy+2, tail) {
+			a, b := it[0], it[1]
+			info.orderStarts = append(info.orderStarts, toks[a].pos)
+			var nf *bool
+			if b-a >= 3 && toks[b-2].isWord("nulls") && (toks[b-1].isWord("first") || toks[b-1].isWord("last")) {
+				first := toks[b-1].isWord("first")
+				nf = &first
+				skip[b-2], skip[b-1] = true, true
+			}
+			info.nulls = append(info.nulls, nf)
+		}
+	}
+
+	rw := sp.newRewriter(lo)
+	rw.skip = skip
+	if err := rw.run(lo, tail); err != nil {
+		return nil, err
+	}
+	tt := build(rw.out, toks[tail])
+	stmt, err := sp.parseTiDB(tt)
+	if err != nil {
+		return nil, err
+	}
+	c := &converter{sp: sp, tt: tt}
+	sel, err := c.selectStmt(stmt, &info)
+	if err != nil {
+		return nil, err
+	}
+	if err := sp.selectTail(sel, tail, hi); err != nil {
+		return nil, err
+	}
+	return sel, nil
+}
+
+// splitList splits toks[a:b] at depth-0 commas into [start, end) pairs.
+// An empty range has no items; an empty item (a, , b) is kept for the
+// caller to report.
+func (sp *stmtParser) splitList(a, b int) [][2]int {
+	if a >= b {
+		return nil
+	}
+	var items [][2]int
+	depth := 0
+	start := a
+	for k := a; k < b; k++ {
+		switch t := sp.toks[k]; {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth == 0 && t.isOp(","):
+			items = append(items, [2]int{start, k})
+			start = k + 1
+		}
+	}
+	return append(items, [2]int{start, b})
+}
+
+// selectTail parses LIMIT, OFFSET and FETCH in toks[k:hi].
+func (sp *stmtParser) selectTail(sel *Select, k, hi int) error {
+	toks := sp.toks
+	limitSeen, offsetSeen := false, false
+	for k < hi {
+		t := toks[k]
+		switch {
+		case t.isWord("limit"), t.isWord("fetch"):
+			if limitSeen {
+				return &pgerr.Error{Code: pgerr.SyntaxError, Message: "multiple LIMIT clauses not allowed",
+					Position: sp.charPos(t.pos)}
+			}
+			limitSeen = true
+			var err error
+			if t.isWord("limit") {
+				k, err = sp.limitClause(sel, k+1, hi)
+			} else {
+				k, err = sp.fetchClause(sel, k+1, hi)
+			}
+			if err != nil {
+				return err
+			}
+		case t.isWord("offset"):
+			if offsetSeen {
+				return &pgerr.Error{Code: pgerr.SyntaxError, Message: "multiple OFFSET clauses not allowed",
+					Position: sp.charPos(t.pos)}
+			}
+			offsetSeen = true
+			e, next, err := sp.tailExpr(k+1, hi)
+			if err != nil {
+				return err
+			}
+			sel.Offset = e
+			k = next
+			if toks[k].isWord("row") || toks[k].isWord("rows") {
+				k++
+			}
+		case t.isWord("for"):
+			return unsupported(sp.charPos(t.pos), "SELECT ... FOR UPDATE/SHARE is not supported")
+		default:
+			return sp.syntaxErr(t)
+		}
+	}
+	return nil
+}
+
+func (sp *stmtParser) limitClause(sel *Select, k, hi int) (int, error) {
+	if sp.toks[k].isWord("all") {
+		return k + 1, nil // LIMIT ALL: no limit
+	}
+	e, next, err := sp.tailExpr(k, hi)
+	if err != nil {
+		return 0, err
+	}
+	sel.Limit = e
+	return next, nil
+}
+
+// fetchClause parses FETCH {FIRST|NEXT} [n] {ROW|ROWS} ONLY after FETCH.
+func (sp *stmtParser) fetchClause(sel *Select, k, hi int) (int, error) {
+	toks := sp.toks
+	if !toks[k].isWord("first") && !toks[k].isWord("next") {
+		return 0, sp.syntaxErr(toks[k])
+	}
+	k++
+	if toks[k].isWord("row") || toks[k].isWord("rows") {
+		sel.Limit = &Literal{Value: int64(1), Type: catalog.BigInt}
+	} else {
+		e, next, err := sp.tailExpr(k, hi)
+		if err != nil {
+			return 0, err
+		}
+		sel.Limit = e
+		k = next
+	}
+	if !toks[k].isWord("row") && !toks[k].isWord("rows") {
+		return 0, sp.syntaxErr(toks[k])
+	}
+	k++
+	if toks[k].isWord("with") && toks[k+1].isWord("ties") {
+		return 0, unsupported(sp.charPos(toks[k].pos), "FETCH ... WITH TIES is not supported")
+	}
+	if !toks[k].isWord("only") {
+		return 0, sp.syntaxErr(toks[k])
+	}
+	return k + 1, nil
+}
+
+// tailExpr parses the value of a LIMIT, OFFSET or FETCH clause: the
+// tokens from k up to the next clause keyword at depth 0.
+func (sp *stmtParser) tailExpr(k, hi int) (Expr, int, error) {
+	e := k
+	depth := 0
+	for ; e < hi; e++ {
+		t := sp.toks[e]
+		if t.isOp("(") {
+			depth++
+		} else if t.isOp(")") {
+			depth--
+		} else if depth == 0 && t.kind == tokIdent {
+			switch t.val {
+			case "limit", "offset", "fetch", "for", "row", "rows":
+				goto done
+			}
+		}
+	}
+done:
+	if e == k {
+		return nil, 0, sp.syntaxErr(sp.toks[k])
+	}
+	x, err := sp.parseExpr(k, e)
+	return x, e, err
+}
+
+// parseExpr parses toks[a:b] as one expression, by handing TiDB
+// "SELECT <expr>".
+func (sp *stmtParser) parseExpr(a, b int) (Expr, error) {
+	rw := sp.newRewriter(a)
+	first := sp.toks[a]
+	rw.add(outItem{text: "SELECT", orig: first.pos, origEnd: first.pos})
+	if err := rw.run(a, b); err != nil {
+		return nil, err
+	}
+	tt := build(rw.out, sp.toks[b])
+	stmt, err := sp.parseTiDB(tt)
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := stmt.(*ast.SelectStmt)
+	if !ok || sel.Fields == nil || len(sel.Fields.Fields) == 0 {
+		return nil, sp.syntaxErr(first)
+	}
+	c := &converter{sp: sp, tt: tt}
+	fields := sel.Fields.Fields
+	if len(fields) > 1 {
+		// The comma before the second field is where Postgres stops.
+		start, _ := c.fieldSpan(fields[1])
+		if k := sp.tokenAt(start); k > 0 {
+			return nil, sp.syntaxErr(sp.toks[k-1])
+		}
+		return nil, sp.syntaxErr(first)
+	}
+	f := fields[0]
+	if f.AsName.L != "" || f.WildCard != nil || sel.From != nil || sel.Where != nil ||
+		sel.GroupBy != nil || sel.Having != nil || sel.OrderBy != nil || sel.Limit != nil {
+		_, end := c.fieldSpan(f)
+		if k := sp.tokenBefore(end); k >= 0 {
+			return nil, sp.syntaxErr(sp.toks[k])
+		}
+		return nil, sp.syntaxErr(first)
+	}
+	return c.expr(f.Expr)
+}
+
+// tokenBefore returns the index of the last token ending at or before
+// byte offset off, or -1.
+func (sp *stmtParser) tokenBefore(off int) int {
+	toks := sp.toks[:len(sp.toks)-1]
+	return sort.Search(len(toks), func(k int) bool { return toks[k].end > off }) - 1
+}
+
+// parseInsert parses INSERT INTO name [(cols)] VALUES (...), ... at
+// toks[i].
+func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
+	toks := sp.toks
+	hi := len(toks) - 1
+	depth := 0
+	for k := i; k < hi; k++ {
+		t := toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth != 0 || t.kind != tokIdent:
+		case t.val == "returning":
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... RETURNING is not supported")
+		case t.val == "on" && toks[k+1].isWord("conflict"):
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... ON CONFLICT is not supported")
+		case t.val == "default" && toks[k+1].isWord("values"):
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... DEFAULT VALUES is not supported")
+		case t.val == "overriding":
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... OVERRIDING is not supported")
+		case t.val == "select" || t.val == "with" || t.val == "table":
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... %s is not supported", strings.ToUpper(t.val)).
+				WithHint("INSERT takes VALUES.")
+		}
+	}
+	rw := sp.newRewriter(i)
+	if err := rw.run(i, hi); err != nil {
+		return nil, err
+	}
+	tt := build(rw.out, toks[hi])
+	stmt, err := sp.parseTiDB(tt)
+	if err != nil {
+		return nil, err
+	}
+	ins, ok := stmt.(*ast.InsertStmt)
+	if !ok {
+		return nil, sp.syntaxErr(toks[i])
+	}
+	c := &converter{sp: sp, tt: tt}
+	out, err := c.insertStmt(ins)
+	if err != nil {
+		return nil, err
+	}
+	sp.insertPositions(out, i)
+	return out, nil
+}
+
+// insertPositions fills the positions of the table and column names,
+// which TiDB's AST does not keep, from the tokens.
+func (sp *stmtParser) insertPositions(ins *Insert, i int) {
+	toks := sp.toks
+	k := i + 1
+	if !toks[k].isWord("into") {
+		return
+	}
+	k++
+	ins.Pos = sp.charPos(toks[k].pos)
+	k++
+	if !toks[k].isOp("(") || len(ins.Columns) == 0 {
+		return
+	}
+	cols := sp.splitList(k+1, sp.matchParen(k))
+	if len(cols) != len(ins.Columns) {
+		return
+	}
+	ins.ColumnPos = make([]int, len(cols))
+	for n, c := range cols {
+		ins.ColumnPos[n] = sp.charPos(toks[c[0]].pos)
+	}
+}

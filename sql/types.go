@@ -1,0 +1,148 @@
+package sql
+
+import (
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// typeRef is a type name read from the token stream.
+type typeRef struct {
+	typ catalog.Type
+	// end is the index of the first token after the name and its
+	// modifiers.
+	end int
+}
+
+// unsupportedTypes are type names Postgres (or ksqlDB) knows and basin
+// does not; naming one is a 0A000, not a 42704.
+var unsupportedTypes = map[string]bool{
+	"date": true, "time": true, "time with time zone": true, "time without time zone": true,
+	"timetz": true, "timestamptz": true, "timestamp with time zone": true, "interval": true,
+	"json": true, "jsonb": true, "bytea": true, "bytes": true, "uuid": true, "money": true,
+	"inet": true, "cidr": true, "macaddr": true, "oid": true, "regclass": true, "regtype": true,
+	"regproc": true, "name": true, "bit": true, "bit varying": true, "varbit": true,
+	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
+	"smallserial": true, "xml": true, "point": true, "line": true, "box": true, "polygon": true,
+	"circle": true, "path": true, "lseg": true, "tsvector": true, "tsquery": true, "record": true,
+	"array": true, "map": true, "struct": true, "jsonpath": true, "pg_lsn": true,
+}
+
+// parseType reads a type name at toks[i]: ksqlDB, Postgres or MySQL
+// spellings, multi-word names (DOUBLE PRECISION, CHARACTER VARYING,
+// TIMESTAMP WITHOUT TIME ZONE), an optional pg_catalog. prefix and
+// ignored modifiers (VARCHAR(20), NUMERIC(10,2)).
+//
+// When the words are not a type basin supports it returns an error that
+// callers raise only in a position where a type is required: a known
+// but unsupported type is 0A000, an unknown name 42704 as in Postgres,
+// and a non-word a syntax error. ref.end is meaningful with the 42704
+// error too (one past the unknown word), which lets the typed-literal
+// check (foo 'x') tell "not a type" from "not a typed literal".
+func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
+	toks := sp.toks
+	j := i
+	if (toks[j].isWord("pg_catalog") || toks[j].is(tokQuotedIdent, "pg_catalog")) && toks[j+1].isOp(".") {
+		j += 2
+	}
+	first := toks[j]
+	if first.kind != tokIdent && first.kind != tokQuotedIdent {
+		return typeRef{end: j}, sp.syntaxErr(first)
+	}
+	name := first.val
+	j++
+	if first.kind == tokIdent {
+		switch name {
+		case "double":
+			if toks[j].isWord("precision") {
+				name += " precision"
+				j++
+			}
+		case "character", "char", "national":
+			if name == "national" && toks[j].isWord("character") {
+				name = "character"
+				j++
+			}
+			if toks[j].isWord("varying") {
+				name = "character varying"
+				j++
+			}
+		case "bit":
+			if toks[j].isWord("varying") {
+				name += " varying"
+				j++
+			}
+		case "timestamp", "time":
+			// The precision comes before the zone: timestamp(3) with time zone.
+			var err *pgerr.Error
+			if j, err = sp.typeModifiers(j); err != nil {
+				return typeRef{end: j}, err
+			}
+			if (toks[j].isWord("with") || toks[j].isWord("without")) && toks[j+1].isWord("time") && toks[j+2].isWord("zone") {
+				name += " " + toks[j].val + " time zone"
+				j += 3
+			}
+		}
+	}
+	j, err := sp.typeModifiers(j)
+	if err != nil {
+		return typeRef{end: j}, err
+	}
+	if toks[j].isOp("[") {
+		return typeRef{end: j}, unsupported(sp.charPos(toks[j].pos), "array types are not supported")
+	}
+	if first.kind == tokIdent || name == strings.ToLower(name) {
+		if t, ok := catalog.ParseType(name); ok {
+			return typeRef{typ: t, end: j}, nil
+		}
+	}
+	pos := sp.charPos(first.pos)
+	if unsupportedTypes[name] {
+		return typeRef{end: j}, unsupported(pos, "type %s is not supported", name).
+			WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, VARCHAR and TIMESTAMP.")
+	}
+	return typeRef{end: j}, &pgerr.Error{Code: pgerr.UndefinedObject,
+		Message: "type \"" + name + "\" does not exist", Position: pos}
+}
+
+// typeModifiers skips (n) or (n, m) after a type name.
+func (sp *stmtParser) typeModifiers(j int) (int, *pgerr.Error) {
+	toks := sp.toks
+	if !toks[j].isOp("(") {
+		return j, nil
+	}
+	j++
+	for {
+		if toks[j].kind != tokNumber || !toks[j].isInt {
+			return j, sp.syntaxErr(toks[j])
+		}
+		j++
+		if toks[j].isOp(")") {
+			return j + 1, nil
+		}
+		if !toks[j].isOp(",") {
+			return j, sp.syntaxErr(toks[j])
+		}
+		j++
+	}
+}
+
+// tidbTypeName is how a basin type is spelled for TiDB in a column
+// definition. Only the spelling's validity matters: the converter takes
+// the type from the side table, not from TiDB.
+func tidbTypeName(t catalog.Type) string {
+	switch t {
+	case catalog.Boolean:
+		return "BOOLEAN"
+	case catalog.Int:
+		return "INT"
+	case catalog.BigInt:
+		return "BIGINT"
+	case catalog.Double:
+		return "DOUBLE"
+	case catalog.Timestamp:
+		return "DATETIME"
+	}
+	return "TEXT"
+}
