@@ -167,8 +167,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	_ = p1.cmd.Wait()
 	close(stop)
+	cl.Close() // fails whatever the dead broker never acknowledged
 	produced.Wait()
-	cl.Close()
 
 	p2 := startProcess(t, args...)
 	conn2 := connectRetry(t, pgAddr)

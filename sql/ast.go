@@ -193,7 +193,11 @@ func (*Explain) statement()       {}
 func (*Txn) statement()           {}
 
 // Expr is a scalar expression. Pos is the 1-based character position in
-// the statement text, or 0 when unknown; errors use it.
+// the text given to Parse, or 0 when unknown; errors use it. It is where
+// Postgres reports the expression: the operator of a Binary or Unary
+// (the LIKE of x NOT LIKE y, the NOT of its Unary), the :: or CAST of a
+// Cast, the name of a Func or ColumnRef, else where the expression
+// starts.
 type Expr interface {
 	Position() int
 }

@@ -407,8 +407,9 @@ func QuoteIdent(name string) string {
 // keep it a name (a keyword that is not also a function, or odd
 // characters).
 func funcName(name string) string {
-	if isPlainName(name) && (!passThrough[name] || name == "left" || name == "right") &&
-		!reservedWords[name] && unsupportedWords[name] == "" {
+	callable := !passThrough[name] || name == "left" || name == "right" ||
+		constantWords[name] && name != "true" && name != "false" && name != "null"
+	if isPlainName(name) && callable && !reservedWords[name] && unsupportedWords[name] == "" {
 		return name
 	}
 	return QuoteIdent(name)

@@ -11,7 +11,8 @@ import (
 
 // FuzzParse checks that Parse never panics, that every error it returns
 // carries a SQLSTATE other than XX000 and a position inside the text, and
-// that every statement it returns survives a Format round trip. Seeds are
+// that every statement it returns survives a Format round trip and parses
+// back from its own text. Seeds are
 // the committed corpus in testdata/fuzz/FuzzParse, every input of
 // testdata/parse, and the statements below.
 func FuzzParse(f *testing.F) {
@@ -32,7 +33,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		stmts, err := Parse(text)
+		stmts, err := ParseStatements(text)
 		if err != nil {
 			pe, ok := pgerr.As(err)
 			if !ok {
@@ -46,8 +47,8 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, s := range stmts {
-			if err := checkRoundTrip(s); err != nil {
+		for _, p := range stmts {
+			if err := checkStatement(p); err != nil {
 				t.Fatalf("Parse(%q): %v", text, err)
 			}
 		}

@@ -17,11 +17,24 @@ import (
 // the 1-based character index of the offending token in text; valid
 // Postgres that basin does not implement is 0A000 naming the construct.
 func Parse(text string) ([]Statement, error) {
+	parsed, err := ParseStatements(text)
+	if err != nil {
+		return nil, err
+	}
+	stmts := make([]Statement, len(parsed))
+	for i, p := range parsed {
+		stmts[i] = p.Stmt
+	}
+	return stmts, nil
+}
+
+// parse implements ParseStatements.
+func parse(text string) ([]Parsed, error) {
 	if !utf8.ValidString(text) {
 		off := 0
-		for off < len(text) {
+		for {
 			r, size := utf8.DecodeRuneInString(text[off:])
-			if r == utf8.RuneError && size <= 1 {
+			if r == utf8.RuneError && size == 1 {
 				break
 			}
 			off += size
@@ -34,7 +47,7 @@ func Parse(text string) ([]Statement, error) {
 	if lerr != nil {
 		return nil, lerr
 	}
-	var stmts []Statement
+	var out []Parsed
 	pt := newPosTable(text)
 	for len(toks) > 0 {
 		n := 0
@@ -61,9 +74,9 @@ func Parse(text string) ([]Statement, error) {
 		if err != nil {
 			return nil, err
 		}
-		stmts = append(stmts, st)
+		out = append(out, Parsed{Stmt: st, Text: text[piece[0].pos:piece[n-1].end]})
 	}
-	return stmts, nil
+	return out, nil
 }
 
 // stmtParser parses one statement. toks are its tokens, ending with a

@@ -16,15 +16,20 @@ import (
 //	parse [pos]  the input is parsed; the output is each statement as
 //	             Format writes it, or the error. With pos, positions
 //	             (@n), select-item texts and CTAS select texts are shown.
+//	statements   the text ParseStatements gives each statement, one
+//	             per line between brackets.
 //	rewrite      the TiDB text the input's single statement rewrites to,
 //	             with each item's origin in the input.
+//
+// Every statement parse and statements return is also checked to
+// survive a Format round trip and to parse back from its own text.
 //
 // Rewrite expected output with -rewrite and review the diff.
 func TestParse(t *testing.T) {
 	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
-		case "parse":
-			stmts, err := Parse(d.Input)
+		case "parse", "statements":
+			stmts, err := ParseStatements(d.Input)
 			if err != nil {
 				return formatError(d.Input, err)
 			}
@@ -32,14 +37,17 @@ func TestParse(t *testing.T) {
 				return "(no statements)\n"
 			}
 			var b strings.Builder
-			for _, s := range stmts {
-				if d.HasArg("pos") {
-					b.WriteString(formatPositions(s))
-				} else {
-					b.WriteString(Format(s))
+			for _, p := range stmts {
+				switch {
+				case d.Cmd == "statements":
+					fmt.Fprintf(&b, "[%s]", p.Text)
+				case d.HasArg("pos"):
+					b.WriteString(formatPositions(p.Stmt))
+				default:
+					b.WriteString(Format(p.Stmt))
 				}
 				b.WriteString("\n")
-				if err := checkRoundTrip(s); err != nil {
+				if err := checkStatement(p); err != nil {
 					t.Errorf("%s: %v", d.Pos, err)
 				}
 			}
@@ -120,6 +128,22 @@ func formatPositions(s Statement) string {
 		out += "\n  " + e
 	}
 	return out
+}
+
+// checkStatement checks that a parsed statement survives a Format round
+// trip and that its text parses back to it.
+func checkStatement(p Parsed) error {
+	if err := checkRoundTrip(p.Stmt); err != nil {
+		return err
+	}
+	again, err := Parse(p.Text)
+	if err != nil {
+		return fmt.Errorf("statement text %q does not parse: %v", p.Text, err)
+	}
+	if len(again) != 1 || Format(again[0]) != Format(p.Stmt) {
+		return fmt.Errorf("statement text %q does not parse back to %q", p.Text, Format(p.Stmt))
+	}
+	return nil
 }
 
 // checkRoundTrip checks that Format's output parses back to a statement

@@ -187,17 +187,18 @@ var niladicFuncs = map[string]bool{
 }
 
 // unsupportedWords are Postgres reserved words for constructs basin does
-// not implement; TiDB would misread most of them as names.
+// not implement, with the error they get; TiDB would misread most of
+// them as names.
 var unsupportedWords = map[string]string{
-	"only":        "ONLY",
-	"returning":   "RETURNING",
-	"tablesample": "TABLESAMPLE",
-	"overlaps":    "OVERLAPS",
-	"variadic":    "VARIADIC",
-	"symmetric":   "BETWEEN SYMMETRIC",
-	"asymmetric":  "BETWEEN ASYMMETRIC",
-	"array":       "arrays",
-	"collate":     "COLLATE",
+	"only":        "ONLY is not supported",
+	"returning":   "RETURNING is not supported",
+	"tablesample": "TABLESAMPLE is not supported",
+	"overlaps":    "OVERLAPS is not supported",
+	"variadic":    "VARIADIC is not supported",
+	"symmetric":   "BETWEEN SYMMETRIC is not supported",
+	"asymmetric":  "BETWEEN ASYMMETRIC is not supported",
+	"array":       "arrays are not supported",
+	"collate":     "COLLATE is not supported",
 }
 
 // reservedWords are the remaining Postgres reserved words: never names,
@@ -366,22 +367,22 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
 			return 0, unsupported(pos, "AT TIME ZONE is not supported")
 		}
+	case "row":
+		if next.isOp("(") {
+			return 0, unsupported(pos, "row constructors are not supported")
+		}
 	case "like", "ilike":
 		return rw.like(i, j)
 	}
 
 	if niladicFuncs[t.val] && !next.isOp("(") {
-		rw.add(outItem{text: t.val, kind: itemFunc, orig: t.pos, origEnd: t.end})
+		rw.add(outItem{text: funcTiDB(t.val), kind: itemFunc, orig: t.pos, origEnd: t.end})
 		rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
 		rw.add(outItem{text: ")", kind: itemClose, orig: t.pos, origEnd: t.end})
 		return i + 1, nil
 	}
-	if what, ok := unsupportedWords[t.val]; ok {
-		verb := "is"
-		if strings.HasSuffix(what, "s") && what == strings.ToLower(what) {
-			verb = "are"
-		}
-		return 0, unsupported(pos, "%s %s not supported", what, verb)
+	if msg, ok := unsupportedWords[t.val]; ok {
+		return 0, unsupported(pos, "%s", msg)
 	}
 	if passThrough[t.val] || rw.keywords[t.val] {
 		kind := itemOther
@@ -408,7 +409,7 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		rw.addTok(t, funcTiDB(t.val), itemFunc)
 		return i + 1, nil
 	}
-	if next.kind == tokString || multiWordType[t.val] {
+	if next.kind == tokString || typeLiteralStarts[t.val] {
 		// A type name directly followed by a string is a typed literal
 		// (TIMESTAMP '...'); a word that is no type is reported as one.
 		// A malformed modifier means this was no type name at all.
@@ -424,12 +425,12 @@ func (rw *rewriter) word(i, j int) (int, error) {
 	return i + 1, nil
 }
 
-// tidbAggregates are the aggregates TiDB parses as keywords, which it
-// must for COUNT(*) and DISTINCT. Every other function name is written
-// quoted, which makes TiDB read a plain call whatever special grammar
-// MySQL has for the name (EXTRACT, POSITION, CHAR, ...).
-// (STDDEV and VARIANCE are not among them: TiDB reads them as the
-// population variants, Postgres as the sample ones.)
+// tidbAggregates are the aggregates written bare, for TiDB to parse as
+// keywords: COUNT(*) and DISTINCT need its aggregate grammar. Every other
+// function name is written quoted, which makes TiDB read a plain call
+// whatever special grammar MySQL has for the name (EXTRACT, POSITION,
+// CHAR, ...). STDDEV and VARIANCE stay quoted because TiDB reads them as
+// the population variants, Postgres as the sample ones.
 var tidbAggregates = map[string]bool{
 	"count": true, "sum": true, "avg": true, "min": true, "max": true,
 }
@@ -544,9 +545,10 @@ func (rw *rewriter) specialCall(i, j int) (next int, ok bool, err error) {
 	return close + 1, true, nil
 }
 
-// multiWordType are the first words of type names that take more than
-// one word, which may precede a typed literal's string.
-var multiWordType = map[string]bool{
+// typeLiteralStarts are words that can start a typed literal whose
+// string is not the next token: DOUBLE PRECISION '1', VARCHAR(3) 'x',
+// pg_catalog.int8 '1'.
+var typeLiteralStarts = map[string]bool{
 	"double": true, "character": true, "char": true, "national": true, "timestamp": true,
 	"time": true, "bit": true, "pg_catalog": true, "varchar": true, "numeric": true, "decimal": true,
 }
@@ -604,7 +606,7 @@ func (rw *rewriter) arithSpan(i int) int {
 				i = rw.sp.matchParen(i+1) + 1
 				break
 			}
-			if t.kind == tokIdent && (toks[i+1].kind == tokString || multiWordType[t.val]) {
+			if t.kind == tokIdent && (toks[i+1].kind == tokString || typeLiteralStarts[t.val]) {
 				if ref, err := rw.sp.parseType(i); err == nil && toks[ref.end].kind == tokString {
 					i = ref.end + 1
 					break
@@ -785,13 +787,4 @@ func quoteTiDB(name string) string {
 // NO_BACKSLASH_ESCAPES: only the quote needs doubling.
 func stringTiDB(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// errAt returns err as a *pgerr.Error, for callers that must return the
-// concrete type.
-func errAt(err error) *pgerr.Error {
-	if pe, ok := pgerr.As(err); ok {
-		return pe
-	}
-	return internalErr("%v", err)
 }
