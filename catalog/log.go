@@ -51,6 +51,9 @@ type Log struct {
 	}
 }
 
+// maxUncollected bounds the applied changes kept for Submit to collect.
+const maxUncollected = 1024
+
 type waiter struct {
 	offset int64
 	ch     chan struct{}
@@ -162,7 +165,17 @@ func (l *Log) replay(ctx context.Context) {
 func (l *Log) markApplied(ch Change) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Submit collects the change of its own command right after it is
+	// applied; changes nobody collects (other nodes' commands) are
+	// dropped once far behind.
 	l.mu.changes[ch.Offset] = ch
+	if len(l.mu.changes) > maxUncollected {
+		for off := range l.mu.changes {
+			if off < ch.Offset-maxUncollected {
+				delete(l.mu.changes, off)
+			}
+		}
+	}
 	if ch.Offset > l.mu.applied {
 		l.mu.applied = ch.Offset
 	}

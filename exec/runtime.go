@@ -97,6 +97,8 @@ type TaskState struct {
 	// updatedAt is the timestamp (unix ms) of the last record applied.
 	updatedAt atomic.Int64
 	restored  atomic.Bool
+	ready     chan struct{} // closed once restored the first time
+	readyOnce sync.Once
 	errors    atomic.Int64 // records skipped since start
 	mu        struct {
 		sync.Mutex
@@ -123,6 +125,17 @@ func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 		}
 	}
 	return offsetLag, timeLagMs
+}
+
+func newTaskState(p int32) *TaskState {
+	return &TaskState{Partition: p, ready: make(chan struct{})}
+}
+
+// markRestored records that the task's store has caught up with its
+// changelog and the task is processing input.
+func (t *TaskState) markRestored() {
+	t.restored.Store(true)
+	t.readyOnce.Do(func() { close(t.ready) })
 }
 
 // Role is "active" once the task has restored its store, "restoring"
@@ -222,8 +235,7 @@ func (rt *Runtime) Queries() []*Query {
 func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	q := &Query{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
-		ts := &TaskState{Partition: p}
-		q.Tasks = append(q.Tasks, ts)
+		q.Tasks = append(q.Tasks, newTaskState(p))
 	}
 	return rt.start(q, func(ctx context.Context) {
 		for _, ts := range q.Tasks {
@@ -252,7 +264,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	q := &Query{Rel: rel, Plan: plan}
 	for p := int32(0); p < rel.Partitions; p++ {
-		q.Tasks = append(q.Tasks, &TaskState{Partition: p})
+		q.Tasks = append(q.Tasks, newTaskState(p))
 	}
 	return rt.start(q, func(ctx context.Context) {
 		for _, ts := range q.Tasks {
@@ -262,7 +274,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		if plan.Repartition {
 			for sp := int32(0); sp < plan.Source.Partitions; sp++ {
 				t := newRekeyTask(rt, plan, sp)
-				ts := &TaskState{Partition: sp}
+				ts := newTaskState(sp)
 				rt.supervise(ctx, q, fmt.Sprintf("%s/rekey/%d", rel.Name, sp), ts, t.run)
 			}
 		}
@@ -312,6 +324,19 @@ func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *Tas
 			backoff = min(2*backoff, 5*time.Second)
 		}
 	}()
+}
+
+// WaitReady waits until every task of the query has restored its store
+// and is processing input.
+func (q *Query) WaitReady(ctx context.Context) error {
+	for _, t := range q.Tasks {
+		select {
+		case <-t.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Stop stops a relation's query and waits for its tasks.

@@ -334,8 +334,26 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err != nil {
 		return err
 	}
-	return s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.View}, "CREATE TABLE", w)
+	if err := s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.View}, "", nil); err != nil {
+		return err
+	}
+	// Return once the view's tasks run here, so that rows inserted next are
+	// processed without a start-up delay. A slow start is not an error:
+	// the view is created and catches up.
+	if q, ok := s.e.Runtime.Query(st.Name); ok {
+		wctx, cancel := context.WithTimeout(ctx, viewStartWait)
+		defer cancel()
+		if err := q.WaitReady(wctx); err != nil {
+			_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.SuccessfulCompletion,
+				Message: fmt.Sprintf("view %s is created and still starting; SHOW QUERIES shows its status", st.Name)})
+		}
+	}
+	return w.Complete("CREATE TABLE")
 }
+
+// viewStartWait bounds how long CREATE TABLE AS waits for the view's
+// tasks to start.
+const viewStartWait = 10 * time.Second
 
 func (s *Session) submit(ctx context.Context, cmd *catalog.Command, tag string, w ResultWriter) error {
 	ch, err := s.e.Log.Submit(ctx, cmd)
@@ -344,6 +362,9 @@ func (s *Session) submit(ctx context.Context, cmd *catalog.Command, tag string, 
 	}
 	if ch.Err != nil {
 		return ch.Err
+	}
+	if w == nil {
+		return nil
 	}
 	return w.Complete(tag)
 }

@@ -179,7 +179,7 @@ func (t *tableTask) markRestored(ctx context.Context, next int64) error {
 		return err
 	}
 	t.state.inputEnd.Store(ends[t.state.Partition])
-	t.state.restored.Store(true)
+	t.state.markRestored()
 	return nil
 }
 
@@ -345,7 +345,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		return err
 	}
 	t.state.inputEnd.Store(ends[p])
-	t.state.restored.Store(true)
+	t.state.markRestored()
 
 	for {
 		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)

@@ -84,7 +84,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.broker, err = kafka.StartBroker(kafka.BrokerOptions{
 			Addr:    opts.BrokerAddr,
 			DataDir: filepath.Join(opts.DataDir, "kafka"),
-			Logger:  n.log.With("component", "broker"),
+			Logger:  n.log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("starting the embedded broker: %w", err)

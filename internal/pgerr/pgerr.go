@@ -1,7 +1,3 @@
-// Package pgerr carries SQLSTATE-coded errors from wherever basin detects
-// them to the wire. Every error a user can cause is an *Error with a Code;
-// anything else reaching the pgwire boundary is reported as InternalError
-// (XX000) and logged with its stack.
 package pgerr
 
 import (
