@@ -152,7 +152,7 @@ var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
 	"sqrt": func(_ catalog.Type, a []any) (any, error) {
 		f := a[0].(float64)
 		if f < 0 {
-			return nil, pgerr.New(pgerr.Code("2201F"), "cannot take square root of a negative number")
+			return nil, pgerr.New(pgerr.InvalidArgumentForPowerFunction, "cannot take square root of a negative number")
 		}
 		return math.Sqrt(f), nil
 	},
@@ -166,7 +166,7 @@ func substr(_ catalog.Type, a []any) (any, error) {
 	if len(a) == 3 {
 		n := a[2].(int64)
 		if n < 0 {
-			return nil, pgerr.New(pgerr.Code("22011"), "negative substring length not allowed")
+			return nil, pgerr.New(pgerr.SubstringError, "negative substring length not allowed")
 		}
 		end = from + n
 	}

@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -310,7 +309,7 @@ func constInt(e sql.Expr, clause string, def int64) (int64, error) {
 	}
 	n := v.(int64)
 	if n < 0 {
-		return 0, pgerr.New(pgerr.InvalidRowCountInLimit, "%s must not be negative", clause).WithPosition(e.Position())
+		return 0, pgerr.New(pgerr.InvalidRowCountInLimitClause, "%s must not be negative", clause).WithPosition(e.Position())
 	}
 	return n, nil
 }
@@ -592,24 +591,14 @@ func (p *PullPlan) String() string {
 	return b.String()
 }
 
-// EvalConst evaluates a constant expression (an INSERT value) as type t.
-// now() and current_timestamp read now.
-func EvalConst(e sql.Expr, t catalog.Type, now time.Time) (any, error) {
+// BindValue binds an INSERT value: an expression without columns,
+// converted to the column's type t as an assignment would. exec evaluates
+// it once per row inserted.
+func BindValue(e sql.Expr, t catalog.Type) (Scalar, error) {
 	b := &binder{clause: "VALUES"}
 	s, err := b.bind(e)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := s.(*Call); ok && (c.Name == "now" || c.Name == "current_timestamp") {
-		s = &Const{V: now, T: catalog.Timestamp}
-	}
-	s, err = castTo(s, t, e.Position())
-	if err != nil {
-		return nil, err
-	}
-	c, ok := s.(*Const)
-	if !ok {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "INSERT values must be constants").WithPosition(e.Position())
-	}
-	return c.V, nil
+	return castTo(s, t, e.Position())
 }

@@ -273,17 +273,13 @@ func (l *lexer) quoted(start int, escapes bool) *pgerr.Error {
 	}
 	s := b.String()
 	if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-		return &pgerr.Error{Code: characterNotInRepertoire,
+		return &pgerr.Error{Code: pgerr.CharacterNotInRepertoire,
 			Message:  "invalid byte sequence for encoding \"UTF8\" in string constant",
 			Position: charPos(l.text, start)}
 	}
 	l.emit(tokString, s, start)
 	return nil
 }
-
-// characterNotInRepertoire is the SQLSTATE Postgres reports for a string
-// that is not valid UTF-8 (22021).
-const characterNotInRepertoire pgerr.Code = "22021"
 
 func (l *lexer) quotedBody(start int, escapes bool, b *strings.Builder) *pgerr.Error {
 	for l.i < len(l.text) {
@@ -468,7 +464,7 @@ func (l *lexer) dollar(start int) *pgerr.Error {
 	s := l.text[bodyStart : bodyStart+k]
 	l.i = bodyStart + k + len(delim)
 	if strings.IndexByte(s, 0) >= 0 {
-		return &pgerr.Error{Code: characterNotInRepertoire,
+		return &pgerr.Error{Code: pgerr.CharacterNotInRepertoire,
 			Message:  "invalid byte sequence for encoding \"UTF8\" in string constant",
 			Position: charPos(l.text, start)}
 	}

@@ -39,7 +39,7 @@ func parse(text string) ([]Parsed, error) {
 			}
 			off += size
 		}
-		return nil, &pgerr.Error{Code: characterNotInRepertoire,
+		return nil, &pgerr.Error{Code: pgerr.CharacterNotInRepertoire,
 			Message:  fmt.Sprintf("invalid byte sequence for encoding \"UTF8\": 0x%02x", text[off]),
 			Position: charPos(text, off)}
 	}

@@ -75,3 +75,16 @@ func Wrap(err error, code Code) *Error {
 	}
 	return &Error{Code: code, Message: err.Error()}
 }
+
+//go:generate go run ./gen
+
+// Class returns the two-character class of the code ("42" for 42P01).
+func (c Code) Class() string {
+	if len(c) < 2 {
+		return ""
+	}
+	return string(c[:2])
+}
+
+// Name returns the Postgres condition name of the code, "" if unknown.
+func (c Code) Name() string { return codeNames[c] }

@@ -1,0 +1,45 @@
+package pgerr
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestCodes(t *testing.T) {
+	for _, c := range []struct {
+		code        Code
+		want, class string
+		name        string
+	}{
+		{SyntaxError, "42601", "42", "SyntaxError"},
+		{UndefinedTable, "42P01", "42", "UndefinedTable"},
+		{QueryCanceled, "57014", "57", "QueryCanceled"},
+		{TooManyConnections, "53300", "53", "TooManyConnections"},
+		{InternalError, "XX000", "XX", "InternalError"},
+	} {
+		if string(c.code) != c.want || c.code.Class() != c.class || c.code.Name() != c.name {
+			t.Errorf("%s: got %s class %s name %s", c.want, c.code, c.code.Class(), c.code.Name())
+		}
+	}
+	if len(codeNames) < 200 {
+		t.Errorf("only %d codes generated", len(codeNames))
+	}
+}
+
+func TestCodeOf(t *testing.T) {
+	e := New(UndefinedColumn, "column %q does not exist", "x").WithPosition(8).WithHint("h")
+	wrapped := fmt.Errorf("planning: %w", e)
+	if CodeOf(wrapped) != UndefinedColumn {
+		t.Fatalf("CodeOf(wrapped) = %s", CodeOf(wrapped))
+	}
+	if pe, ok := As(wrapped); !ok || pe.Position != 8 || pe.Hint != "h" {
+		t.Fatalf("As(wrapped) = %+v, %v", pe, ok)
+	}
+	if CodeOf(errors.New("boom")) != InternalError {
+		t.Fatal("an uncoded error must be XX000")
+	}
+	if Wrap(errors.New("bad"), DataException).Code != DataException || Wrap(wrapped, DataException).Code != UndefinedColumn {
+		t.Fatal("Wrap must keep an existing code and add a missing one")
+	}
+}
