@@ -208,7 +208,7 @@ func (c *Catalog) Apply(offset int64, cmd *Command) Change {
 func DependentsError(r *Relation, deps []string) *pgerr.Error {
 	return pgerr.New(pgerr.DependentObjectsStillExist,
 		"cannot drop %s %s because other objects depend on it", strings.ToLower(string(r.Kind)), r.Name).
-		WithDetail("%s reads %s.", quoteList(deps), r.Name).
+		WithDetail("%s %s %s.", quoteList(deps), map[bool]string{true: "reads", false: "read"}[len(deps) == 1], r.Name).
 		WithHint("Drop %s first.", quoteList(deps))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
 )
 
 // Env is what expressions read besides the row: parameters and the
@@ -257,16 +258,16 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 		x, y := a.(float64), b.(float64)
 		switch op {
 		case "+":
-			return x + y, nil
+			return checkFloat(x+y, x, y, false)
 		case "-":
-			return x - y, nil
+			return checkFloat(x-y, x, y, false)
 		case "*":
-			return x * y, nil
+			return checkFloat(x*y, x, y, x != 0 && y != 0)
 		case "/":
 			if y == 0 {
 				return nil, errDivByZero
 			}
-			return x / y, nil
+			return checkFloat(x/y, x, y, x != 0)
 		case "%":
 			if y == 0 {
 				return nil, errDivByZero
@@ -315,6 +316,19 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 	}
 	if t == catalog.Int && (z > math.MaxInt32 || z < math.MinInt32) {
 		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+	}
+	return z, nil
+}
+
+// checkFloat is Postgres's float8 overflow check: a result that is
+// infinite from finite operands overflowed, and one that is zero when
+// nonZero says it cannot be underflowed.
+func checkFloat(z, x, y float64, nonZero bool) (any, error) {
+	if math.IsInf(z, 0) && !math.IsInf(x, 0) && !math.IsInf(y, 0) {
+		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "value out of range: overflow")
+	}
+	if z == 0 && nonZero && !math.IsInf(x, 0) && !math.IsInf(y, 0) {
+		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "value out of range: underflow")
 	}
 	return z, nil
 }
@@ -447,6 +461,15 @@ func likeMatch(s, p string) bool {
 		}
 	}
 	return s == ""
+}
+
+// EvalValue evaluates an INSERT value as type t.
+func EvalValue(e sql.Expr, t catalog.Type, env *Env) (any, error) {
+	s, err := planner.BindValue(e, t)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(s)(nil, env)
 }
 
 // Truthy reports whether a filter result keeps the row (NULL does not).

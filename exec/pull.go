@@ -420,3 +420,11 @@ func (q *pull) scanStream(ctx context.Context) error {
 	}
 	return nil
 }
+
+// withPosition sets the position of a coded error that has none.
+func withPosition(err error, pos int) error {
+	if pe, ok := pgerr.As(err); ok && pe.Position == 0 {
+		pe.WithPosition(pos)
+	}
+	return err
+}

@@ -226,7 +226,7 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) error {
 	rel, err := s.e.Catalog.Resolve(st.Table)
 	if err != nil {
-		return err
+		return withPosition(err, st.Pos)
 	}
 	if rel.Kind == catalog.KindView {
 		return pgerr.New(pgerr.WrongObjectType, "cannot insert into view %s", rel.Name).
@@ -235,18 +235,31 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 	cols := rel.Schema.Columns
 	idx := make([]int, 0, len(cols))
 	if len(st.Columns) == 0 {
+		// Without a column list the values fill the first columns, as in
+		// Postgres; the rest are NULL.
 		for i := range cols {
 			idx = append(idx, i)
 		}
+		if len(st.Rows) > 0 && len(st.Rows[0]) > len(cols) {
+			return pgerr.New(pgerr.SyntaxError, "INSERT has more expressions than target columns").
+				WithPosition(st.Rows[0][len(cols)].Position())
+		}
+		if len(st.Rows) > 0 {
+			idx = idx[:len(st.Rows[0])]
+		}
 	} else {
 		seen := map[int]bool{}
-		for _, c := range st.Columns {
+		for n, c := range st.Columns {
+			pos := 0
+			if n < len(st.ColumnPos) {
+				pos = st.ColumnPos[n]
+			}
 			i := rel.Schema.Index(c)
 			if i < 0 {
-				return pgerr.New(pgerr.UndefinedColumn, "column %q of relation %q does not exist", c, rel.Name)
+				return pgerr.New(pgerr.UndefinedColumn, "column %q of relation %q does not exist", c, rel.Name).WithPosition(pos)
 			}
 			if seen[i] {
-				return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c)
+				return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c).WithPosition(pos)
 			}
 			seen[i] = true
 			idx = append(idx, i)
@@ -256,13 +269,17 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 	env := s.env()
 	recs := make([]*kgo.Record, 0, len(st.Rows))
 	for _, vals := range st.Rows {
-		if len(vals) != len(idx) {
-			return pgerr.New(pgerr.SyntaxError, "INSERT has %d target columns but %d expressions", len(idx), len(vals))
+		if len(vals) < len(idx) {
+			pos := 0
+			if len(vals) < len(st.ColumnPos) {
+				pos = st.ColumnPos[len(vals)]
+			}
+			return pgerr.New(pgerr.SyntaxError, "INSERT has more target columns than expressions").WithPosition(pos)
 		}
 		row := make(catalog.Row, len(cols))
 		for j, e := range vals {
 			c := cols[idx[j]]
-			v, err := planner.EvalConst(e, c.Type, env.Now)
+			v, err := EvalValue(e, c.Type, env)
 			if err != nil {
 				return err
 			}
@@ -405,7 +422,7 @@ func (s *Session) set(st *sql.Set, w ResultWriter) error {
 	}
 	switch name {
 	case "server_version", "server_encoding", "integer_datetimes", "is_superuser":
-		return pgerr.New(pgerr.Code("55P02"), "parameter %q cannot be changed", st.Name)
+		return pgerr.New(pgerr.CantChangeRuntimeParam, "parameter %q cannot be changed", st.Name)
 	}
 	v := st.Value
 	if st.Reset {

@@ -47,13 +47,17 @@ func startNode(t testing.TB, dir string, mod ...func(*Options)) *Node {
 }
 
 // connect opens a pgx connection to addr using the simple query protocol.
-func connect(t testing.TB, addr string) *pgx.Conn {
+// mod, if given, adjusts the configuration first.
+func connect(t testing.TB, addr string, mod ...func(*pgx.ConnConfig)) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://basin@%s/basin?sslmode=disable", addr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	for _, m := range mod {
+		m(cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)

@@ -2,19 +2,24 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestLogic runs the SQL logic files in testdata/logic, each against a
 // fresh node. Directives:
 //
-//	exec                  the statement succeeds
-//	error                 the statement fails; output: ERROR <sqlstate>: <message> [(position N)]
+//	exec                  the statement succeeds; output: the notices it sent,
+//	                      NOTICE <sqlstate>: <message>, one a line
+//	error [detail]        the statement fails; output: ERROR <sqlstate>: <message> [(position N)],
+//	                      with detail also its DETAIL and HINT lines
 //	query [rowsort] [colnames] [retry]
 //	                      output: the rows, values separated by |.
 //	                      retry re-runs the query until it returns the
@@ -25,22 +30,37 @@ import (
 func TestLogic(t *testing.T) {
 	datadriven.Walk(t, "../testdata/logic", func(t *testing.T, path string) {
 		n := startNode(t, t.TempDir())
-		conn := connect(t, n.PGAddr())
+		var notices strings.Builder
+		conn := connect(t, n.PGAddr(), func(cfg *pgx.ConnConfig) {
+			cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+				fmt.Fprintf(&notices, "%s %s: %s\n", n.Severity, n.Code, n.Message)
+			}
+		})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
+			notices.Reset()
 			switch d.Cmd {
 			case "exec":
 				if _, err := conn.Exec(ctx, d.Input); err != nil {
 					t.Fatalf("%s: %s", d.Pos, errorText(err))
 				}
-				return ""
+				return notices.String()
 			case "error":
 				_, err := conn.Exec(ctx, d.Input)
 				if err == nil {
 					t.Fatalf("%s: expected an error", d.Pos)
 				}
-				return errorText(err)
+				out := errorText(err)
+				if pe, ok := err.(*pgconn.PgError); ok && d.HasArg("detail") {
+					if pe.Detail != "" {
+						out += "DETAIL: " + pe.Detail + "\n"
+					}
+					if pe.Hint != "" {
+						out += "HINT: " + pe.Hint + "\n"
+					}
+				}
+				return notices.String() + out
 			case "query":
 				run := func() string {
 					out, err := queryText(ctx, conn, d.Input, d.HasArg("colnames"))

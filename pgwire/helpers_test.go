@@ -49,7 +49,7 @@ func newFakeBackend() *fakeBackend {
 
 func (b *fakeBackend) Open(ctx context.Context, params map[string]string) (Session, error) {
 	if params["user"] == "refused" {
-		return nil, pgerr.New(pgerr.InvalidAuthorization, `role "refused" is not permitted to log in`)
+		return nil, pgerr.New(pgerr.InvalidAuthorizationSpecification, `role "refused" is not permitted to log in`)
 	}
 	if params["user"] == "open-panics" {
 		panic("open exploded")

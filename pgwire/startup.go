@@ -37,7 +37,7 @@ var errBadStartupPacket = errors.New("pgwire: bad startup packet")
 
 // startup runs the connection from accept to its first ReadyForQuery: TLS
 // and GSS negotiation, CancelRequest, the StartupMessage, admission,
-// Backend.Open and the initial ParameterStatus and BackendKeyData. It
+// authentication, Backend.Open and the initial ParameterStatus and BackendKeyData. It
 // reports false when the connection must close (a cancel request is
 // always one packet and done).
 //
@@ -190,16 +190,15 @@ func (c *conn) startupMessage(body []byte) *pgproto3.StartupMessage {
 		}
 	}
 	if sm.Parameters["user"] == "" {
-		c.fatal(pgerr.New(pgerr.InvalidAuthorization, "no PostgreSQL user name specified in startup packet"))
+		c.fatal(pgerr.New(pgerr.InvalidAuthorizationSpecification, "no PostgreSQL user name specified in startup packet"))
 		return nil
 	}
 	return sm
 }
 
 // admit turns a connection with a StartupMessage into a session: it
-// counts it against MaxConnections, authenticates it (trust, for now),
-// opens the Session and sends what a client expects before its first
-// query.
+// counts it against MaxConnections, authenticates it (auth.go), opens
+// the Session and sends what a client expects before its first query.
 func (c *conn) admit(params map[string]string, deadline time.Time) bool {
 	// The secret is set before register publishes c to CancelRequests.
 	if _, err := rand.Read(c.secret[:]); err != nil {
@@ -212,7 +211,7 @@ func (c *conn) admit(params map[string]string, deadline time.Time) bool {
 		return false
 	}
 	c.log = c.log.With("pid", c.pid)
-	if err := c.w.send(&pgproto3.AuthenticationOk{}); err != nil {
+	if !c.authenticate(params["user"]) {
 		return false
 	}
 

@@ -152,8 +152,19 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 }
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
-	if e.Table != "" && !strings.EqualFold(e.Table, b.rel) && !strings.EqualFold(e.Table, b.alias) {
-		return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", e.Table).WithPosition(e.Pos)
+	if e.Table != "" {
+		// An alias hides the relation's own name, as in Postgres.
+		visible := b.rel
+		if b.alias != "" {
+			visible = b.alias
+		}
+		if !strings.EqualFold(e.Table, visible) {
+			if b.alias != "" && strings.EqualFold(e.Table, b.rel) {
+				return nil, pgerr.New(pgerr.UndefinedTable, "invalid reference to FROM-clause entry for table %q", e.Table).
+					WithPosition(e.Pos).WithHint("Perhaps you meant to reference the table alias %q.", b.alias)
+			}
+			return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", e.Table).WithPosition(e.Pos)
+		}
 	}
 	for i, c := range b.cols {
 		if strings.EqualFold(c.Name, e.Name) {
@@ -297,6 +308,11 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 		if s.V == nil {
 			return &Const{T: t}, nil
 		}
+		// Only string literals are untyped; a typed constant converts
+		// implicitly as a column of its type would (numeric widening).
+		if s.T != catalog.Varchar && !(st.Numeric() && t.Numeric()) {
+			break
+		}
 		v, err := ConvertValue(s.V, t)
 		if err != nil {
 			return nil, pgerr.Wrap(err, pgerr.InvalidTextRepresentation).WithPosition(pos)
@@ -316,15 +332,18 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 	if st.Numeric() && t.Numeric() {
 		return &Cast{X: s, T: t}, nil
 	}
-	return nil, pgerr.New(pgerr.DatatypeMismatch, "%s: expected %s, found %s", what, t, st).WithPosition(pos)
+	if strings.HasPrefix(what, "argument of ") {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "%s must be type %s, not type %s", what, sqlName(t), sqlName(st)).WithPosition(pos)
+	}
+	return nil, pgerr.New(pgerr.DatatypeMismatch, "%s: expected %s, found %s", what, sqlName(t), sqlName(st)).WithPosition(pos)
 }
 
 func opError(op string, l, r Scalar, pos int) error {
 	if l == nil {
-		return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s", op, r.Type().PGName()).
+		return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s", op, sqlName(r.Type())).
 			WithPosition(pos).WithHint("No operator matches the given name and argument type. You might need to add an explicit type cast.")
 	}
-	return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s %s", l.Type().PGName(), op, r.Type().PGName()).
+	return pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s %s %s", sqlName(l.Type()), op, sqlName(r.Type())).
 		WithPosition(pos).WithHint("No operator matches the given name and argument types. You might need to add explicit type casts.")
 }
 
@@ -348,7 +367,7 @@ func castTo(x Scalar, t catalog.Type, pos int) (Scalar, error) {
 		return &ParamRef{N: p.N, T: t}, nil
 	}
 	if !castable(x.Type(), t) {
-		return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast type %s to %s", x.Type().PGName(), t.PGName()).WithPosition(pos)
+		return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast type %s to %s", sqlName(x.Type()), sqlName(t)).WithPosition(pos)
 	}
 	return &Cast{X: x, T: t}, nil
 }
@@ -380,7 +399,7 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 			n = v
 		case float64:
 			if v != v || v > 9.223372036854775e18 || v < -9.223372036854775e18 {
-				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", strings.ToLower(t.PGName()))
+				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", typeWord(t))
 			}
 			n = int64(roundHalfAway(v))
 		case string:
@@ -450,6 +469,25 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 		}
 	}
 	return nil, pgerr.New(pgerr.CannotCoerce, "cannot cast %s to %s", FormatValue(v), t)
+}
+
+// sqlName is the name Postgres's messages give a type (format_type).
+func sqlName(t catalog.Type) string {
+	switch t {
+	case catalog.Boolean:
+		return "boolean"
+	case catalog.Int:
+		return "integer"
+	case catalog.BigInt:
+		return "bigint"
+	case catalog.Double:
+		return "double precision"
+	case catalog.Varchar:
+		return "text"
+	case catalog.Timestamp:
+		return "timestamp without time zone"
+	}
+	return "unknown"
 }
 
 func typeWord(t catalog.Type) string {
@@ -563,7 +601,7 @@ func (b *binder) bindCase(e *sql.Case) (Scalar, error) {
 		}
 		nt, ok := commonType(&Const{T: t, V: 0}, r)
 		if !ok {
-			return nil, pgerr.New(pgerr.DatatypeMismatch, "CASE types %s and %s cannot be matched", t.PGName(), r.Type().PGName()).WithPosition(e.Pos)
+			return nil, pgerr.New(pgerr.DatatypeMismatch, "CASE types %s and %s cannot be matched", sqlName(t), sqlName(r.Type())).WithPosition(e.Pos)
 		}
 		t = nt
 	}
@@ -650,11 +688,11 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		case catalog.Double:
 			spec.T = catalog.Double
 		default:
-			return nil, pgerr.New(pgerr.UndefinedFunction, "function sum(%s) does not exist", spec.Arg.Type().PGName()).WithPosition(e.Pos)
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function sum(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
 	case "avg":
 		if !spec.Arg.Type().Numeric() && spec.Arg.Type() != catalog.Unknown {
-			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", spec.Arg.Type().PGName()).WithPosition(e.Pos)
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
 		spec.T = catalog.Double
 	case "min", "max":
