@@ -2,6 +2,7 @@ package exec
 
 import (
 	"math"
+	"slices"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/planner"
@@ -66,57 +67,69 @@ func (a *Aggregator) Init() []any {
 	return st
 }
 
-// Add folds one input row into st.
+// Add folds one input row into st. It is all or nothing: when an
+// argument fails to evaluate or an aggregate fails (overflow), st is
+// unchanged, so a record skipped for a data error leaves no trace.
 func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
-	for i, s := range a.specs {
-		o := a.offsets[i]
-		if a.args[i] == nil { // COUNT(*)
-			st[o] = st[o].(int64) + 1
-			continue
+	vals := make([]any, len(a.specs))
+	for i := range a.specs {
+		if a.args[i] == nil {
+			continue // COUNT(*)
 		}
 		v, err := a.args[i](row, env)
 		if err != nil {
 			return err
 		}
+		vals[i] = v
+	}
+	next := slices.Clone(st)
+	for i, s := range a.specs {
+		o := a.offsets[i]
+		if a.args[i] == nil { // COUNT(*)
+			next[o] = next[o].(int64) + 1
+			continue
+		}
+		v := vals[i]
 		if v == nil {
 			continue // aggregates skip NULLs
 		}
 		switch s.Func {
 		case "count":
-			st[o] = st[o].(int64) + 1
+			next[o] = next[o].(int64) + 1
 		case "sum":
 			switch x := v.(type) {
 			case int64:
-				if st[o] == nil {
-					st[o] = x
+				if next[o] == nil {
+					next[o] = x
 				} else {
-					y := st[o].(int64)
+					y := next[o].(int64)
 					z := x + y
 					if (z > y) != (x > 0) {
 						return errOutOfRange
 					}
-					st[o] = z
+					next[o] = z
 				}
 			case float64:
-				if st[o] == nil {
-					st[o] = x
+				if next[o] == nil {
+					next[o] = x
 				} else {
-					st[o] = st[o].(float64) + x
+					next[o] = next[o].(float64) + x
 				}
 			}
 		case "avg":
-			st[o] = st[o].(float64) + toFloat(v)
-			st[o+1] = st[o+1].(int64) + 1
+			next[o] = next[o].(float64) + toFloat(v)
+			next[o+1] = next[o+1].(int64) + 1
 		case "min":
-			if st[o] == nil || Compare(v, st[o]) < 0 {
-				st[o] = v
+			if next[o] == nil || Compare(v, next[o]) < 0 {
+				next[o] = v
 			}
 		case "max":
-			if st[o] == nil || Compare(v, st[o]) > 0 {
-				st[o] = v
+			if next[o] == nil || Compare(v, next[o]) > 0 {
+				next[o] = v
 			}
 		}
 	}
+	copy(st, next)
 	return nil
 }
 

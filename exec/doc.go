@@ -52,4 +52,10 @@
 // Session dispatches statements: DDL is validated here and appended to the
 // command log, INSERT produces records, SELECT runs a pull query, SHOW and
 // DESCRIBE read the catalog and runtime.
+//
+// For the extended query protocol, Session.Prepare parses one statement
+// and plans a SELECT once, inferring each $n's type from the plan, and
+// Prepared.Bind makes a Portal that runs it (prepared.go). A portal read
+// with a row limit runs its pull query on a goroutine it owns, feeding a
+// small channel, so it can stop after N rows and resume; Close stops it.
 package exec

@@ -60,6 +60,7 @@ func Compile(s planner.Scalar) Expr {
 				return !v.(bool), nil
 			}
 		}
+		isInt := s.T == catalog.Int
 		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
 			if v == nil || err != nil {
@@ -69,6 +70,9 @@ func Compile(s planner.Scalar) Expr {
 			case int64:
 				if v == math.MinInt64 {
 					return nil, errOutOfRange
+				}
+				if isInt && v == math.MinInt32 {
+					return nil, errIntOutOfRange
 				}
 				return -v, nil
 			case float64:
@@ -161,8 +165,9 @@ func Compile(s planner.Scalar) Expr {
 }
 
 var (
-	errOutOfRange = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")
-	errDivByZero  = pgerr.New(pgerr.DivisionByZero, "division by zero")
+	errOutOfRange    = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")
+	errIntOutOfRange = pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+	errDivByZero     = pgerr.New(pgerr.DivisionByZero, "division by zero")
 )
 
 func compileBinary(s *planner.Binary) Expr {
@@ -315,7 +320,7 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s", op)
 	}
 	if t == catalog.Int && (z > math.MaxInt32 || z < math.MinInt32) {
-		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+		return nil, errIntOutOfRange
 	}
 	return z, nil
 }

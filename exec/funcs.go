@@ -123,11 +123,14 @@ var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
 	},
 	"substr":    substr,
 	"substring": substr,
-	"abs": func(_ catalog.Type, a []any) (any, error) {
+	"abs": func(t catalog.Type, a []any) (any, error) {
 		switch v := a[0].(type) {
 		case int64:
 			if v == math.MinInt64 {
 				return nil, errOutOfRange
+			}
+			if t == catalog.Int && v == math.MinInt32 {
+				return nil, errIntOutOfRange
 			}
 			if v < 0 {
 				return -v, nil
@@ -158,26 +161,25 @@ var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
 	},
 }
 
-// substr is Postgres's substr(s, from [, count]) with 1-based from.
+// substr is Postgres's substr(s, from [, count]) with 1-based from: the
+// characters at positions from .. from+count-1 that exist. The end is
+// computed with saturation, so huge counts do not wrap around.
 func substr(_ catalog.Type, a []any) (any, error) {
 	r := []rune(a[0].(string))
-	from := a[1].(int64) - 1
-	end := int64(len(r))
+	from := a[1].(int64)
+	end := int64(len(r)) + 1 // exclusive, 1-based
 	if len(a) == 3 {
 		n := a[2].(int64)
 		if n < 0 {
 			return nil, pgerr.New(pgerr.SubstringError, "negative substring length not allowed")
 		}
-		end = from + n
+		if from <= 0 || n <= math.MaxInt64-from {
+			end = min(end, from+n)
+		}
 	}
-	if from < 0 {
-		from = 0
-	}
-	if end > int64(len(r)) {
-		end = int64(len(r))
-	}
+	from = max(from, 1)
 	if from >= end {
 		return "", nil
 	}
-	return string(r[from:end]), nil
+	return string(r[from-1 : end-1]), nil
 }

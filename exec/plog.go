@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,12 +59,16 @@ func (rt *Runtime) badRecord(rel *catalog.Relation, r *kgo.Record, cause error) 
 	return &kgo.Record{Topic: catalog.ProcessingLogTopic(rt.opts.Cluster), Partition: 0, Value: b}
 }
 
-// printable returns b as text when it is UTF-8, cut to maxLoggedBytes.
+// printable returns b as text when it is UTF-8 without control
+// characters other than whitespace, else as \x and hex digits (binary keys,
+// such as a BIGINT in key_format 'kafka'); cut to maxLoggedBytes.
 func printable(b []byte) string {
 	if len(b) > maxLoggedBytes {
 		b = b[:maxLoggedBytes]
 	}
-	if utf8.Valid(b) {
+	if utf8.Valid(b) && !bytes.ContainsFunc(b, func(r rune) bool {
+		return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+	}) {
 		return string(b)
 	}
 	return "\\x" + hexString(b)

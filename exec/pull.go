@@ -129,7 +129,9 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 			}
 			groups[i] = v
 		}
-		k, err := materialize.EncodeRow(groups)
+		// The key encoding, unlike the row encoding, makes values that
+		// compare equal (0 and -0, every NaN) the same bytes.
+		k, err := materialize.EncodeKey(nil, groups)
 		if err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ func (q *pull) project(row catalog.Row) error {
 		out[i] = v
 	}
 	if q.seen != nil {
-		k, err := materialize.EncodeRow(out)
+		k, err := materialize.EncodeKey(nil, out)
 		if err != nil {
 			return err
 		}
@@ -357,10 +359,20 @@ func (q *pull) scanStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A partition whose records retention has deleted up to its end has
+	// nothing to read; waiting for offset end-1 would wait forever.
+	starts, err := q.rt.adm.ListStartOffsets(ctx, rel.Topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("exec: start offsets of %s: %w", rel.Topic, err)
+	}
 	parts := make(map[int32]kgo.Offset)
 	remaining := 0
 	for p, end := range ends {
-		if end > 0 {
+		start, ok := starts.Lookup(rel.Topic, p)
+		if end > 0 && (!ok || start.Offset < end) {
 			parts[p] = kgo.NewOffset().AtStart()
 			remaining++
 		}

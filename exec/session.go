@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,11 @@ type Session struct {
 	vars   map[string]string
 	inTxn  bool
 	params map[string]string
+	// initial holds each setting's value at session start, what RESET
+	// returns to; txnSaved the values to restore when the transaction
+	// ends (SET LOCAL, SET TRANSACTION).
+	initial  map[string]string
+	txnSaved map[string]string
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -90,6 +96,8 @@ func (e *Engine) NewSession(params map[string]string) *Session {
 	if v := params["client_encoding"]; v != "" {
 		s.vars["client_encoding"] = v
 	}
+	s.vars["session_authorization"] = s.user
+	s.initial = maps.Clone(s.vars)
 	return s
 }
 
@@ -115,6 +123,13 @@ var defaultSettings = map[string]string{
 	"basin.min_position":          "",
 	"basin.position_wait":         "5s",
 	"basin.freshness_notices":     "off",
+
+	"session_authorization":          "",
+	"transaction_read_only":          "off",
+	"transaction_deferrable":         "off",
+	"default_transaction_isolation":  "read committed",
+	"default_transaction_read_only":  "off",
+	"default_transaction_deferrable": "off",
 }
 
 // reportedSettings are sent to the client as ParameterStatus.
@@ -194,10 +209,10 @@ func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w Res
 			s.inTxn = true
 			return w.Complete("BEGIN")
 		case sql.TxnCommit:
-			s.inTxn = false
+			s.endTxn()
 			return w.Complete("COMMIT")
 		default:
-			s.inTxn = false
+			s.endTxn()
 			return w.Complete("ROLLBACK")
 		}
 	}
@@ -412,60 +427,6 @@ func (s *Session) drop(ctx context.Context, st *sql.Drop, w ResultWriter) error 
 		return catalog.DependentsError(rel, deps)
 	}
 	return s.submit(ctx, &catalog.Command{Op: catalog.OpDrop, Name: rel.Name}, tag, w)
-}
-
-func (s *Session) set(st *sql.Set, w ResultWriter) error {
-	name := strings.ToLower(st.Name)
-	def, known := defaultSettings[name]
-	if !known {
-		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)
-	}
-	switch name {
-	case "server_version", "server_encoding", "integer_datetimes", "is_superuser":
-		return pgerr.New(pgerr.CantChangeRuntimeParam, "parameter %q cannot be changed", st.Name)
-	}
-	v := st.Value
-	if st.Reset {
-		v = def
-	}
-	if err := validateSetting(name, v); err != nil {
-		return err
-	}
-	s.vars[name] = v
-	return w.Complete("SET")
-}
-
-func validateSetting(name, v string) error {
-	switch name {
-	case "basin.acceptable_offset_lag":
-		if v == "" {
-			return nil
-		}
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
-			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
-				WithHint("Give a non-negative number of records.")
-		}
-	case "basin.acceptable_time_lag", "basin.position_wait":
-		if v == "" {
-			return nil
-		}
-		if _, err := time.ParseDuration(v); err != nil {
-			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
-				WithHint("Give a duration such as '2s' or '500ms'.")
-		}
-	case "basin.read_from":
-		switch v {
-		case "active", "any", "freshest":
-		default:
-			return pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter %q: %q", name, v).
-				WithHint("Valid values are active, any and freshest.")
-		}
-	case "client_encoding":
-		if u := strings.ToUpper(strings.ReplaceAll(v, "-", "")); u != "UTF8" && u != "UNICODE" {
-			return pgerr.New(pgerr.FeatureNotSupported, "encoding %q is not supported; basin speaks UTF8", v)
-		}
-	}
-	return nil
 }
 
 func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error {

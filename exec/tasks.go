@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -374,6 +375,7 @@ func (t *viewTask) run(ctx context.Context) error {
 			}
 			var row catalog.Row
 			var keyVals []any
+			logged := r // the record a skip is logged as
 			if plan.Repartition {
 				if v, ok := hasHeader(r, headerMarker); ok {
 					sp, off, err := decodeSrc(v)
@@ -400,6 +402,11 @@ func (t *viewTask) run(ctx context.Context) error {
 					return
 				}
 				row = vals
+				// A skip is logged as the source record the re-keyed one
+				// stands for, in the source's formats, not as the internal
+				// repartition record.
+				logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp}
+				logged.Key, logged.Value, _ = t.codec.encode(row)
 			} else {
 				next.Position.Advance(srcTopic, p, r.Offset+1)
 				var err error
@@ -427,11 +434,20 @@ func (t *viewTask) run(ctx context.Context) error {
 						return
 					}
 				}
+				if plan.Grouped && slices.Contains(keyVals, nil) {
+					// Grouped by the source key without re-keying, a group
+					// lives in the partition its key hashes to; a record
+					// without a key has none, and counting it where it
+					// landed would make one NULL group per partition.
+					bad = append(bad, rt.badRecord(view, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
+						"record has a NULL key, and view %s groups by the key of %s without re-keying", view.Name, plan.Source.Name)))
+					return
+				}
 			}
 			next.UpdatedAt = r.Timestamp
 			if err := t.apply(store, changes, &order, row); err != nil {
 				if isDataError(err) {
-					bad = append(bad, rt.badRecord(view, r, err))
+					bad = append(bad, rt.badRecord(view, logged, err))
 					return
 				}
 				perr = err
@@ -560,12 +576,31 @@ func (t *viewTask) apply(store *materialize.Store, changes map[string]*pending, 
 		groups[i] = v
 	}
 	key, _ := t.keyOf(row, groups)
+	n := len(*order)
 	e, err := t.lookup(store, changes, order, key)
 	if err != nil {
 		return err
 	}
+	prevState, prevGroups := slices.Clone(e.state), e.groups
 	e.groups = groups
-	return t.agg.Add(e.state, row, t.env)
+	err = t.agg.Add(e.state, row, t.env)
+	if err == nil {
+		// The select list and HAVING are evaluated over the new state
+		// here, per record, so that a record they fail on (SUM(v) /
+		// COUNT(v) with COUNT(v) = 0) is skipped like one an aggregate
+		// fails on, rather than failing the transaction at commit.
+		_, _, err = t.viewRow(e)
+	}
+	if err != nil {
+		copy(e.state, prevState)
+		e.groups = prevGroups
+		if len(*order) > n { // the group is new: forget it
+			delete(changes, string(e.key))
+			*order = (*order)[:n]
+		}
+		return err
+	}
+	return nil
 }
 
 // value renders a pending change as the stored (and changelog) value; nil
@@ -577,24 +612,34 @@ func (t *viewTask) value(e *pending) ([]byte, error) {
 		}
 		return encodeStored(true, e.row, nil)
 	}
+	present, out, err := t.viewRow(e)
+	if err != nil {
+		return nil, err
+	}
+	return encodeStored(present, out, e.state)
+}
+
+// viewRow computes a group's view row from its state, and whether HAVING
+// keeps it.
+func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error) {
 	aggRow := t.agg.Results(append(catalog.Row{}, e.groups...), e.state)
-	present := true
+	present = true
 	if t.having != nil {
 		h, err := t.having(aggRow, t.env)
 		if err != nil {
-			return nil, err
+			return false, nil, err
 		}
 		present = Truthy(h)
 	}
-	out := make(catalog.Row, len(t.output))
+	out = make(catalog.Row, len(t.output))
 	for i, o := range t.output {
 		v, err := o(aggRow, t.env)
 		if err != nil {
-			return nil, err
+			return false, nil, err
 		}
 		out[i] = v
 	}
-	return encodeStored(present, out, e.state)
+	return present, out, nil
 }
 
 // commit writes one transaction and then applies it to the store.

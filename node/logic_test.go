@@ -74,13 +74,17 @@ func TestLogic(t *testing.T) {
 				}
 				if !d.HasArg("retry") || d.Rewrite {
 					if d.HasArg("retry") {
-						// Rewriting: wait until the answer stops changing.
-						prev := run()
-						for i := 0; i < 50; i++ {
+						// Rewriting: wait until the answer stops changing
+						// for a while (views may apply a burst of records
+						// in several transactions). Review the result.
+						prev, same := run(), 0
+						for i := 0; i < 200 && same < 10; i++ {
 							waitABit()
 							cur := run()
 							if cur == prev && cur != "" {
-								break
+								same++
+							} else {
+								same = 0
 							}
 							prev = cur
 						}

@@ -65,6 +65,24 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	// TLS files and users are checked first: a typo there should not
+	// cost a broker start.
+	tlsConfig, err := loadTLS(opts.TLSCert, opts.TLSKey, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	method, err := pgwire.ParseAuthMethod(opts.Auth) // valid: Validate checked it
+	if err != nil {
+		return nil, err
+	}
+	auth, err := newUsers(method, opts.Users)
+	if err != nil {
+		return nil, err
+	}
+	if auth.method == pgwire.AuthTrust && len(opts.Users) > 0 {
+		opts.Logger.Warn("users are configured but --auth is trust: any user name connects without a password; " +
+			"use --auth scram to require them")
+	}
 	node := &Node{opts: opts, log: opts.Logger}
 	defer func() {
 		if err != nil {
@@ -126,7 +144,13 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err := n.ensureProcessingLog(wctx); err != nil {
 		return nil, err
 	}
-	if n.pg, err = pgwire.NewServer(pgwire.Options{Addr: opts.PGAddr, MaxConnections: opts.MaxConnections, Logger: n.log.With("component", "pgwire")}, backend{n.engine}); err != nil {
+	if n.pg, err = pgwire.NewServer(pgwire.Options{
+		Addr:           opts.PGAddr,
+		MaxConnections: opts.MaxConnections,
+		Logger:         n.log.With("component", "pgwire"),
+		TLSConfig:      tlsConfig,
+		Authenticator:  auth,
+	}, backend{n.engine}); err != nil {
 		return nil, err
 	}
 	if err := n.pg.Start(); err != nil {
@@ -137,7 +161,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster)
+	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster,
+		"auth", auth.method.String(), "tls", tlsConfig != nil)
 	return n, nil
 }
 
@@ -347,3 +372,29 @@ func (s session) Query(ctx context.Context, text string, w pgwire.ResultWriter) 
 }
 func (s session) ParameterStatus() map[string]string { return s.s.ParameterStatus() }
 func (s session) Close()                             { s.s.Close() }
+
+func (s session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (pgwire.PreparedStatement, error) {
+	p, err := s.s.Prepare(ctx, text, paramTypes)
+	if err != nil {
+		return nil, err
+	}
+	return prepared{p}, nil
+}
+
+// prepared and portal adapt exec's extended-protocol types: their
+// methods take and return pgwire's interfaces, which exec cannot name.
+type prepared struct{ *exec.Prepared }
+
+func (p prepared) Bind(ctx context.Context, params []any) (pgwire.Portal, error) {
+	pt, err := p.Prepared.Bind(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	return portal{pt}, nil
+}
+
+type portal struct{ *exec.Portal }
+
+func (p portal) Execute(ctx context.Context, w pgwire.ResultWriter, maxRows int) (bool, error) {
+	return p.Portal.Execute(ctx, w, maxRows)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/kafka"
@@ -174,5 +175,49 @@ func produceRaw(t *testing.T, brokers []string, topic string, kvs ...[2]string) 
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStreamScanAfterRetention reads a stream whose records retention has
+// deleted: the scan ends at once instead of waiting for records that are
+// gone.
+func TestStreamScanAfterRetention(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM s (k BIGINT KEY, v VARCHAR) WITH (partitions = 2)`)
+	mustExec(t, conn, `INSERT INTO s VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')`)
+	waitQuery(t, conn, `SELECT count(*) FROM s`, "4\n")
+
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadmClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delete the records of partition 0 only: partition 1 still has its own.
+	var del kadm.Offsets
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Partition == 0 {
+			del.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset})
+		}
+	})
+	resp, err := adm.DeleteRecords(ctx, del)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer qcancel()
+	got, err := queryText(qctx, conn, `SELECT count(*) > 0, count(*) < 4 FROM s`, false)
+	if err != nil || got != "true|true\n" {
+		t.Fatalf("scan after retention: %q, %v", got, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/basindb/basin/pgwire"
 )
 
 // Options configure a node. Every field has a flag, a BASIN_* environment
@@ -37,6 +39,36 @@ type Options struct {
 	DefaultPartitions int
 	// MaxConnections bounds concurrent Postgres sessions. Default 100.
 	MaxConnections int
+	// TLSCert and TLSKey are PEM files with the Postgres server's
+	// certificate chain and its private key (flags --tls-cert and
+	// --tls-key). With both, SSLRequest is answered 'S' and TLS 1.2 or
+	// later is negotiated; with neither (the default) it is answered
+	// 'N' and clients go on in plaintext. One without the other is an
+	// error.
+	TLSCert string
+	TLSKey  string
+	// Auth is how Postgres clients authenticate (--auth):
+	//   - "trust" (the default): any user name, no password. Allowed
+	//     only when PGAddr is a loopback address, unless
+	//     AllowTrustRemote.
+	//   - "scram": SCRAM-SHA-256 against Users; the password never
+	//     crosses the wire.
+	//   - "password": the password in cleartext, checked against Users;
+	//     only over TLS, so it needs TLSCert and TLSKey.
+	Auth string
+	// Users maps each user name to its password or, better, its
+	// SCRAM-SHA-256 verifier as Postgres stores it
+	// ("SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>",
+	// which `basin passwd` prints). "scram" and "password" need at least
+	// one; "trust" ignores them. Names are case-sensitive. It is the
+	// config-file key users (a map) or BASIN_USERS (a JSON object), and
+	// deliberately has no flag: a command line is visible to every
+	// local user.
+	Users map[string]string
+	// AllowTrustRemote lets Auth "trust" serve a PGAddr that is not
+	// loopback (--allow-trust-remote), for networks where every client
+	// that can reach the address is trusted. Default false.
+	AllowTrustRemote bool
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -74,6 +106,9 @@ func (o *Options) ensureDefaults() {
 	if o.MaxConnections == 0 {
 		o.MaxConnections = 100
 	}
+	if o.Auth == "" {
+		o.Auth = pgwire.AuthTrust.String()
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -91,6 +126,35 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConnections < 1 {
 		return errors.New("max connections must be at least 1")
+	}
+	return o.validateAuth()
+}
+
+// validateAuth checks the TLS and authentication settings together.
+func (o *Options) validateAuth() error {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both files, or neither for no TLS")
+	}
+	method, err := pgwire.ParseAuthMethod(o.Auth)
+	if err != nil {
+		return fmt.Errorf("--auth: %w", err)
+	}
+	switch method {
+	case pgwire.AuthTrust:
+		if !o.AllowTrustRemote {
+			return checkTrustAddr(o.PGAddr)
+		}
+	case pgwire.AuthPassword:
+		if o.TLSCert == "" {
+			return errors.New("--auth password sends passwords in cleartext and is accepted only over TLS: " +
+				"give --tls-cert and --tls-key, or use --auth scram")
+		}
+		fallthrough
+	case pgwire.AuthSCRAM:
+		if len(o.Users) == 0 {
+			return fmt.Errorf("--auth %s needs users: add a users: map of name to password or SCRAM verifier "+
+				"(from `basin passwd`) to the config file", method)
+		}
 	}
 	return nil
 }

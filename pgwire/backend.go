@@ -25,6 +25,13 @@ type Session interface {
 	// returns that error (a *pgerr.Error when the user caused it).
 	// ctx is cancelled by a CancelRequest or when the connection drops.
 	Query(ctx context.Context, text string, w ResultWriter) error
+	// Prepare parses one statement for the extended protocol (a Parse
+	// message) and plans it where it can. paramTypes are the types the
+	// client declared for $1, $2, ...; catalog.Unknown where it left a
+	// type to the server. An empty or comment-only text is an empty
+	// statement; more than one statement is 42601. ctx is cancelled by a
+	// CancelRequest or when the connection drops.
+	Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (PreparedStatement, error)
 	// ParameterStatus returns the parameters to report at startup and
 	// after SET (server_version, client_encoding, DateStyle, ...).
 	ParameterStatus() map[string]string
@@ -47,4 +54,47 @@ type ResultWriter interface {
 	Empty() error
 	// Notice sends a NoticeResponse.
 	Notice(n *pgerr.Error) error
+}
+
+// PreparedStatement is a statement parsed by Session.Prepare. pgwire
+// uses it from the connection's goroutine only.
+type PreparedStatement interface {
+	// ParamTypes returns the type of each parameter $1..$n: the one the
+	// client declared, else the one the plan inferred, else Varchar
+	// (text). It has at least as many entries as Prepare was given
+	// paramTypes.
+	ParamTypes() []catalog.Type
+	// Columns returns the columns of the rows the statement returns, nil
+	// for a statement that returns none. They are known before it runs
+	// (Describe) and every execution reports exactly these.
+	Columns() []catalog.Column
+	// Bind makes a portal: the statement with its parameter values, one
+	// per ParamTypes entry, each nil (NULL) or the Go value of a
+	// catalog.Type (see there). The values are not necessarily of the
+	// parameter's type: a client may declare int4 where the plan wanted
+	// int8; the engine converts. ctx is the connection's: it ends when
+	// the connection does, and bounds anything the portal keeps running
+	// between executions.
+	Bind(ctx context.Context, params []any) (Portal, error)
+	// Close releases the statement. Portals bound from it are closed
+	// separately, before it.
+	Close()
+}
+
+// Portal is a bound statement, ready to run (and, when a row limit cut
+// it short, to resume).
+type Portal interface {
+	// Execute runs the portal, or resumes it where the last Execute
+	// stopped, reporting to w: rows, then Complete with the tag (its
+	// count is the rows this call sent, as in Postgres), or Empty for an
+	// empty statement. w.Columns may be called; it must match
+	// PreparedStatement.Columns and is not sent (Describe sends
+	// RowDescription in the extended protocol). maxRows > 0 stops after
+	// that many rows without Complete and reports suspended; 0 means no
+	// limit. An error leaves the portal unusable. ctx is the statement's,
+	// as for Session.Query.
+	Execute(ctx context.Context, w ResultWriter, maxRows int) (suspended bool, err error)
+	// Close releases the portal and stops anything it keeps running; it
+	// returns when that has stopped.
+	Close()
 }

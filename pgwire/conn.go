@@ -51,6 +51,10 @@ type conn struct {
 	txnStatus byte
 	// reported is the ParameterStatus last sent for each name.
 	reported map[string]string
+	// stmts and portals are the prepared statements and portals of the
+	// extended protocol, by name (extended.go).
+	stmts   map[string]*statement
+	portals map[string]*portal
 	// ignoreTillSync is set after an error in an extended-protocol
 	// message: everything up to the next Sync is discarded, as Postgres
 	// does, so the client's pipeline resynchronizes at Sync.
@@ -95,6 +99,8 @@ func (c *conn) serve() {
 	defer func() {
 		stop()
 		c.cancel(errConnDone)
+		// Portals first: they may keep work running for the session.
+		c.closeExtended()
 		if c.sess != nil {
 			if err := callSafely(func() error { c.sess.Close(); return nil }); err != nil {
 				c.internalError(err)
@@ -176,7 +182,7 @@ func (c *conn) processOne(in <-chan input) bool {
 
 // dispatch handles one frontend message; it reports false when the
 // connection must end. Each message kind has its handler in the file
-// named for it (query.go, extended.go).
+// named for it (query.go, parse.go, bind.go, ...; extended.go for Sync).
 func (c *conn) dispatch(msg pgproto3.FrontendMessage) bool {
 	if c.ignoreTillSync {
 		switch msg.(type) {
@@ -189,8 +195,16 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) bool {
 	switch m := msg.(type) {
 	case *pgproto3.Query:
 		err = c.handleQuery(m.String)
-	case *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute, *pgproto3.Close:
-		err = c.handleExtended(msg)
+	case *pgproto3.Parse:
+		err = c.handleParse(m)
+	case *pgproto3.Bind:
+		err = c.handleBind(m)
+	case *pgproto3.Describe:
+		err = c.handleDescribe(m)
+	case *pgproto3.Execute:
+		err = c.handleExecute(m)
+	case *pgproto3.Close:
+		err = c.handleClose(m)
 	case *pgproto3.Sync:
 		err = c.handleSync()
 	case *pgproto3.Flush:

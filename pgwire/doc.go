@@ -13,14 +13,15 @@ https://www.postgresql.org/docs/current/protocol-message-formats.html.
 # Why the boundary is here
 
 pgwire knows the protocol and nothing of SQL. It never parses statement
-text: a Query message's text goes whole to Session.Query, and results come
-back through ResultWriter as columns, Go values and command tags. The
-engine, for its part, never sees bytes, message types, flushing or cancel
-keys. Backend and Session are interfaces owned by this package (the
+text: a Query message's text goes whole to Session.Query, a Parse
+message's to Session.Prepare, and results come back through ResultWriter
+as columns, Go values and command tags. The engine, for its part, never
+sees bytes, formats, message types, flushing or cancel keys: bind
+parameters reach it decoded into Go values. Backend and Session are interfaces owned by this package (the
 caller) and implemented by node/, so pgwire imports no engine package and
 is tested with a fake backend. catalog.Type is the one shared vocabulary:
 it gives each column's type OID, and its Go value types are what the text
-encoders in types.go accept.
+and binary encoders and decoders in types.go produce and accept.
 
 # Layers
 
@@ -31,20 +32,24 @@ encoders in types.go accept.
 
   - startup (startup.go): everything before the first ReadyForQuery:
     SSLRequest, GSSENCRequest, CancelRequest, the StartupMessage and
-    protocol version negotiation, admission, authentication (trust, for
-    now), Backend.Open, the initial ParameterStatus messages and
-    BackendKeyData.
+    protocol version negotiation, admission, authentication (auth.go:
+    trust and cleartext password; scram.go: SCRAM-SHA-256 and the
+    verifier format), Backend.Open, the initial ParameterStatus messages
+    and BackendKeyData.
 
   - conn (conn.go): one client connection after startup. A reader
     goroutine decodes frontend messages; the connection's own goroutine
     processes them in order through dispatch, which hands each message
-    kind to its handler: query.go for Query, extended.go for the
-    extended protocol.
+    kind to its handler, in the file named for it: query.go for Query,
+    parse.go, bind.go, describe.go, execute.go and close.go for the
+    extended protocol, whose statements, portals, error recovery and Sync
+    are in extended.go.
 
   - resultWriter (result.go) and writer (writer.go): the ResultWriter the
-    Session reports to, encoding RowDescription, DataRow (text format, by
-    types.go), CommandComplete, EmptyQueryResponse and NoticeResponse onto
-    a per-connection buffer with the flush policy described below.
+    Session reports to, encoding RowDescription, DataRow (text or binary
+    format, by types.go), CommandComplete, EmptyQueryResponse and
+    NoticeResponse onto a per-connection buffer with the flush policy
+    described below.
 
   - errors.go: how any error becomes an ErrorResponse.
 
@@ -71,9 +76,9 @@ encoders in types.go accept.
     fall back rather than fail. The connection is then registered as a
     session: over MaxConnections it gets FATAL 53300 "sorry, too many
     clients already" and closes. It gets a process ID and a random secret
-    (its cancel key), AuthenticationOk, and Backend.Open with the startup
-    parameters; an Open error refuses the connection with its SQLSTATE as
-    FATAL.
+    (its cancel key), is authenticated (see Authentication below), gets
+    AuthenticationOk, and Backend.Open with the startup parameters; an
+    Open error refuses the connection with its SQLSTATE as FATAL.
 
  4. Ready. A ParameterStatus for each of Session.ParameterStatus() in name
     order, BackendKeyData, ReadyForQuery 'I'.
@@ -81,8 +86,10 @@ encoders in types.go accept.
  5. Serve. Messages are processed in order until Terminate, a protocol
     violation, the client going away, or Close.
 
- 6. End. The reader is joined, Session.Close is called, the session is
-    unregistered (freeing its slot and key) and the socket closed.
+ 6. End. The reader is joined, the connection's portals and prepared
+    statements are closed (stopping anything a suspended portal keeps
+    running), Session.Close is called, the session is unregistered
+    (freeing its slot and key) and the socket closed.
 
 # Two goroutines per connection
 
@@ -125,13 +132,128 @@ style with up to six fractional digits and "BC" before year 1, text as is.
 RowDescription carries each column's type OID, typlen and typmod -1, with
 table OID and attribute number 0.
 
+# Extended query
+
+Parse, Bind, Describe, Execute, Close, Flush and Sync, with named and
+unnamed statements and portals, as the protocol specifies; one file per
+message kind. What each keeps:
+
+  - Parse (parse.go) calls Session.Prepare, which parses and plans one
+    statement (more than one is 42601, none is the empty statement) and
+    reports each parameter's type and the result columns. The statement
+    keeps them: the parameter types as ParameterDescription will report
+    them, which is the client's declared OID where it gave one (int4,
+    varchar, ...; an OID basin cannot decode is 0A000) and else the
+    engine's inferred type (text when nothing says). A named statement
+    that exists is 42P05; the unnamed one is replaced.
+
+  - Bind (bind.go) checks the counts (08P01, Postgres's messages),
+    expands the format codes (none: all text; one: for all; else one
+    each) and decodes every value here, by the statement's parameter
+    type and the value's format, so a malformed value is an error at
+    Bind as in Postgres (22P02 and friends for text, 22P03 for binary).
+    The engine's PreparedStatement.Bind gets Go values and returns a
+    Portal; a value of the client's type (an int4 where the plan wants
+    int8) is the engine's to convert. The portal keeps its per-column
+    result formats. 42P03 for a named portal that exists; the unnamed
+    one is replaced.
+
+  - Describe (describe.go) answers from what Parse and Bind kept, without
+    the engine: ParameterDescription and RowDescription (all text, as
+    formats come at Bind) or NoData for a statement; RowDescription with
+    the portal's formats, or NoData, for a portal.
+
+  - Execute (execute.go) runs Portal.Execute with the row limit (0 or
+    negative: none). Rows go out in the portal's formats with no
+    RowDescription; the engine may call Columns, which is only checked
+    against what was described. Then CommandComplete (its count is this
+    Execute's rows, as in Postgres), EmptyQueryResponse, or
+    PortalSuspended when the limit stopped it, and the next Execute
+    resumes. A portal that fails is closed.
+
+  - Close (close.go) closes a statement, with the portals bound from it,
+    or a portal; an unknown name is no error.
+
+Unknown statements are 26000, unknown portals 34000. After any error the
+connection skips to Sync (the error itself is flushed at once, so a
+client waiting after Flush sees it); Sync sends the ParameterStatus
+changes and ReadyForQuery. A simple Query replaces the unnamed statement
+and portal. Portals survive Sync: in Postgres they end with their
+transaction, which outside a block is at Sync, but basin has no
+transactions yet and a client reading a portal in batches across Syncs
+(pgjdbc with a fetch size) needs them; the unnamed portal is replaced by
+the next Bind, a client closes named ones, and the connection's end
+closes the rest.
+
+Binary format is supported both ways for every basin type: bool (one
+byte), int4, int8, float8 (IEEE 754, big-endian), text (the bytes), and
+timestamp as int64 microseconds since 2000-01-01 (integer_datetimes is
+on). Bind also decodes the types clients commonly declare for
+parameters: int2, float4, numeric (binary numeric to the nearest
+float8), varchar, bpchar, name, date and timestamptz (converted to UTC;
+a zone on a plain timestamp is ignored, as in Postgres). Text input
+follows Postgres's input functions for the same types (boolin's words and
+prefixes, ISO timestamps with 'T' or ' ', a zone, "BC").
+
+# Authentication
+
+Options.Authenticator (auth.go), supplied by node/, gives the method and
+each user's SCRAM-SHA-256 verifier; nil means trust. pgwire owns the
+exchanges on the wire and Postgres's verifier format
+("SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>", as in
+pg_authid); the store never sees a message and never needs to hold a
+password. The user is always the StartupMessage's.
+
+  - trust: AuthenticationOk at once, any user name. node/ allows it only
+    on a loopback address.
+
+  - scram (scram.go): AuthenticationSASL offering only SCRAM-SHA-256
+    (channel binding, SCRAM-SHA-256-PLUS, is not offered), then
+    SASLInitialResponse / AuthenticationSASLContinue / SASLResponse /
+    AuthenticationSASLFinal, per RFC 5802 and 7677 in Postgres's
+    framing; the SCRAM arithmetic and the constant-time proof check are
+    github.com/xdg-go/scram's. The gs2 flags 'n' and 'y' are accepted
+    (pgx and libpq send 'y' over TLS when PLUS is not offered), 'p' is
+    08P01. As in Postgres, the user name inside the SCRAM message is
+    ignored (clients leave it empty), and an unknown user gets a mock
+    verifier whose salt is stable per name (an HMAC of the name under a
+    per-process secret) and whose keys match no proof, so the exchange
+    fails at the proof exactly like a wrong password.
+
+  - password: AuthenticationCleartextPassword, checked by deriving the
+    verifier's keys from the password (PBKDF2 with the verifier's salt
+    and iterations, also for unknown users, so timing does not tell).
+    Only over TLS: on a plaintext connection it is refused with FATAL
+    28000 "cleartext password authentication requires a TLS connection"
+    before the client is asked for the password. Options.Validate
+    refuses the method without TLSConfig.
+
+Passwords are SASLprep'd (RFC 4013), falling back to the raw string
+when SASLprep refuses it, as Postgres and libpq do; a verifier made by
+Postgres works here and one made here (NewSCRAMVerifier, `basin
+passwd`) works in Postgres. pgx normalizes with PRECIS instead, so a
+password that SASLprep changes (compatibility characters, soft hyphens)
+fails from pgx here exactly as it does against Postgres.
+
+A wrong password and an unknown user both get FATAL 28P01 'password
+authentication failed for user "x"'; the log (warn) has the user, the
+remote address, the method and the real reason, never the password or
+the proof (errors about client-final-message are logged by their RFC
+5802 error value only). A malformed exchange is FATAL 08P01. Responses
+are read, like startup packets, with exact-length reads from the socket
+(at most 64 KiB each, Postgres's PG_MAX_AUTH_TOKEN_LENGTH), so a query
+pipelined behind the last response is not lost; a client that hangs up
+instead of answering (psql does, to prompt for a password) is logged at
+debug only. Everything runs inside StartupTimeout.
+
 # Errors
 
 An error carrying a SQLSTATE (*pgerr.Error anywhere in its chain) is sent
 as it is: severity, code, message, detail, hint and position. Anything
 else reaching this boundary is a bug: the client gets XX000 "internal
 error: <message>" and the log gets the error with a stack. Panics in the
-Backend (Open, Query, ParameterStatus, Close) are recovered and reported
+Backend (Open, Query, Prepare, Bind, Execute, ParameterStatus, Close)
+are recovered and reported
 the same way, with the stack of the panicking goroutine, and the
 connection goes on. Misuse of the ResultWriter by the engine (a Row before
 Columns, a Go value that is not its column type's) is such a bug; the
@@ -178,10 +300,23 @@ relies on Session.Query honouring its context.
     expected. Rewrite the expected output with -rewrite and review the
     diff. Most protocol behaviour, including every violation case, is
     pinned there.
-  - Real clients: pgx (pgx_test.go) in the simple protocol, and the psql
-    binary (psql_test.go), which the tests require.
+  - testdata/pgtest/extended and extended_errors pin the extended
+    protocol message by message, binary DataRows printed in hex.
+  - Real clients: pgx in the simple protocol (pgx_test.go) and in each
+    extended mode (extended_test.go: binary results and parameters of
+    every type, named statements, errors in pipelines, cancel, a
+    100000-row portal read in batches), and the psql binary
+    (psql_test.go), which the tests require. The fake backend's side of
+    the extended protocol is fake_extended_test.go; node/'s
+    extended_test.go runs the same protocol against the real engine.
   - FuzzConn feeds arbitrary bytes after a valid startup; its corpus is
     testdata/fuzz/FuzzConn.
+  - Authentication (auth_test.go): pgx and psql logging in with SCRAM
+    and cleartext passwords against verifiers made by PostgreSQL 15,
+    the RFC 7677 example exchange, raw exchanges for what real clients
+    never send, and FuzzSCRAMAuth over the SASL responses. A failed
+    login's log line says why (user, reason); the client is told only
+    28P01, on purpose.
   - The log: connection lifecycle at debug, protocol violations at warn
     with the remote address, internal errors at error with the stack and
     the session's pid. For a byte-level view, run a script against the
@@ -189,16 +324,9 @@ relies on Session.Query honouring its context.
 
 # What's next
 
-The extended query protocol. Parse, Bind, Describe, Execute and Close
-already reach dispatch as owned messages; today each is refused with
-0A000 and the connection skips to Sync, as after any extended-protocol
-error, so pipelines end in ReadyForQuery and the connection stays usable.
-Next, each gets its own file (parse.go, bind.go, ...) with prepared
-statements and portals held on conn, Session grows prepare/describe/bind
-entry points (parameter types from $n, result columns before execution),
-Execute honours row limits with PortalSuspended, and binary result
-formats join text in types.go. After that: transaction status from the
-session, password/SCRAM authentication, COPY, and direct TLS
-(sslnegotiation=direct).
+Transaction status from the session (ReadyForQuery 'T' and 'E', and
+with it portals that end with their transaction, as in Postgres), COPY, direct TLS (sslnegotiation=direct), SCRAM-SHA-256-PLUS
+(tls-server-end-point channel binding), and certificate reload without
+a restart.
 */
 package pgwire

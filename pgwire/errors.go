@@ -52,11 +52,6 @@ var (
 		Message:  "terminating connection due to administrator command",
 		Severity: severityFatal,
 	}
-	errExtendedUnsupported = &pgerr.Error{
-		Code:    pgerr.FeatureNotSupported,
-		Message: "extended query protocol is not supported yet",
-		Hint:    "Use the simple query protocol (for pgx: QueryExecModeSimpleProtocol; for JDBC: preferQueryMode=simple).",
-	}
 	errFunctionCallUnsupported = &pgerr.Error{
 		Code:    pgerr.FeatureNotSupported,
 		Message: "fast-path function calls are not supported",

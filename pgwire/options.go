@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +39,12 @@ type Options struct {
 	// and upgrade the connection with tls.Server. Nil (the default)
 	// answers 'N' and the client continues in plaintext.
 	TLSConfig *tls.Config
+
+	// Authenticator gives the authentication method and the users'
+	// verifiers (auth.go). Nil (the default) is trust: any user name is
+	// accepted without a password. AuthPassword needs TLSConfig, since
+	// cleartext passwords are accepted only over TLS.
+	Authenticator Authenticator
 
 	// MaxMessageSize bounds the body of one frontend message in bytes; a
 	// larger length closes the connection with 08P01 before the body is
@@ -85,6 +92,18 @@ func (o Options) Validate() error {
 	if o.MaxMessageSize > 0 && o.MaxMessageSize < minMaxMessageSize {
 		return fmt.Errorf("pgwire: MaxMessageSize is %d: must be at least %d bytes",
 			o.MaxMessageSize, minMaxMessageSize)
+	}
+	if o.Authenticator != nil {
+		switch m := o.Authenticator.Method(); m {
+		case AuthTrust, AuthSCRAM:
+		case AuthPassword:
+			if o.TLSConfig == nil {
+				return errors.New("pgwire: the password method needs TLSConfig: cleartext passwords are " +
+					"accepted only over TLS, so without it every connection would be refused")
+			}
+		default:
+			return fmt.Errorf("pgwire: unknown authentication method %v", m)
+		}
 	}
 	if o.StartupTimeout < 0 {
 		return fmt.Errorf("pgwire: StartupTimeout is %v: must be positive, or 0 for the default %v",

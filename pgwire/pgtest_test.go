@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -193,6 +196,9 @@ func formatMessage(t *testing.T, msg pgproto3.BackendMessage) string {
 	if name == "BackendKeyData" {
 		return name
 	}
+	if dr, ok := msg.(*pgproto3.DataRow); ok {
+		return name + " " + formatDataRow(t, dr)
+	}
 	b, err := json.Marshal(msg)
 	if err != nil {
 		t.Fatal(err)
@@ -243,4 +249,26 @@ func dropZeros(v any) {
 			dropZeros(x)
 		}
 	}
+}
+
+// formatDataRow prints a DataRow's values as pgproto3's JSON does, except
+// that a value is shown in hex whenever it is not printable UTF-8 (a
+// binary int8 may well be all printable bytes but not UTF-8), so binary
+// values are never printed lossily.
+func formatDataRow(t *testing.T, dr *pgproto3.DataRow) string {
+	vals := make([]map[string]string, len(dr.Values))
+	for i, v := range dr.Values {
+		switch {
+		case v == nil:
+		case utf8.Valid(v) && !strings.ContainsFunc(string(v), unicode.IsControl):
+			vals[i] = map[string]string{"text": string(v)}
+		default:
+			vals[i] = map[string]string{"binary": hex.EncodeToString(v)}
+		}
+	}
+	b, err := json.Marshal(map[string]any{"Values": vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -425,24 +425,6 @@ func TestPgxNoticeEmptyMultiAndParameters(t *testing.T) {
 	}
 }
 
-func TestPgxExtendedProtocolRefused(t *testing.T) {
-	ts := startServer(t, Options{})
-	cfg := ts.pgxConfig(t)
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	conn := ts.connectConfig(t, cfg)
-
-	// pgx sends an Exec without arguments as a simple Query; an argument
-	// forces Parse/Describe/Sync.
-	_, err := conn.Exec(testCtx(t), "select $1::int8", 1)
-	if pe := pgError(t, err); pe.Code != "0A000" || pe.Message != "extended query protocol is not supported yet" {
-		t.Errorf("got %+v", pe)
-	}
-	var n int64
-	if err := conn.QueryRow(testCtx(t), "select 1", pgx.QueryExecModeSimpleProtocol).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("simple query after the refusal: %v %v", n, err)
-	}
-}
-
 func TestPgxStartupRefusals(t *testing.T) {
 	ts := startServer(t, Options{})
 

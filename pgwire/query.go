@@ -14,6 +14,9 @@ import (
 // Close and by the client going away. A returned error means the
 // connection must end: the socket failed or the connection's context did.
 func (c *conn) handleQuery(text string) error {
+	// As in Postgres, a simple query replaces the unnamed statement and
+	// portal.
+	c.closeUnnamed()
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	defer cancel(nil)
 	c.setCancel(cancel)

@@ -10,12 +10,18 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// resultWriter is the ResultWriter a Session reports a Query's results
-// to. It encodes each call as backend messages on the connection's
-// writer: Columns → RowDescription, Row → DataRow (text format),
+// resultWriter is the ResultWriter a Session reports a Query's or a
+// portal's results to. It encodes each call as backend messages on the
+// connection's writer: Columns → RowDescription, Row → DataRow,
 // Complete → CommandComplete, Empty → EmptyQueryResponse, Notice →
 // NoticeResponse (flushed at once, so a notice sent before a long wait
 // reaches the client before the wait).
+//
+// A Query's rows are all in text format. A portal's (startPortal) are in
+// the formats its Bind asked for, column by column, and its Columns call
+// sends nothing: in the extended protocol RowDescription is Describe's
+// answer, never Execute's, so Columns is only checked against what was
+// described.
 //
 // One resultWriter lives as long as its connection and is reused for
 // every statement, with its scratch buffers, so a scan of any length
@@ -31,8 +37,16 @@ type resultWriter struct {
 	inResult bool
 	// types are the column types of the current result's rows.
 	types []catalog.Type
+	// formats, in a portal, holds each column's format code; nil means
+	// all text.
+	formats []int16
+	// described is set while a portal runs: its columns are fixed by
+	// startPortal and Columns only checks them.
+	described bool
+	// ended is set by Complete and Empty: the statement reported its end.
+	ended bool
 	// vals and text are DataRow scratch: text holds every value of a row
-	// back to back and vals slices it.
+	// (in text or binary format) back to back and vals slices it.
 	vals  [][]byte
 	ends  []int
 	text  []byte
@@ -42,34 +56,77 @@ type resultWriter struct {
 
 var errNoColumns = errors.New("pgwire: Row called before Columns")
 
-// reset forgets any open result; it is called before each Query.
+// reset forgets any open result and any portal's formats; it is called
+// before each Query.
 func (r *resultWriter) reset() {
 	r.inResult = false
 	r.types = r.types[:0]
+	r.formats = nil
+	r.described = false
+	r.ended = false
+}
+
+// startPortal prepares for an Execute of a portal whose result has
+// columns cols (nil: no rows) in formats (one per column).
+func (r *resultWriter) startPortal(cols []catalog.Column, formats []int16) {
+	r.reset()
+	r.described = true
+	r.formats = formats
+	for _, c := range cols {
+		r.types = append(r.types, c.Type)
+	}
+	r.inResult = cols != nil
 }
 
 // Columns implements ResultWriter.
 func (r *resultWriter) Columns(cols []catalog.Column) error {
+	if r.described {
+		if !r.inResult || len(cols) != len(r.types) {
+			return fmt.Errorf("pgwire: Columns reports %d columns, Describe reported %d", len(cols), len(r.types))
+		}
+		for i, c := range cols {
+			if c.Type != r.types[i] {
+				return fmt.Errorf("pgwire: Columns reports column %d as %s, Describe reported %s", i+1, c.Type.PGName(), r.types[i].PGName())
+			}
+		}
+		return nil
+	}
 	if r.inResult {
 		return errors.New("pgwire: Columns called twice without Complete")
 	}
+	rd, err := r.rowDescription(cols, nil)
+	if err != nil {
+		return err
+	}
+	for _, col := range cols {
+		r.types = append(r.types, col.Type)
+	}
+	r.inResult = true
+	return r.w.send(rd)
+}
+
+// rowDescription encodes cols, with their format codes (nil: all text),
+// into the writer's reusable RowDescription.
+func (r *resultWriter) rowDescription(cols []catalog.Column, formats []int16) (*pgproto3.RowDescription, error) {
 	if len(cols) > maxColumns {
-		return pgerr.New(pgerr.ProgramLimitExceeded, "a result may have at most %d columns, this one has %d", maxColumns, len(cols))
+		return nil, pgerr.New(pgerr.ProgramLimitExceeded, "a result may have at most %d columns, this one has %d", maxColumns, len(cols))
 	}
 	fields := r.rdesc.Fields[:0]
-	for _, col := range cols {
+	for i, col := range cols {
+		format := formatText
+		if formats != nil {
+			format = formats[i]
+		}
 		fields = append(fields, pgproto3.FieldDescription{
 			Name:         []byte(cstring(col.Name)),
 			DataTypeOID:  col.Type.OID(),
 			DataTypeSize: typeLen(col.Type),
 			TypeModifier: -1,
-			Format:       pgproto3.TextFormat,
+			Format:       format,
 		})
-		r.types = append(r.types, col.Type)
 	}
 	r.rdesc.Fields = fields
-	r.inResult = true
-	return r.w.send(&r.rdesc)
+	return &r.rdesc, nil
 }
 
 // maxColumns is the most columns RowDescription and DataRow can carry
@@ -91,7 +148,12 @@ func (r *resultWriter) Row(vals []any) error {
 	for i, v := range vals {
 		if v != nil {
 			var err error
-			if text, err = appendText(text, r.types[i], v); err != nil {
+			if r.formats != nil && r.formats[i] == formatBinary {
+				text, err = appendBinary(text, r.types[i], v)
+			} else {
+				text, err = appendText(text, r.types[i], v)
+			}
+			if err != nil {
 				return fmt.Errorf("pgwire: Row: column %d: %w", i+1, err)
 			}
 		}
@@ -119,6 +181,7 @@ func (r *resultWriter) Row(vals []any) error {
 // Complete implements ResultWriter.
 func (r *resultWriter) Complete(tag string) error {
 	r.reset()
+	r.ended = true
 	return r.w.send(&pgproto3.CommandComplete{CommandTag: []byte(cstring(tag))})
 }
 
@@ -127,6 +190,7 @@ func (r *resultWriter) Empty() error {
 	if r.inResult {
 		return errors.New("pgwire: Empty called inside a row-returning result")
 	}
+	r.ended = true
 	return r.w.send(&pgproto3.EmptyQueryResponse{})
 }
 

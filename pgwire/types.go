@@ -1,12 +1,18 @@
 package pgwire
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // typeLen returns pg_type.typlen of t, as RowDescription reports it: the
@@ -112,4 +118,509 @@ func appendTimestamp(b []byte, t time.Time) []byte {
 	b = fmt.Appendf(b, "%04d", 1-y)
 	b = t.AppendFormat(b, catalog.TimestampLayout[len("2006"):])
 	return append(b, " BC"...)
+}
+
+// Format codes of Bind's parameter and result formats.
+const (
+	formatText   int16 = 0
+	formatBinary int16 = 1
+)
+
+// Type OIDs a client may declare for a parameter beyond basin's own
+// types (catalog.Type.OID), and what basin takes each as. pg_type.dat is
+// the reference.
+const (
+	oidBool        = 16
+	oidName        = 19
+	oidInt8        = 20
+	oidInt2        = 21
+	oidInt4        = 23
+	oidText        = 25
+	oidFloat4      = 700
+	oidFloat8      = 701
+	oidUnknown     = 705
+	oidBPChar      = 1042
+	oidVarchar     = 1043
+	oidDate        = 1082
+	oidTimestamp   = 1114
+	oidTimestampTZ = 1184
+	oidNumeric     = 1700
+)
+
+// paramType maps a parameter type OID from Parse to the basin type its
+// values become. 0 and unknown (705) leave the type to the server and
+// map to catalog.Unknown. ok is false for a type basin cannot decode.
+func paramType(oid uint32) (t catalog.Type, ok bool) {
+	switch oid {
+	case 0, oidUnknown:
+		return catalog.Unknown, true
+	case oidBool:
+		return catalog.Boolean, true
+	case oidInt2, oidInt4:
+		return catalog.Int, true
+	case oidInt8:
+		return catalog.BigInt, true
+	case oidFloat4, oidFloat8, oidNumeric:
+		return catalog.Double, true
+	case oidText, oidVarchar, oidBPChar, oidName:
+		return catalog.Varchar, true
+	case oidTimestamp, oidTimestampTZ, oidDate:
+		return catalog.Timestamp, true
+	}
+	return catalog.Unknown, false
+}
+
+// pgTypeName names an OID for error messages.
+func pgTypeName(oid uint32) string {
+	switch oid {
+	case oidBool:
+		return "boolean"
+	case oidName:
+		return "name"
+	case oidInt2:
+		return "smallint"
+	case oidInt4:
+		return "integer"
+	case oidInt8:
+		return "bigint"
+	case oidText:
+		return "text"
+	case oidFloat4:
+		return "real"
+	case oidFloat8:
+		return "double precision"
+	case oidBPChar:
+		return "character"
+	case oidVarchar:
+		return "character varying"
+	case oidDate:
+		return "date"
+	case oidTimestamp:
+		return "timestamp without time zone"
+	case oidTimestampTZ:
+		return "timestamp with time zone"
+	case oidNumeric:
+		return "numeric"
+	}
+	return "unknown"
+}
+
+// pgEpochUnix is 2000-01-01 00:00:00 UTC in Unix seconds: the zero of
+// binary timestamps (integer_datetimes on) and, in days, dates.
+const pgEpochUnix = 946684800
+
+// appendBinary appends the Postgres binary format of v, a non-NULL value
+// of column type t, to b: what the type's send function produces.
+func appendBinary(b []byte, t catalog.Type, v any) ([]byte, error) {
+	switch t {
+	case catalog.Boolean:
+		if x, ok := v.(bool); ok {
+			if x {
+				return append(b, 1), nil
+			}
+			return append(b, 0), nil
+		}
+	case catalog.Int:
+		if x, ok := v.(int64); ok {
+			if x < math.MinInt32 || x > math.MaxInt32 {
+				return b, fmt.Errorf("integer %d out of range for int4", x)
+			}
+			return binary.BigEndian.AppendUint32(b, uint32(int32(x))), nil
+		}
+	case catalog.BigInt:
+		if x, ok := v.(int64); ok {
+			return binary.BigEndian.AppendUint64(b, uint64(x)), nil
+		}
+	case catalog.Double:
+		if x, ok := v.(float64); ok {
+			return binary.BigEndian.AppendUint64(b, math.Float64bits(x)), nil
+		}
+	case catalog.Varchar, catalog.Unknown:
+		if x, ok := v.(string); ok {
+			return append(b, x...), nil
+		}
+	case catalog.Timestamp:
+		if x, ok := v.(time.Time); ok {
+			// From seconds, not UnixMicro or a Duration: those overflow
+			// within Postgres's range (4713 BC to 294276 AD).
+			secs := x.Unix() - pgEpochUnix
+			if secs > math.MaxInt64/1000000-1 || secs < math.MinInt64/1000000+1 {
+				return b, fmt.Errorf("timestamp %v out of range", x)
+			}
+			us := secs*1e6 + int64(x.Nanosecond()/1000)
+			return binary.BigEndian.AppendUint64(b, uint64(us)), nil
+		}
+	}
+	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
+}
+
+// decodeParam decodes the value of parameter n (1-based, for messages)
+// of type oid, sent in format (text or binary), into the Go value of its
+// basin type (see paramType). A nil b is NULL. Errors are what Postgres
+// reports for the same bytes: 22P02 and friends for text, 22P03 for
+// binary.
+func decodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if format == formatBinary {
+		v, err := decodeBinary(oid, b)
+		if err != nil {
+			return nil, pgerr.New(pgerr.InvalidBinaryRepresentation, "incorrect binary data format in bind parameter %d", n).
+				WithDetail("%s", err.Error())
+		}
+		return v, nil
+	}
+	if !utf8.Valid(b) {
+		return nil, pgerr.New(pgerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\" in bind parameter %d", n)
+	}
+	return decodeText(oid, string(b))
+}
+
+// decodeText is the input function of type oid over s (bind parameters
+// in text format).
+func decodeText(oid uint32, s string) (any, error) {
+	switch oid {
+	case oidBool:
+		return parseBool(s)
+	case oidInt2, oidInt4, oidInt8:
+		return parseInt(oid, s)
+	case oidFloat4, oidFloat8, oidNumeric:
+		return parseFloat(oid, s)
+	case oidTimestamp, oidTimestampTZ, oidDate:
+		return parseTimestamp(oid, s)
+	}
+	// text, varchar, bpchar, name, unknown. A NUL cannot be in a text
+	// value; Postgres refuses it the same way.
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, pgerr.New(pgerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00")
+	}
+	return s, nil
+}
+
+func invalidInput(oid uint32, s string) *pgerr.Error {
+	return pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type %s: %q", pgTypeName(oid), s)
+}
+
+// parseBool accepts what Postgres's boolin does: t/true/y/yes/on/1 and
+// f/false/n/no/off/0, any unique prefix of those words, in any case,
+// with surrounding whitespace.
+func parseBool(s string) (any, error) {
+	w := strings.ToLower(strings.TrimSpace(s))
+	switch {
+	case w == "":
+	case w == "1", strings.HasPrefix("true", w), strings.HasPrefix("yes", w),
+		len(w) >= 2 && strings.HasPrefix("on", w):
+		return true, nil
+	case w == "0", strings.HasPrefix("false", w), strings.HasPrefix("no", w),
+		len(w) >= 2 && strings.HasPrefix("off", w):
+		return false, nil
+	}
+	return nil, invalidInput(oidBool, s)
+}
+
+func parseInt(oid uint32, s string) (any, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return nil, pgerr.New(pgerr.NumericValueOutOfRange, "value %q is out of range for type %s", s, pgTypeName(oid))
+		}
+		return nil, invalidInput(oid, s)
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	switch oid {
+	case oidInt2:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case oidInt4:
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	if n < lo || n > hi {
+		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "value %q is out of range for type %s", s, pgTypeName(oid))
+	}
+	return n, nil
+}
+
+func parseFloat(oid uint32, s string) (any, error) {
+	w := strings.TrimSpace(s)
+	switch strings.ToLower(w) {
+	case "nan":
+		return math.NaN(), nil
+	case "infinity", "+infinity", "inf", "+inf":
+		return math.Inf(1), nil
+	case "-infinity", "-inf":
+		return math.Inf(-1), nil
+	}
+	// strconv would also take Go's own spellings (hex floats, "1_000");
+	// Postgres takes decimal only.
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+			return nil, invalidInput(oid, s)
+		}
+	}
+	f, err := strconv.ParseFloat(w, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%q is out of range for type %s", s, pgTypeName(oid))
+		}
+		return nil, invalidInput(oid, s)
+	}
+	return f, nil
+}
+
+// parseTimestamp reads the ISO forms of timestamp, timestamptz and date
+// input: "2024-02-29 13:04:05.123456", a 'T' instead of the space, a
+// date alone (midnight), fractions beyond microseconds rounded, a zone
+// ("Z", "+05", "-08:00", "+0530") and a trailing " BC". A timestamptz
+// is converted to UTC, basin's (and the session's) time zone; a plain
+// timestamp ignores a zone, as Postgres does.
+func parseTimestamp(oid uint32, s string) (any, error) {
+	bad := func() (any, error) {
+		code := pgerr.InvalidDatetimeFormat
+		return nil, pgerr.New(code, "invalid input syntax for type %s: %q", pgTypeName(oid), s)
+	}
+	w := strings.TrimSpace(s)
+	bc := false
+	if u := strings.ToUpper(w); strings.HasSuffix(u, " BC") {
+		bc, w = true, strings.TrimSpace(w[:len(w)-3])
+	} else if strings.HasSuffix(u, " AD") {
+		w = strings.TrimSpace(w[:len(w)-3])
+	}
+	switch strings.ToLower(w) {
+	case "infinity", "+infinity", "-infinity":
+		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "timestamp out of range: %q", s).
+			WithDetail("basin timestamps are finite.")
+	}
+	date, clock, _ := strings.Cut(w, " ")
+	if d, c, ok := strings.Cut(w, "T"); ok && !strings.Contains(w, " ") {
+		date, clock = d, c
+	}
+	clock = strings.TrimSpace(clock)
+	dp := strings.Split(date, "-")
+	if len(dp) != 3 || len(dp[0]) < 4 || len(dp[1]) != 2 || len(dp[2]) != 2 {
+		return bad()
+	}
+	year, err1 := strconv.Atoi(dp[0])
+	month, err2 := strconv.Atoi(dp[1])
+	day, err3 := strconv.Atoi(dp[2])
+	if err1 != nil || err2 != nil || err3 != nil || year < 1 {
+		return bad()
+	}
+	if bc {
+		year = 1 - year // Go's year 0 is 1 BC
+	}
+	var hour, min, sec, micros int
+	var offset int // seconds east of UTC
+	if clock != "" {
+		if oid == oidDate {
+			return bad()
+		}
+		// Split off a zone: the first '+', '-' or 'Z' after the clock.
+		zone := ""
+		if i := strings.IndexAny(clock, "+-Zz"); i >= 0 {
+			clock, zone = strings.TrimSpace(clock[:i]), clock[i:]
+		}
+		cp := strings.Split(clock, ":")
+		if len(cp) < 2 || len(cp) > 3 || len(cp[0]) > 2 || len(cp[1]) != 2 {
+			return bad()
+		}
+		var err error
+		if hour, err = strconv.Atoi(cp[0]); err != nil {
+			return bad()
+		}
+		if min, err = strconv.Atoi(cp[1]); err != nil {
+			return bad()
+		}
+		if len(cp) == 3 {
+			whole, frac, _ := strings.Cut(cp[2], ".")
+			if len(whole) != 2 {
+				return bad()
+			}
+			if sec, err = strconv.Atoi(whole); err != nil {
+				return bad()
+			}
+			if frac != "" {
+				f, err := strconv.ParseFloat("0."+frac, 64)
+				if err != nil || strings.ContainsAny(frac, "+-eE") {
+					return bad()
+				}
+				micros = int(math.Round(f * 1e6))
+			}
+		}
+		if zone != "" {
+			if offset, err = parseZone(zone); err != nil {
+				return bad()
+			}
+		}
+	}
+	if month < 1 || month > 12 || hour > 23 || min > 59 || sec > 59 {
+		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
+	}
+	t := time.Date(year, time.Month(month), day, hour, min, sec, 0, time.UTC)
+	if t.Day() != day {
+		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
+	}
+	t = t.Add(time.Duration(micros) * time.Microsecond)
+	if oid == oidTimestampTZ {
+		t = t.Add(-time.Duration(offset) * time.Second)
+	}
+	return t, nil
+}
+
+// parseZone reads "Z", "+05", "-08:00", "+0530" or "+05:30:15" as
+// seconds east of UTC.
+func parseZone(z string) (int, error) {
+	if z == "Z" || z == "z" {
+		return 0, nil
+	}
+	sign := 1
+	if z[0] == '-' {
+		sign = -1
+	}
+	z = z[1:]
+	var parts []string
+	if strings.Contains(z, ":") {
+		parts = strings.Split(z, ":")
+	} else if len(z) == 4 {
+		parts = []string{z[:2], z[2:]}
+	} else {
+		parts = []string{z}
+	}
+	if len(parts) > 3 {
+		return 0, errors.New("bad zone")
+	}
+	secs := 0
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || len(p) > 2 || (i > 0 && n > 59) {
+			return 0, errors.New("bad zone")
+		}
+		secs = secs*60 + n
+	}
+	for range 3 - len(parts) {
+		secs *= 60
+	}
+	return sign * secs, nil
+}
+
+// decodeBinary is the receive function of type oid over b (bind
+// parameters in binary format).
+func decodeBinary(oid uint32, b []byte) (any, error) {
+	wantLen := func(n int) error {
+		if len(b) != n {
+			return fmt.Errorf("a binary %s is %d bytes, this one is %d", pgTypeName(oid), n, len(b))
+		}
+		return nil
+	}
+	switch oid {
+	case oidBool:
+		if err := wantLen(1); err != nil {
+			return nil, err
+		}
+		return b[0] != 0, nil
+	case oidInt2:
+		if err := wantLen(2); err != nil {
+			return nil, err
+		}
+		return int64(int16(binary.BigEndian.Uint16(b))), nil
+	case oidInt4:
+		if err := wantLen(4); err != nil {
+			return nil, err
+		}
+		return int64(int32(binary.BigEndian.Uint32(b))), nil
+	case oidInt8:
+		if err := wantLen(8); err != nil {
+			return nil, err
+		}
+		return int64(binary.BigEndian.Uint64(b)), nil
+	case oidFloat4:
+		if err := wantLen(4); err != nil {
+			return nil, err
+		}
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), nil
+	case oidFloat8:
+		if err := wantLen(8); err != nil {
+			return nil, err
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+	case oidNumeric:
+		return decodeNumeric(b)
+	case oidTimestamp, oidTimestampTZ:
+		if err := wantLen(8); err != nil {
+			return nil, err
+		}
+		us := int64(binary.BigEndian.Uint64(b))
+		if us == math.MaxInt64 || us == math.MinInt64 {
+			return nil, errors.New("basin timestamps cannot be infinite")
+		}
+		secs, frac := us/1e6, us%1e6
+		if frac < 0 {
+			secs, frac = secs-1, frac+1e6
+		}
+		return time.Unix(secs+pgEpochUnix, frac*1000).UTC(), nil
+	case oidDate:
+		if err := wantLen(4); err != nil {
+			return nil, err
+		}
+		days := int32(binary.BigEndian.Uint32(b))
+		if days == math.MaxInt32 || days == math.MinInt32 {
+			return nil, errors.New("basin timestamps cannot be infinite")
+		}
+		return time.Date(2000, 1, 1+int(days), 0, 0, 0, 0, time.UTC), nil
+	}
+	// text, varchar, bpchar, name, unknown: the bytes themselves.
+	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+		return nil, errors.New("invalid byte sequence for encoding \"UTF8\"")
+	}
+	return string(b), nil
+}
+
+// decodeNumeric reads numeric's binary form (ndigits, weight, sign,
+// dscale, then base-10000 digits, most significant first) as the
+// nearest float64: basin has no exact decimal type.
+func decodeNumeric(b []byte) (any, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("a binary numeric has an 8-byte header, this one is %d bytes", len(b))
+	}
+	ndigits := int(binary.BigEndian.Uint16(b))
+	weight := int(int16(binary.BigEndian.Uint16(b[2:])))
+	sign := binary.BigEndian.Uint16(b[4:])
+	if len(b) != 8+2*ndigits {
+		return nil, fmt.Errorf("a binary numeric with %d digits is %d bytes, this one is %d", ndigits, 8+2*ndigits, len(b))
+	}
+	switch sign {
+	case 0x0000, 0x4000:
+	case 0xC000:
+		return math.NaN(), nil
+	case 0xD000:
+		return math.Inf(1), nil
+	case 0xF000:
+		return math.Inf(-1), nil
+	default:
+		return nil, fmt.Errorf("invalid numeric sign 0x%04x", sign)
+	}
+	if ndigits == 0 {
+		return 0.0, nil
+	}
+	// 0.d1d2d3...e(4*(weight+1)): each digit is four decimal digits.
+	s := make([]byte, 0, 16+4*ndigits)
+	if sign == 0x4000 {
+		s = append(s, '-')
+	}
+	s = append(s, "0."...)
+	for i := range ndigits {
+		d := binary.BigEndian.Uint16(b[8+2*i:])
+		if d > 9999 {
+			return nil, fmt.Errorf("invalid numeric digit %d", d)
+		}
+		s = fmt.Appendf(s, "%04d", d)
+	}
+	s = append(s, 'e')
+	s = strconv.AppendInt(s, int64(4*(weight+1)), 10)
+	f, err := strconv.ParseFloat(string(s), 64)
+	if err != nil {
+		return nil, fmt.Errorf("numeric out of range for double precision")
+	}
+	return f, nil
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,9 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 			if c, ok := x.(*Const); ok {
 				switch v := c.V.(type) {
 				case int64:
+					if v == math.MinInt64 || c.T == catalog.Int && v == math.MinInt32 {
+						return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", typeWord(c.T)).WithPosition(e.Pos)
+					}
 					return &Const{V: -v, T: c.T}, nil
 				case float64:
 					return &Const{V: -v, T: c.T}, nil
@@ -110,13 +114,32 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 			return nil, err
 		}
 		list := make([]Scalar, len(e.List))
-		t := x.Type()
 		for i, le := range e.List {
 			if list[i], err = b.bind(le); err != nil {
 				return nil, err
 			}
-			if t == catalog.Unknown {
-				t = list[i].Type()
+		}
+		// The comparison type is the common type of x and the whole list
+		// (n IN (1.5, 2) compares as DOUBLE, not as n's INT).
+		t, untyped := x.Type(), isUntypedLiteral(x) || x.Type() == catalog.Unknown
+		for _, l := range list {
+			lt, lUntyped := l.Type(), isUntypedLiteral(l) || l.Type() == catalog.Unknown
+			switch {
+			case lUntyped:
+				if t == catalog.Unknown {
+					t = lt
+				}
+			case untyped:
+				t, untyped = lt, false
+			case lt == t:
+			case lt.Numeric() && t.Numeric():
+				if lt == catalog.Double || t == catalog.Double {
+					t = catalog.Double
+				} else {
+					t = catalog.BigInt
+				}
+			default:
+				return nil, opError("=", x, l, e.Pos)
 			}
 		}
 		if x, err = b.coerce(x, t, e.Pos, "IN"); err != nil {

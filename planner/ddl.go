@@ -63,7 +63,6 @@ var viewOptions = map[string]option{
 	"value_format":          {check: oneOf(FormatJSON)},
 	"acceptable.offset.lag": {check: nonNegativeInt},
 	"num.standby.replicas":  {check: nonNegativeInt},
-	"kafka_topic":           {},
 }
 
 // checkOptions validates WITH options against the accepted set and

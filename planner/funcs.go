@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 )
@@ -26,7 +29,7 @@ func numericArg(args []Scalar) (catalog.Type, error) {
 		return catalog.Double, nil
 	}
 	if !t.Numeric() {
-		return 0, pgerr.New(pgerr.UndefinedFunction, "function does not accept type %s", t.PGName())
+		return 0, pgerr.New(pgerr.UndefinedFunction, "function does not accept type %s", sqlName(t))
 	}
 	return t, nil
 }
@@ -39,7 +42,7 @@ func commonArgs(args []Scalar) (catalog.Type, error) {
 			nt, ok = a.Type(), true
 		}
 		if !ok {
-			return 0, pgerr.New(pgerr.DatatypeMismatch, "arguments of types %s and %s cannot be matched", t.PGName(), a.Type().PGName())
+			return 0, pgerr.New(pgerr.DatatypeMismatch, "arguments of types %s and %s cannot be matched", sqlName(t), sqlName(a.Type()))
 		}
 		t = nt
 	}
@@ -91,7 +94,7 @@ func FuncNeedsSession(name string) bool {
 func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 	sig, ok := scalarFuncs[name]
 	if !ok {
-		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not exist", name).WithPosition(pos).
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).
 			WithHint("docs/sql.md lists the functions basin has.")
 	}
 	if len(args) < sig.minArgs || (sig.maxArgs >= 0 && len(args) > sig.maxArgs) {
@@ -129,12 +132,23 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 	if err != nil {
 		if pe, ok := pgerr.As(err); ok {
 			pe.WithPosition(pos)
+			if pe.Code == pgerr.UndefinedFunction {
+				pe.Message = fmt.Sprintf("function %s(%s) does not exist", name, argTypes(args))
+				pe.Hint = "No function matches the given name and argument types. You might need to add explicit type casts."
+			} else {
+				pe.Message = name + ": " + pe.Message
+			}
 		}
 		return nil, err
 	}
 	switch name {
 	case "coalesce", "greatest", "least", "nullif":
 		for i := range args {
+			if name == "nullif" && i == 1 && t.Numeric() && args[i].Type().Numeric() {
+				// nullif returns its first argument's type but compares
+				// numbers as numbers: nullif(n, 9.6) must not round 9.6.
+				continue
+			}
 			b := binder{}
 			if args[i], err = b.coerce(args[i], t, pos, name); err != nil {
 				return nil, err
@@ -142,4 +156,12 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 		}
 	}
 	return &Call{Name: name, Args: args, T: t}, nil
+}
+
+func argTypes(args []Scalar) string {
+	types := make([]string, len(args))
+	for i, a := range args {
+		types[i] = sqlName(a.Type())
+	}
+	return strings.Join(types, ", ")
 }

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -141,6 +143,10 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 			return nil, err
 		}
 		k.Expr = e
+		if p.Distinct && !slices.ContainsFunc(p.Output, func(o Scalar) bool { return Equal(o, e) }) {
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list").
+				WithPosition(o.Expr.Position())
+		}
 		p.Order = append(p.Order, k)
 	}
 	if aggs != nil {
@@ -245,21 +251,29 @@ func itemName(it sql.SelectItem) string {
 	if it.Alias != "" {
 		return it.Alias
 	}
-	e := it.Expr
-	for {
-		switch x := e.(type) {
-		case *sql.ColumnRef:
-			return x.Name
-		case *sql.Func:
-			return x.Name
-		case *sql.Cast:
-			e = x.X
-			continue
-		case *sql.Case:
-			return "case"
+	name, _ := exprName(it.Expr)
+	return name
+}
+
+// exprName is Postgres's FigureColname: a column or function names
+// itself (strength 2); a cast takes its operand's name if that is strong,
+// else its type's name; CASE is "case" (strength 1); anything else
+// ?column? (strength 0).
+func exprName(e sql.Expr) (string, int) {
+	switch x := e.(type) {
+	case *sql.ColumnRef:
+		return x.Name, 2
+	case *sql.Func:
+		return x.Name, 2
+	case *sql.Cast:
+		if name, strength := exprName(x.X); strength == 2 {
+			return name, 2
 		}
-		return "?column?"
+		return x.Type.PGName(), 1
+	case *sql.Case:
+		return "case", 1
 	}
+	return "?column?", 0
 }
 
 // bindOrderExpr resolves an ORDER BY entry: an output column's name or
@@ -291,6 +305,15 @@ func constInt(e sql.Expr, clause string, def int64) (int64, error) {
 	if e == nil {
 		return def, nil
 	}
+	var col *sql.ColumnRef
+	walk(e, func(x sql.Expr) {
+		if c, ok := x.(*sql.ColumnRef); ok && col == nil {
+			col = c
+		}
+	})
+	if col != nil {
+		return 0, pgerr.New(pgerr.InvalidColumnReference, "argument of %s must not contain variables", clause).WithPosition(col.Pos)
+	}
 	b := &binder{clause: clause}
 	s, err := b.bind(e)
 	if err != nil {
@@ -309,7 +332,11 @@ func constInt(e sql.Expr, clause string, def int64) (int64, error) {
 	}
 	n := v.(int64)
 	if n < 0 {
-		return 0, pgerr.New(pgerr.InvalidRowCountInLimitClause, "%s must not be negative", clause).WithPosition(e.Position())
+		code := pgerr.InvalidRowCountInLimitClause
+		if clause == "OFFSET" {
+			code = pgerr.InvalidRowCountInResultOffsetClause
+		}
+		return 0, pgerr.New(code, "%s must not be negative", clause).WithPosition(e.Position())
 	}
 	return n, nil
 }
@@ -333,9 +360,9 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 			visit(b.L)
 			visit(b.R)
 		case "=":
-			col, val := b.L, b.R
+			col, val := intKey(b.L, b.R)
 			if _, ok := col.(*ColRef); !ok {
-				col, val = val, col
+				col, val = intKey(b.R, b.L)
 			}
 			c, ok := col.(*ColRef)
 			if !ok || c.Idx >= len(rel.Schema.Columns) {
@@ -359,6 +386,26 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 	return out
 }
 
+// intKey undoes the widening of an INTEGER column compared with a
+// BIGINT constant (k = 3 binds as CAST(k AS BIGINT) = 3), so that the
+// comparison can still be a key lookup. A constant outside INTEGER's
+// range matches no row and is left to the scan.
+func intKey(col, val Scalar) (Scalar, Scalar) {
+	cast, ok := col.(*Cast)
+	if !ok || cast.T != catalog.BigInt || cast.X.Type() != catalog.Int {
+		return col, val
+	}
+	ref, ok := cast.X.(*ColRef)
+	c, isConst := val.(*Const)
+	if !ok || !isConst {
+		return col, val
+	}
+	if n, ok := c.V.(int64); ok && n >= math.MinInt32 && n <= math.MaxInt32 {
+		return ref, &Const{V: n, T: catalog.Int}
+	}
+	return col, val
+}
+
 // grouping is a bound grouped select.
 type grouping struct {
 	groupBy []Scalar  // over the input row
@@ -379,7 +426,7 @@ func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having s
 	b.clause = "GROUP BY"
 	for _, e := range groupBy {
 		// GROUP BY may name an output column by alias or position.
-		e = resolveGroupAlias(e, items)
+		e = resolveGroupAlias(e, items, b.cols)
 		s, err := b.bind(e)
 		if err != nil {
 			return nil, err
@@ -426,14 +473,16 @@ func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having s
 	return g, nil
 }
 
-func resolveGroupAlias(e sql.Expr, items []sql.SelectItem) sql.Expr {
+func resolveGroupAlias(e sql.Expr, items []sql.SelectItem, input []catalog.Column) sql.Expr {
 	switch x := e.(type) {
 	case *sql.Literal:
 		if n, ok := x.Value.(int64); ok && n >= 1 && int(n) <= len(items) {
 			return items[n-1].Expr
 		}
 	case *sql.ColumnRef:
-		if x.Table == "" {
+		// A name that is both an input column and an output alias is the
+		// input column, as in Postgres.
+		if x.Table == "" && (catalog.Schema{Columns: input}).Index(x.Name) < 0 {
 			for _, it := range items {
 				if it.Alias != "" && strings.EqualFold(it.Alias, x.Name) {
 					return it.Expr
@@ -537,7 +586,7 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 func (p *PullPlan) String() string {
 	var b strings.Builder
 	if p.Limit >= 0 || p.Offset > 0 {
-		fmt.Fprintf(&b, "Limit %d offset %d\n", p.Limit, p.Offset)
+		fmt.Fprintf(&b, "  Limit %d offset %d\n", p.Limit, p.Offset)
 	}
 	if len(p.Order) > 0 {
 		var ks []string
@@ -545,6 +594,9 @@ func (p *PullPlan) String() string {
 			s := k.Expr.String()
 			if k.Desc {
 				s += " DESC"
+			}
+			if k.NullsFirst != k.Desc {
+				s += map[bool]string{true: " NULLS FIRST", false: " NULLS LAST"}[k.NullsFirst]
 			}
 			ks = append(ks, s)
 		}

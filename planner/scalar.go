@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/basindb/basin/catalog"
 )
@@ -110,8 +111,10 @@ func (e *Const) String() string {
 		return "NULL"
 	case string:
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case time.Time:
+		return "'" + FormatValue(v) + "'"
 	default:
-		return fmt.Sprint(v)
+		return FormatValue(v)
 	}
 }
 func (e *ParamRef) String() string { return fmt.Sprintf("$%d", e.N) }

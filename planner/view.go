@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,13 @@ func keyNames(r *catalog.Relation) string {
 // plan's View is the relation to record (Version unset until the command
 // is applied).
 func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPlan, error) {
+	for _, o := range s.With {
+		if strings.EqualFold(o.Key, "kafka_topic") {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "option kafka_topic of CREATE TABLE AS is not supported").
+				WithPosition(o.Pos).
+				WithHint("A view's changelog topic is named by basin (SHOW TABLES lists it); leave the option out.")
+		}
+	}
 	opts, err := checkOptions(s.With, viewOptions, "table")
 	if err != nil {
 		return nil, err
@@ -106,6 +114,14 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			pe.WithPosition(sel.From.Pos)
 		}
 		return nil, err
+	}
+	if src.Kind == catalog.KindView {
+		// A view's changelog holds stored rows (aggregate state, hidden
+		// groups, markers), not records of its schema, and positions
+		// are in source offsets: a view cannot read one yet.
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "a view over view %s is not supported", src.Name).
+			WithPosition(sel.From.Pos).
+			WithHint("Define the view over what %s reads (%s), or read %s with SELECT.", src.Name, strings.Join(src.Sources, ", "), src.Name)
 	}
 	p := &ViewPlan{Source: src}
 	b := &binder{cols: src.Schema.Columns, rel: src.Name, alias: sel.From.Alias}
@@ -205,6 +221,10 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 			return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name).
 				WithHint("Name the columns of a view with AS.")
 		}
+		if isPseudo(lc) {
+			return pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name).
+				WithHint("Name the column otherwise with AS.")
+		}
 		if c.Name == "?column?" || c.Name == "case" {
 			return pgerr.New(pgerr.InvalidTableDefinition, "the expression %q of a view needs a name", items[i].Text).
 				WithHint("Name it with AS.")
@@ -247,14 +267,40 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 				WithHint("A view without GROUP BY is keyed as its source.")
 		}
 	}
-	// Key columns in view schema order map to source columns.
+	// Key columns in view schema order map to source columns. They must
+	// keep the source's order: the key bytes (a JSON object's fields are
+	// in column order) decide the partition a row is in.
 	for i, c := range cols {
 		if c.Key {
 			p.KeyGroup = append(p.KeyGroup, p.Output[i].(*ColRef).Idx)
 		}
 	}
-	if p.View.KeyFormat == "" {
+	renamed := false
+	if len(srcKeys) > 1 { // a JSON object: its field names are in the key bytes too
+		for i, c := range cols {
+			if c.Key && c.Name != p.Source.Schema.Columns[p.Output[i].(*ColRef).Idx].Name {
+				renamed = true
+			}
+		}
+	}
+	if !slices.Equal(p.KeyGroup, srcKeys) || renamed {
+		names := make([]string, len(srcKeys))
+		for i, k := range srcKeys {
+			names[i] = p.Source.Schema.Columns[k].Name
+		}
+		return pgerr.New(pgerr.InvalidTableDefinition, "view %s must select the key columns of %s as they are, in their order (%s)",
+			p.View.Name, p.Source.Name, strings.Join(names, ", ")).
+			WithHint("A view without GROUP BY is keyed as its source.")
+	}
+	switch p.View.KeyFormat {
+	case "":
 		p.View.KeyFormat = p.Source.KeyFormat
+	case p.Source.KeyFormat:
+	default:
+		// Its rows stay in the partitions of the source's key bytes, so
+		// a key lookup must hash those bytes.
+		return pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its key_format %s", p.View.Name, p.Source.Name, p.Source.KeyFormat).
+			WithHint("Leave out the key_format option.")
 	}
 	return nil
 }
@@ -269,9 +315,15 @@ func needsRepartition(p *ViewPlan) bool {
 	if len(srcKeys) != len(p.KeyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
 		return true
 	}
+	viewKeys := p.View.Schema.KeyIndexes()
 	for i, g := range p.KeyGroup {
 		ref, ok := p.GroupBy[g].(*ColRef)
 		if !ok || ref.Idx != srcKeys[i] {
+			return true
+		}
+		// A JSON object key carries the column names: renamed, the same
+		// values are other bytes in another partition.
+		if len(srcKeys) > 1 && p.View.Schema.Columns[viewKeys[i]].Name != p.Source.Schema.Columns[srcKeys[i]].Name {
 			return true
 		}
 	}

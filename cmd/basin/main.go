@@ -4,17 +4,24 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/kafka"
@@ -36,7 +43,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newBroker())
+	root.AddCommand(newServe(), newBroker(), newPasswd())
 	return root
 }
 
@@ -83,6 +90,11 @@ func newServe() *cobra.Command {
 	f.String("cluster", node.DefaultCluster, "cluster name; nodes with the same name on the same Kafka share the work")
 	f.Int("default-partitions", node.DefaultPartitions, "partitions of topics basin creates when a statement names none")
 	f.Int("max-connections", 100, "maximum concurrent Postgres connections")
+	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
+	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
+	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
+		"users come from the config file's users: map")
+	f.Bool("allow-trust-remote", false, "allow --auth trust on a --pg-addr that is not loopback")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "config file (YAML, TOML or JSON) with the same keys as the flags")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -91,6 +103,10 @@ func newServe() *cobra.Command {
 			return err
 		}
 		log, err := logger(v.GetString("log-level"))
+		if err != nil {
+			return err
+		}
+		users, err := usersSetting(v)
 		if err != nil {
 			return err
 		}
@@ -112,17 +128,144 @@ func newServe() *cobra.Command {
 			Cluster:           v.GetString("cluster"),
 			DefaultPartitions: v.GetInt("default-partitions"),
 			MaxConnections:    v.GetInt("max-connections"),
+			TLSCert:           v.GetString("tls-cert"),
+			TLSKey:            v.GetString("tls-key"),
+			Auth:              v.GetString("auth"),
+			Users:             users,
+			AllowTrustRemote:  v.GetBool("allow-trust-remote"),
 			Logger:            log,
 		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "basin %s ready: psql -h %s -p %s -U basin basin\n", exec.Version, host(n.PGAddr()), port(n.PGAddr()))
+		user := "basin" // any name does under trust
+		if v.GetString("auth") != "trust" {
+			user = "<user>"
+		}
+		fmt.Fprintf(os.Stderr, "basin %s ready: psql -h %s -p %s -U %s basin\n", exec.Version, host(n.PGAddr()), port(n.PGAddr()), user)
 		<-ctx.Done()
 		log.Info("shutting down")
 		return n.Close()
 	}
 	return cmd
+}
+
+// usersSetting returns the users setting: BASIN_USERS (a JSON object)
+// over the config file's users map, name to password or SCRAM verifier.
+// It is read here rather than through viper because viper folds keys
+// to lower case, and user names are case-sensitive ("Alice" is not
+// "alice", in Postgres as here). It has no flag: passwords on a command
+// line are visible to every local user.
+func usersSetting(v *viper.Viper) (map[string]string, error) {
+	if s, ok := os.LookupEnv("BASIN_USERS"); ok {
+		var users map[string]string
+		if err := json.Unmarshal([]byte(s), &users); err != nil {
+			return nil, fmt.Errorf("BASIN_USERS must be a JSON object of user name to password or SCRAM verifier: %w", err)
+		}
+		return users, nil
+	}
+	path := v.ConfigFileUsed()
+	if path == "" || !v.IsSet("users") {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file %s: %w", path, err)
+	}
+	var doc struct {
+		Users map[string]any `json:"users" yaml:"users" toml:"users"`
+	}
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml":
+		err = yaml.Unmarshal(data, &doc)
+	case ".toml":
+		err = toml.Unmarshal(data, &doc)
+	case ".json":
+		err = json.Unmarshal(data, &doc)
+	default:
+		return nil, fmt.Errorf("config file %s: users can be read from a .yaml, .yml, .toml or .json file only", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: users: %w", path, err)
+	}
+	users := make(map[string]string, len(doc.Users))
+	for name, secret := range doc.Users {
+		s, ok := secret.(string)
+		if !ok {
+			// An unquoted all-digit password would lose leading zeros on
+			// the way; better to ask for quotes.
+			return nil, fmt.Errorf("config file %s: users: the value for %q must be a string (a password or a SCRAM verifier); "+
+				"quote it", path, name)
+		}
+		users[name] = s
+	}
+	return users, nil
+}
+
+// newPasswd is `basin passwd`: it prints the SCRAM-SHA-256 verifier of a
+// password, for the users: map of the config file, so the file need not
+// hold the password itself.
+func newPasswd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "passwd",
+		Short: "Print a SCRAM-SHA-256 verifier for a password read from standard input",
+		Long: `passwd reads a password from standard input (asking twice, without echo, on a
+terminal; else the first line) and prints its SCRAM-SHA-256 verifier, in the
+form PostgreSQL stores, for the users: map of the config file:
+
+    users:
+      alice: SCRAM-SHA-256$4096:...
+
+Each run uses a fresh random salt, so the same password gives a different
+verifier every time; any of them works.`,
+		Args: cobra.NoArgs,
+	}
+	iters := cmd.Flags().Int("iterations", node.DefaultSCRAMIterations, "PBKDF2 iteration count")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		password, err := readPassword(cmd.InOrStdin(), cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		verifier, err := node.NewVerifier(password, *iters)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), verifier)
+		return err
+	}
+	return cmd
+}
+
+// readPassword reads a password: from a terminal twice without echo,
+// otherwise the first line of in.
+func readPassword(in io.Reader, prompt io.Writer) (string, error) {
+	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(prompt, "Password: ")
+		p1, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(prompt)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprint(prompt, "Again: ")
+		p2, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(prompt)
+		if err != nil {
+			return "", err
+		}
+		if string(p1) != string(p2) {
+			return "", errors.New("the passwords differ")
+		}
+		return string(p1), nil
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		return "", errors.New("no password on standard input")
+	}
+	return line, nil
 }
 
 func newBroker() *cobra.Command {
