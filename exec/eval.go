@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"math"
 	"strings"
 	"time"
@@ -22,6 +23,21 @@ type Env struct {
 	PID      int32
 	// Now is the statement's start time (now() is stable in a statement).
 	Now time.Time
+	// Ctx is the statement's context, for functions that wait
+	// (pg_sleep); nil means never cancelled.
+	Ctx context.Context
+	// Session reads and changes the session's settings for
+	// current_setting() and set_config(); nil outside a session.
+	Session SettingsAccess
+}
+
+// SettingsAccess is a session's settings as functions see them.
+type SettingsAccess interface {
+	// Setting returns a setting's value as SHOW shows it.
+	Setting(name string) (string, bool)
+	// SetConfig sets a setting (for the transaction when local) and
+	// returns its new value.
+	SetConfig(name, value string, local bool) (string, error)
 }
 
 // Expr is a compiled expression.

@@ -3,6 +3,7 @@ package exec
 import (
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/basindb/basin/catalog"
@@ -87,6 +88,75 @@ func compileCall(s *planner.Call) Expr {
 		return func(catalog.Row, *Env) (any, error) { return "public", nil }
 	case "current_user", "session_user":
 		return func(_ catalog.Row, env *Env) (any, error) { return env.User, nil }
+	case "current_setting":
+		return func(row catalog.Row, env *Env) (any, error) {
+			name, err := args[0](row, env)
+			if name == nil || err != nil {
+				return nil, err
+			}
+			missingOK := false
+			if len(args) == 2 {
+				m, err := args[1](row, env)
+				if err != nil {
+					return nil, err
+				}
+				missingOK = m == true
+			}
+			if env.Session != nil {
+				if v, ok := env.Session.Setting(name.(string)); ok {
+					return v, nil
+				}
+				if v, ok := extraSettings[strings.ToLower(name.(string))]; ok {
+					return v, nil
+				}
+			}
+			if missingOK {
+				return nil, nil
+			}
+			return nil, pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", name)
+		}
+	case "set_config":
+		return func(row catalog.Row, env *Env) (any, error) {
+			vals := make([]any, 3)
+			for i, a := range args {
+				v, err := a(row, env)
+				if err != nil {
+					return nil, err
+				}
+				vals[i] = v
+			}
+			if vals[0] == nil {
+				return nil, pgerr.New(pgerr.NullValueNotAllowedDataException, "SET requires parameter name")
+			}
+			if env.Session == nil {
+				return nil, pgerr.New(pgerr.FeatureNotSupported, "set_config() needs a session")
+			}
+			value, _ := vals[1].(string)
+			return env.Session.SetConfig(vals[0].(string), value, vals[2] == true)
+		}
+	case "has_table_privilege", "has_column_privilege", "has_any_column_privilege", "has_schema_privilege",
+		"has_database_privilege", "has_function_privilege", "has_sequence_privilege", "has_type_privilege",
+		"has_tablespace_privilege", "pg_has_role":
+		return func(catalog.Row, *Env) (any, error) { return true, nil }
+	case "pg_sleep":
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := args[0](row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			t := time.NewTimer(time.Duration(v.(float64) * float64(time.Second)))
+			defer t.Stop()
+			var done <-chan struct{}
+			if env.Ctx != nil {
+				done = env.Ctx.Done()
+			}
+			select {
+			case <-t.C:
+				return nil, nil
+			case <-done:
+				return nil, env.Ctx.Err()
+			}
+		}
 	case "pg_backend_pid":
 		return func(_ catalog.Row, env *Env) (any, error) { return int64(env.PID), nil }
 	}
@@ -182,4 +252,16 @@ func substr(_ catalog.Type, a []any) (any, error) {
 		return "", nil
 	}
 	return string(r[from-1 : end-1]), nil
+}
+
+// extraSettings are read-only server settings current_setting() knows
+// besides the session's own (Grafana and others probe them).
+var extraSettings = map[string]string{
+	"server_version_num":    "150000",
+	"max_identifier_length": "63",
+	"block_size":            "8192",
+	"max_connections":       "100",
+	"lc_collate":            "C.UTF-8",
+	"lc_ctype":              "C.UTF-8",
+	"data_directory_mode":   "0700",
 }

@@ -537,9 +537,11 @@ func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (sus
 	if pt.failed {
 		return false, errPortalFailed
 	}
+	ctx, cancel, timeout := pt.s.statementContext(ctx)
+	defer cancel()
 	defer func() {
 		if err != nil {
-			err = canceled(ctx, err)
+			err = canceled(ctx, timeout(err))
 			pt.failed = true
 			pt.Close()
 		}
@@ -650,6 +652,8 @@ type tagWriter struct {
 	tag *string
 }
 
+func (t *tagWriter) unwrap() ResultWriter { return t.ResultWriter }
+
 func (t *tagWriter) Complete(tag string) error {
 	*t.tag = tag
 	return t.ResultWriter.Complete(tag)
@@ -674,6 +678,7 @@ type bufferWriter struct {
 	end  string
 }
 
+func (b *bufferWriter) unwrap() ResultWriter           { return b.w }
 func (b *bufferWriter) Columns([]catalog.Column) error { return nil }
 func (b *bufferWriter) Row(r []any) error {
 	b.rows = append(b.rows, append([]any{}, r...))

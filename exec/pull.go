@@ -65,6 +65,11 @@ var errLimitReached = fmt.Errorf("exec: limit reached")
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
 func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) ([]PartitionRead, error) {
+	if env != nil {
+		e := *env
+		e.Ctx = ctx
+		env = &e
+	}
 	q := &pull{rt: rt, plan: plan, env: env, emit: emit}
 	if plan.Filter != nil {
 		q.filter = Compile(plan.Filter)

@@ -160,7 +160,7 @@ func (s *Session) Close() {}
 
 func (s *Session) env() *Env {
 	return &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)}
+		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s}
 }
 
 // Query runs the statements of a simple Query message.
@@ -173,7 +173,10 @@ func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error 
 		return w.Empty()
 	}
 	for _, st := range stmts {
-		if err := s.exec(ctx, st.Stmt, st.Text, w); err != nil {
+		sctx, cancel, timeout := s.statementContext(ctx)
+		err := timeout(s.exec(sctx, st.Stmt, st.Text, w))
+		cancel()
+		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {
 				return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
 			}
@@ -201,6 +204,10 @@ func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w Res
 		return s.describe(st, w)
 	case *sql.Set:
 		return s.set(st, w)
+	case *sql.Deallocate:
+		return s.deallocate(st, w)
+	case *sql.Discard:
+		return s.discard(st, w)
 	case *sql.Explain:
 		return s.explain(st, w)
 	case *sql.Txn:

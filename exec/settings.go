@@ -1,10 +1,14 @@
 package exec
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/sql"
@@ -139,6 +143,12 @@ func normalizeSetting(name, v string) (string, error) {
 			}
 		}
 		return "ISO, " + order, nil
+	case "statement_timeout", "idle_in_transaction_session_timeout", "lock_timeout":
+		ms, err := parseMillis(v)
+		if err != nil {
+			return "", invalid("Give milliseconds, or a number with a unit: ms, s, min, h, d.")
+		}
+		return formatMillis(ms), nil
 	case "client_encoding":
 		if u := strings.ToUpper(strings.ReplaceAll(v, "-", "")); u != "UTF8" && u != "UNICODE" {
 			return "", pgerr.New(pgerr.FeatureNotSupported, "encoding %q is not supported; basin speaks UTF8", v)
@@ -147,3 +157,143 @@ func normalizeSetting(name, v string) (string, error) {
 	}
 	return v, nil
 }
+
+// parseMillis parses a Postgres time setting: a number of milliseconds,
+// or a number with one of the units ms, s, min, h, d.
+func parseMillis(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad number")
+	}
+	unit := map[string]float64{"": 1, "ms": 1, "s": 1000, "min": 60000, "h": 3600000, "d": 86400000}
+	f, ok := unit[strings.ToLower(strings.TrimSpace(v[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("bad unit")
+	}
+	return int64(n * f), nil
+}
+
+// formatMillis shows a duration as SHOW does: in the largest unit that
+// divides it.
+func formatMillis(ms int64) string {
+	switch {
+	case ms == 0:
+		return "0"
+	case ms%86400000 == 0:
+		return strconv.FormatInt(ms/86400000, 10) + "d"
+	case ms%3600000 == 0:
+		return strconv.FormatInt(ms/3600000, 10) + "h"
+	case ms%60000 == 0:
+		return strconv.FormatInt(ms/60000, 10) + "min"
+	case ms%1000 == 0:
+		return strconv.FormatInt(ms/1000, 10) + "s"
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}
+
+// statementContext bounds a statement by statement_timeout. The returned
+// error mapper turns the timeout into 57014 as Postgres reports it.
+func (s *Session) statementContext(ctx context.Context) (context.Context, context.CancelFunc, func(error) error) {
+	ms, _ := parseMillis(s.vars["statement_timeout"])
+	if ms <= 0 {
+		return ctx, func() {}, func(err error) error { return err }
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, time.Duration(ms)*time.Millisecond, errStatementTimeout)
+	return tctx, cancel, func(err error) error {
+		if err != nil && context.Cause(tctx) == errStatementTimeout && ctx.Err() == nil {
+			return pgerr.New(pgerr.QueryCanceled, "canceling statement due to statement timeout")
+		}
+		return err
+	}
+}
+
+var errStatementTimeout = errors.New("exec: statement timeout")
+
+// statementCloser is the pgwire ResultWriter's access to the connection's
+// prepared statements (pgwire.StatementCloser).
+type statementCloser interface {
+	ClosePrepared(name string) bool
+	CloseAllPrepared()
+}
+
+// closerOf finds the statementCloser under w's wrappers, nil if none.
+func closerOf(w ResultWriter) statementCloser {
+	for w != nil {
+		if c, ok := w.(statementCloser); ok {
+			return c
+		}
+		u, ok := w.(interface{ unwrap() ResultWriter })
+		if !ok {
+			return nil
+		}
+		w = u.unwrap()
+	}
+	return nil
+}
+
+// deallocate runs DEALLOCATE.
+func (s *Session) deallocate(st *sql.Deallocate, w ResultWriter) error {
+	c := closerOf(w)
+	if st.All {
+		if c != nil {
+			c.CloseAllPrepared()
+		}
+		return w.Complete("DEALLOCATE ALL")
+	}
+	if c == nil || !c.ClosePrepared(st.Name) {
+		return pgerr.New(pgerr.InvalidSQLStatementName, "prepared statement %q does not exist", st.Name)
+	}
+	return w.Complete("DEALLOCATE")
+}
+
+// discard runs DISCARD. DISCARD ALL resets every setting to its value at
+// connection start and closes prepared statements and portals, as a
+// connection pool expects before handing the connection to another
+// client.
+func (s *Session) discard(st *sql.Discard, w ResultWriter) error {
+	if st.Kind != sql.DiscardAll {
+		return w.Complete("DISCARD " + map[sql.DiscardKind]string{sql.DiscardPlans: "PLANS", sql.DiscardSequences: "SEQUENCES", sql.DiscardTemp: "TEMP"}[st.Kind])
+	}
+	if s.inTxn {
+		return pgerr.New(pgerr.ActiveSQLTransaction, "DISCARD ALL cannot run inside a transaction block")
+	}
+	for k := range defaultSettings {
+		if !readOnlySettings[k] {
+			s.vars[k] = s.initial[k]
+		}
+	}
+	if c := closerOf(w); c != nil {
+		c.CloseAllPrepared()
+	}
+	return w.Complete("DISCARD ALL")
+}
+
+// Setting implements SettingsAccess.
+func (s *Session) Setting(name string) (string, bool) {
+	v, ok := s.vars[strings.ToLower(name)]
+	return v, ok
+}
+
+// SetConfig implements SettingsAccess: set_config(name, value, is_local)
+// is SET [LOCAL] name = value.
+func (s *Session) SetConfig(name, value string, local bool) (string, error) {
+	if err := s.set(&sql.Set{Name: name, Value: value, Local: local}, discardWriter{}); err != nil {
+		return "", err
+	}
+	v, _ := s.Setting(name)
+	return v, nil
+}
+
+// discardWriter drops a statement's result.
+type discardWriter struct{}
+
+func (discardWriter) Columns([]catalog.Column) error { return nil }
+func (discardWriter) Row([]any) error                { return nil }
+func (discardWriter) Complete(string) error          { return nil }
+func (discardWriter) Empty() error                   { return nil }
+func (discardWriter) Notice(*pgerr.Error) error      { return nil }

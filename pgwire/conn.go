@@ -82,6 +82,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	c.w.w = nc
 	c.rw.w = &c.w
+	c.rw.c = c
 	return c
 }
 

@@ -32,6 +32,9 @@ import (
 // XX000: it is a bug, and the stream stays well-formed.
 type resultWriter struct {
 	w *writer
+	// c is the connection, for DEALLOCATE and DISCARD ALL (see
+	// StatementCloser).
+	c *conn
 
 	// inResult is set between Columns and Complete.
 	inResult bool

@@ -79,6 +79,21 @@ var scalarFuncs = map[string]funcSig{
 	"current_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
 	"session_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
 	"pg_backend_pid":    {0, 0, fixed(catalog.Int), catalog.Unknown},
+	"current_setting":   {1, 2, fixed(catalog.Varchar), catalog.Unknown},
+	"pg_sleep":          {1, 1, fixed(catalog.Unknown), catalog.Double},
+	"set_config":        {3, 3, fixed(catalog.Varchar), catalog.Unknown},
+	// basin has no privileges: every role may do everything, so the
+	// has_*_privilege family answers true for any arguments.
+	"has_table_privilege":      {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_column_privilege":     {3, 4, fixed(catalog.Boolean), catalog.Unknown},
+	"has_any_column_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_schema_privilege":     {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_database_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_function_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_sequence_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_type_privilege":       {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_tablespace_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"pg_has_role":              {2, 3, fixed(catalog.Boolean), catalog.Unknown},
 }
 
 // FuncNeedsSession reports whether a function reads the session (exec
@@ -109,6 +124,16 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 		}
 	}
 	switch name {
+	case "current_setting", "set_config":
+		for i := range args {
+			want := catalog.Varchar
+			if (name == "current_setting" && i == 1) || (name == "set_config" && i == 2) {
+				want = catalog.Boolean
+			}
+			if args[i], err = castTo(args[i], want, pos); err != nil {
+				return nil, err
+			}
+		}
 	case "substr", "substring":
 		if args[0], err = castTo(args[0], catalog.Varchar, pos); err != nil {
 			return nil, err

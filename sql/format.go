@@ -144,7 +144,9 @@ func (f *formatter) stmt(s Statement) {
 			f.b.WriteString("ROLLBACK")
 		}
 	default:
-		f.printf("<%T>", s)
+		if !f.sessionStmt(s) {
+			f.printf("<%T>", s)
+		}
 	}
 }
 

@@ -144,6 +144,10 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseCommit(i)
 	case "explain":
 		return sp.parseExplain(i)
+	case "discard":
+		return sp.parseDiscard(i)
+	case "deallocate":
+		return sp.parseDeallocate(i)
 	case "with":
 		return nil, unsupported(sp.charPos(t.pos), "WITH queries (common table expressions) are not supported")
 	case "update", "delete", "merge", "truncate", "copy":
@@ -161,8 +165,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 // in Postgres.
 var unsupportedStatements = map[string]bool{
 	"alter": true, "analyze": true, "analyse": true, "call": true, "checkpoint": true,
-	"close": true, "cluster": true, "comment": true, "deallocate": true, "declare": true,
-	"discard": true, "do": true, "execute": true, "fetch": true, "grant": true, "import": true,
+	"close": true, "cluster": true, "comment": true, "declare": true,
+	"do": true, "execute": true, "fetch": true, "grant": true, "import": true,
 	"listen": true, "load": true, "lock": true, "move": true, "notify": true, "prepare": true,
 	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
 	"savepoint": true, "security": true, "unlisten": true, "vacuum": true, "values": true,

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestSessionFeatures covers statement_timeout, DEALLOCATE, DISCARD ALL
+// and the settings functions, in both query protocols.
+func TestSessionFeatures(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
+		t.Run(mode.String(), func(t *testing.T) {
+			conn := connect(t, n.PGAddr(), func(c *pgx.ConnConfig) { c.DefaultQueryExecMode = mode })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			mustExec(t, conn, "SET statement_timeout = '50ms'")
+			start := time.Now()
+			_, err := conn.Exec(ctx, "SELECT pg_sleep(30)")
+			if pgCode(err) != "57014" || !strings.Contains(err.Error(), "statement timeout") {
+				t.Fatalf("pg_sleep under statement_timeout: %v", err)
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("statement_timeout did not stop the statement")
+			}
+			var v string
+			if err := conn.QueryRow(ctx, "SHOW statement_timeout").Scan(&v); err != nil || v != "50ms" {
+				t.Fatalf("SHOW statement_timeout = %q, %v", v, err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT current_setting('statement_timeout')").Scan(&v); err != nil || v != "50ms" {
+				t.Fatalf("current_setting = %q, %v", v, err)
+			}
+			// DISCARD ALL also drops prepared statements, pgx's cached ones
+			// included (as in Postgres), so the cache must forget them too.
+			mustExec(t, conn, "DISCARD ALL")
+			if err := conn.DeallocateAll(ctx); err != nil {
+				t.Fatalf("DEALLOCATE ALL: %v", err)
+			}
+			if err := conn.QueryRow(ctx, "SHOW statement_timeout").Scan(&v); err != nil || v != "0" {
+				t.Fatalf("after DISCARD ALL statement_timeout = %q, %v", v, err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT set_config('application_name', 'grafana', false)").Scan(&v); err != nil || v != "grafana" {
+				t.Fatalf("set_config = %q, %v", v, err)
+			}
+			if err := conn.QueryRow(ctx, "SHOW application_name").Scan(&v); err != nil || v != "grafana" {
+				t.Fatalf("application_name after set_config = %q, %v", v, err)
+			}
+			if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')").Scan(&v); err != nil || v != "150000" {
+				t.Fatalf("server_version_num = %q, %v", v, err)
+			}
+			var ok bool
+			if err := conn.QueryRow(ctx, "SELECT has_table_privilege('basin_processing_log', 'SELECT') AND has_schema_privilege('public', 'USAGE')").Scan(&ok); err != nil || !ok {
+				t.Fatalf("has_*_privilege = %v, %v", ok, err)
+			}
+			if _, err := conn.Exec(ctx, "SELECT current_setting('no_such_setting')"); pgCode(err) != "42704" {
+				t.Fatalf("unknown setting: %v", err)
+			}
+			if _, err := conn.Exec(ctx, "DEALLOCATE nope"); pgCode(err) != "26000" {
+				t.Fatalf("DEALLOCATE of a missing statement: %v", err)
+			}
+		})
+	}
+}
+
+// TestDeallocate drops a named prepared statement with SQL.
+func TestDeallocate(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr(), func(c *pgx.ConnConfig) { c.DefaultQueryExecMode = pgx.QueryExecModeExec })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := conn.Prepare(ctx, "s1", "SELECT $1::bigint + 1"); err != nil {
+		t.Fatal(err)
+	}
+	var got int64
+	if err := conn.QueryRow(ctx, "s1", int64(41)).Scan(&got); err != nil || got != 42 {
+		t.Fatalf("s1 = %d, %v", got, err)
+	}
+	if _, err := conn.Exec(ctx, "DEALLOCATE s1"); err != nil {
+		t.Fatal(err)
+	}
+	res := conn.PgConn().ExecPrepared(ctx, "s1", [][]byte{[]byte("1")}, nil, nil).Read()
+	if pgCode(res.Err) != "26000" {
+		t.Fatalf("executing a deallocated statement: %v", res.Err)
+	}
+}
