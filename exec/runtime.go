@@ -78,9 +78,11 @@ type Runtime struct {
 // Query is one running persistent query: the tasks that maintain a view
 // or materialize a table.
 type Query struct {
-	Rel    *catalog.Relation
-	Plan   *planner.ViewPlan // nil for a table
-	Tasks  []*TaskState      // by partition
+	Rel   *catalog.Relation
+	Plan  *planner.ViewPlan // nil for a table
+	Tasks []*TaskState      // by partition
+	// Rekey are the re-keying tasks of a view, by source partition.
+	Rekey  []*TaskState
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -97,6 +99,11 @@ type TaskState struct {
 	// updatedAt is the timestamp (unix ms) of the last record applied.
 	updatedAt atomic.Int64
 	restored  atomic.Bool
+	// position is the source position of the last commit; sources, for a
+	// task behind a repartition topic, the source ends it is measured
+	// against.
+	position  atomic.Pointer[materialize.Position]
+	sources   *sourceEnds
 	ready     chan struct{} // closed once restored the first time
 	readyOnce sync.Once
 	errors    atomic.Int64 // records skipped since start
@@ -106,25 +113,42 @@ type TaskState struct {
 	}
 }
 
-// Lag returns the offset lag (input records not yet reflected) and the
-// time lag in milliseconds at now.
+// Lag returns the offset lag (source records not yet reflected) and the
+// time lag in milliseconds at now. A task that reads its source directly
+// measures its own input; a task behind a repartition topic measures its
+// position against the source ends the re-keying tasks see, so records
+// not yet re-keyed count too.
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
-	offsetLag = t.inputEnd.Load() - t.inputNext.Load()
-	if offsetLag < 0 {
-		offsetLag = 0
+	if t.sources != nil {
+		pos := t.position.Load()
+		for sp := range t.sources.ends {
+			var seen int64
+			if pos != nil {
+				seen, _ = (*pos).Get(t.sources.topic, int32(sp))
+			}
+			if d := t.sources.ends[sp].Load() - seen; d > 0 {
+				offsetLag += d
+			}
+		}
+	} else {
+		offsetLag = max(0, t.inputEnd.Load()-t.inputNext.Load())
 	}
 	if !t.restored.Load() && offsetLag == 0 {
 		offsetLag = 1 // restoring: not known to be current
 	}
 	if offsetLag > 0 {
 		if u := t.updatedAt.Load(); u > 0 {
-			timeLagMs = now.UnixMilli() - u
-			if timeLagMs < 0 {
-				timeLagMs = 0
-			}
+			timeLagMs = max(0, now.UnixMilli()-u)
 		}
 	}
 	return offsetLag, timeLagMs
+}
+
+// sourceEnds holds the end offsets of a view's source partitions as the
+// re-keying tasks last saw them.
+type sourceEnds struct {
+	topic string
+	ends  []atomic.Int64
 }
 
 func newTaskState(p int32) *TaskState {
@@ -134,6 +158,7 @@ func newTaskState(p int32) *TaskState {
 // markRestored records that the task's store has caught up with its
 // changelog and the task is processing input.
 func (t *TaskState) markRestored() {
+	t.setError(nil)
 	t.restored.Store(true)
 	t.readyOnce.Do(func() { close(t.ready) })
 }
@@ -263,20 +288,26 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		}
 	}
 	q := &Query{Rel: rel, Plan: plan}
+	var ends *sourceEnds
+	if plan.Repartition {
+		ends = &sourceEnds{topic: plan.Source.Topic, ends: make([]atomic.Int64, plan.Source.Partitions)}
+		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
+			q.Rekey = append(q.Rekey, newTaskState(sp))
+		}
+	}
 	for p := int32(0); p < rel.Partitions; p++ {
-		q.Tasks = append(q.Tasks, newTaskState(p))
+		ts := newTaskState(p)
+		ts.sources = ends
+		q.Tasks = append(q.Tasks, ts)
 	}
 	return rt.start(q, func(ctx context.Context) {
 		for _, ts := range q.Tasks {
 			t := newViewTask(rt, plan, ts)
 			rt.supervise(ctx, q, fmt.Sprintf("%s/%d", rel.Name, ts.Partition), ts, t.run)
 		}
-		if plan.Repartition {
-			for sp := int32(0); sp < plan.Source.Partitions; sp++ {
-				t := newRekeyTask(rt, plan, sp)
-				ts := newTaskState(sp)
-				rt.supervise(ctx, q, fmt.Sprintf("%s/rekey/%d", rel.Name, sp), ts, t.run)
-			}
+		for _, ts := range q.Rekey {
+			t := newRekeyTask(rt, plan, ts, ends)
+			rt.supervise(ctx, q, fmt.Sprintf("%s/rekey/%d", rel.Name, ts.Partition), ts, t.run)
 		}
 	})
 }

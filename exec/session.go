@@ -250,6 +250,10 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 	if err != nil {
 		return withPosition(err, st.Pos)
 	}
+	if strings.EqualFold(rel.Name, catalog.ProcessingLogName) {
+		return pgerr.New(pgerr.WrongObjectType, "cannot insert into %s", rel.Name).
+			WithDetail("The processing log is written by basin's persistent queries.")
+	}
 	if rel.Kind == catalog.KindView {
 		return pgerr.New(pgerr.WrongObjectType, "cannot insert into view %s", rel.Name).
 			WithHint("A view is maintained by its query; insert into its source %s.", strings.Join(rel.Sources, ", "))
@@ -346,7 +350,14 @@ func (s *Session) createSource(ctx context.Context, st *sql.CreateSource, text s
 	if want == 0 {
 		want = s.e.DefaultPartitions
 	}
-	created, actual, err := kafka.EnsureTopic(ctx, s.e.Runtime.Admin(), rel.Topic, want, nil)
+	var configs map[string]*string
+	if rel.Kind == catalog.KindTable {
+		// A table's topic is its changelog: compaction keeps the latest
+		// value of every key, where time-based deletion would lose keys.
+		compact := "compact"
+		configs = map[string]*string{"cleanup.policy": &compact}
+	}
+	created, actual, err := kafka.EnsureTopic(ctx, s.e.Runtime.Admin(), rel.Topic, want, configs)
 	if err != nil {
 		return pgerr.New(pgerr.IOError, "creating topic %s: %v", rel.Topic, err)
 	}
@@ -520,7 +531,7 @@ func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
 	for _, r := range s.e.Catalog.List(catalog.KindTable, catalog.KindView) {
 		status, lastErr := "RUNNING", ""
 		if q, ok := s.e.Runtime.Query(r.Name); ok {
-			for _, t := range q.Tasks {
+			for _, t := range append(q.Tasks[:len(q.Tasks):len(q.Tasks)], q.Rekey...) {
 				if e := t.LastError(); e != "" {
 					status, lastErr = "ERROR", e
 				} else if t.Role() == "restoring" && status == "RUNNING" {

@@ -90,6 +90,8 @@ type tableTask struct {
 	rt    *Runtime
 	rel   *catalog.Relation
 	state *TaskState
+	// restoreEnd is the topic's end when the task started.
+	restoreEnd int64
 }
 
 func (t *tableTask) run(ctx context.Context) error {
@@ -169,18 +171,25 @@ func (t *tableTask) run(ctx context.Context) error {
 			return err
 		}
 		t.state.inputNext.Store(cp.ChangelogOffset)
+		if cp.ChangelogOffset >= t.restoreEnd {
+			t.state.markRestored()
+		}
 	}
 }
 
-// markRestored records the end of the input as of the start, so the task
-// reports itself restoring until it has caught up to it.
+// markRestored records the end of the input at start. The task is
+// restoring until it has read that far: a table's topic is its
+// changelog, so catching up with it is the table's restore.
 func (t *tableTask) markRestored(ctx context.Context, next int64) error {
 	ends, err := kafka.EndOffsets(ctx, t.rt.adm, t.rel.Topic)
 	if err != nil {
 		return err
 	}
-	t.state.inputEnd.Store(ends[t.state.Partition])
-	t.state.markRestored()
+	t.restoreEnd = ends[t.state.Partition]
+	t.state.inputEnd.Store(t.restoreEnd)
+	if next >= t.restoreEnd {
+		t.state.markRestored()
+	}
 	return nil
 }
 
@@ -346,6 +355,8 @@ func (t *viewTask) run(ctx context.Context) error {
 		return err
 	}
 	t.state.inputEnd.Store(ends[p])
+	pos := cp.Position.Clone()
+	t.state.position.Store(&pos)
 	t.state.markRestored()
 
 	for {
@@ -460,6 +471,8 @@ func (t *viewTask) run(ctx context.Context) error {
 			return err
 		}
 		cp = next
+		pos := cp.Position.Clone()
+		t.state.position.Store(&pos)
 		t.state.inputNext.Store(cp.Input[input][p])
 		t.state.updatedAt.Store(cp.UpdatedAt.UnixMilli())
 		t.state.errors.Add(int64(len(bad)))
@@ -697,6 +710,8 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 // source partition reached it.
 type rekeyTask struct {
 	rt     *Runtime
+	state  *TaskState
+	ends   *sourceEnds // shared with the view's tasks, for their lag
 	plan   *planner.ViewPlan
 	sp     int32
 	codec  *relCodec
@@ -707,8 +722,8 @@ type rekeyTask struct {
 	keyN   []string
 }
 
-func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, sp int32) *rekeyTask {
-	t := &rekeyTask{rt: rt, plan: plan, sp: sp, codec: newRelCodec(plan.Source), env: &Env{}}
+func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
+	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: newRelCodec(plan.Source), env: &Env{}}
 	if plan.Filter != nil {
 		t.filter = Compile(plan.Filter)
 	}
@@ -750,6 +765,10 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		return err
 	}
 	defer prod.Close()
+	if ends, err := kafka.EndOffsets(ctx, rt.adm, src.Topic); err == nil {
+		t.ends.ends[t.sp].Store(ends[t.sp])
+	}
+	t.state.markRestored()
 	for {
 		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
 		if ctx.Err() != nil {
@@ -758,6 +777,11 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if err := fetchErr(fetches); err != nil {
 			return err
 		}
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.HighWatermark > 0 {
+				t.ends.ends[t.sp].Store(fp.HighWatermark)
+			}
+		})
 		if fetches.NumRecords() == 0 {
 			continue
 		}
