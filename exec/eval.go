@@ -9,6 +9,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -26,6 +27,11 @@ type Env struct {
 	// Ctx is the statement's context, for functions that wait
 	// (pg_sleep); nil means never cancelled.
 	Ctx context.Context
+	// MinPosition, when set, is the source position a read must reflect
+	// (the session's own writes, basin.min_position); the read waits up
+	// to PositionWait for the replicas to reach it.
+	MinPosition  materialize.Position
+	PositionWait time.Duration
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
 	Session SettingsAccess

@@ -271,6 +271,11 @@ func (q *pull) scanStores(ctx context.Context) error {
 	now := time.Now()
 	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
 		ts := query.Tasks[p]
+		if len(q.env.MinPosition) > 0 {
+			if err := q.waitPosition(ctx, query, ts); err != nil {
+				return err
+			}
+		}
 		store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 		cp, err := store.Checkpoint()
 		if err != nil {
@@ -444,4 +449,63 @@ func withPosition(err error, pos int) error {
 		pe.WithPosition(pos)
 	}
 	return err
+}
+
+// needs returns, of the position a read must reflect, the part that one
+// task's partition can show: a table partition and a view partition that
+// reads its source partition directly reflect only that partition of the
+// source; a view partition behind a repartition topic reflects every
+// source partition (through the re-keying markers).
+func needs(query *Query, ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
+	all := false
+	switch {
+	case query.Plan == nil:
+		topic = query.Rel.Topic
+	default:
+		topic, all = query.Plan.Source.Topic, query.Plan.Repartition
+	}
+	want = map[int32]int64{}
+	for sp, off := range min[topic] {
+		if all || sp == ts.Partition {
+			want[sp] = off
+		}
+	}
+	return topic, want
+}
+
+// waitPosition waits until the task's partition reflects the read's
+// minimum position, up to the read's position wait.
+func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) error {
+	topic, want := needs(query, ts, q.env.MinPosition)
+	if len(want) == 0 {
+		return nil
+	}
+	behind := func() (int32, int64, int64, bool) {
+		pos := ts.Position()
+		for sp, off := range want {
+			if have, _ := pos.Get(topic, sp); have < off {
+				return sp, have, off, true
+			}
+		}
+		return 0, 0, 0, false
+	}
+	timer := time.NewTimer(q.env.PositionWait)
+	defer timer.Stop()
+	for {
+		changed := ts.positionChanged()
+		sp, have, off, late := behind()
+		if !late {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
+				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.env.PositionWait).
+				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (the session's writes or basin.min_position).", topic, sp, have, off).
+				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off to read what is there.")
+		}
+	}
 }

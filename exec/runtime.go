@@ -102,8 +102,12 @@ type TaskState struct {
 	// position is the source position of the last commit; sources, for a
 	// task behind a repartition topic, the source ends it is measured
 	// against.
-	position  atomic.Pointer[materialize.Position]
-	sources   *sourceEnds
+	position atomic.Pointer[materialize.Position]
+	sources  *sourceEnds
+	// posCh is closed (and replaced) when position changes; readers
+	// waiting for a position select on it.
+	posMu     sync.Mutex
+	posCh     chan struct{}
 	ready     chan struct{} // closed once restored the first time
 	readyOnce sync.Once
 	errors    atomic.Int64 // records skipped since start
@@ -149,6 +153,36 @@ func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 type sourceEnds struct {
 	topic string
 	ends  []atomic.Int64
+}
+
+// publishPosition records the position of the last commit and wakes the
+// readers waiting for one.
+func (t *TaskState) publishPosition(p materialize.Position) {
+	t.position.Store(&p)
+	t.posMu.Lock()
+	defer t.posMu.Unlock()
+	if t.posCh != nil {
+		close(t.posCh)
+		t.posCh = nil
+	}
+}
+
+// positionChanged returns a channel closed at the next publishPosition.
+func (t *TaskState) positionChanged() <-chan struct{} {
+	t.posMu.Lock()
+	defer t.posMu.Unlock()
+	if t.posCh == nil {
+		t.posCh = make(chan struct{})
+	}
+	return t.posCh
+}
+
+// Position returns the source position of the task's last commit.
+func (t *TaskState) Position() materialize.Position {
+	if p := t.position.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func newTaskState(p int32) *TaskState {

@@ -17,6 +17,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -66,6 +67,9 @@ type Session struct {
 	// ends (SET LOCAL, SET TRANSACTION).
 	initial  map[string]string
 	txnSaved map[string]string
+	// writes is the position of the session's own INSERTs: with
+	// basin.read_your_writes on, reads wait until a replica reflects it.
+	writes materialize.Position
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -123,6 +127,7 @@ var defaultSettings = map[string]string{
 	"basin.min_position":          "",
 	"basin.position_wait":         "5s",
 	"basin.freshness_notices":     "off",
+	"basin.read_your_writes":      "on",
 
 	"session_authorization":          "",
 	"transaction_read_only":          "off",
@@ -159,8 +164,24 @@ func (s *Session) PID() int32 { return s.pid }
 func (s *Session) Close() {}
 
 func (s *Session) env() *Env {
-	return &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
+	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s}
+	if s.vars["basin.read_your_writes"] == "on" && len(s.writes) > 0 {
+		env.MinPosition = s.writes.Clone()
+	}
+	if tok := s.vars["basin.min_position"]; tok != "" {
+		if p, err := materialize.ParsePosition(tok); err == nil {
+			if env.MinPosition == nil {
+				env.MinPosition = materialize.Position{}
+			}
+			env.MinPosition.Merge(p)
+		}
+	}
+	env.PositionWait = 5 * time.Second
+	if d, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
+		env.PositionWait = d
+	}
+	return env
 }
 
 // Query runs the statements of a simple Query message.
@@ -329,6 +350,12 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 	}
 	if err := s.e.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return pgerr.New(pgerr.IOError, "writing to topic %s: %v", rel.Topic, err)
+	}
+	if s.writes == nil {
+		s.writes = materialize.Position{}
+	}
+	for _, r := range recs {
+		s.writes.Advance(r.Topic, r.Partition, r.Offset+1)
 	}
 	return w.Complete(fmt.Sprintf("INSERT 0 %d", len(recs)))
 }

@@ -111,7 +111,7 @@ func normalizeSetting(name, v string) (string, error) {
 		default:
 			return "", invalid("Valid values are active, any and freshest.")
 		}
-	case "basin.freshness_notices":
+	case "basin.freshness_notices", "basin.read_your_writes":
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
 			return "on", nil

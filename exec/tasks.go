@@ -108,6 +108,7 @@ func (t *tableTask) run(ctx context.Context) error {
 	defer cons.Close()
 	codec := newRelCodec(t.rel)
 	t.state.inputNext.Store(cp.ChangelogOffset)
+	t.state.publishPosition(cp.Position.Clone())
 	if err := t.markRestored(ctx, cp.ChangelogOffset); err != nil {
 		return err
 	}
@@ -171,6 +172,7 @@ func (t *tableTask) run(ctx context.Context) error {
 			return err
 		}
 		t.state.inputNext.Store(cp.ChangelogOffset)
+		t.state.publishPosition(cp.Position.Clone())
 		if cp.ChangelogOffset >= t.restoreEnd {
 			t.state.markRestored()
 		}
@@ -355,8 +357,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		return err
 	}
 	t.state.inputEnd.Store(ends[p])
-	pos := cp.Position.Clone()
-	t.state.position.Store(&pos)
+	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
 
 	for {
@@ -471,8 +472,7 @@ func (t *viewTask) run(ctx context.Context) error {
 			return err
 		}
 		cp = next
-		pos := cp.Position.Clone()
-		t.state.position.Store(&pos)
+		t.state.publishPosition(cp.Position.Clone())
 		t.state.inputNext.Store(cp.Input[input][p])
 		t.state.updatedAt.Store(cp.UpdatedAt.UnixMilli())
 		t.state.errors.Add(int64(len(bad)))
