@@ -501,3 +501,16 @@ func EvalValue(e sql.Expr, t catalog.Type, env *Env) (any, error) {
 
 // Truthy reports whether a filter result keeps the row (NULL does not).
 func Truthy(v any) bool { return v == true }
+
+// EvalAll evaluates each expression over row, in order.
+func EvalAll(exprs []Expr, row catalog.Row, env *Env) (catalog.Row, error) {
+	out := make(catalog.Row, len(exprs))
+	for i, e := range exprs {
+		v, err := e(row, env)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -126,13 +126,9 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		}
 	}
 	if q.plan.Grouped {
-		groups := make([]any, len(q.groups))
-		for i, g := range q.groups {
-			v, err := g(row, q.env)
-			if err != nil {
-				return err
-			}
-			groups[i] = v
+		groups, err := EvalAll(q.groups, row, q.env)
+		if err != nil {
+			return err
 		}
 		// The key encoding, unlike the row encoding, makes values that
 		// compare equal (0 and -0, every NaN) the same bytes.
@@ -154,13 +150,9 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 // project evaluates the select list (and sort keys) over a row and sends
 // or collects the result.
 func (q *pull) project(row catalog.Row) error {
-	out := make(catalog.Row, len(q.output))
-	for i, o := range q.output {
-		v, err := o(row, q.env)
-		if err != nil {
-			return err
-		}
-		out[i] = v
+	out, err := EvalAll(q.output, row, q.env)
+	if err != nil {
+		return err
 	}
 	if q.seen != nil {
 		k, err := materialize.EncodeKey(nil, out)
@@ -175,13 +167,9 @@ func (q *pull) project(row catalog.Row) error {
 	if q.streaming() {
 		return q.send(out)
 	}
-	keys := make([]any, len(q.order))
-	for i, o := range q.order {
-		v, err := o(row, q.env)
-		if err != nil {
-			return err
-		}
-		keys[i] = v
+	keys, err := EvalAll(q.order, row, q.env)
+	if err != nil {
+		return err
 	}
 	q.rows = append(q.rows, sortRow{out: out, keys: keys})
 	return nil

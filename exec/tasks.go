@@ -564,13 +564,9 @@ func (t *viewTask) remove(store *materialize.Store, changes map[string]*pending,
 
 func (t *viewTask) apply(store *materialize.Store, changes map[string]*pending, order *[]*pending, row catalog.Row) error {
 	if !t.plan.Grouped {
-		out := make(catalog.Row, len(t.output))
-		for i, o := range t.output {
-			v, err := o(row, t.env)
-			if err != nil {
-				return err
-			}
-			out[i] = v
+		out, err := EvalAll(t.output, row, t.env)
+		if err != nil {
+			return err
 		}
 		key, _ := t.keyOf(row, nil)
 		e, err := t.lookup(store, changes, order, key)
@@ -580,13 +576,9 @@ func (t *viewTask) apply(store *materialize.Store, changes map[string]*pending, 
 		e.row, e.deleted = out, false
 		return nil
 	}
-	groups := make([]any, len(t.group))
-	for i, g := range t.group {
-		v, err := g(row, t.env)
-		if err != nil {
-			return err
-		}
-		groups[i] = v
+	groups, err := EvalAll(t.group, row, t.env)
+	if err != nil {
+		return err
 	}
 	key, _ := t.keyOf(row, groups)
 	n := len(*order)
@@ -644,13 +636,9 @@ func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error
 		}
 		present = Truthy(h)
 	}
-	out = make(catalog.Row, len(t.output))
-	for i, o := range t.output {
-		v, err := o(aggRow, t.env)
-		if err != nil {
-			return false, nil, err
-		}
-		out[i] = v
+	out, err = EvalAll(t.output, aggRow, t.env)
+	if err != nil {
+		return false, nil, err
 	}
 	return present, out, nil
 }
