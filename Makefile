@@ -3,8 +3,10 @@ GO       ?= go
 BIN      := bin/basin
 DATA_DIR ?= ./basin-data
 PKGS     := ./...
+# Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
+COMPAT_FLAGS ?=
 
-.PHONY: build run test lint bench fuzz clean
+.PHONY: build run test test-go compat compat-deps lint bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -13,9 +15,24 @@ build:
 run: build
 	./$(BIN) serve --data-dir $(DATA_DIR)
 
-## test: every test, including the real psql and multi-process tests.
-test: build
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+## test: every test, including the real psql and multi-process tests and the
+## real-client compatibility tests (make compat).
+test: build test-go compat
+
+## test-go: every Go package's tests except compat/.
+test-go:
+	$(GO) test -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/compat$$')
+
+## compat: real clients (psycopg2, node-postgres, pgjdbc, SQLAlchemy, pgbench)
+## against a basin process. .ci/run installs the clients; -v logs their versions.
+compat: compat-deps
+	$(GO) test -count=1 -timeout 10m -v $(COMPAT_FLAGS) ./compat/
+
+## compat-deps: node-postgres, from compat/node/package-lock.json (npm ci).
+compat-deps: compat/node/node_modules/.package-lock.json
+
+compat/node/node_modules/.package-lock.json: compat/node/package.json compat/node/package-lock.json
+	cd compat/node && npm ci --no-audit --no-fund --loglevel=error
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

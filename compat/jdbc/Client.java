@@ -18,16 +18,19 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import org.postgresql.PGStatement;
 
 public class Client {
     static void out(String name, Object value) {
         System.out.println(name + ": " + value);
     }
 
+    @SuppressWarnings("deprecation") // Driver.getVersion: the version string the brief of these tests asks for
     public static void main(String[] args) throws Exception {
         String url = args[0];
         String mode = args.length > 1 ? args[1] : "basic";
         out("version", org.postgresql.Driver.getVersion());
+        out("java", System.getProperty("java.version"));
         try (Connection conn = DriverManager.getConnection(url, "basin", "")) {
             if (mode.equals("catalog")) {
                 catalog(conn);
@@ -68,6 +71,7 @@ public class Client {
         // setLong, executed past pgjdbc's prepareThreshold (5) so the last
         // runs use a named server-side statement and binary results.
         String last = "";
+        boolean serverPrepared = false;
         for (int i = 0; i < 8; i++) {
             try (PreparedStatement ps = conn.prepareStatement(
                     "SELECT order_id, customer, amount, ts FROM order_by_id WHERE order_id = ?")) {
@@ -83,9 +87,11 @@ public class Client {
                     }
                     last = row;
                 }
+                serverPrepared = ps.unwrap(PGStatement.class).isUseServerPrepare();
             }
         }
         out("order 49", last);
+        out("server prepared", serverPrepared);
 
         // A reused PreparedStatement with two parameters.
         try (PreparedStatement ps = conn.prepareStatement(
@@ -139,39 +145,58 @@ public class Client {
         }
     }
 
+    // A catalog step; its SQLSTATE is printed in place of its result when it
+    // fails, so that one failing catalog query does not hide the others.
+    interface Step {
+        String run() throws SQLException;
+    }
+
+    static void step(String name, Step s) {
+        try {
+            out(name, s.run());
+        } catch (SQLException e) {
+            out(name, "ERROR " + e.getSQLState() + " " + e.getMessage().split("\n")[0]);
+        }
+    }
+
     static void catalog(Connection conn) throws SQLException {
         DatabaseMetaData md = conn.getMetaData();
         // Every table, view and stream, as JDBC tools (DBeaver, Metabase) list them.
-        List<String> tables = new ArrayList<>();
-        try (ResultSet rs = md.getTables(null, null, "%", null)) {
-            while (rs.next()) {
-                String schema = rs.getString("TABLE_SCHEM");
-                if (schema != null && (schema.equals("pg_catalog") || schema.equals("information_schema"))) {
-                    continue;
-                }
-                tables.add(rs.getString("TABLE_NAME") + ":" + rs.getString("TABLE_TYPE"));
-            }
-        }
-        tables.sort(null);
-        out("getTables", String.join(",", tables));
-
-        for (String rel : new String[] {"revenue_by_region", "order_by_id", "customers", "orders"}) {
-            List<String> cols = new ArrayList<>();
-            try (ResultSet rs = md.getColumns(null, null, rel, "%")) {
+        step("getTables", () -> {
+            List<String> tables = new ArrayList<>();
+            try (ResultSet rs = md.getTables(null, null, "%", null)) {
                 while (rs.next()) {
-                    cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME"));
+                    String schema = rs.getString("TABLE_SCHEM");
+                    if (schema != null && (schema.startsWith("pg_") || schema.equals("information_schema"))) {
+                        continue;
+                    }
+                    tables.add(rs.getString("TABLE_NAME") + ":" + rs.getString("TABLE_TYPE"));
                 }
             }
-            out("getColumns " + rel, String.join(",", cols));
+            tables.sort(null);
+            return String.join(",", tables);
+        });
+        for (String rel : new String[] {"revenue_by_region", "order_by_id", "customers", "orders"}) {
+            step("getColumns " + rel, () -> {
+                List<String> cols = new ArrayList<>();
+                try (ResultSet rs = md.getColumns(null, null, rel, "%")) {
+                    while (rs.next()) {
+                        cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getString("TYPE_NAME"));
+                    }
+                }
+                return String.join(",", cols);
+            });
         }
         for (String rel : new String[] {"revenue_by_region", "order_by_id", "customers"}) {
-            List<String> keys = new ArrayList<>();
-            try (ResultSet rs = md.getPrimaryKeys(null, null, rel)) {
-                while (rs.next()) {
-                    keys.add(rs.getString("COLUMN_NAME"));
+            step("getPrimaryKeys " + rel, () -> {
+                List<String> keys = new ArrayList<>();
+                try (ResultSet rs = md.getPrimaryKeys(null, null, rel)) {
+                    while (rs.next()) {
+                        keys.add(rs.getString("COLUMN_NAME"));
+                    }
                 }
-            }
-            out("getPrimaryKeys " + rel, String.join(",", keys));
+                return String.join(",", keys);
+            });
         }
     }
 }

@@ -10,6 +10,7 @@ function out(name, value) {
 
 async function main() {
   out('version', require('pg/package.json').version);
+  out('node', process.version);
   const client = new Client({ user: 'basin', database: 'basin' });
   await client.connect();
   try {
@@ -33,7 +34,7 @@ async function main() {
         values: [id],
       });
       const row = r.rows[0];
-      out(`order ${id}`, `${row.order_id}|${row.customer}|${row.amount}|${row.ts instanceof Date}`);
+      out(`order ${id}`, `${row.order_id}|${row.customer}|${row.amount}|${row.ts.toISOString()}`);
     }
     // Array row mode, and a parameter in LIMIT.
     r = await client.query({

@@ -9,7 +9,8 @@ python3-sqlalchemy and python3-psycopg2):
 bad query's SQLSTATE. It creates the engine with use_native_hstore=False:
 by default the psycopg2 dialect probes pg_type for hstore on connect, a
 catalog query that "catalog" mode makes with the default engine. "catalog"
-also lists basin's relations with inspect(). Prints "name: value" lines
+also lists basin's relations with inspect(), printing each step's error in
+place of its result. Prints "name: value" lines
 that the Go test compares; exits non-zero on anything unexpected.
 """
 import sys
@@ -46,24 +47,57 @@ def basic(url):
     engine.dispose()
 
 
+def step(name, fn):
+    """Prints fn()'s result, or its error in its place, so that one failing
+    catalog query does not hide the others."""
+    try:
+        out(name, fn())
+    except sqlalchemy.exc.DBAPIError as e:
+        out(name, f"ERROR {getattr(e.orig, 'pgcode', None)} {str(e.orig).splitlines()[0]}")
+    except Exception as e:
+        out(name, f"ERROR {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+
 def catalog(url):
-    engine = sa.create_engine(url)  # the default: probes pg_type for hstore on connect
-    with engine.connect() as conn:
-        out("default engine", conn.execute(sa.text("SELECT 1")).scalar())
+    # The default engine probes pg_type for the hstore type on connect.
+    def default_engine():
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                return conn.execute(sa.text("SELECT 1")).scalar()
+        finally:
+            engine.dispose()
+
+    step("default engine", default_engine)
+
+    engine = sa.create_engine(url, use_native_hstore=False)
     insp = sa.inspect(engine)
-    out("get_schema_names", ",".join(insp.get_schema_names()))
-    out("get_table_names", ",".join(sorted(insp.get_table_names())))
-    out("get_view_names", ",".join(sorted(insp.get_view_names())))
+    step("get_schema_names", lambda: ",".join(insp.get_schema_names()))
+    tables, views = [], []
+
+    def table_names():
+        tables.extend(insp.get_table_names())
+        return ",".join(sorted(tables))
+
+    def view_names():
+        views.extend(insp.get_view_names())
+        return ",".join(sorted(views))
+
+    step("get_table_names", table_names)
+    step("get_view_names", view_names)
+    out("tables and views", ",".join(sorted(tables + views)))
     for rel in ("revenue_by_region", "order_by_id", "customers", "orders"):
-        cols = insp.get_columns(rel)
-        out(f"get_columns {rel}", ",".join(f"{c['name']}:{c['type']}" for c in cols))
+        step(f"get_columns {rel}", lambda: ",".join(f"{c['name']}:{c['type']}" for c in insp.get_columns(rel)))
     for rel in ("revenue_by_region", "customers"):
-        out(f"get_pk_constraint {rel}", ",".join(insp.get_pk_constraint(rel)["constrained_columns"]))
-    md = sa.MetaData()
-    t = sa.Table("revenue_by_region", md, autoload_with=engine)
-    with engine.connect() as conn:
-        rows = conn.execute(sa.select(t.c.region, t.c.revenue).where(t.c.region == sa.bindparam("r")), {"r": "apac"}).all()
-        out("reflected select", ";".join(f"{r.region}|{r.revenue}" for r in rows))
+        step(f"get_pk_constraint {rel}", lambda: ",".join(insp.get_pk_constraint(rel)["constrained_columns"]))
+
+    def reflected_select():
+        t = sa.Table("revenue_by_region", sa.MetaData(), autoload_with=engine)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(t.c.region, t.c.revenue).where(t.c.region == sa.bindparam("r")), {"r": "apac"}).all()
+        return ";".join(f"{r.region}|{r.revenue}" for r in rows)
+
+    step("reflected select", reflected_select)
     engine.dispose()
 
 
