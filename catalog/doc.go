@@ -30,6 +30,16 @@
 // RepartitionTopic) carry it, so a relation dropped and created again
 // under the same name never reads its predecessor's data.
 //
+// # The Postgres catalog
+//
+// Clients learn what basin holds from pg_catalog and information_schema.
+// Those relations are virtual (pgcatalog.go explains the mapping): a
+// PGSnapshot generates their rows from the relations of the Catalog and
+// the reading session, once per statement, with oids derived from each
+// relation's Version so that they are the same on every node. The
+// Postgres system types the catalog columns have (oid, regclass, arrays,
+// ...) are in pgtypes.go; no stream, table or view stores them.
+//
 // # Debugging
 //
 // The command topic is plain JSON: consume _basin-<cluster>-commands with

@@ -44,7 +44,7 @@ func (t Type) String() string {
 	if int(t) < len(typeNames) {
 		return typeNames[t]
 	}
-	return "UNKNOWN"
+	return t.pgString()
 }
 
 // PGName returns the Postgres name of t (pg_type.typname).
@@ -63,7 +63,7 @@ func (t Type) PGName() string {
 	case Timestamp:
 		return "timestamp"
 	}
-	return "unknown"
+	return t.pgName()
 }
 
 // OID returns the Postgres type OID of t.
@@ -81,8 +81,10 @@ func (t Type) OID() uint32 {
 		return 25
 	case Timestamp:
 		return 1114
+	case Unknown:
+		return 705
 	}
-	return 705 // unknown
+	return t.pgOID()
 }
 
 // Numeric reports whether t is Int, BigInt or Double.
@@ -131,6 +133,9 @@ type Column struct {
 	// Hidden columns are pseudo-columns (_partition, _offset_lag, ...):
 	// never part of SELECT *.
 	Hidden bool
+	// Fields names the fields of a Record column; only catalog queries
+	// have those, and they are never recorded.
+	Fields []Column `json:"-"`
 }
 
 // Schema is an ordered list of columns.

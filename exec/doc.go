@@ -47,6 +47,16 @@
 // query. Each row carries pseudo-columns saying which partition, node and
 // role served it, with its lag and position.
 //
+// # Catalog queries
+//
+// A PullPlan with a Query (planner/query.go) runs in query.go instead:
+// a catalog.PGSnapshot is made for the statement from the catalog and
+// the session, each relational operator materializes its rows (scans of
+// virtual relations, hash or nested-loop joins, filters, set-returning
+// functions, grouping, windows, sorting), and subqueries run per outer
+// row with the enclosing rows on a stack in Env (once per statement
+// when uncorrelated). The catalog functions are in qfuncs.go.
+//
 // # Sessions
 //
 // Session dispatches statements: DDL is validated here and appended to the

@@ -35,6 +35,10 @@ type Env struct {
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
 	Session SettingsAccess
+
+	// query is set while a catalog query runs (query.go): its catalog
+	// snapshot and the rows of the queries enclosing a subquery.
+	query *queryEnv
 }
 
 // SettingsAccess is a session's settings as functions see them.
@@ -180,6 +184,9 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Call:
 		return compileCall(s)
+	}
+	if e := compileQueryExpr(s); e != nil {
+		return e
 	}
 	return func(catalog.Row, *Env) (any, error) {
 		return nil, pgerr.New(pgerr.InternalError, "cannot evaluate %T", s)

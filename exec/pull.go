@@ -70,6 +70,9 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 		e.Ctx = ctx
 		env = &e
 	}
+	if plan.Query != nil {
+		return nil, rt.runQuery(ctx, plan, env, emit)
+	}
 	q := &pull{rt: rt, plan: plan, env: env, emit: emit}
 	if plan.Filter != nil {
 		q.filter = Compile(plan.Filter)

@@ -502,6 +502,9 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 	}
 	v, ok := s.vars[name]
 	if !ok {
+		v, ok = extraSettings[name] // read-only server settings (server_version_num)
+	}
+	if !ok {
 		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)
 	}
 	if err := w.Columns([]catalog.Column{{Name: name, Type: catalog.Varchar}}); err != nil {
@@ -596,7 +599,7 @@ func (s *Session) processingLogCounts(ctx context.Context) (map[string]int64, er
 	}
 	plan, err := planner.PlanSelect(s.e.Catalog, &sql.Select{
 		Items: []sql.SelectItem{{Expr: &sql.ColumnRef{Name: "query_id"}}},
-		From:  &sql.TableRef{Name: rel.Name},
+		From:  []sql.FromItem{&sql.TableRef{Name: rel.Name}},
 	})
 	if err != nil {
 		return nil, err

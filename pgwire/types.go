@@ -28,8 +28,10 @@ func typeLen(t catalog.Type) int16 {
 		return 8
 	case catalog.Varchar:
 		return -1
+	case catalog.Unknown:
+		return -2
 	}
-	return -2
+	return pgTypeLen(t)
 }
 
 // appendText appends the Postgres text format of v, a value of column type
@@ -61,6 +63,8 @@ func appendText(b []byte, t catalog.Type, v any) ([]byte, error) {
 		if x, ok := v.(time.Time); ok {
 			return appendTimestamp(b, x), nil
 		}
+	default:
+		return appendTextPG(b, t, v)
 	}
 	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
 }
@@ -167,7 +171,7 @@ func paramType(oid uint32) (t catalog.Type, ok bool) {
 	case oidTimestamp, oidTimestampTZ, oidDate:
 		return catalog.Timestamp, true
 	}
-	return catalog.Unknown, false
+	return pgParamType(oid)
 }
 
 // pgTypeName names an OID for error messages.
@@ -250,6 +254,8 @@ func appendBinary(b []byte, t catalog.Type, v any) ([]byte, error) {
 			us := secs*1e6 + int64(x.Nanosecond()/1000)
 			return binary.BigEndian.AppendUint64(b, uint64(us)), nil
 		}
+	default:
+		return appendBinaryPG(b, t, v)
 	}
 	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
 }
@@ -280,6 +286,9 @@ func decodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
 // decodeText is the input function of type oid over s (bind parameters
 // in text format).
 func decodeText(oid uint32, s string) (any, error) {
+	if t, ok := pgParamType(oid); ok {
+		return decodeTextPG(t, s)
+	}
 	switch oid {
 	case oidBool:
 		return parseBool(s)
@@ -512,6 +521,9 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 			return fmt.Errorf("a binary %s is %d bytes, this one is %d", pgTypeName(oid), n, len(b))
 		}
 		return nil
+	}
+	if t, ok := pgParamType(oid); ok {
+		return decodeBinaryPG(t, b)
 	}
 	switch oid {
 	case oidBool:

@@ -13,18 +13,30 @@ import (
 
 // AggSpec is one aggregate of a grouped query.
 type AggSpec struct {
-	// Func is count, sum, min, max or avg.
+	// Func is count, sum, min, max or avg; catalog queries also have
+	// string_agg, array_agg, bool_and, bool_or and every.
 	Func string
 	// Arg is the bound argument over the input row; nil for COUNT(*).
 	Arg Scalar
-	T   catalog.Type
+	// Arg2 is string_agg's delimiter.
+	Arg2 Scalar
+	// Distinct aggregates distinct values only (catalog queries).
+	Distinct bool
+	T        catalog.Type
 }
 
 func (a AggSpec) String() string {
 	if a.Arg == nil {
 		return a.Func + "(*)"
 	}
-	return a.Func + "(" + a.Arg.String() + ")"
+	d := ""
+	if a.Distinct {
+		d = "DISTINCT "
+	}
+	if a.Arg2 != nil {
+		return a.Func + "(" + d + a.Arg.String() + ", " + a.Arg2.String() + ")"
+	}
+	return a.Func + "(" + d + a.Arg.String() + ")"
 }
 
 // aggSlot is a placeholder for aggregate i while a grouped select list is
@@ -55,6 +67,17 @@ type binder struct {
 	// allowed in WHERE".
 	clause string
 	inAgg  bool
+
+	// scope and q are set when binding a catalog query (qbind.go):
+	// names resolve in scope, and q plans subqueries.
+	scope *scope
+	q     *queryPlanner
+	// srfs and windows collect a select list's set-returning and window
+	// function calls; nil where they are not allowed. srfFields names
+	// the fields of record-valued SRFs.
+	srfs      *[]SRF
+	srfFields [][]catalog.Column
+	windows   *[]WindowCall
 }
 
 func (b *binder) bind(e sql.Expr) (Scalar, error) {
@@ -67,7 +90,10 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 		if b.params == nil {
 			return nil, pgerr.New(pgerr.UndefinedParameter, "there is no parameter $%d", e.N).WithPosition(e.Pos)
 		}
-		t := b.params.Types[e.N]
+		t, ok := b.params.Types[e.N]
+		if !ok {
+			b.params.Types[e.N] = catalog.Unknown // counted, typed by context if any
+		}
 		return &ParamRef{N: e.N, T: t}, nil
 	case *sql.Unary:
 		x, err := b.bind(e.X)
@@ -138,6 +164,12 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 				} else {
 					t = catalog.BigInt
 				}
+			case lt.OidLike() || t.OidLike():
+				ct, ok := commonType(&Const{T: t, V: 0}, &Const{T: lt, V: 0})
+				if !ok {
+					return nil, opError("=", x, l, e.Pos)
+				}
+				t = ct
 			default:
 				return nil, opError("=", x, l, e.Pos)
 			}
@@ -165,16 +197,23 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
+		if b.q != nil {
+			return b.q.castPG(x, e.Type, e.Pos)
+		}
 		return castTo(x, e.Type, e.Pos)
 	case *sql.Case:
 		return b.bindCase(e)
 	case *sql.Func:
 		return b.bindFunc(e)
 	}
-	return nil, pgerr.New(pgerr.FeatureNotSupported, "expression %T is not supported", e)
+	return b.bindExt(e)
 }
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
+	if b.scope != nil {
+		s, _, err := b.scope.resolve(e)
+		return s, err
+	}
 	if e.Table != "" {
 		// An alias hides the relation's own name, as in Postgres.
 		visible := b.rel
@@ -229,6 +268,9 @@ func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
 	r, err := b.bind(e.R)
 	if err != nil {
 		return nil, err
+	}
+	if s, ok, err := b.bindBinaryExt(op, l, r, e.Pos); ok {
+		return s, err
 	}
 	switch {
 	case op == "AND" || op == "OR":
@@ -303,6 +345,10 @@ func commonType(l, r Scalar) (catalog.Type, bool) {
 			return catalog.Double, true
 		}
 		return catalog.BigInt, true
+	case (lt.OidLike() || rt.OidLike()) && (lt.OidLike() || lt == catalog.Int || lt == catalog.BigInt) &&
+		(rt.OidLike() || rt == catalog.Int || rt == catalog.BigInt):
+		// oids compare with each other and with integers as oids.
+		return catalog.Oid, true
 	}
 	return catalog.Unknown, false
 }
@@ -325,6 +371,11 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 	st := s.Type()
 	if st == t || t == catalog.Unknown {
 		return s, nil
+	}
+	if isPGType(t) || isPGType(st) {
+		if c, ok, err := b.coerceExt(s, t, pos, what); ok {
+			return c, err
+		}
 	}
 	switch s := s.(type) {
 	case *Const:
@@ -396,7 +447,10 @@ func castTo(x Scalar, t catalog.Type, pos int) (Scalar, error) {
 }
 
 func castable(from, to catalog.Type) bool {
+	intLike := func(t catalog.Type) bool { return t == catalog.Int || t == catalog.BigInt || t.OidLike() }
 	switch {
+	case intLike(from) && intLike(to):
+		return true
 	case from == to, from == catalog.Unknown, to == catalog.Varchar, from == catalog.Varchar:
 		return true
 	case from.Numeric() && to.Numeric():
@@ -477,6 +531,20 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 			}
 			return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type boolean: %q", v)
 		}
+	case catalog.Oid, catalog.RegClass, catalog.RegType, catalog.RegProc, catalog.RegNamespace:
+		switch v := v.(type) {
+		case int64:
+			if v < 0 || v > 1<<32-1 {
+				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "OID out of range")
+			}
+			return v, nil
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 0 || n > 1<<32-1 {
+				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type oid: %q", v)
+			}
+			return n, nil
+		}
 	case catalog.Timestamp:
 		switch v := v.(type) {
 		case time.Time:
@@ -509,8 +577,10 @@ func sqlName(t catalog.Type) string {
 		return "text"
 	case catalog.Timestamp:
 		return "timestamp without time zone"
+	case catalog.Unknown:
+		return "unknown"
 	}
-	return "unknown"
+	return t.SQLName()
 }
 
 func typeWord(t catalog.Type) string {
@@ -569,6 +639,8 @@ func FormatValue(v any) string {
 		return "false"
 	case time.Time:
 		return v.UTC().Format(catalog.TimestampLayout)
+	case []any:
+		return catalog.FormatArray(catalog.ArrayOf(catalog.Unknown), v, FormatValue)
 	}
 	return ""
 }
@@ -656,6 +728,16 @@ func IsAggregate(name string) bool {
 }
 
 func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
+	if b.q != nil && e.Over == nil && IsAggregate(e.Name) {
+		return b.bindAggregate(e)
+	}
+	if b.q != nil {
+		if s, ok, err := b.bindQueryFunc(e); ok {
+			return s, err
+		}
+	} else if e.Over != nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "window functions are not supported here").WithPosition(e.Pos)
+	}
 	if IsAggregate(e.Name) {
 		return b.bindAggregate(e)
 	}
@@ -681,20 +763,28 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	if b.inAgg {
 		return nil, pgerr.New(pgerr.GroupingError, "aggregate function calls cannot be nested").WithPosition(e.Pos)
 	}
-	if e.Distinct {
+	if e.Distinct && b.q == nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", e.Name).WithPosition(e.Pos)
 	}
-	spec := AggSpec{Func: e.Name}
+	spec := AggSpec{Func: e.Name, Distinct: e.Distinct}
+	nargs := 1
+	if e.Name == "string_agg" {
+		nargs = 2
+	}
 	switch {
 	case e.Star:
 		if e.Name != "count" {
 			return nil, pgerr.New(pgerr.SyntaxError, "%s(*) is not valid; only COUNT(*) is", e.Name).WithPosition(e.Pos)
 		}
-	case len(e.Args) != 1:
-		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes exactly one argument", e.Name).WithPosition(e.Pos)
+	case len(e.Args) != nargs:
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes exactly %d argument%s", e.Name, nargs,
+			map[bool]string{true: "", false: "s"}[nargs == 1]).WithPosition(e.Pos)
 	default:
 		b.inAgg = true
 		arg, err := b.bind(e.Args[0])
+		if err == nil && nargs == 2 {
+			spec.Arg2, err = b.bind(e.Args[1])
+		}
 		b.inAgg = false
 		if err != nil {
 			return nil, err
@@ -720,6 +810,30 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		spec.T = catalog.Double
 	case "min", "max":
 		spec.T = spec.Arg.Type()
+	case "string_agg":
+		var err error
+		if spec.Arg, err = b.castAny(spec.Arg, catalog.Varchar, e.Pos); err != nil {
+			return nil, err
+		}
+		if spec.Arg2, err = b.coerce(spec.Arg2, catalog.Varchar, e.Pos, "string_agg"); err != nil {
+			return nil, err
+		}
+		spec.T = catalog.Varchar
+	case "array_agg":
+		t := spec.Arg.Type()
+		if t == catalog.Unknown {
+			t = catalog.Varchar
+		}
+		if t.Subscriptable() {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "array_agg of arrays is not supported").WithPosition(e.Pos)
+		}
+		spec.T = catalog.ArrayOf(t)
+	case "bool_and", "bool_or", "every":
+		var err error
+		if spec.Arg, err = b.coerce(spec.Arg, catalog.Boolean, e.Pos, e.Name); err != nil {
+			return nil, err
+		}
+		spec.T = catalog.Boolean
 	}
 	*b.aggs = append(*b.aggs, spec)
 	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil

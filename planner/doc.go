@@ -2,6 +2,14 @@
 // SELECT into a streaming topology (ViewPlan), SELECT into a pull plan
 // (PullPlan), and CREATE STREAM/TABLE into a validated relation.
 //
+// A SELECT over pg_catalog or information_schema, or one using joins,
+// subqueries, arrays, set-returning or window functions or UNION, is a
+// catalog query: PullPlan.Query holds a relational plan over in-memory
+// rows instead (query.go describes it; qbind.go binds names in scopes,
+// qexpr.go the expressions, qjoin.go orders joins, qfuncs.go types the
+// catalog functions). Pull queries over streams, tables and views never
+// take that path, so their plans and errors are what they were.
+//
 // # Binding
 //
 // Expressions from sql/ are bound over a row layout: column references

@@ -68,24 +68,31 @@ type PullPlan struct {
 	// Limit is -1 for none.
 	Limit, Offset int64
 	Params        *Params
+
+	// Query, when set, is a catalog query (query.go): Rel is nil, and
+	// Columns, Params, Limit and Offset are the only other fields used.
+	Query *QueryPlan
 }
 
 // PlanSelect plans a pull query over cat. rel resolution errors are 42P01
 // and column errors 42703, with positions.
 func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
+	if needsQuery(s) {
+		return planCatalogQuery(cat, s)
+	}
 	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}, Distinct: s.Distinct}
 	b := &binder{params: p.Params}
-	if s.From != nil {
-		rel, err := cat.Resolve(s.From.Name)
+	if from := s.Table(); from != nil {
+		rel, err := cat.Resolve(from.Name)
 		if err != nil {
 			if pe, ok := pgerr.As(err); ok {
-				pe.WithPosition(s.From.Pos)
+				pe.WithPosition(from.Pos)
 			}
 			return nil, err
 		}
 		p.Rel = rel
 		p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
-		b.cols, b.rel, b.alias = p.Input, rel.Name, s.From.Alias
+		b.cols, b.rel, b.alias = p.Input, rel.Name, from.Alias
 	}
 	if s.Where != nil {
 		b.clause = "WHERE"
@@ -579,11 +586,18 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 		}
 		return &Call{Name: x.Name, Args: args, T: x.T}, nil
 	}
-	return nil, pgerr.New(pgerr.InternalError, "cannot lift %T onto the grouped row", s)
+	return g.liftExt(s, pos)
 }
 
 // String renders the plan for EXPLAIN.
 func (p *PullPlan) String() string {
+	if p.Query != nil {
+		var b strings.Builder
+		if p.Limit >= 0 || p.Offset > 0 {
+			fmt.Fprintf(&b, "  Limit %d offset %d\n", p.Limit, p.Offset)
+		}
+		return b.String() + p.Query.String()
+	}
 	var b strings.Builder
 	if p.Limit >= 0 || p.Offset > 0 {
 		fmt.Fprintf(&b, "  Limit %d offset %d\n", p.Limit, p.Offset)

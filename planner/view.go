@@ -101,17 +101,22 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	sel := s.Select
-	if sel.From == nil {
+	if len(sel.From) == 0 {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "CREATE TABLE AS needs a FROM clause naming a stream or table")
+	}
+	from := sel.Table()
+	if from == nil || len(sel.SetOps) > 0 {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "joins, subqueries in FROM and set operations are not supported in a persistent query").
+			WithHint("A view reads one stream or table.")
 	}
 	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
 			WithHint("Apply them when reading the view instead.")
 	}
-	src, err := cat.Resolve(sel.From.Name)
+	src, err := cat.Resolve(from.Name)
 	if err != nil {
 		if pe, ok := pgerr.As(err); ok {
-			pe.WithPosition(sel.From.Pos)
+			pe.WithPosition(from.Pos)
 		}
 		return nil, err
 	}
@@ -120,11 +125,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		// groups, markers), not records of its schema, and positions
 		// are in source offsets: a view cannot read one yet.
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a view over view %s is not supported", src.Name).
-			WithPosition(sel.From.Pos).
+			WithPosition(from.Pos).
 			WithHint("Define the view over what %s reads (%s), or read %s with SELECT.", src.Name, strings.Join(src.Sources, ", "), src.Name)
 	}
 	p := &ViewPlan{Source: src}
-	b := &binder{cols: src.Schema.Columns, rel: src.Name, alias: sel.From.Alias}
+	b := &binder{cols: src.Schema.Columns, rel: src.Name, alias: from.Alias}
 	if sel.Where != nil {
 		b.clause = "WHERE"
 		f, err := b.bind(sel.Where)

@@ -75,8 +75,8 @@ type Insert struct {
 	ColumnPos []int
 }
 
-// TableRef is the FROM of a SELECT: one relation, optionally aliased.
-// Schema is set when the name was qualified (pg_catalog.pg_type).
+// TableRef is a relation in FROM, optionally aliased. Schema is set
+// when the name was qualified (pg_catalog.pg_type).
 type TableRef struct {
 	Schema string
 	Name   string
@@ -106,18 +106,37 @@ type OrderItem struct {
 	NullsFirst *bool
 }
 
-// Select is a SELECT statement. From is nil for SELECT without FROM
-// (SELECT 1).
+// Select is a SELECT statement. From is the FROM list, empty for
+// SELECT without FROM (SELECT 1); most queries read one relation, which
+// Table returns.
+//
+// SetOps are the UNION, INTERSECT and EXCEPT arms that follow this
+// SELECT, applied left to right; OrderBy, Limit and Offset then apply to
+// the whole compound query, as in Postgres.
 type Select struct {
+	// With are the common table expressions of WITH, visible to the
+	// whole statement.
+	With     []CTE
 	Items    []SelectItem
 	Distinct bool
-	From     *TableRef
+	From     []FromItem
 	Where    Expr
 	GroupBy  []Expr
 	Having   Expr
+	SetOps   []SetOp
 	OrderBy  []OrderItem
 	Limit    Expr // nil: no limit
 	Offset   Expr // nil: no offset
+}
+
+// Table returns the relation of a FROM clause that names exactly one
+// relation, else nil.
+func (s *Select) Table() *TableRef {
+	if len(s.From) != 1 {
+		return nil
+	}
+	t, _ := s.From[0].(*TableRef)
+	return t
 }
 
 // ShowKind says what SHOW lists.
@@ -232,7 +251,8 @@ type Unary struct {
 }
 
 // Binary is a binary operator. Op is one of
-// + - * / % = <> < <= > >= AND OR || LIKE ILIKE.
+// + - * / % = <> < <= > >= AND OR || LIKE ILIKE & and the regular
+// expression matches ~ ~* !~ !~*.
 // NotLike is represented as Unary NOT over LIKE.
 type Binary struct {
 	Op   string
@@ -262,12 +282,14 @@ type Between struct {
 	Pos       int
 }
 
-// Func is a function call. Name is lower case. Star is COUNT(*).
+// Func is a function call. Name is lower case. Star is COUNT(*). Over
+// is set for a window function call (row_number() OVER (...)).
 type Func struct {
 	Name     string
 	Args     []Expr
 	Star     bool
 	Distinct bool
+	Over     *Window
 	Pos      int
 }
 

@@ -80,13 +80,18 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 			if so.SelectList != nil && len(so.SelectList.Selects) == 1 {
 				return nil, unsupported(0, "ORDER BY or LIMIT outside a parenthesized SELECT is not supported")
 			}
-			return nil, unsupported(0, "UNION, INTERSECT and EXCEPT are not supported")
+			return c.setOprStmt(so, info)
 		}
 		return nil, internalErr("TiDB returned %T for a SELECT", stmt)
 	}
+	var with []CTE
+	if s.With != nil {
+		var err error
+		if with, err = c.with(s.With); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case s.With != nil:
-		return nil, unsupported(0, "WITH queries (common table expressions) are not supported")
 	case s.Kind != ast.SelectStmtKindSelect:
 		return nil, unsupported(0, "VALUES and TABLE as queries are not supported")
 	case len(s.WindowSpecs) > 0:
@@ -98,7 +103,7 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 	case s.GroupBy != nil && s.GroupBy.Rollup:
 		return nil, unsupported(0, "GROUP BY ... WITH ROLLUP is not supported")
 	}
-	out := &Select{Distinct: s.Distinct}
+	out := &Select{Distinct: s.Distinct, With: with}
 	for _, f := range s.Fields.Fields {
 		item, err := c.selectItem(f)
 		if err != nil {
@@ -107,11 +112,11 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 		out.Items = append(out.Items, item)
 	}
 	if s.From != nil {
-		ref, err := c.tableRef(s.From.TableRefs, info.fromPos)
+		from, err := c.fromClause(s.From.TableRefs, info.fromPos)
 		if err != nil {
 			return nil, err
 		}
-		out.From = ref
+		out.From = from
 	}
 	var err error
 	if s.Where != nil {
@@ -120,11 +125,17 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 		}
 	}
 	if s.GroupBy != nil {
-		if len(info.groupStarts) != len(s.GroupBy.Items) {
+		// A subquery's or a compound arm's starts are unknown (nil): its
+		// positional items get no position.
+		if info.groupStarts != nil && len(info.groupStarts) != len(s.GroupBy.Items) {
 			return nil, internalErr("GROUP BY has %d items, tokens say %d", len(s.GroupBy.Items), len(info.groupStarts))
 		}
 		for k, it := range s.GroupBy.Items {
-			e, err := c.byExpr(it.Expr, info.groupStarts[k])
+			start := -1
+			if info.groupStarts != nil {
+				start = info.groupStarts[k]
+			}
+			e, err := c.byExpr(it.Expr, start)
 			if err != nil {
 				return nil, err
 			}
@@ -137,15 +148,8 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 		}
 	}
 	if s.OrderBy != nil {
-		if len(info.orderStarts) != len(s.OrderBy.Items) {
-			return nil, internalErr("ORDER BY has %d items, tokens say %d", len(s.OrderBy.Items), len(info.orderStarts))
-		}
-		for k, it := range s.OrderBy.Items {
-			e, err := c.byExpr(it.Expr, info.orderStarts[k])
-			if err != nil {
-				return nil, err
-			}
-			out.OrderBy = append(out.OrderBy, OrderItem{Expr: e, Desc: it.Desc, NullsFirst: info.nulls[k]})
+		if out.OrderBy, err = c.orderBy(s.OrderBy, info); err != nil {
+			return nil, err
 		}
 	}
 	if s.Limit != nil {
@@ -168,7 +172,11 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 // integer into a PositionExpr without an offset, so start supplies it.
 func (c *converter) byExpr(e ast.ExprNode, start int) (Expr, error) {
 	if p, ok := e.(*ast.PositionExpr); ok && p.P == nil {
-		return &Literal{Value: int64(p.N), Type: catalog.BigInt, Pos: c.sp.charPos(start)}, nil
+		pos := 0
+		if start >= 0 {
+			pos = c.sp.charPos(start)
+		}
+		return &Literal{Value: int64(p.N), Type: catalog.BigInt, Pos: pos}, nil
 	}
 	return c.expr(e)
 }
@@ -212,29 +220,6 @@ func (c *converter) selectItem(f *ast.SelectField) (SelectItem, error) {
 		item.Text = c.sp.text[start:end]
 	}
 	return item, nil
-}
-
-func (c *converter) tableRef(j *ast.Join, fromPos int) (*TableRef, error) {
-	pos := 0
-	if fromPos >= 0 {
-		pos = c.sp.charPos(fromPos)
-	}
-	if j.Right != nil {
-		return nil, unsupported(pos, "joins are not supported").
-			WithHint("Join the streams in a CREATE TABLE ... AS SELECT and query its result.")
-	}
-	ts, ok := j.Left.(*ast.TableSource)
-	if !ok {
-		return nil, unsupported(pos, "joins are not supported")
-	}
-	if ts.Lateral {
-		return nil, unsupported(pos, "LATERAL is not supported")
-	}
-	tn, ok := ts.Source.(*ast.TableName)
-	if !ok {
-		return nil, unsupported(pos, "subqueries in FROM are not supported")
-	}
-	return &TableRef{Schema: tn.Schema.O, Name: tn.Name.O, Alias: ts.AsName.O, Pos: pos}, nil
 }
 
 func (c *converter) insertStmt(s *ast.InsertStmt) (*Insert, error) {
@@ -290,7 +275,7 @@ func (c *converter) insertStmt(s *ast.InsertStmt) (*Insert, error) {
 var binaryOps = map[opcode.Op]string{
 	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/", opcode.Mod: "%",
 	opcode.EQ: "=", opcode.NE: "<>", opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
-	opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.Or: "||",
+	opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.Or: "||", opcode.And: "&",
 }
 
 // expr converts a TiDB expression.
@@ -314,6 +299,9 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 	case *ast.UnaryOperationExpr:
 		return c.unary(n)
 	case *ast.BinaryOperationExpr:
+		if n.Op == opcode.NullEQ {
+			return c.distinctFrom(n)
+		}
 		op, ok := binaryOps[n.Op]
 		if !ok {
 			return nil, c.unsupportedAt(n, "operator %s is not supported", n.Op)
@@ -335,7 +323,7 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 		return &IsNull{X: x, Not: n.Not, Pos: c.pos(n)}, nil
 	case *ast.PatternInExpr:
 		if n.Sel != nil {
-			return nil, c.unsupportedAt(n, "subqueries are not supported")
+			return c.inSubquery(n)
 		}
 		x, err := c.expr(n.Expr)
 		if err != nil {
@@ -363,9 +351,15 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 	case *ast.PositionExpr:
 		return &Literal{Value: int64(n.N), Type: catalog.BigInt, Pos: c.pos(n)}, nil
 	case *ast.WindowFuncExpr:
-		return nil, c.unsupportedAt(n, "window functions are not supported")
-	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return nil, c.unsupportedAt(n, "subqueries are not supported")
+		return c.windowFunc(n)
+	case *ast.SubqueryExpr:
+		return c.scalarSubquery(n)
+	case *ast.ExistsSubqueryExpr:
+		return c.exists(n)
+	case *ast.CompareSubqueryExpr:
+		return c.quantified(n)
+	case *ast.PatternRegexpExpr:
+		return c.regexp(n)
 	case *ast.RowExpr:
 		return nil, c.unsupportedAt(n, "row constructors are not supported")
 	case *ast.IsTruthExpr:
@@ -494,12 +488,15 @@ func (c *converter) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		}
 		return &Cast{X: x, Type: cast.typ, Pos: c.sp.charPos(cast.pos)}, nil
 	}
+	if mark, ok := c.tt.marks[n.OriginTextPosition()]; ok {
+		return c.markedCall(n, mark)
+	}
 	name := n.FnName.L
 	if k := c.tokIndex(n); k >= 0 && c.sp.toks[k].kind == tokQuotedIdent {
 		name = n.FnName.O // "Lower"(x) names another function than lower(x)
 	}
 	if n.Schema.L != "" {
-		if n.Schema.L != "pg_catalog" {
+		if n.Schema.L != "pg_catalog" && n.Schema.L != "information_schema" {
 			return nil, c.unsupportedAt(n, "schema-qualified function names are not supported")
 		}
 	}

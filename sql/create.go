@@ -298,6 +298,10 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 		if err != nil {
 			return nil, err
 		}
+		if !ref.typ.Storable() {
+			return nil, unsupported(sp.charPos(toks[a+1].pos), "type %s is not supported in a stream or table", strings.ToLower(ref.typ.String())).
+				WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, VARCHAR and TIMESTAMP.")
+		}
 		if ref.end > b {
 			return nil, sp.syntaxErr(toks[b])
 		}

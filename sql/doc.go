@@ -47,10 +47,17 @@
 //     basin type they denote. Every written item records the byte range
 //     of the user's text it stands for, and side tables keyed by the
 //     item's offset in the MySQL text record what TiDB cannot carry:
-//     which $n a ? was, which calls are casts and to what type. Postgres
-//     constructs TiDB would misread (ANY(...), IS DISTINCT FROM, window
-//     functions, arrays, operators basin lacks) are refused here with
-//     0A000 at their position.
+//     which $n a ? was, which calls are casts and to what type. The
+//     Postgres constructs of catalog queries that MySQL lacks are
+//     rewritten into something TiDB parses and marked in another side
+//     table (rewrite_pg.go): ARRAY[...] and x[i] become calls, x ~ p
+//     becomes REGEXP, OPERATOR(pg_catalog.~) the operator, COLLATE
+//     disappears, x = ANY(array) a subquery over a marked call, a
+//     function in FROM a derived table, an alias column list (AS s(a,
+//     b)) a placeholder alias. Constructs TiDB would misread and basin
+//     does not implement (IS DISTINCT FROM, FULL JOIN, LATERAL,
+//     operators basin lacks) are refused here with 0A000 at their
+//     position.
 //
 //  4. TiDB parse and conversion (tidb.go, convert.go). TiDB parses the
 //     rewritten text; a syntax error's position ("line 1 column 12 near
@@ -61,10 +68,12 @@
 //     character index in the whole text given to Parse (so an error in
 //     the second statement of a batch points into the batch). The AST is
 //     then converted: every node basin implements becomes a basin node
-//     with its position mapped back; every other node (joins, subqueries,
-//     ...) is a 0A000 naming the construct.
+//     with its position mapped back, marked calls back into the Postgres
+//     constructs they stand for (convert_query.go); every other node is
+//     a 0A000 naming the construct.
 //
-// The boundary is the statement AST in ast.go: later layers (planner,
+// The boundary is the statement AST in ast.go and ast_query.go (FROM
+// lists, joins, subqueries, arrays, UNION): later layers (planner,
 // pgwire) never see TiDB types, tokens or MySQL text. Positions in the
 // AST are what the planner uses for its own errors (42703 undefined
 // column at the ColumnRef, 42P01 undefined table at the TableRef).

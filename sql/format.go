@@ -192,6 +192,7 @@ func settingName(n string) string {
 }
 
 func (f *formatter) selectStmt(s *Select) {
+	f.ctes(s.With)
 	f.b.WriteString("SELECT ")
 	if s.Distinct {
 		f.b.WriteString("DISTINCT ")
@@ -212,15 +213,13 @@ func (f *formatter) selectStmt(s *Select) {
 			}
 		}
 	}
-	if s.From != nil {
+	if len(s.From) > 0 {
 		f.b.WriteString(" FROM ")
-		if s.From.Schema != "" {
-			f.printf("%s.", QuoteIdent(s.From.Schema))
-		}
-		f.b.WriteString(QuoteIdent(s.From.Name))
-		f.pos(s.From.Pos)
-		if s.From.Alias != "" {
-			f.printf(" AS %s", QuoteIdent(s.From.Alias))
+		for k, it := range s.From {
+			if k > 0 {
+				f.b.WriteString(", ")
+			}
+			f.fromItem(it)
 		}
 	}
 	if s.Where != nil {
@@ -235,6 +234,7 @@ func (f *formatter) selectStmt(s *Select) {
 		f.b.WriteString(" HAVING ")
 		f.expr(s.Having)
 	}
+	f.setOps(s.SetOps)
 	for k, o := range s.OrderBy {
 		if k == 0 {
 			f.b.WriteString(" ORDER BY ")
@@ -338,6 +338,7 @@ func (f *formatter) expr(e Expr) {
 		}
 		f.exprs(e.Args)
 		f.b.WriteString(")")
+		f.over(e.Over)
 	case *Cast:
 		f.b.WriteString("CAST(")
 		f.expr(e.X)
@@ -362,7 +363,9 @@ func (f *formatter) expr(e Expr) {
 	case nil:
 		f.b.WriteString("<nil>")
 	default:
-		f.printf("<%T>", e)
+		if !f.queryExpr(e) {
+			f.printf("<%T>", e)
+		}
 	}
 	if e != nil {
 		f.pos(e.Position())

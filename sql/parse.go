@@ -149,7 +149,7 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 	case "deallocate":
 		return sp.parseDeallocate(i)
 	case "with":
-		return nil, unsupported(sp.charPos(t.pos), "WITH queries (common table expressions) are not supported")
+		return sp.parseSelect(i, len(sp.toks)-1)
 	case "update", "delete", "merge", "truncate", "copy":
 		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val)).
 			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table.")

@@ -54,6 +54,9 @@ type outItem struct {
 	glue  bool
 	param int       // for a ? item, n of $n
 	cast  *castInfo // for a cast function name
+	// mark says what a function name the rewrite made up stands for
+	// (ARRAY[...], x[i], ...); see rewrite_pg.go.
+	mark markKind
 }
 
 // castInfo is a cast the rewrite turned into a function call.
@@ -76,13 +79,21 @@ type tidbText struct {
 	starts []int // starts[k] is the offset of items[k] in sql
 	params map[int]int
 	casts  map[int]castInfo
+	marks  map[int]markKind
+	// aliases are the FROM aliases the rewrite replaced by placeholders
+	// (basin__alias_N), because TiDB has no column alias lists.
+	aliases []aliasInfo
 	// end is the token TiDB's "end of input" stands for: the token after
 	// the rewritten run, often the statement's sentinel.
 	end token
 }
 
 func build(items []outItem, end token) *tidbText {
-	tt := &tidbText{items: items, starts: make([]int, len(items)), end: end}
+	return buildWith(items, end, nil)
+}
+
+func buildWith(items []outItem, end token, aliases []aliasInfo) *tidbText {
+	tt := &tidbText{items: items, starts: make([]int, len(items)), end: end, aliases: aliases}
 	var b strings.Builder
 	for k, it := range items {
 		if k > 0 && !it.glue {
@@ -100,6 +111,12 @@ func build(items []outItem, end token) *tidbText {
 				tt.casts = make(map[int]castInfo)
 			}
 			tt.casts[b.Len()] = *it.cast
+		}
+		if it.mark != 0 {
+			if tt.marks == nil {
+				tt.marks = make(map[int]markKind)
+			}
+			tt.marks[b.Len()] = it.mark
 		}
 		b.WriteString(it.text)
 	}
@@ -146,10 +163,19 @@ type rewriter struct {
 	// keywords are words to pass through bare in addition to
 	// passThrough (KEY in column definitions).
 	keywords map[string]bool
+	// clause is, per parenthesis depth, the clause keyword last seen
+	// there (from, where, ...): a function call directly in FROM is a
+	// set-returning function, anywhere else an expression.
+	clause []string
+	// aliases collects the FROM aliases replaced by placeholders.
+	aliases []aliasInfo
+	// operand is the index of the token after an OPERATOR(...) call: an
+	// operand although a ")" precedes it.
+	operand int
 }
 
 func (sp *stmtParser) newRewriter(lo int) *rewriter {
-	return &rewriter{sp: sp, lo: lo, out: make([]outItem, 0, len(sp.toks)+4)}
+	return &rewriter{sp: sp, lo: lo, out: make([]outItem, 0, len(sp.toks)+4), clause: []string{""}, operand: -1}
 }
 
 // passThrough are the words written to TiDB as keywords. They are
@@ -197,8 +223,6 @@ var unsupportedWords = map[string]string{
 	"variadic":    "VARIADIC is not supported",
 	"symmetric":   "BETWEEN SYMMETRIC is not supported",
 	"asymmetric":  "BETWEEN ASYMMETRIC is not supported",
-	"array":       "arrays are not supported",
-	"collate":     "COLLATE is not supported",
 }
 
 // reservedWords are the remaining Postgres reserved words: never names,
@@ -248,6 +272,9 @@ func (rw *rewriter) one(i, j int) (int, error) {
 	case tokIdent:
 		return rw.word(i, j)
 	case tokQuotedIdent:
+		if n, ok, err := rw.fromItem(i, j); ok || err != nil {
+			return n, err
+		}
 		if sp.toks[i+1].isOp("(") && !rw.prev(i).isWord("into") {
 			rw.addTok(t, funcTiDB(t.val), itemFunc)
 			return i + 1, nil
@@ -258,6 +285,9 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		// MySQL takes 'a' 'b' as 'ab' and a string after an expression as
 		// its alias; in Postgres both are syntax errors.
 		p := rw.prev(i)
+		if i == rw.operand {
+			p = token{kind: tokOp, val: "="} // after OPERATOR(...)
+		}
 		if p.kind == tokString || p.kind == tokNumber || p.kind == tokParam ||
 			p.kind == tokQuotedIdent || p.isOp(")") || p.isWord("as") {
 			return 0, sp.syntaxErr(t)
@@ -274,12 +304,21 @@ func (rw *rewriter) one(i, j int) (int, error) {
 	switch t.val {
 	case "(":
 		rw.addTok(t, "(", itemOpen)
+		rw.clause = append(rw.clause, "")
 	case ")":
 		rw.addTok(t, ")", itemClose)
+		if len(rw.clause) > 1 {
+			rw.clause = rw.clause[:len(rw.clause)-1]
+		}
 	case ".":
+		if rw.prev(i).isOp(")") && (sp.toks[i+1].kind == tokIdent || sp.toks[i+1].kind == tokQuotedIdent || sp.toks[i+1].isOp("*")) {
+			return rw.fieldSelect(i)
+		}
 		rw.addTok(t, ".", itemDot)
-	case ",", "*", "+", "-", "/", "%", "=", "<>", "<", ">", "<=", ">=":
+	case ",", "*", "+", "-", "/", "%", "=", "<>", "<", ">", "<=", ">=", "&":
 		rw.addTok(t, t.val, itemOther)
+	case "~", "~*", "!~", "!~*":
+		return rw.regexOp(t, i+1, j)
 	case "||":
 		// Without PIPES_AS_CONCAT, MySQL's || is OR; its | has the
 		// precedence Postgres gives ||: below + and -, above comparisons.
@@ -288,8 +327,10 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		rw.addTok(t, "|", itemOther)
 	case "::":
 		return rw.castOp(i)
-	case "[", "]":
-		return 0, unsupported(sp.charPos(t.pos), "arrays and subscripts are not supported")
+	case "[":
+		return rw.subscript(i, j)
+	case "]":
+		return 0, sp.syntaxErr(t)
 	default:
 		if isOpChar(t.val[0]) {
 			return 0, unsupported(sp.charPos(t.pos), "operator %s is not supported", t.val)
@@ -308,6 +349,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 	prev := rw.prev(i)
 	pos := sp.charPos(t.pos)
 
+	if n, ok, err := rw.fromItem(i, j); ok || err != nil {
+		return n, err
+	}
 	// After a dot or AS any word is a name, reserved or not, as in
 	// Postgres (SELECT 1 AS select).
 	if prev.isOp(".") || prev.isWord("as") {
@@ -334,6 +378,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			return i + 1, nil
 		}
 	case "over":
+		if next.isOp("(") && prev.isOp(")") {
+			return rw.over(i, j)
+		}
 		if next.isOp("(") || next.kind == tokIdent || next.kind == tokQuotedIdent {
 			return 0, unsupported(pos, "window functions are not supported")
 		}
@@ -357,12 +404,32 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			k++
 		}
 		if sp.toks[k].isWord("distinct") && sp.toks[k+1].isWord("from") {
-			return 0, unsupported(pos, "IS DISTINCT FROM is not supported")
+			return rw.distinctFrom(i, k+2)
 		}
 	case "any", "some", "all":
 		if next.isOp("(") && isComparison(prev) {
-			return 0, unsupported(pos, "%s (array or subquery comparison) is not supported", strings.ToUpper(t.val))
+			return rw.quantified(i, j)
 		}
+	case "operator":
+		if next.isOp("(") {
+			return rw.operatorCall(i, j)
+		}
+	case "collate":
+		return rw.collate(i)
+	case "array":
+		if next.isOp("[") {
+			return rw.arrayLiteral(i, j)
+		}
+		if next.isOp("(") {
+			return rw.arraySubquery(i, j)
+		}
+		return 0, sp.syntaxErr(t)
+	case "full", "natural":
+		if next.isWord("join") || next.isWord("outer") || next.isWord("left") || next.isWord("right") || next.isWord("inner") {
+			return 0, unsupported(pos, "%s JOIN is not supported", strings.ToUpper(t.val))
+		}
+	case "lateral":
+		return 0, unsupported(pos, "LATERAL is not supported")
 	case "at":
 		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
 			return 0, unsupported(pos, "AT TIME ZONE is not supported")
@@ -373,6 +440,14 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		}
 	case "like", "ilike":
 		return rw.like(i, j)
+	case "with":
+		if i == rw.lo {
+			if next.isWord("recursive") {
+				return 0, unsupported(sp.charPos(next.pos), "WITH RECURSIVE is not supported")
+			}
+			rw.addTok(t, "WITH", itemOther)
+			return i + 1, nil
+		}
 	}
 
 	if niladicFuncs[t.val] && !next.isOp("(") {
@@ -385,6 +460,7 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, unsupported(pos, "%s", msg)
 	}
 	if passThrough[t.val] || rw.keywords[t.val] {
+		rw.noteClause(t.val)
 		kind := itemOther
 		switch {
 		case constantWords[t.val]:
@@ -536,6 +612,9 @@ func (rw *rewriter) specialCall(i, j int) (next int, ok bool, err error) {
 				return 0, true, err
 			}
 		}
+	case t.val == "trim":
+		n, err := rw.trimCall(i, open, close)
+		return n, true, err
 	default:
 		return 0, true, unsupported(sp.charPos(sp.toks[kws[0]].pos), "%s(... %s ...) is not supported",
 			strings.ToUpper(t.val), strings.ToUpper(sp.toks[kws[0]].val)).
@@ -775,7 +854,7 @@ func matchBack(out []outItem, k int, open, close itemKind) int {
 }
 
 func castFuncName(t catalog.Type) string {
-	return castFuncPrefix + strings.ToLower(t.String())
+	return castFuncPrefix + strings.NewReplacer("[]", "_array", " ", "_").Replace(strings.ToLower(t.String()))
 }
 
 // quoteTiDB quotes a name for TiDB.

@@ -36,6 +36,7 @@ func (sp *stmtParser) parseSelect(lo, hi int) (*Select, error) {
 	info := selectInfo{fromPos: -1}
 	tail := hi
 	orderBy, groupBy := -1, -1
+	setOps := false
 	var clauses []int // depth-0 clause keywords after GROUP BY
 	depth := 0
 scan:
@@ -48,7 +49,11 @@ scan:
 			depth--
 		case depth != 0 || t.kind != tokIdent:
 		case t.val == "union" || t.val == "intersect" || t.val == "except":
-			return nil, unsupported(sp.charPos(t.pos), "UNION, INTERSECT and EXCEPT are not supported")
+			// The arms are converted from TiDB's AST; only the ORDER BY
+			// after the last one, which orders the whole, needs tokens.
+			setOps = true
+			groupBy = -1
+			clauses = clauses[:0]
 		case t.val == "limit" || t.val == "offset" || t.val == "fetch" || t.val == "for":
 			tail = k
 			break scan
@@ -65,7 +70,7 @@ scan:
 	}
 
 	skip := make(map[int]bool)
-	if groupBy >= 0 {
+	if groupBy >= 0 && !setOps {
 		end := tail
 		for _, c := range clauses {
 			if c > groupBy && c < end {
@@ -95,7 +100,7 @@ scan:
 	if err := rw.run(lo, tail); err != nil {
 		return nil, err
 	}
-	tt := build(rw.out, toks[tail])
+	tt := buildWith(rw.out, toks[tail], rw.aliases)
 	stmt, err := sp.parseTiDB(tt)
 	if err != nil {
 		return nil, err
@@ -258,7 +263,7 @@ func (sp *stmtParser) parseExpr(a, b int) (Expr, error) {
 	if err := rw.run(a, b); err != nil {
 		return nil, err
 	}
-	tt := build(rw.out, sp.toks[b])
+	tt := buildWith(rw.out, sp.toks[b], rw.aliases)
 	stmt, err := sp.parseTiDB(tt)
 	if err != nil {
 		return nil, err

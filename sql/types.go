@@ -21,8 +21,7 @@ var unsupportedTypes = map[string]bool{
 	"date": true, "time": true, "time with time zone": true, "time without time zone": true,
 	"timetz": true, "timestamptz": true, "timestamp with time zone": true, "interval": true,
 	"json": true, "jsonb": true, "bytea": true, "bytes": true, "uuid": true, "money": true,
-	"inet": true, "cidr": true, "macaddr": true, "oid": true, "regclass": true, "regtype": true,
-	"regproc": true, "name": true, "bit": true, "bit varying": true, "varbit": true,
+	"inet": true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
 	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
 	"smallserial": true, "xml": true, "point": true, "line": true, "box": true, "polygon": true,
 	"circle": true, "path": true, "lseg": true, "tsvector": true, "tsquery": true, "record": true,
@@ -43,7 +42,10 @@ var unsupportedTypes = map[string]bool{
 func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	toks := sp.toks
 	j := i
-	if (toks[j].isWord("pg_catalog") || toks[j].is(tokQuotedIdent, "pg_catalog")) && toks[j+1].isOp(".") {
+	schema := ""
+	if (toks[j].isWord("pg_catalog") || toks[j].is(tokQuotedIdent, "pg_catalog") ||
+		toks[j].isWord("information_schema")) && toks[j+1].isOp(".") {
+		schema = toks[j].val
 		j += 2
 	}
 	first := toks[j]
@@ -89,12 +91,38 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	if err != nil {
 		return typeRef{end: j}, err
 	}
-	if toks[j].isOp("[") {
-		return typeRef{end: j}, unsupported(sp.charPos(toks[j].pos), "array types are not supported")
+	array := false
+	for toks[j].isOp("[") {
+		// text[] and text[3] are the same type in Postgres.
+		k := j + 1
+		if toks[k].kind == tokNumber {
+			k++
+		}
+		if !toks[k].isOp("]") {
+			return typeRef{end: j}, sp.syntaxErr(toks[k])
+		}
+		if array {
+			return typeRef{end: j}, unsupported(sp.charPos(toks[j].pos), "multidimensional array types are not supported")
+		}
+		array, j = true, k+1
+	}
+	wrap := func(t catalog.Type) (typeRef, *pgerr.Error) {
+		if array {
+			t = catalog.ArrayOf(t)
+		}
+		return typeRef{typ: t, end: j}, nil
+	}
+	if schema == "information_schema" {
+		if t, ok := informationSchemaTypes[name]; ok {
+			return wrap(t)
+		}
 	}
 	if first.kind == tokIdent || name == strings.ToLower(name) {
 		if t, ok := catalog.ParseType(name); ok {
-			return typeRef{typ: t, end: j}, nil
+			return wrap(t)
+		}
+		if t, ok := systemTypes[name]; ok {
+			return wrap(t)
 		}
 	}
 	pos := sp.charPos(first.pos)
@@ -104,6 +132,22 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	}
 	return typeRef{end: j}, &pgerr.Error{Code: pgerr.UndefinedObject,
 		Message: "type \"" + name + "\" does not exist", Position: pos}
+}
+
+// systemTypes are the Postgres system types basin knows in casts (x::oid,
+// 'orders'::regclass, x::text[]), but which no stream, table or view
+// may store.
+var systemTypes = map[string]catalog.Type{
+	"oid": catalog.Oid, "regclass": catalog.RegClass, "regtype": catalog.RegType,
+	"regproc": catalog.RegProc, "regprocedure": catalog.RegProc, "regnamespace": catalog.RegNamespace,
+	"name": catalog.Varchar, "int2vector": catalog.Int2Vector, "oidvector": catalog.OidVector,
+	"xid": catalog.Oid, "pg_node_tree": catalog.Varchar, "record": catalog.Record, "cstring": catalog.Varchar,
+}
+
+// informationSchemaTypes are information_schema's domains.
+var informationSchemaTypes = map[string]catalog.Type{
+	"sql_identifier": catalog.Varchar, "character_data": catalog.Varchar, "yes_or_no": catalog.Varchar,
+	"cardinal_number": catalog.Int, "time_stamp": catalog.Timestamp,
 }
 
 // typeModifiers skips (n) or (n, m) after a type name.

@@ -1,0 +1,954 @@
+package exec
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
+)
+
+// Catalog queries (planner.QueryPlan) run here, over the rows of a
+// catalog.PGSnapshot made for the statement. Every operator materializes
+// its rows: catalog relations hold hundreds of rows, not millions, and
+// a materialized operator is simple to get right. Rows coming from the
+// snapshot are shared, so no operator changes a row it was given; it
+// makes new ones.
+
+// queryEnv is what a catalog query's expressions see besides their row.
+type queryEnv struct {
+	snap *catalog.PGSnapshot
+	// outer holds the rows of the queries enclosing a subquery,
+	// innermost last (planner.OuterRef counts from there).
+	outer []catalog.Row
+}
+
+// withOuter returns env for a subquery run for row.
+func (env *Env) withOuter(row catalog.Row) *Env {
+	e := *env
+	q := *env.query
+	q.outer = append(slices.Clip(env.query.outer), row)
+	e.query = &q
+	return &e
+}
+
+// runQuery runs a catalog query, emitting its rows.
+func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) error {
+	if env == nil {
+		env = &Env{}
+	}
+	e := *env
+	if e.Ctx == nil {
+		e.Ctx = ctx
+	}
+	e.query = &queryEnv{snap: sessionSnapshot(&e)}
+	root := compileRel(plan.Query.Root)
+	rows, err := root.run(&e)
+	if err != nil {
+		return err
+	}
+	cols := plan.Query.Columns
+	convert := false
+	for _, c := range cols {
+		convert = convert || c.Type.IsReg() || c.Type == catalog.Record
+	}
+	sent := int64(0)
+	for i, r := range rows {
+		if int64(i) < plan.Offset {
+			continue
+		}
+		if plan.Limit >= 0 && sent >= plan.Limit {
+			break
+		}
+		out := r
+		if convert {
+			// reg* values reach the client as names, records as text.
+			out = append(catalog.Row{}, r...)
+			for k, c := range cols {
+				switch {
+				case out[k] == nil:
+				case c.Type.IsReg():
+					out[k] = planner.RegName(e.query.snap, c.Type, out[k].(int64))
+				case c.Type == catalog.Record:
+					out[k] = catalog.FormatRecord(out[k].([]any), planner.FormatValue)
+				}
+			}
+		}
+		sent++
+		if err := emit(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionSnapshot makes the statement's catalog snapshot.
+func sessionSnapshot(env *Env) *catalog.PGSnapshot {
+	s, ok := env.Session.(*Session)
+	if !ok {
+		return catalog.New().PGSnapshot(catalog.SessionInfo{User: env.User, Database: env.Database, PID: env.PID})
+	}
+	return s.e.Catalog.PGSnapshot(s.catalogInfo(env))
+}
+
+// relOp is a compiled relational operator.
+type relOp interface {
+	run(env *Env) ([]catalog.Row, error)
+}
+
+func compileRel(r planner.Rel) relOp {
+	switch r := r.(type) {
+	case *planner.ScanRel:
+		return scanOp{r.Table}
+	case *planner.ValuesRel:
+		return valuesOp{}
+	case *planner.FuncRel:
+		if r.Scalar != nil {
+			return &scalarOp{Compile(r.Scalar)}
+		}
+		args := make([]Expr, len(r.Args))
+		for i, a := range r.Args {
+			args[i] = Compile(a)
+		}
+		types := make([]catalog.Type, len(r.Args))
+		for i, a := range r.Args {
+			types[i] = a.Type()
+		}
+		return &funcOp{name: r.Name, args: args, types: types, width: len(r.Columns)}
+	case *planner.JoinRel:
+		j := &joinOp{kind: r.Kind, l: compileRel(r.L), r: compileRel(r.R), equi: r.Equi,
+			lw: len(r.L.Cols()), rw: len(r.R.Cols())}
+		if r.On != nil {
+			j.on = Compile(r.On)
+		}
+		return j
+	case *planner.DerivedRel:
+		return compileRel(r.Query.Root)
+	case *planner.BlockRel:
+		return compileBlock(r)
+	case *planner.FilterRel:
+		return &filterOp{in: compileRel(r.In), cond: Compile(r.Cond)}
+	case *planner.PermuteRel:
+		return &permuteOp{in: compileRel(r.In), perm: r.Map}
+	case *planner.SetRel:
+		s := &setOp{op: r.Op, all: r.All, l: compileRel(r.L), r: compileRel(r.R), limit: r.Limit, offset: r.Offset}
+		for _, k := range r.Order {
+			s.order = append(s.order, Compile(k.Expr))
+		}
+		s.keys = r.Order
+		return s
+	}
+	return errOp{pgerr.New(pgerr.InternalError, "cannot run %T", r)}
+}
+
+type errOp struct{ err error }
+
+func (o errOp) run(*Env) ([]catalog.Row, error) { return nil, o.err }
+
+type scanOp struct{ t *catalog.VirtualTable }
+
+func (o scanOp) run(env *Env) ([]catalog.Row, error) { return env.query.snap.Rows(o.t), nil }
+
+type valuesOp struct{}
+
+func (valuesOp) run(*Env) ([]catalog.Row, error) { return []catalog.Row{{}}, nil }
+
+type filterOp struct {
+	in   relOp
+	cond Expr
+}
+
+func (o *filterOp) run(env *Env) ([]catalog.Row, error) {
+	in, err := o.in.run(env)
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.Row
+	for _, r := range in {
+		ok, err := o.cond(r, env)
+		if err != nil {
+			return nil, err
+		}
+		if Truthy(ok) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+type permuteOp struct {
+	in   relOp
+	perm []int
+}
+
+func (o *permuteOp) run(env *Env) ([]catalog.Row, error) {
+	in, err := o.in.run(env)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]catalog.Row, len(in))
+	for i, r := range in {
+		row := make(catalog.Row, len(o.perm))
+		for k, p := range o.perm {
+			row[k] = r[p]
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+// maxJoinRows bounds what one join of a catalog query may produce, so
+// that a query joining catalogs without conditions fails instead of
+// exhausting memory.
+const maxJoinRows = 2_000_000
+
+// scalarOp is a one-row relation of a value.
+type scalarOp struct{ e Expr }
+
+func (o *scalarOp) run(env *Env) ([]catalog.Row, error) {
+	v, err := o.e(nil, env)
+	if err != nil {
+		return nil, err
+	}
+	return []catalog.Row{{v}}, nil
+}
+
+type funcOp struct {
+	name  string
+	args  []Expr
+	types []catalog.Type
+	width int
+}
+
+func (o *funcOp) run(env *Env) ([]catalog.Row, error) {
+	vals, err := EvalAll(o.args, nil, env)
+	if err != nil {
+		return nil, err
+	}
+	out, err := runSRF(o.name, vals, o.types)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]catalog.Row, len(out))
+	for i, v := range out {
+		if o.width > 1 {
+			rec, _ := v.([]any)
+			rows[i] = append(catalog.Row{}, rec...)
+		} else {
+			rows[i] = catalog.Row{v}
+		}
+	}
+	return rows, nil
+}
+
+type joinOp struct {
+	kind   sql.JoinKind
+	l, r   relOp
+	on     Expr
+	equi   []planner.EquiCond
+	lw, rw int
+}
+
+func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
+	left, err := o.l.run(env)
+	if err != nil {
+		return nil, err
+	}
+	right, err := o.r.run(env)
+	if err != nil {
+		return nil, err
+	}
+	// candidates returns the right rows that may match l: those with the
+	// same equi-join key, or all of them.
+	candidates := func(catalog.Row) []int { return nil }
+	all := make([]int, len(right))
+	for i := range all {
+		all[i] = i
+	}
+	if len(o.equi) > 0 {
+		hash := make(map[string][]int, len(right))
+		for i, r := range right {
+			k, ok := equiKey(r, o.equi, false)
+			if ok {
+				hash[k] = append(hash[k], i)
+			}
+		}
+		candidates = func(l catalog.Row) []int {
+			k, ok := equiKey(l, o.equi, true)
+			if !ok {
+				return nil
+			}
+			return hash[k]
+		}
+	} else {
+		candidates = func(catalog.Row) []int { return all }
+	}
+	var out []catalog.Row
+	matchedRight := make([]bool, len(right))
+	for _, l := range left {
+		matched := false
+		for _, i := range candidates(l) {
+			row := make(catalog.Row, 0, o.lw+o.rw)
+			row = append(append(row, l...), right[i]...)
+			if o.on != nil {
+				ok, err := o.on(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if !Truthy(ok) {
+					continue
+				}
+			}
+			matched = true
+			matchedRight[i] = true
+			out = append(out, row)
+			if len(out) > maxJoinRows {
+				return nil, pgerr.New(pgerr.ProgramLimitExceeded, "a join in this catalog query produces more than %d rows", maxJoinRows).
+					WithHint("Join the catalog relations on their keys (oid columns).")
+			}
+		}
+		if !matched && o.kind == sql.JoinLeft {
+			row := make(catalog.Row, o.lw+o.rw)
+			copy(row, l)
+			out = append(out, row)
+		}
+	}
+	if o.kind == sql.JoinRight {
+		for i, r := range right {
+			if !matchedRight[i] {
+				row := make(catalog.Row, o.lw+o.rw)
+				copy(row[o.lw:], r)
+				out = append(out, row)
+			}
+		}
+	}
+	return out, nil
+}
+
+// equiKey is the hash key of a row's equi-join columns; ok is false
+// when one is NULL (which matches nothing).
+func equiKey(row catalog.Row, conds []planner.EquiCond, left bool) (string, bool) {
+	var b strings.Builder
+	for _, c := range conds {
+		i := c.RIdx
+		if left {
+			i = c.LIdx
+		}
+		if row[i] == nil {
+			return "", false
+		}
+		appendKey(&b, row[i])
+	}
+	return b.String(), true
+}
+
+// appendKey writes a value so that values that compare equal (an int
+// and a float of the same number aside) write the same bytes.
+func appendKey(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("n;")
+	case int64:
+		b.WriteString("i")
+		b.WriteString(strconv.FormatInt(x, 10))
+		b.WriteByte(';')
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			b.WriteString("i")
+			b.WriteString(strconv.FormatInt(int64(x), 10))
+		} else {
+			b.WriteString("f")
+			b.WriteString(strconv.FormatFloat(x, 'g', -1, 64))
+		}
+		b.WriteByte(';')
+	case string:
+		b.WriteString("s")
+		b.WriteString(strconv.Itoa(len(x)))
+		b.WriteByte(':')
+		b.WriteString(x)
+	case bool:
+		if x {
+			b.WriteString("t;")
+		} else {
+			b.WriteString("F;")
+		}
+	case time.Time:
+		b.WriteString("T")
+		b.WriteString(strconv.FormatInt(x.UnixNano(), 10))
+		b.WriteByte(';')
+	case []any:
+		b.WriteString("a")
+		b.WriteString(strconv.Itoa(len(x)))
+		b.WriteByte('[')
+		for _, e := range x {
+			appendKey(b, e)
+		}
+		b.WriteByte(']')
+	default:
+		b.WriteString("?")
+	}
+}
+
+func rowKey(vals []any) string {
+	var b strings.Builder
+	for _, v := range vals {
+		appendKey(&b, v)
+	}
+	return b.String()
+}
+
+// blockOp runs one SELECT.
+type blockOp struct {
+	plan    *planner.BlockRel
+	in      relOp
+	filter  Expr
+	srfArgs [][]Expr
+	srfType [][]catalog.Type
+	groups  []Expr
+	aggArgs []Expr
+	aggArg2 []Expr
+	having  Expr
+	winArgs [][]Expr
+	winPart [][]Expr
+	winOrd  [][]Expr
+	output  []Expr
+	order   []Expr
+}
+
+func compileBlock(p *planner.BlockRel) *blockOp {
+	o := &blockOp{plan: p, in: compileRel(p.In)}
+	if p.Filter != nil {
+		o.filter = Compile(p.Filter)
+	}
+	for _, s := range p.SRFs {
+		args := make([]Expr, len(s.Args))
+		types := make([]catalog.Type, len(s.Args))
+		for i, a := range s.Args {
+			args[i], types[i] = Compile(a), a.Type()
+		}
+		o.srfArgs = append(o.srfArgs, args)
+		o.srfType = append(o.srfType, types)
+	}
+	for _, g := range p.GroupBy {
+		o.groups = append(o.groups, Compile(g))
+	}
+	for _, a := range p.Aggs {
+		var arg, arg2 Expr
+		if a.Arg != nil {
+			arg = Compile(a.Arg)
+		}
+		if a.Arg2 != nil {
+			arg2 = Compile(a.Arg2)
+		}
+		o.aggArgs = append(o.aggArgs, arg)
+		o.aggArg2 = append(o.aggArg2, arg2)
+	}
+	if p.Having != nil {
+		o.having = Compile(p.Having)
+	}
+	for _, w := range p.Windows {
+		var args, part, ord []Expr
+		for _, a := range w.Args {
+			args = append(args, Compile(a))
+		}
+		for _, s := range w.PartitionBy {
+			part = append(part, Compile(s))
+		}
+		for _, k := range w.Order {
+			ord = append(ord, Compile(k.Expr))
+		}
+		o.winArgs = append(o.winArgs, args)
+		o.winPart = append(o.winPart, part)
+		o.winOrd = append(o.winOrd, ord)
+	}
+	for _, e := range p.Output {
+		o.output = append(o.output, Compile(e))
+	}
+	for _, k := range p.Order {
+		o.order = append(o.order, Compile(k.Expr))
+	}
+	return o
+}
+
+func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
+	p := o.plan
+	in, err := o.in.run(env)
+	if err != nil {
+		return nil, err
+	}
+	rows := in
+	if o.filter != nil {
+		rows = make([]catalog.Row, 0, len(in))
+		for _, r := range in {
+			ok, err := o.filter(r, env)
+			if err != nil {
+				return nil, err
+			}
+			if Truthy(ok) {
+				rows = append(rows, r)
+			}
+		}
+	}
+	if len(o.srfArgs) > 0 {
+		if rows, err = o.expandSRFs(rows, env); err != nil {
+			return nil, err
+		}
+	}
+	if p.Grouped {
+		if rows, err = o.aggregate(rows, env); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.winPart) > 0 {
+		if rows, err = o.windows(rows, env); err != nil {
+			return nil, err
+		}
+	}
+	type outRow struct {
+		out  catalog.Row
+		keys []any
+	}
+	outs := make([]outRow, 0, len(rows))
+	var seen map[string]bool
+	if p.Distinct {
+		seen = map[string]bool{}
+	}
+	for _, r := range rows {
+		out, err := EvalAll(o.output, r, env)
+		if err != nil {
+			return nil, err
+		}
+		if seen != nil {
+			k := rowKey(out)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		var keys []any
+		if len(o.order) > 0 {
+			if keys, err = EvalAll(o.order, r, env); err != nil {
+				return nil, err
+			}
+		}
+		outs = append(outs, outRow{out, keys})
+	}
+	if len(o.order) > 0 {
+		sort.SliceStable(outs, func(i, j int) bool {
+			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
+		})
+	}
+	result := make([]catalog.Row, 0, len(outs))
+	for i, r := range outs {
+		if int64(i) < p.Offset {
+			continue
+		}
+		if p.Limit >= 0 && int64(len(result)) >= p.Limit {
+			break
+		}
+		result = append(result, r.out)
+	}
+	return result, nil
+}
+
+// compareKeys orders two rows by their sort keys.
+func compareKeys(a, b []any, order []planner.SortKey) int {
+	for k, o := range order {
+		c := CompareNullable(a[k], b[k], o.NullsFirst)
+		if o.Desc && a[k] != nil && b[k] != nil {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// expandSRFs appends the values of the select list's set-returning
+// functions to each row: as many rows as the longest result, the
+// shorter ones padded with NULL.
+func (o *blockOp) expandSRFs(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+	var out []catalog.Row
+	for _, r := range rows {
+		results := make([][]any, len(o.srfArgs))
+		n := 0
+		for i, args := range o.srfArgs {
+			vals, err := EvalAll(args, r, env)
+			if err != nil {
+				return nil, err
+			}
+			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i])
+			if err != nil {
+				return nil, err
+			}
+			results[i] = res
+			n = max(n, len(res))
+		}
+		for k := 0; k < n; k++ {
+			row := make(catalog.Row, len(r), len(r)+len(results))
+			copy(row, r)
+			for _, res := range results {
+				var v any
+				if k < len(res) {
+					v = res[k]
+				}
+				row = append(row, v)
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// aggregate groups rows and computes the aggregates: each result row
+// is the group values, then the aggregate values.
+func (o *blockOp) aggregate(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+	p := o.plan
+	type group struct {
+		vals   []any
+		states []*aggState
+	}
+	var order []*group
+	groups := map[string]*group{}
+	newGroup := func(vals []any) *group {
+		g := &group{vals: vals}
+		for _, a := range p.Aggs {
+			g.states = append(g.states, newAggState(a))
+		}
+		order = append(order, g)
+		return g
+	}
+	for _, r := range rows {
+		vals, err := EvalAll(o.groups, r, env)
+		if err != nil {
+			return nil, err
+		}
+		k := rowKey(vals)
+		g, ok := groups[k]
+		if !ok {
+			g = newGroup(vals)
+			groups[k] = g
+		}
+		for i, st := range g.states {
+			var v, v2 any = true, nil
+			if o.aggArgs[i] != nil {
+				if v, err = o.aggArgs[i](r, env); err != nil {
+					return nil, err
+				}
+			}
+			if o.aggArg2[i] != nil {
+				if v2, err = o.aggArg2[i](r, env); err != nil {
+					return nil, err
+				}
+			}
+			if err := st.add(v, v2); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(order) == 0 && len(p.GroupBy) == 0 {
+		newGroup(nil)
+	}
+	out := make([]catalog.Row, 0, len(order))
+	for _, g := range order {
+		row := make(catalog.Row, 0, len(g.vals)+len(g.states))
+		row = append(row, g.vals...)
+		for _, st := range g.states {
+			row = append(row, st.result())
+		}
+		if o.having != nil {
+			ok, err := o.having(row, env)
+			if err != nil {
+				return nil, err
+			}
+			if !Truthy(ok) {
+				continue
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// aggState is one aggregate's running state in a catalog query.
+type aggState struct {
+	spec  planner.AggSpec
+	n     int64
+	sum   any
+	fsum  float64
+	best  any
+	parts []string
+	vals  []any
+	b     any
+	seen  map[string]bool
+}
+
+func newAggState(spec planner.AggSpec) *aggState {
+	st := &aggState{spec: spec}
+	if spec.Distinct {
+		st.seen = map[string]bool{}
+	}
+	return st
+}
+
+func (st *aggState) add(v, v2 any) error {
+	if v == nil && st.spec.Func != "array_agg" {
+		return nil
+	}
+	if st.seen != nil {
+		k := rowKey([]any{v})
+		if st.seen[k] {
+			return nil
+		}
+		st.seen[k] = true
+	}
+	st.n++
+	switch st.spec.Func {
+	case "sum":
+		switch x := v.(type) {
+		case int64:
+			s, _ := st.sum.(int64)
+			if (x > 0 && s > math.MaxInt64-x) || (x < 0 && s < math.MinInt64-x) {
+				return errOutOfRange
+			}
+			st.sum = s + x
+		case float64:
+			s, _ := st.sum.(float64)
+			st.sum = s + x
+		}
+	case "avg":
+		switch x := v.(type) {
+		case int64:
+			st.fsum += float64(x)
+		case float64:
+			st.fsum += x
+		}
+	case "min", "max":
+		want := -1
+		if st.spec.Func == "max" {
+			want = 1
+		}
+		if st.best == nil || Compare(v, st.best) == want {
+			st.best = v
+		}
+	case "string_agg":
+		if len(st.parts) > 0 {
+			sep, _ := v2.(string)
+			st.parts = append(st.parts, sep)
+		}
+		st.parts = append(st.parts, v.(string))
+	case "array_agg":
+		st.vals = append(st.vals, v)
+	case "bool_and", "every":
+		st.b = (st.b == nil || st.b == true) && v == true
+	case "bool_or":
+		st.b = st.b == true || v == true
+	}
+	return nil
+}
+
+func (st *aggState) result() any {
+	switch st.spec.Func {
+	case "count":
+		return st.n
+	case "sum":
+		return st.sum
+	case "avg":
+		if st.n == 0 {
+			return nil
+		}
+		return st.fsum / float64(st.n)
+	case "min", "max":
+		return st.best
+	case "string_agg":
+		if st.n == 0 {
+			return nil
+		}
+		return strings.Join(st.parts, "")
+	case "array_agg":
+		if st.n == 0 {
+			return nil
+		}
+		return st.vals
+	}
+	return st.b
+}
+
+// windows computes the window functions and appends their values.
+func (o *blockOp) windows(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+	vals := make([][]any, len(rows))
+	for w, call := range o.plan.Windows {
+		type item struct {
+			idx  int
+			keys []any
+			arg  any
+		}
+		parts := map[string][]*item{}
+		var partOrder []string
+		for i, r := range rows {
+			pv, err := EvalAll(o.winPart[w], r, env)
+			if err != nil {
+				return nil, err
+			}
+			keys, err := EvalAll(o.winOrd[w], r, env)
+			if err != nil {
+				return nil, err
+			}
+			it := &item{idx: i, keys: keys, arg: true}
+			if len(o.winArgs[w]) > 0 {
+				if it.arg, err = o.winArgs[w][0](r, env); err != nil {
+					return nil, err
+				}
+			}
+			k := rowKey(pv)
+			if _, ok := parts[k]; !ok {
+				partOrder = append(partOrder, k)
+			}
+			parts[k] = append(parts[k], it)
+		}
+		result := make([]any, len(rows))
+		for _, k := range partOrder {
+			items := parts[k]
+			sort.SliceStable(items, func(i, j int) bool { return compareKeys(items[i].keys, items[j].keys, call.Order) < 0 })
+			rank, dense := int64(0), int64(0)
+			for pos, it := range items {
+				peer := pos > 0 && compareKeys(items[pos-1].keys, it.keys, call.Order) == 0
+				if !peer {
+					rank = int64(pos) + 1
+					dense++
+				}
+				switch call.Func {
+				case "row_number":
+					result[it.idx] = int64(pos) + 1
+				case "rank":
+					result[it.idx] = rank
+				case "dense_rank":
+					result[it.idx] = dense
+				case "count":
+					// Without ORDER BY the frame is the partition; with
+					// it, the rows up to the current row's last peer.
+					end := len(items)
+					if len(call.Order) > 0 {
+						end = pos + 1
+						for end < len(items) && compareKeys(items[end].keys, it.keys, call.Order) == 0 {
+							end++
+						}
+					}
+					n := int64(0)
+					for _, x := range items[:end] {
+						if x.arg != nil {
+							n++
+						}
+					}
+					result[it.idx] = n
+				}
+			}
+		}
+		for i := range rows {
+			vals[i] = append(vals[i], result[i])
+		}
+	}
+	out := make([]catalog.Row, len(rows))
+	for i, r := range rows {
+		row := make(catalog.Row, 0, len(r)+len(vals[i]))
+		out[i] = append(append(row, r...), vals[i]...)
+	}
+	return out, nil
+}
+
+// setOp runs UNION, INTERSECT and EXCEPT.
+type setOp struct {
+	op            string
+	all           bool
+	l, r          relOp
+	order         []Expr
+	keys          []planner.SortKey
+	limit, offset int64
+}
+
+func (o *setOp) run(env *Env) ([]catalog.Row, error) {
+	left, err := o.l.run(env)
+	if err != nil {
+		return nil, err
+	}
+	right, err := o.r.run(env)
+	if err != nil {
+		return nil, err
+	}
+	var rows []catalog.Row
+	switch o.op {
+	case "UNION":
+		rows = append(append(rows, left...), right...)
+		if !o.all {
+			rows = distinctRows(rows)
+		}
+	case "INTERSECT", "EXCEPT":
+		counts := map[string]int{}
+		for _, r := range right {
+			counts[rowKey(r)]++
+		}
+		for _, l := range left {
+			k := rowKey(l)
+			in := counts[k] > 0
+			if o.op == "INTERSECT" && in || o.op == "EXCEPT" && !in {
+				rows = append(rows, l)
+			}
+			if in && o.all {
+				counts[k]--
+			}
+		}
+		if !o.all {
+			rows = distinctRows(rows)
+		}
+	}
+	if len(o.order) > 0 {
+		keys := make([][]any, len(rows))
+		for i, r := range rows {
+			if keys[i], err = EvalAll(o.order, r, env); err != nil {
+				return nil, err
+			}
+		}
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return compareKeys(keys[idx[a]], keys[idx[b]], o.keys) < 0 })
+		sorted := make([]catalog.Row, len(rows))
+		for i, k := range idx {
+			sorted[i] = rows[k]
+		}
+		rows = sorted
+	}
+	var out []catalog.Row
+	for i, r := range rows {
+		if int64(i) < o.offset {
+			continue
+		}
+		if o.limit >= 0 && int64(len(out)) >= o.limit {
+			break
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func distinctRows(rows []catalog.Row) []catalog.Row {
+	seen := map[string]bool{}
+	out := rows[:0:0]
+	for _, r := range rows {
+		k := rowKey(r)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}

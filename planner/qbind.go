@@ -1,0 +1,774 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// queryPlanner plans one catalog query statement.
+type queryPlanner struct {
+	cat    *catalog.Catalog
+	snap   *catalog.PGSnapshot // resolves reg* constants at plan time
+	params *Params
+	// ctes are the common table expressions in scope, innermost last.
+	ctes []*cteDef
+}
+
+// cteDef is a WITH query as its references see it: planned where it is
+// used, like a derived table, with the CTEs defined before it.
+type cteDef struct {
+	cte     sql.CTE
+	parent  *scope
+	visible []*cteDef
+}
+
+// lookupCTE finds a common table expression by name.
+func (qp *queryPlanner) lookupCTE(name string) *cteDef {
+	for i := len(qp.ctes) - 1; i >= 0; i-- {
+		if strings.EqualFold(qp.ctes[i].cte.Name, name) {
+			return qp.ctes[i]
+		}
+	}
+	return nil
+}
+
+// level is one query level: a SELECT and its subqueries' view of it.
+type level struct {
+	correlated bool
+}
+
+// scope resolves names over one row.
+type scope struct {
+	parent *scope
+	level  *level
+	items  []scopeItem
+	cols   []catalog.Column
+	// using are the column names of JOIN ... USING, which may be named
+	// unqualified although both sides have them.
+	using map[string]bool
+}
+
+// scopeItem is a FROM item as names see it.
+type scopeItem struct {
+	alias string
+	cols  []catalog.Column
+	start int // offset of the item's first column in the scope's row
+}
+
+func (s *scope) add(alias string, cols []catalog.Column) {
+	s.items = append(s.items, scopeItem{alias: alias, cols: cols, start: len(s.cols)})
+	s.cols = append(s.cols, cols...)
+}
+
+// find looks a column reference up in s alone.
+func (s *scope) find(ref *sql.ColumnRef) (idx int, col catalog.Column, found bool, err error) {
+	idx = -1
+	for _, it := range s.items {
+		if ref.Table != "" && !strings.EqualFold(it.alias, ref.Table) {
+			continue
+		}
+		for i, c := range it.cols {
+			if !strings.EqualFold(c.Name, ref.Name) {
+				continue
+			}
+			if idx >= 0 {
+				if s.using[strings.ToLower(ref.Name)] {
+					return idx, col, true, nil
+				}
+				return 0, col, false, pgerr.New(pgerr.AmbiguousColumn, "column reference %q is ambiguous", ref.Name).WithPosition(ref.Pos)
+			}
+			idx, col = it.start+i, c
+		}
+	}
+	return idx, col, idx >= 0, nil
+}
+
+// resolve binds a column reference in s or an enclosing scope.
+func (s *scope) resolve(ref *sql.ColumnRef) (Scalar, catalog.Column, error) {
+	depth := 0
+	for sc := s; sc != nil; sc = sc.parent {
+		idx, col, found, err := sc.find(ref)
+		if err != nil {
+			return nil, col, err
+		}
+		if found {
+			if depth == 0 {
+				return &ColRef{Idx: idx, T: col.Type, Name: col.Name}, col, nil
+			}
+			// Every query between here and there reads an outer row.
+			for in := s; in != sc; in = in.parent {
+				in.level.correlated = true
+			}
+			return &OuterRef{Depth: depth, Idx: idx, T: col.Type, Name: col.Name}, col, nil
+		}
+		depth++
+	}
+	name := ref.Name
+	if ref.Table != "" {
+		if !s.hasAlias(ref.Table) {
+			return nil, catalog.Column{}, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", ref.Table).WithPosition(ref.Pos)
+		}
+		name = ref.Table + "." + ref.Name
+	}
+	return nil, catalog.Column{}, pgerr.New(pgerr.UndefinedColumn, "column %s does not exist", name).WithPosition(ref.Pos)
+}
+
+func (s *scope) hasAlias(name string) bool {
+	for sc := s; sc != nil; sc = sc.parent {
+		for _, it := range sc.items {
+			if strings.EqualFold(it.alias, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// column returns the column a bound reference reads, for its record
+// fields.
+func (s *scope) column(e Scalar) (catalog.Column, bool) {
+	switch e := e.(type) {
+	case *ColRef:
+		if e.Idx < len(s.cols) {
+			return s.cols[e.Idx], true
+		}
+	case *OuterRef:
+		sc := s
+		for d := 0; d < e.Depth && sc != nil; d++ {
+			sc = sc.parent
+		}
+		if sc != nil && e.Idx < len(sc.cols) {
+			return sc.cols[e.Idx], true
+		}
+	}
+	return catalog.Column{}, false
+}
+
+// planQuery plans a SELECT (and its set operations) as a query level
+// under parent.
+func (qp *queryPlanner) planQuery(s *sql.Select, parent *scope) (*QueryPlan, error) {
+	lvl := &level{}
+	root, err := qp.planCompound(s, parent, lvl)
+	if err != nil {
+		return nil, err
+	}
+	return &QueryPlan{Root: root, Columns: root.Cols(), Correlated: lvl.correlated}, nil
+}
+
+// planCompound plans a SELECT with its UNION/INTERSECT/EXCEPT arms.
+func (qp *queryPlanner) planCompound(s *sql.Select, parent *scope, lvl *level) (Rel, error) {
+	if len(s.With) > 0 {
+		saved := qp.ctes
+		defer func() { qp.ctes = saved }()
+		for _, c := range s.With {
+			qp.ctes = append(qp.ctes, &cteDef{cte: c, parent: parent, visible: append([]*cteDef{}, qp.ctes...)})
+		}
+		inner := *s
+		inner.With = nil
+		s = &inner
+	}
+	if len(s.SetOps) == 0 {
+		return qp.planBlock(s, parent, lvl)
+	}
+	first := *s
+	first.SetOps, first.OrderBy, first.Limit, first.Offset = nil, nil, nil, nil
+	var root Rel
+	l, err := qp.planBlock(&first, parent, lvl)
+	if err != nil {
+		return nil, err
+	}
+	root = l
+	for _, op := range s.SetOps {
+		r, err := qp.planCompound(op.Select, parent, lvl)
+		if err != nil {
+			return nil, err
+		}
+		cols, err := unifyArms(root, r, op.Op)
+		if err != nil {
+			return nil, err
+		}
+		root = &SetRel{Op: op.Op, All: op.All, L: root, R: r, Limit: -1, Columns: cols}
+	}
+	set := root.(*SetRel)
+	for _, o := range s.OrderBy {
+		k := SortKey{Desc: o.Desc, NullsFirst: o.Desc}
+		if o.NullsFirst != nil {
+			k.NullsFirst = *o.NullsFirst
+		}
+		e, err := outputRef(o.Expr, set.Columns)
+		if err != nil {
+			return nil, err
+		}
+		k.Expr = e
+		set.Order = append(set.Order, k)
+	}
+	if set.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
+		return nil, err
+	}
+	if set.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// outputRef binds an ORDER BY item of a compound query: an output
+// column's name or position.
+func outputRef(e sql.Expr, cols []catalog.Column) (Scalar, error) {
+	switch x := e.(type) {
+	case *sql.Literal:
+		if n, ok := x.Value.(int64); ok {
+			if n < 1 || int(n) > len(cols) {
+				return nil, pgerr.New(pgerr.InvalidColumnReference, "ORDER BY position %d is not in select list", n).WithPosition(x.Pos)
+			}
+			return &ColRef{Idx: int(n - 1), T: cols[n-1].Type, Name: cols[n-1].Name}, nil
+		}
+	case *sql.ColumnRef:
+		if x.Table == "" {
+			for i, c := range cols {
+				if strings.EqualFold(c.Name, x.Name) {
+					return &ColRef{Idx: i, T: c.Type, Name: c.Name}, nil
+				}
+			}
+		}
+	}
+	return nil, pgerr.New(pgerr.FeatureNotSupported,
+		"ORDER BY of a UNION, INTERSECT or EXCEPT must name an output column or its position").WithPosition(e.Position())
+}
+
+// unifyArms checks that two arms of a set operation have the same
+// number of columns and gives each column the arms' common type.
+func unifyArms(l, r Rel, op string) ([]catalog.Column, error) {
+	lc, rc := l.Cols(), r.Cols()
+	if len(lc) != len(rc) {
+		return nil, pgerr.New(pgerr.SyntaxError, "each %s query must have the same number of columns", op)
+	}
+	out := make([]catalog.Column, len(lc))
+	for i := range lc {
+		t, ok := commonType(&Const{T: lc[i].Type, V: 0}, &Const{T: rc[i].Type, V: 0})
+		switch {
+		case lc[i].Type == catalog.Unknown:
+			t, ok = rc[i].Type, true
+		case rc[i].Type == catalog.Unknown:
+			t, ok = lc[i].Type, true
+		}
+		if !ok {
+			return nil, pgerr.New(pgerr.DatatypeMismatch, "%s types %s and %s cannot be matched", op, sqlName(lc[i].Type), sqlName(rc[i].Type))
+		}
+		if t == catalog.Unknown {
+			t = catalog.Varchar
+		}
+		out[i] = lc[i]
+		out[i].Type = t
+		setArmType(l, i, t)
+		setArmType(r, i, t)
+	}
+	return out, nil
+}
+
+// setArmType makes column i of an arm type t, casting its output.
+func setArmType(r Rel, i int, t catalog.Type) {
+	switch r := r.(type) {
+	case *BlockRel:
+		if r.Output[i].Type() != t {
+			if c, ok := r.Output[i].(*Const); ok && c.V == nil {
+				r.Output[i] = &Const{T: t}
+			} else {
+				r.Output[i] = &Cast{X: r.Output[i], T: t}
+			}
+		}
+		r.Columns[i].Type = t
+	case *SetRel:
+		setArmType(r.L, i, t)
+		setArmType(r.R, i, t)
+		r.Columns[i].Type = t
+	}
+}
+
+// planBlock plans one SELECT without set operations.
+func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*BlockRel, error) {
+	blk := &BlockRel{Limit: -1, Distinct: s.Distinct}
+	in, sc, err := qp.planFrom(s.From, parent, lvl)
+	if err != nil {
+		return nil, err
+	}
+	blk.In = in
+	b := &binder{cols: sc.cols, params: qp.params, scope: sc, q: qp}
+	if s.Where != nil {
+		b.clause = "WHERE"
+		f, err := b.bind(s.Where)
+		if err != nil {
+			return nil, err
+		}
+		if f, err = b.coerce(f, catalog.Boolean, s.Where.Position(), "argument of WHERE"); err != nil {
+			return nil, err
+		}
+		blk.Filter = f
+	}
+	blk.In, blk.Filter = optimizeJoins(blk.In, blk.Filter)
+	b.clause = ""
+	items, err := expandScopeStar(s.Items, sc)
+	if err != nil {
+		return nil, err
+	}
+	grouped := len(s.GroupBy) > 0 || s.Having != nil || hasQueryAggregate(s)
+	var srfs []SRF
+	var wins []WindowCall
+	b.srfs, b.windows = &srfs, &wins
+	bindOrder := func(e sql.Expr) (Scalar, error) {
+		b.clause = "ORDER BY"
+		defer func() { b.clause = "" }()
+		return b.bind(e)
+	}
+	if grouped {
+		b.srfs, b.windows = nil, nil
+		g, err := bindGrouped(b, s.GroupBy, items, s.Having)
+		if err != nil {
+			return nil, err
+		}
+		blk.Grouped, blk.GroupBy, blk.Having, blk.Output = true, g.groupBy, g.having, g.output
+		bindOrder = g.post
+		defer func() { blk.Aggs = g.aggs }()
+	} else {
+		for _, it := range items {
+			e, err := b.bind(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			blk.Output = append(blk.Output, e)
+		}
+	}
+	blk.Columns = outputColumns(items, blk.Output)
+	for i, o := range blk.Output {
+		if o.Type() == catalog.Record {
+			blk.Columns[i].Fields = b.recordFields(o)
+		}
+	}
+	for _, o := range s.OrderBy {
+		k := SortKey{Desc: o.Desc, NullsFirst: o.Desc}
+		if o.NullsFirst != nil {
+			k.NullsFirst = *o.NullsFirst
+		}
+		e, err := bindOrderExpr(bindOrder, o.Expr, items, blk.Output)
+		if err != nil {
+			return nil, err
+		}
+		if blk.Distinct && !containsScalar(blk.Output, e) {
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list").
+				WithPosition(o.Expr.Position())
+		}
+		k.Expr = e
+		blk.Order = append(blk.Order, k)
+	}
+	// SRF and window values follow the input row: resolve their
+	// placeholders to columns now that all are known.
+	base := len(sc.cols)
+	fix := func(s Scalar) Scalar {
+		return mapScalar(s, func(x Scalar) Scalar {
+			switch x := x.(type) {
+			case *srfSlot:
+				return &ColRef{Idx: base + x.i, T: x.t, Name: x.String()}
+			case *winSlot:
+				return &ColRef{Idx: base + len(srfs) + x.i, T: x.t, Name: x.String()}
+			}
+			return x
+		})
+	}
+	for i := range blk.Output {
+		blk.Output[i] = fix(blk.Output[i])
+	}
+	for i := range blk.Order {
+		blk.Order[i].Expr = fix(blk.Order[i].Expr)
+	}
+	blk.SRFs, blk.Windows = srfs, wins
+	if blk.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
+		return nil, err
+	}
+	if blk.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
+		return nil, err
+	}
+	return blk, nil
+}
+
+func containsScalar(list []Scalar, e Scalar) bool {
+	for _, o := range list {
+		if Equal(o, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasQueryAggregate reports whether the select list calls an aggregate
+// (other than as a window function).
+func hasQueryAggregate(s *sql.Select) bool {
+	found := false
+	for _, it := range s.Items {
+		if it.Expr == nil {
+			continue
+		}
+		walkQuery(it.Expr, func(e sql.Expr) bool {
+			if f, ok := e.(*sql.Func); ok && f.Over == nil && (IsAggregate(f.Name) || queryAggregates[f.Name]) {
+				found = true
+			}
+			_, sub := e.(*sql.Subquery)
+			return !sub // an aggregate in a subquery is the subquery's
+		})
+	}
+	return found
+}
+
+// expandScopeStar replaces * and t.* with the FROM items' columns.
+func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error) {
+	var out []sql.SelectItem
+	for _, it := range items {
+		if !it.Star {
+			out = append(out, it)
+			continue
+		}
+		if len(sc.items) == 0 {
+			return nil, pgerr.New(pgerr.SyntaxError, "SELECT * with no tables specified is not valid")
+		}
+		found := false
+		for _, si := range sc.items {
+			if it.Table != "" && !strings.EqualFold(si.alias, it.Table) {
+				continue
+			}
+			found = true
+			for _, c := range si.cols {
+				if !c.Hidden {
+					out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: si.alias, Name: c.Name}, Text: c.Name})
+				}
+			}
+		}
+		if !found {
+			return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", it.Table)
+		}
+	}
+	return out, nil
+}
+
+// planFrom plans a FROM list: its items joined left to right.
+func (qp *queryPlanner) planFrom(from []sql.FromItem, parent *scope, lvl *level) (Rel, *scope, error) {
+	sc := &scope{parent: parent, level: lvl, using: map[string]bool{}}
+	if len(from) == 0 {
+		return &ValuesRel{}, sc, nil
+	}
+	var rel Rel
+	for _, it := range from {
+		r, err := qp.planFromItem(it, parent, lvl, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rel == nil {
+			rel = r
+		} else {
+			rel = &JoinRel{Kind: sql.JoinCross, L: rel, R: r, cols: concatCols(rel.Cols(), r.Cols())}
+		}
+	}
+	seen := map[string]bool{}
+	for _, it := range sc.items {
+		a := strings.ToLower(it.alias)
+		if a != "" && seen[a] {
+			return nil, nil, pgerr.New(pgerr.DuplicateAlias, "table name %q specified more than once", it.alias)
+		}
+		seen[a] = true
+	}
+	return rel, sc, nil
+}
+
+func concatCols(a, b []catalog.Column) []catalog.Column {
+	out := make([]catalog.Column, 0, len(a)+len(b))
+	return append(append(out, a...), b...)
+}
+
+// planFromItem plans one FROM item and adds what it names to into
+// (whose row it extends).
+func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level, into *scope, cte ...*cteDef) (Rel, error) {
+	switch it := it.(type) {
+	case *sql.TableRef:
+		if it.Schema == "" {
+			if def := qp.lookupCTE(it.Name); def != nil {
+				alias := it.Alias
+				if alias == "" {
+					alias = def.cte.Name
+				}
+				return qp.planFromItem(&sql.SubqueryRef{Select: def.cte.Select, Alias: alias, Columns: def.cte.Columns, Pos: it.Pos},
+					parent, lvl, into, def)
+			}
+		}
+		t, err := qp.resolveTable(it)
+		if err != nil {
+			return nil, err
+		}
+		alias := it.Alias
+		if alias == "" {
+			alias = t.Name
+		}
+		into.add(alias, t.Columns)
+		return &ScanRel{Table: t}, nil
+	case *sql.SubqueryRef:
+		qparent := parent
+		if len(cte) > 0 {
+			// A CTE's query sees the CTEs defined before it, and the
+			// scopes around its WITH.
+			saved := qp.ctes
+			qp.ctes = cte[0].visible
+			defer func() { qp.ctes = saved }()
+			qparent = cte[0].parent
+		}
+		q, err := qp.planQuery(it.Select, qparent)
+		if err != nil {
+			return nil, err
+		}
+		if q.Correlated {
+			lvl.correlated = true
+		}
+		cols := append([]catalog.Column{}, q.Columns...)
+		if len(it.Columns) > len(cols) {
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "table %q has %d columns available but %d columns specified",
+				it.Alias, len(cols), len(it.Columns))
+		}
+		for i, name := range it.Columns {
+			cols[i].Name = name
+		}
+		into.add(it.Alias, cols)
+		return &DerivedRel{Query: q, Columns: cols}, nil
+	case *sql.FuncRef:
+		return qp.planFuncRef(it, parent, into)
+	case *sql.Join:
+		js := &scope{parent: parent, level: lvl, using: into.using}
+		l, err := qp.planFromItem(it.Left, parent, lvl, js)
+		if err != nil {
+			return nil, err
+		}
+		r, err := qp.planFromItem(it.Right, parent, lvl, js)
+		if err != nil {
+			return nil, err
+		}
+		j := &JoinRel{Kind: it.Kind, L: l, R: r, cols: concatCols(l.Cols(), r.Cols())}
+		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions"}
+		on := it.On
+		for _, u := range it.Using {
+			into.using[strings.ToLower(u)] = true
+			var lref, rref *sql.ColumnRef
+			for _, si := range js.items {
+				for _, c := range si.cols {
+					if strings.EqualFold(c.Name, u) {
+						ref := &sql.ColumnRef{Table: si.alias, Name: c.Name, Pos: it.Pos}
+						if si.start < len(l.Cols()) && lref == nil {
+							lref = ref
+						} else if si.start >= len(l.Cols()) && rref == nil {
+							rref = ref
+						}
+					}
+				}
+			}
+			if lref == nil || rref == nil {
+				return nil, pgerr.New(pgerr.UndefinedColumn, "column %q specified in USING clause does not exist in both tables", u).WithPosition(it.Pos)
+			}
+			var eq sql.Expr = &sql.Binary{Op: "=", L: lref, R: rref, Pos: it.Pos}
+			if on != nil {
+				eq = &sql.Binary{Op: "AND", L: on, R: eq, Pos: it.Pos}
+			}
+			on = eq
+		}
+		if on != nil {
+			cond, err := b.bind(on)
+			if err != nil {
+				return nil, err
+			}
+			if cond, err = b.coerce(cond, catalog.Boolean, on.Position(), "argument of JOIN/ON"); err != nil {
+				return nil, err
+			}
+			j.On = cond
+			j.Equi = equiConds(cond, len(l.Cols()))
+			if j.Kind == sql.JoinCross {
+				j.Kind = sql.JoinInner
+			}
+		} else if j.Kind == sql.JoinLeft || j.Kind == sql.JoinRight {
+			return nil, pgerr.New(pgerr.SyntaxError, "%s needs an ON or USING condition", j.Kind).WithPosition(it.Pos)
+		}
+		for _, si := range js.items {
+			into.add(si.alias, si.cols)
+		}
+		return j, nil
+	}
+	return nil, pgerr.New(pgerr.FeatureNotSupported, "FROM item %T is not supported", it)
+}
+
+// equiConds finds the conjuncts of cond that compare a column of the
+// left side (indexes below n) with one of the right side.
+func equiConds(cond Scalar, n int) []EquiCond {
+	var out []EquiCond
+	var visit func(s Scalar)
+	visit = func(s Scalar) {
+		b, ok := s.(*Binary)
+		if !ok {
+			return
+		}
+		switch b.Op {
+		case "AND":
+			visit(b.L)
+			visit(b.R)
+		case "=":
+			l, lok := b.L.(*ColRef)
+			r, rok := b.R.(*ColRef)
+			if !lok || !rok || l.T != r.T {
+				return
+			}
+			switch {
+			case l.Idx < n && r.Idx >= n:
+				out = append(out, EquiCond{LIdx: l.Idx, RIdx: r.Idx - n})
+			case r.Idx < n && l.Idx >= n:
+				out = append(out, EquiCond{LIdx: r.Idx, RIdx: l.Idx - n})
+			}
+		}
+	}
+	visit(cond)
+	return out
+}
+
+// resolveTable finds a catalog relation. basin's own relations are not
+// read by catalog queries.
+func (qp *queryPlanner) resolveTable(ref *sql.TableRef) (*catalog.VirtualTable, error) {
+	schema := strings.ToLower(ref.Schema)
+	switch {
+	case schema == "" || catalog.IsSystemSchema(schema):
+		if t, ok := catalog.LookupVirtual(schema, ref.Name); ok {
+			return t, nil
+		}
+	case schema != "public":
+		return nil, pgerr.New(pgerr.InvalidSchemaName, "schema %q does not exist", ref.Schema).WithPosition(ref.Pos)
+	}
+	if (schema == "" || schema == "public") && qp.cat != nil {
+		if r, ok := qp.cat.Lookup(ref.Name); ok {
+			return nil, basinRelationError(r, ref.Pos)
+		}
+	}
+	name := ref.Name
+	if ref.Schema != "" {
+		name = ref.Schema + "." + ref.Name
+	}
+	return nil, pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", name).WithPosition(ref.Pos).
+		WithHint("SHOW STREAMS and SHOW TABLES list what exists.")
+}
+
+// basinRelationError is the error for a query that reads a basin
+// relation in a way only catalog queries may.
+func basinRelationError(r *catalog.Relation, pos int) error {
+	return pgerr.New(pgerr.FeatureNotSupported,
+		"%s %s cannot be read by this query: joins, subqueries, set operations, arrays and window functions are supported over pg_catalog and information_schema only",
+		strings.ToLower(string(r.Kind)), r.Name).WithPosition(pos).
+		WithHint("Read %s with a SELECT of its own, or define a view (CREATE TABLE ... AS SELECT) that computes what you need.", r.Name)
+}
+
+// planFuncRef plans a set-returning function in FROM.
+func (qp *queryPlanner) planFuncRef(it *sql.FuncRef, parent *scope, into *scope) (Rel, error) {
+	b := &binder{params: qp.params, scope: &scope{parent: parent, level: into.level}, q: qp, clause: "functions in FROM"}
+	sig, ok := setReturningFuncs[it.Func.Name]
+	if !ok {
+		// A plain function: one row holding its value.
+		if IsAggregate(it.Func.Name) || queryAggregates[it.Func.Name] {
+			return nil, pgerr.New(pgerr.GroupingError, "aggregate functions are not allowed in functions in FROM").WithPosition(it.Pos)
+		}
+		v, err := b.bind(it.Func)
+		if err != nil {
+			return nil, err
+		}
+		name := it.Func.Name
+		if len(it.Columns) > 0 {
+			name = it.Columns[0]
+		} else if it.Alias != "" {
+			name = it.Alias
+		}
+		alias := it.Alias
+		if alias == "" {
+			alias = it.Func.Name
+		}
+		cols := []catalog.Column{{Name: name, Type: v.Type()}}
+		into.add(alias, cols)
+		return &FuncRel{Name: it.Func.Name, Scalar: v, Columns: cols}, nil
+	}
+	args, err := b.bindArgs(it.Func.Args)
+	if err != nil {
+		return nil, err
+	}
+	args, t, fields, err := sig.bind(args, it.Func.Pos)
+	if err != nil {
+		return nil, err
+	}
+	var cols []catalog.Column
+	if t == catalog.Record {
+		cols = append(cols, fields...)
+	} else {
+		name := it.Func.Name
+		if it.Alias != "" {
+			name = it.Alias
+		}
+		cols = []catalog.Column{{Name: name, Type: t}}
+	}
+	if len(it.Columns) > len(cols) {
+		return nil, pgerr.New(pgerr.InvalidColumnReference, "%s returns %d columns, %d aliases given", it.Func.Name, len(cols), len(it.Columns)).WithPosition(it.Pos)
+	}
+	for i, n := range it.Columns {
+		cols[i].Name = n
+	}
+	alias := it.Alias
+	if alias == "" {
+		alias = it.Func.Name
+	}
+	into.add(alias, cols)
+	return &FuncRel{Name: it.Func.Name, Args: args, Columns: cols}, nil
+}
+
+func (b *binder) bindArgs(es []sql.Expr) ([]Scalar, error) {
+	out := make([]Scalar, len(es))
+	for i, e := range es {
+		s, err := b.bind(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// srfSlot and winSlot stand for a select list's SRF and window values
+// while it is bound; planBlock turns them into columns.
+type srfSlot struct {
+	i int
+	t catalog.Type
+}
+
+type winSlot struct {
+	i int
+	t catalog.Type
+}
+
+func (s *srfSlot) Type() catalog.Type { return s.t }
+func (s *srfSlot) String() string     { return fmt.Sprintf("$srf%d", s.i) }
+func (s *winSlot) Type() catalog.Type { return s.t }
+func (s *winSlot) String() string     { return fmt.Sprintf("$window%d", s.i) }
+
+// recordFields names the fields of a record-valued expression.
+func (b *binder) recordFields(e Scalar) []catalog.Column {
+	switch e := e.(type) {
+	case *QCall:
+		return e.Fields
+	case *srfSlot:
+		if b.srfFields != nil {
+			return b.srfFields[e.i]
+		}
+	case *ColRef, *OuterRef:
+		if b.scope != nil {
+			if c, ok := b.scope.column(e); ok {
+				return c.Fields
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,465 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/sql"
+)
+
+// # Catalog queries
+//
+// A pull query reads one table or view (PullPlan's fast path). Queries
+// over pg_catalog and information_schema are another matter: psql's \d,
+// JDBC's DatabaseMetaData and SQLAlchemy's inspector join half a dozen
+// catalog relations, nest correlated subqueries, expand arrays with
+// set-returning functions and number rows with window functions. Those
+// are planned as a QueryPlan: a tree of relational operators (Rel) over
+// rows held in memory, which is fine because catalog relations are
+// small. exec runs it (exec/query.go) against a catalog.PGSnapshot made
+// for the statement.
+//
+// PlanSelect picks the plan: a QueryPlan when the query reads a catalog
+// relation or uses a construct only catalog queries have (joins,
+// subqueries, arrays, window functions, UNION, catalog functions),
+// else the PullPlan as before. A QueryPlan never reads a basin relation:
+// joining a view with a catalog relation is a 0A000, so pull queries over
+// views keep their plan, their speed and their errors.
+//
+// # Scopes and correlation
+//
+// Names are resolved in scopes: a SELECT's FROM items, each with its
+// alias, columns and offset in the row the SELECT's expressions see,
+// and a parent scope (the query the SELECT is a subquery of). A column
+// found n scopes up is an OuterRef of depth n; exec keeps the rows of
+// the enclosing queries on a stack while it runs a subquery, so OuterRef
+// reads the n-th row from the top. A subquery with no OuterRef into its
+// parent is run once per statement and its result reused.
+
+// QueryPlan is a query over catalog relations.
+type QueryPlan struct {
+	Root    Rel
+	Columns []catalog.Column
+	// Correlated is set when the query reads a column of an enclosing
+	// query (it must run again for each row of that query).
+	Correlated bool
+}
+
+// Rel is a relational operator: it produces rows of Cols().
+type Rel interface {
+	Cols() []catalog.Column
+	explain(b *strings.Builder, indent string)
+}
+
+// ScanRel reads a virtual catalog relation.
+type ScanRel struct {
+	Table *catalog.VirtualTable
+}
+
+// ValuesRel produces one empty row: the FROM of a SELECT without one.
+type ValuesRel struct{}
+
+// FuncRel runs a set-returning function in FROM. A function that is
+// not set-returning (string_to_array(...) AS s) is a one-row relation
+// of its value, Scalar.
+type FuncRel struct {
+	Name    string
+	Args    []Scalar // bound in the enclosing scope (no sibling columns)
+	Scalar  Scalar
+	Columns []catalog.Column
+}
+
+// JoinRel joins L and R; its rows are L's columns then R's. On is bound
+// over that row.
+type JoinRel struct {
+	Kind sql.JoinKind
+	L, R Rel
+	On   Scalar // nil: cross join
+	// Equi are the conjuncts of On that compare a column of L with one
+	// of R, which exec uses for a hash join.
+	Equi []EquiCond
+	cols []catalog.Column
+}
+
+// EquiCond is L.col = R.col in a join condition; LIdx indexes L's row,
+// RIdx R's.
+type EquiCond struct {
+	LIdx, RIdx int
+}
+
+// DerivedRel is a subquery in FROM; Columns carries its alias names.
+type DerivedRel struct {
+	Query   *QueryPlan
+	Columns []catalog.Column
+}
+
+// SRF is a set-returning function in a select list. Its values are
+// appended to each input row (one column, or one per record field when
+// Fields is set), producing as many rows as the longest SRF of the
+// select list, as Postgres 10 and later do.
+type SRF struct {
+	Name string
+	Args []Scalar
+	T    catalog.Type
+}
+
+// WindowCall is a window function over the block's rows; its value is
+// appended to each row after the SRFs' values.
+type WindowCall struct {
+	Func        string
+	Args        []Scalar
+	PartitionBy []Scalar
+	Order       []SortKey
+	T           catalog.Type
+}
+
+// BlockRel is one SELECT: filter, expand SRFs, group, window, project,
+// distinct, sort, limit.
+type BlockRel struct {
+	In     Rel
+	Filter Scalar
+	SRFs   []SRF
+
+	Grouped bool
+	GroupBy []Scalar
+	Aggs    []AggSpec
+	Having  Scalar
+
+	Windows []WindowCall
+
+	// Output and Order are bound over the row Ordered describes: the
+	// input row (or aggregated row), then SRF values, then window
+	// values.
+	Output   []Scalar
+	Distinct bool
+	Order    []SortKey
+	// Limit is -1 for none.
+	Limit, Offset int64
+	Columns       []catalog.Column
+}
+
+// SetRel is UNION, INTERSECT or EXCEPT; Order, Limit and Offset of the
+// whole are bound over its output row.
+type SetRel struct {
+	Op            string
+	All           bool
+	L, R          Rel
+	Order         []SortKey
+	Limit, Offset int64
+	Columns       []catalog.Column
+}
+
+func (r *ScanRel) Cols() []catalog.Column    { return r.Table.Columns }
+func (r *ValuesRel) Cols() []catalog.Column  { return nil }
+func (r *FuncRel) Cols() []catalog.Column    { return r.Columns }
+func (r *JoinRel) Cols() []catalog.Column    { return r.cols }
+func (r *DerivedRel) Cols() []catalog.Column { return r.Columns }
+func (r *BlockRel) Cols() []catalog.Column   { return r.Columns }
+func (r *SetRel) Cols() []catalog.Column     { return r.Columns }
+
+// String renders the plan for EXPLAIN.
+func (q *QueryPlan) String() string {
+	var b strings.Builder
+	q.Root.explain(&b, "  ")
+	return b.String()
+}
+
+func (r *ScanRel) explain(b *strings.Builder, in string) {
+	fmt.Fprintf(b, "%sScan %s (catalog)\n", in, r.Table.QualifiedName())
+}
+
+func (r *ValuesRel) explain(b *strings.Builder, in string) {
+	fmt.Fprintf(b, "%sValues (one row)\n", in)
+}
+
+func (r *FuncRel) explain(b *strings.Builder, in string) {
+	if r.Scalar != nil {
+		fmt.Fprintf(b, "%sResult %s\n", in, r.Scalar)
+		return
+	}
+	fmt.Fprintf(b, "%sFunction %s(%s)\n", in, r.Name, scalarList(r.Args))
+}
+
+func (r *JoinRel) explain(b *strings.Builder, in string) {
+	kind := strings.ToLower(r.Kind.String())
+	if r.Kind == sql.JoinInner {
+		kind = "join"
+	}
+	if len(r.Equi) > 0 {
+		kind = "Hash " + kind
+	} else {
+		kind = "Nested loop " + kind
+	}
+	if r.On != nil {
+		fmt.Fprintf(b, "%s%s on %s\n", in, kind, r.On)
+	} else {
+		fmt.Fprintf(b, "%s%s\n", in, kind)
+	}
+	r.L.explain(b, in+"  ")
+	r.R.explain(b, in+"  ")
+}
+
+func (r *DerivedRel) explain(b *strings.Builder, in string) {
+	fmt.Fprintf(b, "%sSubquery\n", in)
+	r.Query.Root.explain(b, in+"  ")
+}
+
+func (r *BlockRel) explain(b *strings.Builder, in string) {
+	if r.Limit >= 0 || r.Offset > 0 {
+		fmt.Fprintf(b, "%sLimit %d offset %d\n", in, r.Limit, r.Offset)
+	}
+	if len(r.Order) > 0 {
+		fmt.Fprintf(b, "%sSort [%s]\n", in, sortList(r.Order))
+	}
+	if r.Distinct {
+		fmt.Fprintf(b, "%sDistinct\n", in)
+	}
+	fmt.Fprintf(b, "%sProject [%s]\n", in, scalarList(r.Output))
+	for _, w := range r.Windows {
+		fmt.Fprintf(b, "%sWindow %s(%s) partition [%s] order [%s]\n", in, w.Func, scalarList(w.Args), scalarList(w.PartitionBy), sortList(w.Order))
+	}
+	if r.Grouped {
+		if r.Having != nil {
+			fmt.Fprintf(b, "%sFilter (HAVING) %s\n", in, r.Having)
+		}
+		var as []string
+		for _, a := range r.Aggs {
+			as = append(as, a.String())
+		}
+		fmt.Fprintf(b, "%sHashAggregate group=[%s] aggs=[%s]\n", in, scalarList(r.GroupBy), strings.Join(as, ", "))
+	}
+	for _, s := range r.SRFs {
+		fmt.Fprintf(b, "%sProjectSet %s(%s)\n", in, s.Name, scalarList(s.Args))
+	}
+	if r.Filter != nil {
+		fmt.Fprintf(b, "%sFilter %s\n", in, r.Filter)
+	}
+	r.In.explain(b, in)
+}
+
+func (r *SetRel) explain(b *strings.Builder, in string) {
+	if r.Limit >= 0 || r.Offset > 0 {
+		fmt.Fprintf(b, "%sLimit %d offset %d\n", in, r.Limit, r.Offset)
+	}
+	if len(r.Order) > 0 {
+		fmt.Fprintf(b, "%sSort [%s]\n", in, sortList(r.Order))
+	}
+	all := ""
+	if r.All {
+		all = " ALL"
+	}
+	fmt.Fprintf(b, "%s%s%s\n", in, r.Op, all)
+	r.L.explain(b, in+"  ")
+	r.R.explain(b, in+"  ")
+}
+
+func scalarList(ss []Scalar) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortList(ks []SortKey) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = k.Expr.String()
+		if k.Desc {
+			parts[i] += " DESC"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Scalars of catalog queries.
+
+// OuterRef reads column Idx of the row Depth queries up.
+type OuterRef struct {
+	Depth int
+	Idx   int
+	T     catalog.Type
+	Name  string
+}
+
+// SubLinkKind says what a subquery expression computes.
+type SubLinkKind uint8
+
+const (
+	SubLinkScalar SubLinkKind = iota + 1
+	SubLinkExists
+	SubLinkArray
+	// SubLinkAny is x op ANY (subquery), IN included; SubLinkAll
+	// x op ALL (subquery).
+	SubLinkAny
+	SubLinkAll
+)
+
+// SubLink is a subquery in an expression.
+type SubLink struct {
+	Kind  SubLinkKind
+	Query *QueryPlan
+	// X and Op compare each row's value for SubLinkAny and SubLinkAll;
+	// the comparison is bound over X's type and the subquery's column.
+	X  Scalar
+	Op string
+	T  catalog.Type
+}
+
+// ArrayLit is ARRAY[elems].
+type ArrayLit struct {
+	Elems []Scalar
+	T     catalog.Type
+}
+
+// ArrayCmp is X op ANY|ALL (Arr).
+type ArrayCmp struct {
+	X   Scalar
+	Op  string
+	All bool
+	Arr Scalar
+}
+
+// SubscriptOp is X[Idx]: arrays count from 1, vectors from 0.
+type SubscriptOp struct {
+	X, Idx Scalar
+	T      catalog.Type
+}
+
+// FieldOp is (X).field, field Idx of a record.
+type FieldOp struct {
+	X    Scalar
+	Idx  int
+	Name string
+	T    catalog.Type
+}
+
+// RegexMatch is X ~ Pattern and its case-insensitive and negated forms.
+type RegexMatch struct {
+	X, Pattern Scalar
+	CI, Not    bool
+}
+
+// OpCall is an operator the older scalars lack: & (bitwise and), ||
+// over arrays, IS [NOT] DISTINCT FROM.
+type OpCall struct {
+	Op   string
+	L, R Scalar
+	T    catalog.Type
+}
+
+// PGCast is a cast that needs the catalog or the array format: text to
+// and from the reg* types, arrays to and from text and other arrays.
+type PGCast struct {
+	X Scalar
+	T catalog.Type
+}
+
+// QCall calls a catalog function (format_type, pg_get_viewdef, ...);
+// exec implements them over the statement's catalog snapshot.
+type QCall struct {
+	Name string
+	Args []Scalar
+	T    catalog.Type
+	// Fields names a record result's fields.
+	Fields []catalog.Column
+}
+
+func (e *OuterRef) Type() catalog.Type    { return e.T }
+func (e *SubLink) Type() catalog.Type     { return e.T }
+func (e *ArrayLit) Type() catalog.Type    { return e.T }
+func (e *ArrayCmp) Type() catalog.Type    { return catalog.Boolean }
+func (e *SubscriptOp) Type() catalog.Type { return e.T }
+func (e *FieldOp) Type() catalog.Type     { return e.T }
+func (e *RegexMatch) Type() catalog.Type  { return catalog.Boolean }
+func (e *OpCall) Type() catalog.Type      { return e.T }
+func (e *PGCast) Type() catalog.Type      { return e.T }
+func (e *QCall) Type() catalog.Type       { return e.T }
+
+func (e *OuterRef) String() string {
+	if e.Name != "" {
+		return fmt.Sprintf("outer%d.%s", e.Depth, e.Name)
+	}
+	return fmt.Sprintf("$outer%d.col%d", e.Depth, e.Idx)
+}
+
+func (e *SubLink) String() string {
+	inner := "(" + strings.TrimSpace(strings.ReplaceAll(e.Query.String(), "\n", "; ")) + ")"
+	switch e.Kind {
+	case SubLinkExists:
+		return "EXISTS" + inner
+	case SubLinkArray:
+		return "ARRAY" + inner
+	case SubLinkAny:
+		return fmt.Sprintf("(%s %s ANY %s)", e.X, e.Op, inner)
+	case SubLinkAll:
+		return fmt.Sprintf("(%s %s ALL %s)", e.X, e.Op, inner)
+	}
+	return "SUBQUERY" + inner
+}
+
+func (e *ArrayLit) String() string { return "ARRAY[" + scalarList(e.Elems) + "]" }
+
+func (e *ArrayCmp) String() string {
+	q := "ANY"
+	if e.All {
+		q = "ALL"
+	}
+	return fmt.Sprintf("(%s %s %s(%s))", e.X, e.Op, q, e.Arr)
+}
+
+func (e *SubscriptOp) String() string { return fmt.Sprintf("%s[%s]", e.X, e.Idx) }
+func (e *FieldOp) String() string     { return fmt.Sprintf("(%s).%s", e.X, e.Name) }
+
+func (e *RegexMatch) String() string {
+	op := "~"
+	if e.Not {
+		op = "!~"
+	}
+	if e.CI {
+		op += "*"
+	}
+	return fmt.Sprintf("(%s %s %s)", e.X, op, e.Pattern)
+}
+
+func (e *OpCall) String() string { return fmt.Sprintf("(%s %s %s)", e.L, e.Op, e.R) }
+func (e *PGCast) String() string { return fmt.Sprintf("CAST(%s AS %s)", e.X, e.T) }
+func (e *QCall) String() string  { return fmt.Sprintf("%s(%s)", e.Name, scalarList(e.Args)) }
+
+// planCatalogQuery plans a SELECT over the catalog. The top-level
+// LIMIT and OFFSET go to the PullPlan, where prepared statements set
+// them from parameters.
+func planCatalogQuery(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
+	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}}
+	qp := &queryPlanner{cat: cat, params: p.Params}
+	if cat != nil {
+		qp.snap = cat.PGSnapshot(catalog.SessionInfo{})
+	}
+	top := *s
+	top.Limit, top.Offset = nil, nil
+	q, err := qp.planQuery(&top, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
+		return nil, err
+	}
+	if p.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
+		return nil, err
+	}
+	p.Query = q
+	// reg* values reach the client as names, records as text.
+	p.Columns = make([]catalog.Column, len(q.Columns))
+	for i, c := range q.Columns {
+		if c.Type.IsReg() || c.Type == catalog.Record {
+			c.Type = catalog.Varchar
+		}
+		if c.Type == catalog.Unknown {
+			c.Type = catalog.Varchar
+		}
+		c.Fields = nil
+		p.Columns[i] = c
+	}
+	return p, nil
+}

@@ -1,0 +1,152 @@
+package sql
+
+// The AST of what catalog queries use beyond a single-relation SELECT:
+// FROM lists with joins, derived tables and set-returning functions,
+// subqueries, arrays, subscripts, record fields and window functions.
+// psql, JDBC, SQLAlchemy and BI tools send these against pg_catalog and
+// information_schema; basin runs them there (see planner.PlanSelect).
+
+// FromItem is one item of a FROM list: *TableRef, *SubqueryRef,
+// *FuncRef or *Join.
+type FromItem interface {
+	fromItem()
+}
+
+// SubqueryRef is a derived table: (SELECT ...) [AS] alias [(columns)].
+type SubqueryRef struct {
+	Select  *Select
+	Alias   string
+	Columns []string // column aliases; empty keeps the select's names
+	Pos     int
+}
+
+// FuncRef is a set-returning function in FROM:
+// generate_series(1, 3) AS s(n). Alias defaults to the function's name.
+type FuncRef struct {
+	Func    *Func
+	Alias   string
+	Columns []string
+	Pos     int
+}
+
+// JoinKind is the kind of a Join.
+type JoinKind uint8
+
+const (
+	JoinInner JoinKind = iota + 1
+	JoinLeft
+	JoinRight
+	// JoinCross is CROSS JOIN and the comma of a FROM list.
+	JoinCross
+)
+
+func (k JoinKind) String() string {
+	switch k {
+	case JoinLeft:
+		return "LEFT JOIN"
+	case JoinRight:
+		return "RIGHT JOIN"
+	case JoinCross:
+		return "CROSS JOIN"
+	}
+	return "JOIN"
+}
+
+// Join is Left JOIN Right ON On, or USING (Using).
+type Join struct {
+	Kind        JoinKind
+	Left, Right FromItem
+	On          Expr
+	Using       []string
+	Pos         int
+}
+
+func (*TableRef) fromItem()    {}
+func (*SubqueryRef) fromItem() {}
+func (*FuncRef) fromItem()     {}
+func (*Join) fromItem()        {}
+
+// CTE is one common table expression: name [(columns)] AS (select).
+type CTE struct {
+	Name    string
+	Columns []string
+	Select  *Select
+}
+
+// SetOp is one UNION, INTERSECT or EXCEPT arm of a compound query.
+type SetOp struct {
+	// Op is "UNION", "INTERSECT" or "EXCEPT".
+	Op     string
+	All    bool
+	Select *Select
+}
+
+// SubqueryKind says how a subquery is used.
+type SubqueryKind uint8
+
+const (
+	// SubScalar is (SELECT x ...): one value, NULL when no row.
+	SubScalar SubqueryKind = iota + 1
+	// SubExists is EXISTS (SELECT ...).
+	SubExists
+	// SubArray is ARRAY(SELECT x ...): the values as an array.
+	SubArray
+)
+
+// Subquery is a subquery expression.
+type Subquery struct {
+	Kind   SubqueryKind
+	Select *Select
+	Pos    int
+}
+
+// InSubquery is x [NOT] IN (SELECT ...).
+type InSubquery struct {
+	X      Expr
+	Select *Select
+	Not    bool
+	Pos    int
+}
+
+// Quantified is x op ANY|SOME|ALL (...): over an array expression
+// (Array) or a subquery (Select).
+type Quantified struct {
+	X      Expr
+	Op     string // a comparison operator
+	All    bool
+	Array  Expr
+	Select *Select
+	Pos    int
+}
+
+// ArrayExpr is ARRAY[elems...].
+type ArrayExpr struct {
+	Elems []Expr
+	Pos   int
+}
+
+// Subscript is x[index].
+type Subscript struct {
+	X, Index Expr
+	Pos      int
+}
+
+// FieldSelect is (x).field, a field of a record.
+type FieldSelect struct {
+	X     Expr
+	Field string
+	Pos   int
+}
+
+// Window is the OVER clause of a window function call.
+type Window struct {
+	PartitionBy []Expr
+	OrderBy     []OrderItem
+}
+
+func (e *Subquery) Position() int    { return e.Pos }
+func (e *InSubquery) Position() int  { return e.Pos }
+func (e *Quantified) Position() int  { return e.Pos }
+func (e *ArrayExpr) Position() int   { return e.Pos }
+func (e *Subscript) Position() int   { return e.Pos }
+func (e *FieldSelect) Position() int { return e.Pos }

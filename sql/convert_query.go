@@ -1,0 +1,552 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// Conversion of what catalog queries use: FROM lists, joins, derived
+// tables, set-returning functions in FROM, compound queries, subqueries
+// and the constructs rewrite_pg.go marked.
+
+// fromClause converts a FROM clause. Items joined by commas become list
+// items; explicit joins stay Join trees.
+func (c *converter) fromClause(j *ast.Join, fromPos int) ([]FromItem, error) {
+	pos := 0
+	if fromPos >= 0 {
+		pos = c.sp.charPos(fromPos)
+	}
+	var items []FromItem
+	var walk func(j *ast.Join) error
+	walk = func(j *ast.Join) error {
+		if j.Right == nil {
+			it, err := c.fromNode(j.Left, pos)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+			return nil
+		}
+		if j.Tp == ast.CrossJoin && j.On == nil && len(j.Using) == 0 && !j.ExplicitParens {
+			if lj, ok := j.Left.(*ast.Join); ok {
+				if err := walk(lj); err != nil {
+					return err
+				}
+			} else {
+				it, err := c.fromNode(j.Left, pos)
+				if err != nil {
+					return err
+				}
+				items = append(items, it)
+			}
+			it, err := c.fromNode(j.Right, pos)
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+			return nil
+		}
+		it, err := c.join(j, pos)
+		if err != nil {
+			return err
+		}
+		items = append(items, it)
+		return nil
+	}
+	if err := walk(j); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// join converts an explicit join.
+func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
+	if j.NaturalJoin {
+		return nil, unsupported(pos, "NATURAL JOIN is not supported")
+	}
+	if j.StraightJoin {
+		return nil, internalErr("TiDB read STRAIGHT_JOIN")
+	}
+	if j.Right == nil {
+		return c.fromNode(j.Left, pos)
+	}
+	left, err := c.fromNode(j.Left, pos)
+	if err != nil {
+		return nil, err
+	}
+	right, err := c.fromNode(j.Right, pos)
+	if err != nil {
+		return nil, err
+	}
+	out := &Join{Left: left, Right: right, Pos: pos}
+	switch j.Tp {
+	case ast.LeftJoin:
+		out.Kind = JoinLeft
+	case ast.RightJoin:
+		out.Kind = JoinRight
+	default:
+		out.Kind = JoinCross
+		if j.On != nil || len(j.Using) > 0 {
+			out.Kind = JoinInner
+		}
+	}
+	if j.On != nil {
+		if out.On, err = c.expr(j.On.Expr); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range j.Using {
+		out.Using = append(out.Using, u.Name.O)
+	}
+	return out, nil
+}
+
+// fromNode converts one FROM item.
+func (c *converter) fromNode(n ast.ResultSetNode, pos int) (FromItem, error) {
+	switch n := n.(type) {
+	case *ast.Join:
+		return c.join(n, pos)
+	case *ast.TableSource:
+		if n.Lateral {
+			return nil, unsupported(pos, "LATERAL is not supported")
+		}
+		alias, cols, err := c.alias(n.AsName.O)
+		if err != nil {
+			return nil, err
+		}
+		switch src := n.Source.(type) {
+		case *ast.TableName:
+			if len(cols) > 0 {
+				return nil, unsupported(pos, "column aliases on a relation are not supported")
+			}
+			return &TableRef{Schema: src.Schema.O, Name: src.Name.O, Alias: alias, Pos: pos}, nil
+		case *ast.SelectStmt:
+			if f := c.fromFunc(src); f != nil {
+				fn, err := c.funcCallPlain(f)
+				if err != nil {
+					return nil, err
+				}
+				return &FuncRef{Func: fn, Alias: alias, Columns: cols, Pos: fn.Pos}, nil
+			}
+			sel, err := c.subquery(src)
+			if err != nil {
+				return nil, err
+			}
+			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos}, nil
+		case *ast.SetOprStmt:
+			sel, err := c.subquery(src)
+			if err != nil {
+				return nil, err
+			}
+			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos}, nil
+		case *ast.Join:
+			if alias != "" {
+				return nil, unsupported(pos, "an alias on a parenthesized join is not supported")
+			}
+			return c.join(src, pos)
+		}
+		return nil, unsupported(pos, "this kind of FROM item is not supported")
+	}
+	return nil, unsupported(pos, "this kind of FROM item is not supported")
+}
+
+// alias resolves a FROM alias: a placeholder the rewrite made stands for
+// an alias with a column list.
+func (c *converter) alias(name string) (string, []string, error) {
+	if !strings.HasPrefix(name, aliasPrefix) {
+		return name, nil, nil
+	}
+	k, err := strconv.Atoi(name[len(aliasPrefix):])
+	if err != nil || k < 0 || k >= len(c.tt.aliases) {
+		return name, nil, nil // a user's alias that looks like ours
+	}
+	a := c.tt.aliases[k]
+	return a.name, a.columns, nil
+}
+
+// fromFunc returns the marked call of a SELECT the rewrite made of a
+// function in FROM, or nil.
+func (c *converter) fromFunc(s *ast.SelectStmt) *ast.FuncCallExpr {
+	if s.From != nil || s.Where != nil || s.Fields == nil || len(s.Fields.Fields) != 1 {
+		return nil
+	}
+	f, ok := s.Fields.Fields[0].Expr.(*ast.FuncCallExpr)
+	if !ok || c.tt.marks[f.OriginTextPosition()] != markFromFunc {
+		return nil
+	}
+	return f
+}
+
+// funcCallPlain converts a call without looking at marks.
+func (c *converter) funcCallPlain(n *ast.FuncCallExpr) (*Func, error) {
+	args, err := c.exprs(n.Args)
+	if err != nil {
+		return nil, err
+	}
+	name := n.FnName.L
+	if k := c.tokIndex(n); k >= 0 && c.sp.toks[k].kind == tokQuotedIdent {
+		name = n.FnName.O
+	}
+	return &Func{Name: name, Args: args, Pos: c.pos(n)}, nil
+}
+
+// subquery converts a nested SELECT or compound query.
+func (c *converter) subquery(n ast.Node) (*Select, error) {
+	stmt, ok := n.(ast.StmtNode)
+	if !ok {
+		return nil, internalErr("TiDB returned %T as a subquery", n)
+	}
+	return c.selectStmt(stmt, &selectInfo{fromPos: -1})
+}
+
+// with converts the common table expressions of WITH.
+func (c *converter) with(w *ast.WithClause) ([]CTE, error) {
+	if w.IsRecursive {
+		return nil, unsupported(0, "WITH RECURSIVE is not supported")
+	}
+	var out []CTE
+	for _, cte := range w.CTEs {
+		if cte.IsRecursive {
+			return nil, unsupported(0, "WITH RECURSIVE is not supported")
+		}
+		sel, err := c.subquery(cte.Query.Query)
+		if err != nil {
+			return nil, err
+		}
+		def := CTE{Name: cte.Name.O, Select: sel}
+		for _, col := range cte.ColNameList {
+			def.Columns = append(def.Columns, col.O)
+		}
+		out = append(out, def)
+	}
+	return out, nil
+}
+
+// setOprStmt converts UNION, INTERSECT and EXCEPT.
+func (c *converter) setOprStmt(so *ast.SetOprStmt, info *selectInfo) (*Select, error) {
+	var with []CTE
+	if so.With != nil {
+		var err error
+		if with, err = c.with(so.With); err != nil {
+			return nil, err
+		}
+	}
+	if so.SelectList == nil || len(so.SelectList.Selects) == 0 {
+		return nil, internalErr("empty compound query")
+	}
+	var out *Select
+	for k, arm := range so.SelectList.Selects {
+		s, ok := arm.(*ast.SelectStmt)
+		if !ok {
+			return nil, unsupported(0, "nested parenthesized UNION, INTERSECT and EXCEPT are not supported")
+		}
+		armInfo := &selectInfo{fromPos: -1}
+		if k == 0 {
+			armInfo.fromPos = info.fromPos
+		}
+		sel, err := c.selectStmt(s, armInfo)
+		if err != nil {
+			return nil, err
+		}
+		if k == 0 {
+			out = sel
+			continue
+		}
+		op := SetOp{Select: sel}
+		if s.AfterSetOperator != nil {
+			switch *s.AfterSetOperator {
+			case ast.Union:
+				op.Op = "UNION"
+			case ast.UnionAll:
+				op.Op, op.All = "UNION", true
+			case ast.Except:
+				op.Op = "EXCEPT"
+			case ast.ExceptAll:
+				op.Op, op.All = "EXCEPT", true
+			case ast.Intersect:
+				op.Op = "INTERSECT"
+			case ast.IntersectAll:
+				op.Op, op.All = "INTERSECT", true
+			}
+		}
+		if op.Op == "" {
+			return nil, internalErr("compound query arm %d has no operator", k)
+		}
+		out.SetOps = append(out.SetOps, op)
+	}
+	if len(with) > 0 {
+		if len(out.With) > 0 {
+			return nil, unsupported(0, "WITH in both a compound query and its first arm is not supported")
+		}
+		out.With = with
+	}
+	if len(out.OrderBy) > 0 || out.Limit != nil {
+		// The first arm's own ORDER BY/LIMIT: it was parenthesized.
+		return nil, unsupported(0, "ORDER BY or LIMIT inside the first arm of a compound query is not supported")
+	}
+	if so.OrderBy != nil {
+		ob, err := c.orderBy(so.OrderBy, info)
+		if err != nil {
+			return nil, err
+		}
+		out.OrderBy = ob
+	}
+	if so.Limit != nil {
+		var err error
+		if so.Limit.Count != nil {
+			if out.Limit, err = c.expr(so.Limit.Count); err != nil {
+				return nil, err
+			}
+		}
+		if so.Limit.Offset != nil {
+			if out.Offset, err = c.expr(so.Limit.Offset); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// orderBy converts ORDER BY items; info has the tokens' view of them
+// for the top-level statement (nil starts elsewhere).
+func (c *converter) orderBy(ob *ast.OrderByClause, info *selectInfo) ([]OrderItem, error) {
+	if info.orderStarts != nil && len(info.orderStarts) != len(ob.Items) {
+		return nil, internalErr("ORDER BY has %d items, tokens say %d", len(ob.Items), len(info.orderStarts))
+	}
+	var out []OrderItem
+	for k, it := range ob.Items {
+		start := -1
+		var nulls *bool
+		if info.orderStarts != nil {
+			start, nulls = info.orderStarts[k], info.nulls[k]
+		}
+		e, err := c.byExpr(it.Expr, start)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, OrderItem{Expr: e, Desc: it.Desc, NullsFirst: nulls})
+	}
+	return out, nil
+}
+
+func (c *converter) scalarSubquery(n *ast.SubqueryExpr) (Expr, error) {
+	sel, err := c.subquery(n.Query)
+	if err != nil {
+		return nil, err
+	}
+	return &Subquery{Kind: SubScalar, Select: sel, Pos: c.pos(n)}, nil
+}
+
+func (c *converter) exists(n *ast.ExistsSubqueryExpr) (Expr, error) {
+	sq, ok := n.Sel.(*ast.SubqueryExpr)
+	if !ok {
+		return nil, c.unsupportedAt(n, "EXISTS needs a subquery")
+	}
+	sel, err := c.subquery(sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	var e Expr = &Subquery{Kind: SubExists, Select: sel, Pos: c.pos(n)}
+	if n.Not {
+		e = &Unary{Op: "NOT", X: e, Pos: c.pos(n)}
+	}
+	return e, nil
+}
+
+func (c *converter) inSubquery(n *ast.PatternInExpr) (Expr, error) {
+	sq, ok := n.Sel.(*ast.SubqueryExpr)
+	if !ok {
+		return nil, c.unsupportedAt(n, "IN needs a list or a subquery")
+	}
+	x, err := c.expr(n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := c.subquery(sq.Query)
+	if err != nil {
+		return nil, err
+	}
+	return &InSubquery{X: x, Select: sel, Not: n.Not, Pos: c.pos(n)}, nil
+}
+
+// quantified converts x op ANY|ALL (...): over the array in a marked
+// call the rewrite made, or over a subquery.
+func (c *converter) quantified(n *ast.CompareSubqueryExpr) (Expr, error) {
+	op, ok := binaryOps[n.Op]
+	if !ok || !comparisonOp(op) {
+		return nil, c.unsupportedAt(n, "operator %s with ANY or ALL is not supported", n.Op)
+	}
+	x, err := c.expr(n.L)
+	if err != nil {
+		return nil, err
+	}
+	sq, ok := n.R.(*ast.SubqueryExpr)
+	if !ok {
+		return nil, c.unsupportedAt(n, "ANY and ALL need an array or a subquery")
+	}
+	out := &Quantified{X: x, Op: op, All: n.All, Pos: c.opPos(n.R)}
+	if s, ok := sq.Query.(*ast.SelectStmt); ok && s.From == nil && s.Fields != nil && len(s.Fields.Fields) == 1 {
+		if f, ok := s.Fields.Fields[0].Expr.(*ast.FuncCallExpr); ok && c.tt.marks[f.OriginTextPosition()] == markAnyArray {
+			if len(f.Args) != 1 {
+				return nil, c.unsupportedAt(n, "ANY takes one array")
+			}
+			if out.Array, err = c.expr(f.Args[0]); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+	}
+	if out.Select, err = c.subquery(sq.Query); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func comparisonOp(op string) bool {
+	switch op {
+	case "=", "<>", "<", "<=", ">", ">=":
+		return true
+	}
+	return false
+}
+
+// regexp converts x [NOT] REGEXP p back to ~ or !~ (~* and !~* when the
+// pattern is a marked call).
+func (c *converter) regexp(n *ast.PatternRegexpExpr) (Expr, error) {
+	x, err := c.expr(n.Expr)
+	if err != nil {
+		return nil, err
+	}
+	pat := n.Pattern
+	ci := false
+	if f, ok := pat.(*ast.FuncCallExpr); ok && c.tt.marks[f.OriginTextPosition()] == markRegexCI && len(f.Args) == 1 {
+		pat, ci = f.Args[0], true
+	}
+	p, err := c.expr(pat)
+	if err != nil {
+		return nil, err
+	}
+	op := "~"
+	if n.Not {
+		op = "!~"
+	}
+	if ci {
+		op += "*"
+	}
+	return &Binary{Op: op, L: x, R: p, Pos: c.opPos(n.Pattern)}, nil
+}
+
+// markedCall converts a call the rewrite made up.
+func (c *converter) markedCall(n *ast.FuncCallExpr, mark markKind) (Expr, error) {
+	pos := c.pos(n)
+	switch mark {
+	case markArray:
+		elems, err := c.exprs(n.Args)
+		if err != nil {
+			return nil, err
+		}
+		return &ArrayExpr{Elems: elems, Pos: pos}, nil
+	case markArraySub:
+		if len(n.Args) == 1 {
+			if sq, ok := n.Args[0].(*ast.SubqueryExpr); ok {
+				sel, err := c.subquery(sq.Query)
+				if err != nil {
+					return nil, err
+				}
+				return &Subquery{Kind: SubArray, Select: sel, Pos: pos}, nil
+			}
+		}
+		return nil, c.unsupportedAt(n, "ARRAY( ) needs a subquery")
+	case markSubscript:
+		if len(n.Args) != 2 {
+			return nil, internalErr("subscript with %d operands", len(n.Args))
+		}
+		xs, err := c.exprs(n.Args)
+		if err != nil {
+			return nil, err
+		}
+		return &Subscript{X: xs[0], Index: xs[1], Pos: pos}, nil
+	case markField:
+		if len(n.Args) != 2 {
+			return nil, internalErr("field selection with %d operands", len(n.Args))
+		}
+		x, err := c.expr(n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		v, ok := n.Args[1].(*driver.ValueExpr)
+		if !ok {
+			return nil, internalErr("field selection without a field name")
+		}
+		return &FieldSelect{X: x, Field: v.GetString(), Pos: pos}, nil
+	case markFromFunc:
+		return nil, c.unsupportedAt(n, "a set-returning function is not allowed here")
+	case markDistinct:
+		return nil, c.unsupportedAt(n, "this right operand of IS DISTINCT FROM is not supported").
+			WithHint("Put the operand in parentheses.")
+	case markRegexCI:
+		return nil, c.unsupportedAt(n, "this pattern of ~* or !~* is not supported").
+			WithHint("Put the pattern in parentheses.")
+	case markAnyArray:
+		return nil, c.unsupportedAt(n, "ANY or ALL over an array is not supported here")
+	}
+	return nil, internalErr("unknown mark %d", mark)
+}
+
+// distinctFrom converts x <=> y back to x IS [NOT] DISTINCT FROM y.
+func (c *converter) distinctFrom(n *ast.BinaryOperationExpr) (Expr, error) {
+	l, err := c.expr(n.L)
+	if err != nil {
+		return nil, err
+	}
+	right, op := n.R, "IS NOT DISTINCT FROM"
+	if f, ok := right.(*ast.FuncCallExpr); ok && c.tt.marks[f.OriginTextPosition()] == markDistinct && len(f.Args) == 1 {
+		right, op = f.Args[0], "IS DISTINCT FROM"
+	}
+	r, err := c.expr(right)
+	if err != nil {
+		return nil, err
+	}
+	return &Binary{Op: op, L: l, R: r, Pos: c.opPos(n.R)}, nil
+}
+
+// windowFunc converts f(...) OVER (PARTITION BY ... ORDER BY ...).
+func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
+	if n.Spec.Name.L != "" || n.Spec.Ref.L != "" {
+		return nil, c.unsupportedAt(n, "named windows are not supported")
+	}
+	if n.Spec.Frame != nil {
+		return nil, c.unsupportedAt(n, "window frames are not supported")
+	}
+	name := strings.ToLower(n.Name)
+	f := &Func{Name: name, Distinct: n.Distinct, Pos: c.pos(n), Over: &Window{}}
+	if k := c.tokIndex(n); name == "count" && k >= 0 && c.sp.toks[k+1].isOp("(") && c.sp.toks[k+2].isOp("*") {
+		f.Star = true
+	} else {
+		args, err := c.exprs(n.Args)
+		if err != nil {
+			return nil, err
+		}
+		f.Args = args
+	}
+	if n.Spec.PartitionBy != nil {
+		for _, it := range n.Spec.PartitionBy.Items {
+			e, err := c.expr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			f.Over.PartitionBy = append(f.Over.PartitionBy, e)
+		}
+	}
+	if n.Spec.OrderBy != nil {
+		ob, err := c.orderBy(n.Spec.OrderBy, &selectInfo{fromPos: -1})
+		if err != nil {
+			return nil, err
+		}
+		f.Over.OrderBy = ob
+	}
+	return f, nil
+}

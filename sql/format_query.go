@@ -1,0 +1,187 @@
+package sql
+
+import "strings"
+
+// Format for the constructs of ast_query.go.
+
+func (f *formatter) fromItem(it FromItem) {
+	switch it := it.(type) {
+	case *TableRef:
+		if it.Schema != "" {
+			f.printf("%s.", QuoteIdent(it.Schema))
+		}
+		f.b.WriteString(QuoteIdent(it.Name))
+		f.pos(it.Pos)
+		if it.Alias != "" {
+			f.printf(" AS %s", QuoteIdent(it.Alias))
+		}
+	case *SubqueryRef:
+		f.b.WriteString("(")
+		f.selectStmt(it.Select)
+		f.b.WriteString(")")
+		f.pos(it.Pos)
+		f.aliasList(it.Alias, it.Columns)
+	case *FuncRef:
+		f.expr(it.Func)
+		f.aliasList(it.Alias, it.Columns)
+	case *Join:
+		f.b.WriteString("(")
+		f.fromItem(it.Left)
+		f.printf(" %s ", it.Kind)
+		f.fromItem(it.Right)
+		if it.On != nil {
+			f.b.WriteString(" ON ")
+			f.expr(it.On)
+		}
+		if len(it.Using) > 0 {
+			f.b.WriteString(" USING (")
+			for k, u := range it.Using {
+				if k > 0 {
+					f.b.WriteString(", ")
+				}
+				f.b.WriteString(QuoteIdent(u))
+			}
+			f.b.WriteString(")")
+		}
+		f.b.WriteString(")")
+	default:
+		f.printf("<%T>", it)
+	}
+}
+
+func (f *formatter) aliasList(alias string, cols []string) {
+	if alias == "" {
+		return
+	}
+	f.printf(" AS %s", QuoteIdent(alias))
+	if len(cols) > 0 {
+		q := make([]string, len(cols))
+		for k, c := range cols {
+			q[k] = QuoteIdent(c)
+		}
+		f.printf("(%s)", strings.Join(q, ", "))
+	}
+}
+
+func (f *formatter) setOps(ops []SetOp) {
+	for _, op := range ops {
+		f.printf(" %s ", op.Op)
+		if op.All {
+			f.b.WriteString("ALL ")
+		}
+		if len(op.Select.OrderBy) > 0 || op.Select.Limit != nil || op.Select.Offset != nil || len(op.Select.SetOps) > 0 {
+			f.b.WriteString("(")
+			f.selectStmt(op.Select)
+			f.b.WriteString(")")
+		} else {
+			f.selectStmt(op.Select)
+		}
+	}
+}
+
+func (f *formatter) over(w *Window) {
+	if w == nil {
+		return
+	}
+	f.b.WriteString(" OVER (")
+	sep := ""
+	if len(w.PartitionBy) > 0 {
+		f.b.WriteString("PARTITION BY ")
+		f.exprs(w.PartitionBy)
+		sep = " "
+	}
+	for k, o := range w.OrderBy {
+		if k == 0 {
+			f.printf("%sORDER BY ", sep)
+		} else {
+			f.b.WriteString(", ")
+		}
+		f.expr(o.Expr)
+		if o.Desc {
+			f.b.WriteString(" DESC")
+		}
+	}
+	f.b.WriteString(")")
+}
+
+// queryExpr writes the expressions of ast_query.go; ok is false for any
+// other.
+func (f *formatter) queryExpr(e Expr) bool {
+	switch e := e.(type) {
+	case *Subquery:
+		switch e.Kind {
+		case SubExists:
+			f.b.WriteString("EXISTS ")
+		case SubArray:
+			f.b.WriteString("ARRAY")
+		}
+		f.b.WriteString("(")
+		f.selectStmt(e.Select)
+		f.b.WriteString(")")
+	case *InSubquery:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		if e.Not {
+			f.b.WriteString(" NOT")
+		}
+		f.b.WriteString(" IN (")
+		f.selectStmt(e.Select)
+		f.b.WriteString("))")
+	case *Quantified:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		f.printf(" %s ", e.Op)
+		if e.All {
+			f.b.WriteString("ALL (")
+		} else {
+			f.b.WriteString("ANY (")
+		}
+		if e.Select != nil {
+			f.selectStmt(e.Select)
+		} else {
+			f.expr(e.Array)
+		}
+		f.b.WriteString("))")
+	case *ArrayExpr:
+		f.b.WriteString("ARRAY[")
+		f.exprs(e.Elems)
+		f.b.WriteString("]")
+	case *Subscript:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		f.b.WriteString(")[")
+		f.expr(e.Index)
+		f.b.WriteString("]")
+	case *FieldSelect:
+		f.b.WriteString("(")
+		f.expr(e.X)
+		f.printf(").%s", QuoteIdent(e.Field))
+	default:
+		return false
+	}
+	return true
+}
+
+func (f *formatter) ctes(ctes []CTE) {
+	for k, c := range ctes {
+		if k == 0 {
+			f.b.WriteString("WITH ")
+		} else {
+			f.b.WriteString(", ")
+		}
+		f.b.WriteString(QuoteIdent(c.Name))
+		if len(c.Columns) > 0 {
+			q := make([]string, len(c.Columns))
+			for i, n := range c.Columns {
+				q[i] = QuoteIdent(n)
+			}
+			f.printf(" (%s)", strings.Join(q, ", "))
+		}
+		f.b.WriteString(" AS (")
+		f.selectStmt(c.Select)
+		f.b.WriteString(")")
+	}
+	if len(ctes) > 0 {
+		f.b.WriteString(" ")
+	}
+}
