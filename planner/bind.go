@@ -838,3 +838,16 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	*b.aggs = append(*b.aggs, spec)
 	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil
 }
+
+// bindItems binds the expressions of a select list, in order.
+func (b *binder) bindItems(items []sql.SelectItem) ([]Scalar, error) {
+	out := make([]Scalar, 0, len(items))
+	for _, it := range items {
+		e, err := b.bind(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -130,13 +130,11 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		bindOrder = g.post
 		aggs = &g.aggs
 	} else {
-		for _, it := range items {
-			e, err := b.bind(it.Expr)
-			if err != nil {
-				return nil, err
-			}
-			p.Output = append(p.Output, e)
+		out, err := b.bindItems(items)
+		if err != nil {
+			return nil, err
 		}
+		p.Output = out
 	}
 	p.Columns = outputColumns(items, p.Output)
 

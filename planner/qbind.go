@@ -333,13 +333,11 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		bindOrder = g.post
 		defer func() { blk.Aggs = g.aggs }()
 	} else {
-		for _, it := range items {
-			e, err := b.bind(it.Expr)
-			if err != nil {
-				return nil, err
-			}
-			blk.Output = append(blk.Output, e)
+		out, err := b.bindItems(items)
+		if err != nil {
+			return nil, err
 		}
+		blk.Output = out
 	}
 	blk.Columns = outputColumns(items, blk.Output)
 	for i, o := range blk.Output {

@@ -174,13 +174,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		if sel.Having != nil {
 			return nil, pgerr.New(pgerr.GroupingError, "HAVING needs GROUP BY")
 		}
-		for _, it := range items {
-			e, err := b.bind(it.Expr)
-			if err != nil {
-				return nil, err
-			}
-			p.Output = append(p.Output, e)
+		out, err := b.bindItems(items)
+		if err != nil {
+			return nil, err
 		}
+		p.Output = out
 	}
 	cols := outputColumns(items, p.Output)
 	if err := markViewKeys(p, cols, items); err != nil {
