@@ -66,7 +66,8 @@ type Prepared struct {
 // paramTypes are the types the client declared for $1, $2, ...
 // (catalog.Unknown where it declared none). Zero statements make the
 // empty statement; more than one is 42601, as in Postgres.
-func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (*Prepared, error) {
+func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
+	defer func() { s.failTxn(err) }()
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,12 @@ func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog
 	if len(stmts) > 1 {
 		return nil, pgerr.New(pgerr.SyntaxError, "cannot insert multiple commands into a prepared statement")
 	}
-	p := &Prepared{s: s, declared: paramTypes}
+	if len(stmts) == 1 {
+		if err := s.txnGate(stmts[0].Stmt); err != nil {
+			return nil, err
+		}
+	}
+	p = &Prepared{s: s, declared: paramTypes}
 	types := &paramTypeSet{}
 	if len(stmts) == 1 {
 		p.stmt, p.text = stmts[0].Stmt, stmts[0].Text
@@ -322,7 +328,11 @@ func (d *describeWriter) Notice(*pgerr.Error) error { return nil }
 // (nil for NULL; any basin Go value, converted to what the plan wants as
 // the portal runs). ctx bounds the portal's life: a row-limited SELECT's
 // goroutine ends with it at the latest.
-func (p *Prepared) Bind(ctx context.Context, params []any) (*Portal, error) {
+func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error) {
+	defer func() { p.s.failTxn(err) }()
+	if err := p.s.txnGate(p.stmt); err != nil {
+		return nil, err
+	}
 	if len(params) != len(p.params) {
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
@@ -535,7 +545,10 @@ var errPortalFailed = pgerr.New(pgerr.ObjectNotInPrerequisiteState, "portal cann
 // when ctx was cancelled) leaves the portal failed.
 func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (suspended bool, err error) {
 	if pt.failed {
-		return false, errPortalFailed
+		return false, pt.s.failTxn(errPortalFailed)
+	}
+	if err := pt.s.txnGate(pt.stmt); err != nil {
+		return false, err
 	}
 	ctx, cancel, timeout := pt.s.statementContext(ctx)
 	defer cancel()
@@ -544,6 +557,7 @@ func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (sus
 			err = canceled(ctx, timeout(err))
 			pt.failed = true
 			pt.Close()
+			pt.s.failTxn(err)
 		}
 	}()
 	if pt.done {

@@ -60,8 +60,11 @@ type Session struct {
 	db     string
 	pid    int32
 	vars   map[string]string
-	inTxn  bool
 	params map[string]string
+	// inTxn is set inside a transaction block, txnFailed after an error
+	// in it, txnWarned once a write in it was told it is applied at once
+	// (txn.go).
+	inTxn, txnFailed, txnWarned bool
 	// initial holds each setting's value at session start, what RESET
 	// returns to; txnSaved the values to restore when the transaction
 	// ends (SET LOCAL, SET TRANSACTION).
@@ -188,7 +191,7 @@ func (s *Session) env() *Env {
 func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
-		return err
+		return s.failTxn(err)
 	}
 	if len(stmts) == 0 {
 		return w.Empty()
@@ -207,7 +210,21 @@ func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error 
 	return nil
 }
 
+// exec runs one statement. In a transaction block, an error fails the
+// block and a failed block refuses all but ROLLBACK and COMMIT (txn.go).
 func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w ResultWriter) error {
+	if err := s.txnGate(st); err != nil {
+		return err
+	}
+	if what := writeName(st); what != "" {
+		if err := s.checkWrite(what, w); err != nil {
+			return s.failTxn(err)
+		}
+	}
+	return s.failTxn(s.run(ctx, st, text, w))
+}
+
+func (s *Session) run(ctx context.Context, st sql.Statement, text string, w ResultWriter) error {
 	switch st := st.(type) {
 	case *sql.Select:
 		return s.selectStmt(ctx, st, w)
@@ -232,17 +249,7 @@ func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w Res
 	case *sql.Explain:
 		return s.explain(st, w)
 	case *sql.Txn:
-		switch st.Kind {
-		case sql.TxnBegin:
-			s.inTxn = true
-			return w.Complete("BEGIN")
-		case sql.TxnCommit:
-			s.endTxn()
-			return w.Complete("COMMIT")
-		default:
-			s.endTxn()
-			return w.Complete("ROLLBACK")
-		}
+		return s.txn(st, w)
 	}
 	return pgerr.New(pgerr.FeatureNotSupported, "statement %T is not supported", st)
 }

@@ -61,22 +61,17 @@ func (s *Session) set(st *sql.Set, w ResultWriter) error {
 				Message: what + " can only be used in transaction blocks"})
 			return w.Complete("SET")
 		}
-		if s.txnSaved == nil {
-			s.txnSaved = map[string]string{}
-		}
-		if _, saved := s.txnSaved[name]; !saved {
-			s.txnSaved[name] = s.vars[name]
-		}
-	} else {
-		delete(s.txnSaved, name) // a session-level SET outlives the transaction
+		s.setForTxn(name, v)
+		return w.Complete("SET")
 	}
+	delete(s.txnSaved, name) // a session-level SET outlives the transaction
 	s.vars[name] = v
 	return w.Complete("SET")
 }
 
 // endTxn ends a transaction block: settings made for it are restored.
 func (s *Session) endTxn() {
-	s.inTxn = false
+	s.inTxn, s.txnFailed, s.txnWarned = false, false, false
 	for k, v := range s.txnSaved {
 		s.vars[k] = v
 	}

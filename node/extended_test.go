@@ -469,6 +469,12 @@ func TestExtendedRowLimit(t *testing.T) {
 	waitQuery(t, admin, `SELECT COUNT(*) FROM bulk`, strconv.Itoa(big)+"\n")
 
 	rc := dialRaw(t, n.PGAddr())
+	// Portals end with their transaction: in a block they survive Sync.
+	rc.fe.SendQuery(&pgproto3.Query{String: "BEGIN"})
+	rc.flush()
+	if got := rc.until("ReadyForQuery"); fmt.Sprint(got) != "[complete BEGIN ReadyForQuery]" {
+		t.Fatalf("BEGIN: %q", got)
+	}
 	// A sorted query: suspended after 2, resumed for 2 more, then the
 	// rest; each tag counts its own Execute's rows.
 	rc.fe.SendParse(&pgproto3.Parse{Name: "s", Query: `SELECT id, site FROM sensors WHERE id < $1 ORDER BY id`})
@@ -540,8 +546,52 @@ func TestExtendedRowLimit(t *testing.T) {
 		return nil
 	})
 
-	// And a suspended portal left open when the client goes away.
+	// A suspended portal ends with its block.
+	rc.fe.SendBind(&pgproto3.Bind{DestinationPortal: "pd", PreparedStatement: "b", Parameters: [][]byte{[]byte("bulk")}})
+	rc.fe.SendExecute(&pgproto3.Execute{Portal: "pd", MaxRows: 1})
+	rc.fe.SendSync(&pgproto3.Sync{})
+	rc.fe.SendQuery(&pgproto3.Query{String: "COMMIT"})
+	rc.fe.SendExecute(&pgproto3.Execute{Portal: "pd", MaxRows: 1})
+	rc.fe.SendSync(&pgproto3.Sync{})
+	rc.flush()
+	rc.until("ReadyForQuery")
+	if got := rc.until("ReadyForQuery"); fmt.Sprint(got) != "[complete COMMIT ReadyForQuery]" {
+		t.Fatalf("COMMIT: %q", got)
+	}
+	if got := rc.until("ReadyForQuery"); fmt.Sprint(got) != "[error 34000 ReadyForQuery]" {
+		t.Fatalf("portal after COMMIT: %q", got)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if g := pullGoroutines(); g != before {
+			return fmt.Errorf("%d pull goroutines after COMMIT, want %d", g, before)
+		}
+		return nil
+	})
+
+	// Outside a block, Sync ends the portal.
+	rc.fe.SendBind(&pgproto3.Bind{DestinationPortal: "pe", PreparedStatement: "b", Parameters: [][]byte{[]byte("bulk")}})
+	rc.fe.SendExecute(&pgproto3.Execute{Portal: "pe", MaxRows: 1})
+	rc.fe.SendSync(&pgproto3.Sync{})
+	rc.fe.SendExecute(&pgproto3.Execute{Portal: "pe", MaxRows: 1})
+	rc.fe.SendSync(&pgproto3.Sync{})
+	rc.flush()
+	rc.until("ReadyForQuery")
+	if got := rc.until("ReadyForQuery"); fmt.Sprint(got) != "[error 34000 ReadyForQuery]" {
+		t.Fatalf("portal after Sync: %q", got)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if g := pullGoroutines(); g != before {
+			return fmt.Errorf("%d pull goroutines after Sync, want %d", g, before)
+		}
+		return nil
+	})
+
+	// And a suspended portal left open, in a block, when the client goes
+	// away.
 	rc2 := dialRaw(t, n.PGAddr())
+	rc2.fe.SendQuery(&pgproto3.Query{String: "BEGIN"})
+	rc2.flush()
+	rc2.until("ReadyForQuery")
 	rc2.fe.SendParse(&pgproto3.Parse{Query: `SELECT v FROM bulk`})
 	rc2.fe.SendBind(&pgproto3.Bind{})
 	rc2.fe.SendExecute(&pgproto3.Execute{MaxRows: 1})

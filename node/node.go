@@ -371,6 +371,7 @@ func (s session) Query(ctx context.Context, text string, w pgwire.ResultWriter) 
 	return s.s.Query(ctx, text, w)
 }
 func (s session) ParameterStatus() map[string]string { return s.s.ParameterStatus() }
+func (s session) TxnStatus() byte                    { return s.s.TxnStatus() }
 func (s session) Close()                             { s.s.Close() }
 
 func (s session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (pgwire.PreparedStatement, error) {

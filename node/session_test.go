@@ -88,3 +88,54 @@ func TestDeallocate(t *testing.T) {
 		t.Fatalf("executing a deallocated statement: %v", res.Err)
 	}
 }
+
+// TestTransactionStatus checks what drivers see of transaction blocks in
+// both protocols: ReadyForQuery's status, 25P02 in a failed block, and
+// COMMIT of a failed block reported as ROLLBACK.
+func TestTransactionStatus(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
+		t.Run(mode.String(), func(t *testing.T) {
+			conn := connect(t, n.PGAddr(), func(c *pgx.ConnConfig) { c.DefaultQueryExecMode = mode })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			status := func(want byte) {
+				t.Helper()
+				if got := conn.PgConn().TxStatus(); got != want {
+					t.Fatalf("transaction status %q, want %q", got, want)
+				}
+			}
+			status('I')
+			mustExec(t, conn, "BEGIN")
+			status('T')
+			if _, err := conn.Exec(ctx, "SELECT 1/0"); pgCode(err) != "22012" {
+				t.Fatalf("1/0: %v", err)
+			}
+			status('E')
+			if _, err := conn.Exec(ctx, "SELECT $1::int", 1); pgCode(err) != "25P02" {
+				t.Fatalf("in a failed block: %v", err)
+			}
+			status('E')
+			tag, err := conn.Exec(ctx, "COMMIT")
+			if err != nil || tag.String() != "ROLLBACK" {
+				t.Fatalf("COMMIT of a failed block: %q, %v", tag, err)
+			}
+			status('I')
+
+			// pgx's own transaction helper.
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status('T')
+			var v int
+			if err := tx.QueryRow(ctx, "SELECT 41 + $1::int", 1).Scan(&v); err != nil || v != 42 {
+				t.Fatalf("in a block: %d, %v", v, err)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			status('I')
+		})
+	}
+}

@@ -35,6 +35,11 @@ type Session interface {
 	// ParameterStatus returns the parameters to report at startup and
 	// after SET (server_version, client_encoding, DateStyle, ...).
 	ParameterStatus() map[string]string
+	// TxnStatus is the transaction status for ReadyForQuery: 'I' outside
+	// a transaction block, 'T' inside one, 'E' inside a failed one. When
+	// it is 'I', pgwire closes every portal: portals end with their
+	// transaction, as in Postgres.
+	TxnStatus() byte
 	// Close ends the session.
 	Close()
 }

@@ -43,12 +43,11 @@ type conn struct {
 	cancel context.CancelCauseFunc
 
 	// The fields below belong to the processing goroutine (serve).
-	be        *pgproto3.Backend // the reader goroutine's, after startup
-	rd        *ioErrReader      // the reader goroutine's, after startup
-	w         writer
-	rw        resultWriter
-	sess      Session
-	txnStatus byte
+	be   *pgproto3.Backend // the reader goroutine's, after startup
+	rd   *ioErrReader      // the reader goroutine's, after startup
+	w    writer
+	rw   resultWriter
+	sess Session
 	// reported is the ParameterStatus last sent for each name.
 	reported map[string]string
 	// stmts and portals are the prepared statements and portals of the
@@ -73,11 +72,10 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
-		srv:       s,
-		raw:       nc,
-		nc:        nc,
-		txnStatus: txnIdle,
-		log:       s.log.With("remote", nc.RemoteAddr().String()),
+		srv: s,
+		raw: nc,
+		nc:  nc,
+		log: s.log.With("remote", nc.RemoteAddr().String()),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	c.w.w = nc
@@ -85,11 +83,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.rw.c = c
 	return c
 }
-
-// txnIdle is ReadyForQuery's status outside a transaction block. Sessions
-// do not report transaction blocks yet; when they do, txnStatus becomes
-// 'T' (in a block) or 'E' (in a failed block) from what they report.
-const txnIdle = 'I'
 
 // serve runs the connection from accept to close.
 func (c *conn) serve() {
@@ -345,8 +338,21 @@ func (c *conn) sendErrorAndReady(e *pgerr.Error) error {
 }
 
 // sendReady sends ReadyForQuery and flushes: the client waits for it.
+//
+// Outside a transaction block every portal is closed first: in Postgres
+// a portal ends with its transaction, and outside a block that is the
+// statement (simple protocol) or the pipeline up to Sync (extended).
 func (c *conn) sendReady() error {
-	if err := c.w.send(&pgproto3.ReadyForQuery{TxStatus: c.txnStatus}); err != nil {
+	status := byte('I')
+	if err := callSafely(func() error { status = c.sess.TxnStatus(); return nil }); err != nil {
+		c.internalError(err)
+	}
+	if status == 'I' {
+		for _, p := range c.portals {
+			c.closePortal(p)
+		}
+	}
+	if err := c.w.send(&pgproto3.ReadyForQuery{TxStatus: status}); err != nil {
 		return err
 	}
 	return c.w.flush()

@@ -178,12 +178,12 @@ Unknown statements are 26000, unknown portals 34000. After any error the
 connection skips to Sync (the error itself is flushed at once, so a
 client waiting after Flush sees it); Sync sends the ParameterStatus
 changes and ReadyForQuery. A simple Query replaces the unnamed statement
-and portal. Portals survive Sync: in Postgres they end with their
-transaction, which outside a block is at Sync, but basin has no
-transactions yet and a client reading a portal in batches across Syncs
-(pgjdbc with a fetch size) needs them; the unnamed portal is replaced by
-the next Bind, a client closes named ones, and the connection's end
-closes the rest.
+and portal. ReadyForQuery carries the session's transaction status
+(Session.TxnStatus: 'I', 'T' or 'E'); when it is 'I', every portal is
+closed first, because in Postgres a portal ends with its transaction,
+which outside a block is the statement or the pipeline up to Sync.
+Inside a block portals survive Sync, so a client can read one in
+batches (pgjdbc with a fetch size and autocommit off).
 
 Binary format is supported both ways for every basin type: bool (one
 byte), int4, int8, float8 (IEEE 754, big-endian), text (the bytes), and
@@ -324,8 +324,7 @@ relies on Session.Query honouring its context.
 
 # What's next
 
-Transaction status from the session (ReadyForQuery 'T' and 'E', and
-with it portals that end with their transaction, as in Postgres), COPY, direct TLS (sslnegotiation=direct), SCRAM-SHA-256-PLUS
+COPY, direct TLS (sslnegotiation=direct), SCRAM-SHA-256-PLUS
 (tls-server-end-point channel binding), and certificate reload without
 a restart.
 */

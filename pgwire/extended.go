@@ -157,12 +157,7 @@ func checkFormats(codes []int16) error {
 
 // handleSync ends an extended-protocol pipeline, and error recovery in
 // it, with the parameters its statements changed and ReadyForQuery.
-//
-// Portals survive Sync. In Postgres they end with the transaction, which
-// outside a transaction block is at Sync; basin has no transactions yet
-// to end, and a client that reads a portal in batches across Syncs
-// (pgjdbc with a fetch size) needs it to live on. The unnamed portal is
-// replaced by the next Bind, and a client closes the named ones.
+// Outside a transaction block, Sync ends the portals (sendReady).
 func (c *conn) handleSync() error {
 	c.ignoreTillSync = false
 	if err := c.reportParameters(); err != nil {

@@ -72,6 +72,7 @@ type fakeSession struct {
 	b      *fakeBackend
 	params map[string]string
 	closed atomic.Bool
+	inTxn  bool // after "begin", until "commit"
 }
 
 // The rows of "types": one of each type, then all NULLs.
@@ -202,6 +203,9 @@ func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) er
 		return w.Complete(fmt.Sprintf("SELECT %d", n))
 	case text == "-- ping" || text == "":
 		return w.Empty()
+	case text == "begin" || text == "commit":
+		s.inTxn = text == "begin"
+		return w.Complete(strings.ToUpper(text))
 	case text == "notice":
 		if err := w.Notice(&pgerr.Error{Message: "served by node-a", Detail: "offset lag 0", Severity: "NOTICE"}); err != nil {
 			return err
@@ -246,6 +250,13 @@ func selectOne(w ResultWriter) error {
 }
 
 func (s *fakeSession) ParameterStatus() map[string]string { return s.params }
+
+func (s *fakeSession) TxnStatus() byte {
+	if s.inTxn {
+		return 'T'
+	}
+	return 'I'
+}
 
 func (s *fakeSession) Close() {
 	if s.closed.Swap(true) {

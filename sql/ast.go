@@ -198,6 +198,14 @@ const (
 // accepts them for read-only work.
 type Txn struct {
 	Kind TxnKind
+	// Modes are BEGIN's transaction modes, in order.
+	Modes []TxnMode
+}
+
+// TxnMode is one transaction mode: Name is "isolation", "read_only" or
+// "deferrable"; Value is the level ("read committed", ...) or on/off.
+type TxnMode struct {
+	Name, Value string
 }
 
 func (*CreateSource) statement()  {}

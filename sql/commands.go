@@ -314,8 +314,9 @@ func (sp *stmtParser) parseReset(i int) (Statement, error) {
 }
 
 // parseBegin parses BEGIN [WORK | TRANSACTION] [modes] and START
-// TRANSACTION [modes]. basin runs reads outside any transaction, so the
-// modes are checked and dropped.
+// TRANSACTION [modes]. The modes become the block's transaction_*
+// settings (SHOW transaction_read_only inside the block says on after
+// BEGIN READ ONLY).
 func (sp *stmtParser) parseBegin(i int) (Statement, error) {
 	c := sp.cursor(i + 1)
 	if sp.toks[i].isWord("start") {
@@ -325,15 +326,18 @@ func (sp *stmtParser) parseBegin(i int) (Statement, error) {
 	} else if !c.words("work") {
 		c.words("transaction")
 	}
+	txn := &Txn{Kind: TxnBegin}
 	for n := 0; c.tok().kind != tokEOF; n++ {
 		if n > 0 && c.tok().isOp(",") {
 			c.k++
 		}
-		if _, _, err := sp.transactionMode(c); err != nil {
+		name, value, err := sp.transactionMode(c)
+		if err != nil {
 			return nil, err
 		}
+		txn.Modes = append(txn.Modes, TxnMode{Name: name, Value: value})
 	}
-	return &Txn{Kind: TxnBegin}, nil
+	return txn, nil
 }
 
 // parseCommit parses COMMIT, END, ROLLBACK and ABORT, each with an

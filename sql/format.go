@@ -48,13 +48,21 @@ func (f *formatter) stmt(s Statement) {
 		}
 		f.b.WriteString(QuoteIdent(s.Name))
 		f.b.WriteString(" (")
+		keys := 0
+		for _, c := range s.Columns {
+			if c.Key {
+				keys++
+			}
+		}
 		for k, c := range s.Columns {
 			if k > 0 {
 				f.b.WriteString(", ")
 			}
 			f.printf("%s %s", QuoteIdent(c.Name), c.Type)
 			if c.Key {
-				if s.Kind == KindStream {
+				// A table has one PRIMARY KEY; a key of several columns
+				// is written with KEY on each, which both kinds accept.
+				if s.Kind == KindStream || keys > 1 {
 					f.b.WriteString(" KEY")
 				} else {
 					f.b.WriteString(" PRIMARY KEY")
@@ -138,6 +146,12 @@ func (f *formatter) stmt(s Statement) {
 		switch s.Kind {
 		case TxnBegin:
 			f.b.WriteString("BEGIN")
+			for i, m := range s.Modes {
+				if i > 0 {
+					f.b.WriteString(",")
+				}
+				f.b.WriteString(" " + txnModeText(m))
+			}
 		case TxnCommit:
 			f.b.WriteString("COMMIT")
 		default:
@@ -432,4 +446,22 @@ func isPlainName(name string) bool {
 		}
 	}
 	return true
+}
+
+// txnModeText is the SQL of a transaction mode.
+func txnModeText(m TxnMode) string {
+	switch m.Name {
+	case "isolation":
+		return "ISOLATION LEVEL " + strings.ToUpper(m.Value)
+	case "read_only":
+		if m.Value == "on" {
+			return "READ ONLY"
+		}
+		return "READ WRITE"
+	default:
+		if m.Value == "on" {
+			return "DEFERRABLE"
+		}
+		return "NOT DEFERRABLE"
+	}
 }

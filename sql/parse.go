@@ -30,6 +30,13 @@ func Parse(text string) ([]Statement, error) {
 
 // parse implements ParseStatements.
 func parse(text string) ([]Parsed, error) {
+	// A NUL cannot reach Postgres (its Query message is NUL-terminated),
+	// so no client relies on one; refuse it like an invalid byte.
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		return nil, &pgerr.Error{Code: pgerr.CharacterNotInRepertoire,
+			Message:  "invalid byte sequence for encoding \"UTF8\": 0x00",
+			Position: charPos(text, i)}
+	}
 	if !utf8.ValidString(text) {
 		off := 0
 		for {
