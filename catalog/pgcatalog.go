@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Virtual pg_catalog and information_schema relations.
@@ -185,6 +186,20 @@ type SessionInfo struct {
 	// ViewQuery returns the SELECT a view is defined by, for
 	// pg_get_viewdef and information_schema.views.
 	ViewQuery func(*Relation) string
+	// Activity returns the node's sessions for pg_stat_activity; nil
+	// shows only this one.
+	Activity func() []Activity
+}
+
+// Activity is one session's row of pg_stat_activity. The times are
+// time.Time or nil.
+type Activity struct {
+	PID                                         int32
+	User, Database, ApplicationName, ClientAddr string
+	ClientPort                                  any // int64 or nil
+	BackendStart                                time.Time
+	XactStart, QueryStart, StateChange          any
+	State, Query                                string
 }
 
 // Setting is one row of pg_settings.

@@ -329,11 +329,26 @@ func pgCatalogTables() []*VirtualTable {
 			"state_change timestamptz", "wait_event_type text", "wait_event text", "state text", "backend_xid xid",
 			"backend_xmin xid", "query_id int8", "query text", "backend_type text"),
 			func(s *PGSnapshot, add rowAdder) {
-				add("datid", DatabaseOID, "datname", s.sess.Database, "pid", s.sess.PID, "leader_pid", nil,
-					"usesysid", RoleOID, "usename", s.sess.User, "application_name", s.sess.ApplicationName,
-					"client_addr", nullIfEmpty(s.sess.ClientAddr), "client_port", nil, "backend_start", s.sess.Started,
-					"query_start", s.sess.Started, "state", "active", "query", s.sess.Query, "query_id", nil,
-					"backend_xid", nil, "backend_xmin", nil, "backend_type", "client backend")
+				var acts []Activity
+				if s.sess.Activity != nil {
+					acts = s.sess.Activity()
+				} else {
+					acts = []Activity{{PID: s.sess.PID, User: s.sess.User, Database: s.sess.Database,
+						ApplicationName: s.sess.ApplicationName, ClientAddr: s.sess.ClientAddr, State: "active",
+						Query: s.sess.Query, QueryStart: s.sess.Started, StateChange: s.sess.Started}}
+				}
+				for _, a := range acts {
+					var started any
+					if !a.BackendStart.IsZero() {
+						started = a.BackendStart
+					}
+					add("datid", DatabaseOID, "datname", a.Database, "pid", a.PID, "leader_pid", nil,
+						"usesysid", RoleOID, "usename", a.User, "application_name", a.ApplicationName,
+						"client_addr", nullIfEmpty(a.ClientAddr), "client_port", a.ClientPort,
+						"backend_start", started, "xact_start", a.XactStart, "query_start", a.QueryStart,
+						"state_change", a.StateChange, "state", a.State, "query", a.Query, "query_id", nil,
+						"backend_xid", nil, "backend_xmin", nil, "backend_type", "client backend")
+				}
 			}),
 		pgc("pg_extension", 3079, cols("oid oid", "extname name", "extowner oid", "extnamespace oid",
 			"extrelocatable bool", "extversion text", "extconfig oid[]", "extcondition text[]"), nil),

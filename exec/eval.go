@@ -35,6 +35,8 @@ type Env struct {
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
 	Session SettingsAccess
+	// Backends signals other sessions; nil when there are none.
+	Backends Backends
 
 	// query is set while a catalog query runs (query.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.

@@ -159,6 +159,14 @@ func compileCall(s *planner.Call) Expr {
 		}
 	case "pg_backend_pid":
 		return func(_ catalog.Row, env *Env) (any, error) { return int64(env.PID), nil }
+	case "pg_cancel_backend", "pg_terminate_backend":
+		return func(row catalog.Row, env *Env) (any, error) {
+			v, err := args[0](row, env)
+			if v == nil || err != nil {
+				return nil, err
+			}
+			return signalBackend(env, s.Name, v.(int64))
+		}
 	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
@@ -264,4 +272,16 @@ var extraSettings = map[string]string{
 	"lc_collate":            "C.UTF-8",
 	"lc_ctype":              "C.UTF-8",
 	"data_directory_mode":   "0700",
+}
+
+// signalBackend runs pg_cancel_backend or pg_terminate_backend: true when
+// a session with that PID was signalled, false when there is none.
+func signalBackend(env *Env, name string, pid int64) (any, error) {
+	if env.Backends == nil || pid <= 0 || pid > math.MaxInt32 {
+		return false, nil
+	}
+	if name == "pg_cancel_backend" {
+		return env.Backends.Cancel(int32(pid)), nil
+	}
+	return env.Backends.Terminate(int32(pid)), nil
 }

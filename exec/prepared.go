@@ -552,6 +552,8 @@ func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (sus
 	}
 	ctx, cancel, timeout := pt.s.statementContext(ctx)
 	defer cancel()
+	pt.s.startStatement(pt.text)
+	defer pt.s.endStatement()
 	defer func() {
 		if err != nil {
 			err = canceled(ctx, timeout(err))

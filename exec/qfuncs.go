@@ -846,7 +846,7 @@ func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
 // catalogInfo is what the virtual catalog shows of the session.
 func (s *Session) catalogInfo(env *Env) catalog.SessionInfo {
 	info := catalog.SessionInfo{User: s.user, Database: s.db, PID: s.pid, Started: env.Now,
-		ApplicationName: s.vars["application_name"], ViewQuery: viewQuery}
+		ApplicationName: s.vars["application_name"], ViewQuery: viewQuery, Activity: s.e.Activity}
 	all := map[string]string{"max_index_keys": "32", "max_function_args": "100"}
 	for k, v := range extraSettings {
 		all[k] = v

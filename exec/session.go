@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,8 +50,13 @@ type Engine struct {
 	DefaultPartitions int32
 	Logger            *slog.Logger
 
-	pids    atomic.Int32
-	rrCount atomic.Uint32
+	// Backends signals the node's other sessions (pg_cancel_backend);
+	// nil when there is no server.
+	Backends Backends
+
+	pids     atomic.Int32
+	rrCount  atomic.Uint32
+	sessions sync.Map // PID → *Session, for pg_stat_activity
 }
 
 // Session is one client connection's state.
@@ -73,6 +79,10 @@ type Session struct {
 	// writes is the position of the session's own INSERTs: with
 	// basin.read_your_writes on, reads wait until a replica reflects it.
 	writes materialize.Position
+
+	client  Client
+	started time.Time
+	act     activity
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -86,8 +96,13 @@ type ResultWriter interface {
 }
 
 // NewSession starts a session for a connection's startup parameters.
-func (e *Engine) NewSession(params map[string]string) *Session {
-	s := &Session{e: e, user: params["user"], db: params["database"], pid: e.pids.Add(1), vars: map[string]string{}}
+// Close ends it.
+func (e *Engine) NewSession(params map[string]string, client Client) *Session {
+	if client.PID == 0 {
+		client.PID = e.pids.Add(1)
+	}
+	s := &Session{e: e, user: params["user"], db: params["database"], pid: client.PID, vars: map[string]string{},
+		client: client, started: time.Now().UTC()}
 	if s.user == "" {
 		s.user = "basin"
 	}
@@ -105,6 +120,8 @@ func (e *Engine) NewSession(params map[string]string) *Session {
 	}
 	s.vars["session_authorization"] = s.user
 	s.initial = maps.Clone(s.vars)
+	s.endStatement()
+	e.sessions.Store(s.pid, s)
 	return s
 }
 
@@ -164,11 +181,11 @@ func (s *Session) ParameterStatus() map[string]string {
 func (s *Session) PID() int32 { return s.pid }
 
 // Close ends the session.
-func (s *Session) Close() {}
+func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 
 func (s *Session) env() *Env {
 	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s}
+		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s, Backends: s.e.Backends}
 	if s.vars["basin.read_your_writes"] == "on" && len(s.writes) > 0 {
 		env.MinPosition = s.writes.Clone()
 	}
@@ -198,7 +215,9 @@ func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error 
 	}
 	for _, st := range stmts {
 		sctx, cancel, timeout := s.statementContext(ctx)
+		s.startStatement(st.Text)
 		err := timeout(s.exec(sctx, st.Stmt, st.Text, w))
+		s.endStatement()
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {

@@ -153,6 +153,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}, backend{n.engine}); err != nil {
 		return nil, err
 	}
+	n.engine.Backends = backends{n.pg}
 	if err := n.pg.Start(); err != nil {
 		return nil, fmt.Errorf("postgres listener on %s: %w", opts.PGAddr, err)
 	}
@@ -361,9 +362,15 @@ func (n *Node) Close() error {
 // backend adapts the engine's sessions to the pgwire server.
 type backend struct{ e *exec.Engine }
 
-func (b backend) Open(_ context.Context, params map[string]string) (pgwire.Session, error) {
-	return session{b.e.NewSession(params)}, nil
+func (b backend) Open(_ context.Context, params map[string]string, info pgwire.ConnInfo) (pgwire.Session, error) {
+	return session{b.e.NewSession(params, exec.Client{PID: int32(info.PID), Addr: info.RemoteAddr})}, nil
 }
+
+// backends lets sessions signal each other through the pgwire server.
+type backends struct{ s *pgwire.Server }
+
+func (b backends) Cancel(pid int32) bool    { return b.s.CancelBackend(uint32(pid)) }
+func (b backends) Terminate(pid int32) bool { return b.s.TerminateBackend(uint32(pid)) }
 
 type session struct{ s *exec.Session }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +139,74 @@ func TestTransactionStatus(t *testing.T) {
 			status('I')
 		})
 	}
+}
+
+// TestStatActivity checks that pg_stat_activity lists every session of
+// the node with its state, and that pg_cancel_backend and
+// pg_terminate_backend reach another session by its PID.
+func TestStatActivity(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := connect(t, n.PGAddr())
+	other := connect(t, n.PGAddr(), func(c *pgx.ConnConfig) { c.RuntimeParams["application_name"] = "worker" })
+	otherPID := other.PgConn().PID()
+	var myPID int32
+	if err := admin.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&myPID); err != nil || myPID != int32(admin.PgConn().PID()) {
+		t.Fatalf("pg_backend_pid() = %d, %v; BackendKeyData says %d", myPID, err, admin.PgConn().PID())
+	}
+	mustExec(t, other, "BEGIN")
+	mustExec(t, other, "SELECT 1")
+
+	var state, app, query string
+	var port int
+	err := admin.QueryRow(ctx, `SELECT state, application_name, query, client_port
+		FROM pg_stat_activity WHERE pid = $1 AND client_addr IS NOT NULL`, otherPID).Scan(&state, &app, &query, &port)
+	if err != nil || state != "idle in transaction" || app != "worker" || query != "SELECT 1" || port == 0 {
+		t.Fatalf("other session: state %q app %q query %q port %d, %v", state, app, query, port, err)
+	}
+	if err := admin.QueryRow(ctx, `SELECT state, query FROM pg_stat_activity WHERE pid = pg_backend_pid()`).Scan(&state, &query); err != nil ||
+		state != "active" || !strings.Contains(query, "pg_stat_activity") {
+		t.Fatalf("own session: state %q query %q, %v", state, query, err)
+	}
+
+	// Cancel a running statement of the other session.
+	mustExec(t, other, "ROLLBACK")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := other.Exec(ctx, "SELECT pg_sleep(60)")
+		errc <- err
+	}()
+	eventually(t, 10*time.Second, func() error {
+		var st string
+		if err := admin.QueryRow(ctx, "SELECT state FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%'", otherPID).Scan(&st); err != nil || st != "active" {
+			return fmt.Errorf("state %q, %v", st, err)
+		}
+		return nil
+	})
+	var ok bool
+	if err := admin.QueryRow(ctx, "SELECT pg_cancel_backend($1)", otherPID).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_cancel_backend = %v, %v", ok, err)
+	}
+	if err := <-errc; pgCode(err) != "57014" {
+		t.Fatalf("cancelled statement: %v", err)
+	}
+	if err := admin.QueryRow(ctx, "SELECT pg_cancel_backend(999999)").Scan(&ok); err != nil || ok {
+		t.Fatalf("pg_cancel_backend of no session = %v, %v", ok, err)
+	}
+
+	// Terminate it: it gets 57P01 and leaves pg_stat_activity.
+	if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", otherPID).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_terminate_backend = %v, %v", ok, err)
+	}
+	if _, err := other.Exec(ctx, "SELECT 1"); err == nil {
+		t.Fatal("terminated session still runs statements")
+	}
+	eventually(t, 10*time.Second, func() error {
+		var c int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", otherPID).Scan(&c); err != nil || c != 0 {
+			return fmt.Errorf("terminated session: %d rows, %v", c, err)
+		}
+		return nil
+	})
 }

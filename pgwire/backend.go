@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"net"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -11,9 +12,22 @@ import (
 // supplies it.
 type Backend interface {
 	// Open starts a session for a new connection. Params are the startup
-	// parameters the client sent (user, database, application_name, ...).
-	// A *pgerr.Error refuses the connection with that code.
-	Open(ctx context.Context, params map[string]string) (Session, error)
+	// parameters the client sent (user, database, application_name, ...);
+	// info says which connection it is. A *pgerr.Error refuses the
+	// connection with that code.
+	Open(ctx context.Context, params map[string]string, info ConnInfo) (Session, error)
+}
+
+// ConnInfo describes the connection a session is opened for.
+type ConnInfo struct {
+	// PID is the process ID sent in BackendKeyData, unique among the
+	// server's sessions while this one lasts: what pg_backend_pid()
+	// returns, and what Server.CancelBackend and TerminateBackend take.
+	PID uint32
+	// RemoteAddr is the client's address.
+	RemoteAddr net.Addr
+	// TLS is set when the connection is encrypted.
+	TLS bool
 }
 
 // Session runs the statements of one connection, in order.

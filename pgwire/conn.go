@@ -36,8 +36,9 @@ type conn struct {
 	pid    uint32
 	secret [4]byte
 
-	// ctx ends the connection: Close (cause ErrServerClosed), a dead
-	// socket (errClientGone) or serve returning (errConnDone). Every
+	// ctx ends the connection: Close (cause ErrServerClosed),
+	// TerminateBackend (errTerminated), a dead socket (errClientGone)
+	// or serve returning (errConnDone). Every
 	// statement's context is a child of it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -154,7 +155,7 @@ func (c *conn) run() {
 
 	for c.processOne(in) {
 	}
-	if errors.Is(context.Cause(c.ctx), ErrServerClosed) {
+	if cause := context.Cause(c.ctx); errors.Is(cause, ErrServerClosed) || errors.Is(cause, errTerminated) {
 		c.fatal(errAdminShutdown)
 	}
 }

@@ -29,6 +29,9 @@ var (
 	// errConnDone is the cancel cause of a connection's context when the
 	// connection ends for any other reason (Terminate, protocol error).
 	errConnDone = errors.New("pgwire: connection ended")
+	// errTerminated is the cancel cause of a connection's context when
+	// Server.TerminateBackend ends it.
+	errTerminated = errors.New("pgwire: connection terminated by pg_terminate_backend")
 )
 
 // Errors the server raises itself, with Postgres's messages.

@@ -47,7 +47,7 @@ func newFakeBackend() *fakeBackend {
 	return &fakeBackend{started: make(chan string, 16), gate: make(chan struct{}), closed: make(chan struct{}, 64)}
 }
 
-func (b *fakeBackend) Open(ctx context.Context, params map[string]string) (Session, error) {
+func (b *fakeBackend) Open(ctx context.Context, params map[string]string, _ ConnInfo) (Session, error) {
 	if params["user"] == "refused" {
 		return nil, pgerr.New(pgerr.InvalidAuthorizationSpecification, `role "refused" is not permitted to log in`)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type Server struct {
 		// bounds and it is where CancelRequest looks.
 		sessions map[uint32]*conn
 		// nextPID is the next process ID to try; IDs are reused only
-		// after 2^32 connections and never while still in sessions.
+		// after 2^31 connections and never while still in sessions.
 		nextPID uint32
 	}
 }
@@ -208,7 +209,7 @@ func (s *Server) register(c *conn) *pgerr.Error {
 	for {
 		pid := s.mu.nextPID
 		s.mu.nextPID++
-		if s.mu.nextPID == 0 {
+		if s.mu.nextPID > math.MaxInt32 { // Postgres PIDs are int4
 			s.mu.nextPID = 1
 		}
 		if _, taken := s.mu.sessions[pid]; !taken {
@@ -227,6 +228,37 @@ func (s *Server) unregister(c *conn) {
 	if s.mu.sessions[c.pid] == c {
 		delete(s.mu.sessions, c.pid)
 	}
+}
+
+// CancelBackend cancels the statement running on the session with
+// process ID pid, as pg_cancel_backend does; the statement fails with
+// 57014. It reports whether that session exists.
+func (s *Server) CancelBackend(pid uint32) bool {
+	s.mu.Lock()
+	c := s.mu.sessions[pid]
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.log.Info("pgwire: statement cancelled by pg_cancel_backend")
+	c.cancelQuery()
+	return true
+}
+
+// TerminateBackend ends the connection of the session with process ID
+// pid, as pg_terminate_backend does: its running statement is cancelled
+// and the client gets FATAL 57P01. It reports whether that session
+// exists.
+func (s *Server) TerminateBackend(pid uint32) bool {
+	s.mu.Lock()
+	c := s.mu.sessions[pid]
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.log.Info("pgwire: connection terminated by pg_terminate_backend")
+	c.cancel(errTerminated)
+	return true
 }
 
 // cancelRequest handles a CancelRequest: it cancels the statement running

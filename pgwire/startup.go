@@ -218,7 +218,7 @@ func (c *conn) admit(params map[string]string, deadline time.Time) bool {
 	ctx, cancel := context.WithDeadline(c.ctx, deadline)
 	defer cancel()
 	err := callSafely(func() error {
-		sess, err := c.srv.backend.Open(ctx, params)
+		sess, err := c.srv.backend.Open(ctx, params, ConnInfo{PID: c.pid, RemoteAddr: c.raw.RemoteAddr(), TLS: c.nc != c.raw})
 		c.sess = sess
 		return err
 	})

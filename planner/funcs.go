@@ -79,6 +79,10 @@ var scalarFuncs = map[string]funcSig{
 	"current_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
 	"session_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
 	"pg_backend_pid":    {0, 0, fixed(catalog.Int), catalog.Unknown},
+	// pg_cancel_backend and pg_terminate_backend signal a session of
+	// the node the statement runs on.
+	"pg_cancel_backend":    {1, 1, fixed(catalog.Boolean), catalog.Int},
+	"pg_terminate_backend": {1, 2, fixed(catalog.Boolean), catalog.BigInt},
 	"current_setting":   {1, 2, fixed(catalog.Varchar), catalog.Unknown},
 	"pg_sleep":          {1, 1, fixed(catalog.Unknown), catalog.Double},
 	"set_config":        {3, 3, fixed(catalog.Varchar), catalog.Unknown},
