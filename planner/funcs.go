@@ -83,9 +83,9 @@ var scalarFuncs = map[string]funcSig{
 	// the node the statement runs on.
 	"pg_cancel_backend":    {1, 1, fixed(catalog.Boolean), catalog.Int},
 	"pg_terminate_backend": {1, 2, fixed(catalog.Boolean), catalog.BigInt},
-	"current_setting":   {1, 2, fixed(catalog.Varchar), catalog.Unknown},
-	"pg_sleep":          {1, 1, fixed(catalog.Unknown), catalog.Double},
-	"set_config":        {3, 3, fixed(catalog.Varchar), catalog.Unknown},
+	"current_setting":      {1, 2, fixed(catalog.Varchar), catalog.Unknown},
+	"pg_sleep":             {1, 1, fixed(catalog.Unknown), catalog.Double},
+	"set_config":           {3, 3, fixed(catalog.Varchar), catalog.Unknown},
 	// basin has no privileges: every role may do everything, so the
 	// has_*_privilege family answers true for any arguments.
 	"has_table_privilege":      {2, 3, fixed(catalog.Boolean), catalog.Unknown},
