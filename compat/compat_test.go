@@ -564,6 +564,20 @@ func TestPgbench(t *testing.T) {
 			}
 		})
 	}
+	t.Run("catalog", func(t *testing.T) {
+		out := runClient(t, s, "pgbench", pgbench, "-n", "-M", "prepared", "-f", "catalog.sql", "-t", "5",
+			"-h", s.host, "-p", s.port, "-U", "basin", "basin")
+		if !strings.Contains(out, "number of transactions actually processed: 5/5") {
+			t.Errorf("pgbench catalog.sql:\n%s", out)
+		}
+	})
+	t.Run("bad query", func(t *testing.T) {
+		out, err := exec.Command(pgbench, "-n", "-M", "prepared", "-f", "pgbench/bad.sql", "-t", "1",
+			"-h", s.host, "-p", s.port, "-U", "basin", "basin").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `ERROR:  column "nope" does not exist`) {
+			t.Errorf("pgbench bad.sql: %v\n%s", err, out)
+		}
+	})
 }
 
 func mustAbs(t *testing.T, p string) string {
