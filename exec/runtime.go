@@ -72,6 +72,10 @@ type Runtime struct {
 	mu struct {
 		sync.Mutex
 		queries map[string]*Query // by lower-case relation name
+		// roles are this node's tasks (SetRoles); until rolesSet, every
+		// task is active.
+		roles    Roles
+		rolesSet bool
 	}
 }
 
@@ -83,6 +87,8 @@ type Query struct {
 	Tasks []*TaskState      // by partition
 	// Rekey are the re-keying tasks of a view, by source partition.
 	Rekey  []*TaskState
+	slots  []*slot // Tasks, then Rekey
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -110,7 +116,8 @@ type TaskState struct {
 	posCh     chan struct{}
 	ready     chan struct{} // closed once restored the first time
 	readyOnce sync.Once
-	errors    atomic.Int64 // records skipped since start
+	role      atomic.Uint32 // Role on this node
+	errors    atomic.Int64  // records skipped since start
 	mu        struct {
 		sync.Mutex
 		lastErr string
@@ -197,13 +204,25 @@ func (t *TaskState) markRestored() {
 	t.readyOnce.Do(func() { close(t.ready) })
 }
 
-// Role is "active" once the task has restored its store, "restoring"
-// before.
+// Role is the task's role on this node as reads report it: "active"
+// once an active task has restored its store, "restoring" before;
+// "standby", "warmup", or "none" when another node holds it.
 func (t *TaskState) Role() string {
-	if t.restored.Load() {
-		return "active"
+	r := Role(t.role.Load())
+	if r == RoleActive && !t.restored.Load() {
+		return "restoring"
 	}
-	return "restoring"
+	return r.String()
+}
+
+// Held reports whether this node runs the task in some role.
+func (t *TaskState) Held() bool { return Role(t.role.Load()) != RoleNone }
+
+// resetForRole prepares the state for the task to start in role: it is
+// not restored until the new run says so.
+func (t *TaskState) resetForRole(r Role) {
+	t.restored.Store(false)
+	t.role.Store(uint32(r))
 }
 
 // LastError is the last error that restarted the task, "" if none.
@@ -290,23 +309,24 @@ func (rt *Runtime) Queries() []*Query {
 
 // StartTable starts materializing a source table: a task per partition
 // reads the table's topic into the table's stores. The topic itself is
-// the changelog.
+// the changelog, so a standby does what an active does.
 func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	q := &Query{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
-		q.Tasks = append(q.Tasks, newTaskState(p))
+		ts := newTaskState(p)
+		q.Tasks = append(q.Tasks, ts)
+		t := &tableTask{rt: rt, rel: rel, state: ts}
+		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
+			name: fmt.Sprintf("%s/%d", rel.Name, p),
+			run:  func(Role) func(context.Context) error { return t.run }})
 	}
-	return rt.start(q, func(ctx context.Context) {
-		for _, ts := range q.Tasks {
-			t := &tableTask{rt: rt, rel: rel, state: ts}
-			rt.supervise(ctx, q, fmt.Sprintf("%s/%d", rel.Name, ts.Partition), ts, t.run)
-		}
-	})
+	return rt.start(q)
 }
 
 // StartView starts a view's persistent query: its internal topics are
 // created if missing, then a task per view partition and, when the view
-// re-keys, a re-keying task per source partition.
+// re-keys, a re-keying task per source partition. An active view task
+// processes input; a standby or warm-up follows the changelog.
 func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	rel := plan.View
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
@@ -323,30 +343,46 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	q := &Query{Rel: rel, Plan: plan}
 	var ends *sourceEnds
+	input := plan.Source.Topic
 	if plan.Repartition {
+		input = rel.RepartitionTopic(rt.opts.Cluster)
 		ends = &sourceEnds{topic: plan.Source.Topic, ends: make([]atomic.Int64, plan.Source.Partitions)}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
-			q.Rekey = append(q.Rekey, newTaskState(sp))
+			ts := newTaskState(sp)
+			q.Rekey = append(q.Rekey, ts)
+			t := newRekeyTask(rt, plan, ts, ends)
+			q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: sp, Rekey: true}, ts: ts,
+				name: fmt.Sprintf("%s/rekey/%d", rel.Name, sp),
+				run: func(r Role) func(context.Context) error {
+					if r != RoleActive {
+						return nil // re-keying keeps no state to stand by with
+					}
+					return t.run
+				}})
 		}
 	}
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := newTaskState(p)
 		ts.sources = ends
 		q.Tasks = append(q.Tasks, ts)
+		t := newViewTask(rt, plan, ts)
+		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
+			name: fmt.Sprintf("%s/%d", rel.Name, p),
+			run: func(r Role) func(context.Context) error {
+				if r == RoleActive {
+					return t.run
+				}
+				return func(ctx context.Context) error {
+					store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+					return rt.followChangelog(ctx, store, changelog, input, p, ts)
+				}
+			}})
 	}
-	return rt.start(q, func(ctx context.Context) {
-		for _, ts := range q.Tasks {
-			t := newViewTask(rt, plan, ts)
-			rt.supervise(ctx, q, fmt.Sprintf("%s/%d", rel.Name, ts.Partition), ts, t.run)
-		}
-		for _, ts := range q.Rekey {
-			t := newRekeyTask(rt, plan, ts, ends)
-			rt.supervise(ctx, q, fmt.Sprintf("%s/rekey/%d", rel.Name, ts.Partition), ts, t.run)
-		}
-	})
+	return rt.start(q)
 }
 
-func (rt *Runtime) start(q *Query, spawn func(ctx context.Context)) error {
+func (rt *Runtime) start(q *Query) error {
 	name := strings.ToLower(q.Rel.Name)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -356,21 +392,22 @@ func (rt *Runtime) start(q *Query, spawn func(ctx context.Context)) error {
 	if _, ok := rt.mu.queries[name]; ok {
 		return fmt.Errorf("exec: query for %s already running", q.Rel.Name)
 	}
-	var ctx context.Context
-	ctx, q.cancel = context.WithCancel(rt.ctx)
+	q.ctx, q.cancel = context.WithCancel(rt.ctx)
 	rt.mu.queries[name] = q
-	spawn(ctx)
+	rt.reconcileLocked(q)
 	return nil
 }
 
 // supervise runs a task until ctx ends, restarting it with backoff when it
-// fails. A restart resumes from the task's checkpoint.
-func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *TaskState, run func(context.Context) error) {
+// fails. A restart resumes from the task's checkpoint. done is closed
+// when it has stopped.
+func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *TaskState, run func(context.Context) error, done chan struct{}) {
 	rt.wg.Add(1)
 	q.wg.Add(1)
 	go func() {
 		defer rt.wg.Done()
 		defer q.wg.Done()
+		defer close(done)
 		backoff := 100 * time.Millisecond
 		for {
 			err := run(ctx)
@@ -391,10 +428,13 @@ func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *Tas
 	}()
 }
 
-// WaitReady waits until every task of the query has restored its store
-// and is processing input.
+// WaitReady waits until every task of the query this node holds has
+// restored its store and is processing input.
 func (q *Query) WaitReady(ctx context.Context) error {
 	for _, t := range q.Tasks {
+		if !t.Held() {
+			continue
+		}
 		select {
 		case <-t.ready:
 		case <-ctx.Done():

@@ -236,30 +236,9 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 			return cp, err
 		}
 		b := store.NewBatch()
-		var merr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			cp.ChangelogOffset = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
-			}
-			if _, ok := hasHeader(r, headerMarker); ok {
-				m, err := materialize.UnmarshalCheckpoint(r.Value)
-				if err != nil {
-					merr = err
-					return
-				}
-				cp.Input, cp.Position, cp.UpdatedAt = m.Input, m.Position, m.UpdatedAt
-				return
-			}
-			if r.Value == nil {
-				b.Delete(r.Key)
-			} else {
-				b.Set(r.Key, r.Value)
-			}
-		})
-		if merr != nil {
+		if err := applyChangelog(b, &cp, fetches); err != nil {
 			b.Close()
-			return cp, fmt.Errorf("restoring %s/%d: %w", topic, p, merr)
+			return cp, fmt.Errorf("restoring %s/%d: %w", topic, p, err)
 		}
 		if err := b.Commit(cp); err != nil {
 			return cp, err

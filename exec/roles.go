@@ -1,0 +1,225 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+)
+
+// Role is what this node does with a task.
+type Role uint8
+
+const (
+	// RoleNone: another node holds the task.
+	RoleNone Role = iota
+	// RoleActive: the node processes the task's input and writes its
+	// changelog.
+	RoleActive
+	// RoleStandby: the node follows the task's changelog into a local
+	// replica, ready to take over.
+	RoleStandby
+	// RoleWarmup: a standby that is catching up before the task moves
+	// to this node.
+	RoleWarmup
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleActive:
+		return "active"
+	case RoleStandby:
+		return "standby"
+	case RoleWarmup:
+		return "warmup"
+	}
+	return "none"
+}
+
+// TaskKey names a task: a partition of a table's or view's store, or,
+// with Rekey set, the re-keying task of a view's source partition.
+type TaskKey struct {
+	Store     string
+	Partition int32
+	Rekey     bool
+}
+
+func (k TaskKey) String() string {
+	if k.Rekey {
+		return fmt.Sprintf("%s/rekey/%d", k.Store, k.Partition)
+	}
+	return fmt.Sprintf("%s/%d", k.Store, k.Partition)
+}
+
+// Roles are the tasks this node holds, each with its role; a task not
+// in the map is RoleNone.
+type Roles map[TaskKey]Role
+
+// slot runs one task of a query in the role this node has for it. A role
+// change stops the task and starts it again in the new role; the store
+// (and so the checkpoint) stays, so an active that becomes a standby, or
+// the reverse, resumes where it was.
+type slot struct {
+	key  TaskKey
+	ts   *TaskState
+	name string
+	// run returns the task's loop for a role; nil when the task has
+	// nothing to do in that role.
+	run func(Role) func(context.Context) error
+
+	// Owned by Runtime.reconcile, under Runtime.mu.
+	role   Role
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// SetRoles gives this node its tasks: every task of every query runs in
+// the role roles gives it, and tasks it no longer holds stop. Before the
+// first SetRoles every task is active (a node alone holds everything).
+func (rt *Runtime) SetRoles(roles Roles) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.mu.roles = roles
+	rt.mu.rolesSet = true
+	names := make([]string, 0, len(rt.mu.queries))
+	for n := range rt.mu.queries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rt.reconcileLocked(rt.mu.queries[n])
+	}
+}
+
+// roleLocked is the role of key on this node.
+func (rt *Runtime) roleLocked(key TaskKey) Role {
+	if !rt.mu.rolesSet {
+		return RoleActive
+	}
+	return rt.mu.roles[key]
+}
+
+// reconcileLocked brings q's tasks to their assigned roles.
+func (rt *Runtime) reconcileLocked(q *Query) {
+	for _, s := range q.slots {
+		want := rt.roleLocked(s.key)
+		if s.run != nil && s.run(want) == nil {
+			want = RoleNone
+		}
+		if want == s.role && (s.done != nil || want == RoleNone) {
+			continue
+		}
+		if s.cancel != nil {
+			s.cancel()
+			<-s.done
+			s.cancel, s.done = nil, nil
+		}
+		s.role = want
+		s.ts.resetForRole(want)
+		if want == RoleNone {
+			continue
+		}
+		ctx, cancel := context.WithCancel(q.ctx)
+		s.cancel, s.done = cancel, make(chan struct{})
+		rt.supervise(ctx, q, s.name, s.ts, s.run(want), s.done)
+	}
+}
+
+// followChangelog keeps a standby replica: it applies the changelog
+// partition to store from the store's checkpoint, for as long as ctx
+// lasts, checkpointing the changelog offset, the input offsets and the
+// position of the last marker in the same batch as the data. input is
+// the active's input topic, whose end offset measures the replica's lag.
+func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store, changelog, input string, p int32, ts *TaskState) error {
+	cp, err := store.Checkpoint()
+	if err != nil {
+		return err
+	}
+	ends, err := kafka.EndOffsets(ctx, rt.adm, changelog)
+	if err != nil {
+		return err
+	}
+	caughtUp := ends[p]
+	cons, err := rt.consumer(fmt.Sprintf("standby-%s-%d", changelog, p), changelog, p, kgo.NewOffset().At(cp.ChangelogOffset))
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	publish := func() {
+		if n, ok := cp.Input[input][p]; ok {
+			ts.inputNext.Store(n)
+		}
+		if !cp.UpdatedAt.IsZero() {
+			ts.updatedAt.Store(cp.UpdatedAt.UnixMilli())
+		}
+		ts.publishPosition(cp.Position.Clone())
+		if cp.ChangelogOffset >= caughtUp {
+			ts.markRestored()
+		}
+	}
+	publish()
+	lastEnds := time.Time{}
+	for {
+		if time.Since(lastEnds) > time.Second {
+			// The input's end, for the lag; a failure only delays it.
+			if e, err := kafka.EndOffsets(ctx, rt.adm, input); err == nil {
+				ts.inputEnd.Store(e[p])
+				lastEnds = time.Now()
+			}
+		}
+		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := fetchErr(fetches); err != nil {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		b := store.NewBatch()
+		if err := applyChangelog(b, &cp, fetches); err != nil {
+			b.Close()
+			return fmt.Errorf("following %s/%d: %w", changelog, p, err)
+		}
+		if err := b.Commit(cp); err != nil {
+			return err
+		}
+		publish()
+	}
+}
+
+// applyChangelog adds the changelog records of fetches to b and advances
+// cp past them; a marker sets cp's input, position and update time.
+func applyChangelog(b *materialize.Batch, cp *materialize.Checkpoint, fetches kgo.Fetches) error {
+	var merr error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if merr != nil {
+			return
+		}
+		cp.ChangelogOffset = r.Offset + 1
+		if r.Attrs.IsControl() {
+			return
+		}
+		if _, ok := hasHeader(r, headerMarker); ok {
+			m, err := materialize.UnmarshalCheckpoint(r.Value)
+			if err != nil {
+				merr = err
+				return
+			}
+			cp.Input, cp.Position, cp.UpdatedAt = m.Input, m.Position, m.UpdatedAt
+			return
+		}
+		if r.Value == nil {
+			b.Delete(r.Key)
+		} else {
+			b.Set(r.Key, r.Value)
+		}
+	})
+	return merr
+}

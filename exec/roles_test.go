@@ -1,0 +1,204 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
+)
+
+// TestStandbyFailover runs one view on two runtimes over one broker: a
+// holds every task active, b every task as standby. b's replica must
+// equal a's; then a stops, b's tasks become active and carry on from its
+// replica's checkpoint: no input record is lost or counted twice.
+func TestStandbyFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+
+	cat := catalog.New()
+	ddl := func(offset int64, text string) *planner.ViewPlan {
+		t.Helper()
+		st, err := sql.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rel *catalog.Relation
+		var plan *planner.ViewPlan
+		switch st := st[0].(type) {
+		case *sql.CreateSource:
+			rel, err = planner.PlanCreateSource(cat, st, text)
+		case *sql.CreateTableAs:
+			plan, err = planner.PlanView(cat, st, text)
+			if plan != nil {
+				rel = plan.View
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat.Apply(offset, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
+		if plan != nil {
+			plan.View, _ = cat.Lookup(plan.View.Name) // as the node does: the applied relation
+		}
+		return plan
+	}
+	ddl(1, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 3)")
+	plan := ddl(2, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	if !plan.Repartition {
+		t.Fatal("the view should re-key")
+	}
+	view := plan.View
+
+	newRuntime := func(node string) *Runtime {
+		db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: node, DB: db,
+			TransactionTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	roles := func(r Role, rekey bool) Roles {
+		out := Roles{}
+		for p := int32(0); p < 3; p++ {
+			out[TaskKey{Store: view.StoreName(), Partition: p}] = r
+			if rekey {
+				out[TaskKey{Store: view.StoreName(), Partition: p, Rekey: true}] = RoleActive
+			}
+		}
+		return out
+	}
+	a, b := newRuntime("a"), newRuntime("b")
+	defer b.Close()
+	if _, _, err := kafka.EnsureTopic(ctx, a.Admin(), "orders", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.SetRoles(roles(RoleActive, true))
+	b.SetRoles(roles(RoleStandby, false))
+	for _, rt := range []*Runtime{a, b} {
+		if err := rt.StartView(plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), ClientID: "test"}, kafka.ProducerOpts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	regions := []string{"eu", "us", "apac", "latam", "mea"}
+	want := map[string][2]int64{}
+	next := int64(0)
+	produce := func(n int) {
+		t.Helper()
+		var recs []*kgo.Record
+		for range n {
+			region := regions[next%int64(len(regions))]
+			v, _ := json.Marshal(map[string]any{"region": region, "amount": next})
+			key := []byte{0, 0, 0, 0, 0, 0, 0, 0}
+			for i := range 8 {
+				key[7-i] = byte(next >> (8 * i))
+			}
+			recs = append(recs, &kgo.Record{Topic: "orders", Key: key, Value: v, Partition: kafka.Partition(key, 3)})
+			w := want[region]
+			want[region] = [2]int64{w[0] + 1, w[1] + next}
+			next++
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantText := func() string {
+		var lines []string
+		for r, w := range want {
+			lines = append(lines, fmt.Sprintf("%s %d %d", r, w[0], w[1]))
+		}
+		sort.Strings(lines)
+		return strings.Join(lines, "\n")
+	}
+	read := func(rt *Runtime) (string, error) {
+		st, err := sql.Parse("SELECT region, n, total FROM by_region")
+		if err != nil {
+			return "", err
+		}
+		pp, err := planner.PlanSelect(cat, st[0].(*sql.Select))
+		if err != nil {
+			return "", err
+		}
+		var lines []string
+		_, err = rt.Pull(ctx, pp, &Env{}, func(r catalog.Row) error {
+			lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
+			return nil
+		})
+		sort.Strings(lines)
+		return strings.Join(lines, "\n"), err
+	}
+	waitFor := func(rt *Runtime, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			got, err := read(rt)
+			if err == nil && got == wantText() {
+				return
+			}
+			if time.Now().After(deadline) {
+				if q, ok := rt.Query("by_region"); ok {
+					for _, ts := range append(q.Tasks, q.Rekey...) {
+						lag, _ := ts.Lag(time.Now())
+						t.Logf("task %d: role %s lag %d skipped %d err %q", ts.Partition, ts.Role(), lag, ts.errors.Load(), ts.LastError())
+					}
+				}
+				t.Fatalf("%s: got\n%s\n(err %v)\nwant\n%s", what, got, err, wantText())
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+
+	produce(300)
+	waitFor(a, "active")
+	waitFor(b, "standby")
+	q, _ := b.Query("by_region")
+	for _, ts := range q.Tasks {
+		if r := ts.Role(); r != "standby" {
+			t.Fatalf("b's partition %d is %q, want standby", ts.Partition, r)
+		}
+	}
+
+	// a goes away; b takes over from its replica.
+	a.Close()
+	b.SetRoles(roles(RoleActive, true))
+	produce(300)
+	waitFor(b, "promoted standby")
+	for _, ts := range q.Tasks {
+		if r := ts.Role(); r != "active" {
+			t.Fatalf("b's partition %d is %q after promotion, want active", ts.Partition, r)
+		}
+	}
+}
