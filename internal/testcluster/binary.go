@@ -1,0 +1,140 @@
+package testcluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// modulePath is the module whose cmd/basin Binary builds.
+const modulePath = "github.com/basindb/basin"
+
+// binDirPrefix names the temporary directories holding built binaries;
+// each holds an "owner" file with the pid of the test binary that built
+// it, so a later run can remove the directories of dead ones.
+const binDirPrefix = "basin-testcluster-"
+
+var build struct {
+	once sync.Once
+	dir  string // the temporary directory holding the binary
+	path string
+	err  error
+}
+
+// Binary returns the path of a basin binary built from this module's
+// cmd/basin. It is built once per test binary, on first use, into a
+// temporary directory; Main removes it when the tests end, and otherwise
+// the next run removes it (best effort: directories whose owner process
+// is gone). BASIN_TEST_BINARY, when set, names a binary to use instead.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("BASIN_TEST_BINARY"); p != "" {
+		return p
+	}
+	build.once.Do(func() {
+		build.dir, build.path, build.err = buildBinary()
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.path
+}
+
+// Main runs a package's tests and removes the binary Binary built. Call it
+// from TestMain:
+//
+//	func TestMain(m *testing.M) { testcluster.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		_ = os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+func buildBinary() (dir, path string, err error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", "", err
+	}
+	removeStaleBinaries()
+	dir, err = os.MkdirTemp("", binDirPrefix)
+	if err != nil {
+		return "", "", fmt.Errorf("testcluster: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return "", "", fmt.Errorf("testcluster: %w", err)
+	}
+	path = filepath.Join(dir, "basin")
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/basin")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", "", fmt.Errorf("testcluster: go build ./cmd/basin in %s: %v\n%s", root, err, out)
+	}
+	return dir, path, nil
+}
+
+// moduleRoot walks up from the working directory (a test runs in its
+// package's directory) to the go.mod of this module.
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("testcluster: %w", err)
+	}
+	for dir := wd; ; {
+		if mod, err := modulePathOf(filepath.Join(dir, "go.mod")); err == nil {
+			if mod != modulePath {
+				return "", fmt.Errorf("testcluster: %s/go.mod is module %q, not %s: run the tests inside the basin module", dir, mod, modulePath)
+			}
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("testcluster: no go.mod above %s: run the tests inside the basin module", wd)
+		}
+		dir = parent
+	}
+}
+
+func modulePathOf(gomod string) (string, error) {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module"); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`), nil
+		}
+	}
+	return "", errors.New("no module line")
+}
+
+// removeStaleBinaries removes the binary directories of test binaries
+// that are gone: those that were killed or did not use Main.
+func removeStaleBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), binDirPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // being created, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}

@@ -1,0 +1,461 @@
+package testcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mathrand "math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Options configure a test cluster. The zero value is one node.
+type Options struct {
+	// Nodes is how many `basin serve` processes Start starts. Default 1.
+	Nodes int
+	// Cluster is the --cluster name. Default "tc-" and 8 random hex
+	// digits, so tests never share catalogs.
+	Cluster string
+	// Args are appended to every node's command line, after the
+	// harness's own flags (a repeated flag takes the last value). They
+	// must not change the node id, the addresses or the data dir: the
+	// Node's fields and the readiness check rely on them.
+	Args []string
+	// NodeArgs are appended to node i's command line, after Args.
+	NodeArgs map[int][]string
+	// BrokerArgs are appended to the broker's command line.
+	BrokerArgs []string
+	// Env holds "KEY=value" entries added to every process's
+	// environment: the test binary's, without its BASIN_* variables, so
+	// a developer's settings do not leak into tests.
+	Env []string
+	// LogLevel is every process's --log-level. Default $BASIN_TEST_LOG,
+	// else "info".
+	LogLevel string
+	// StartTimeout bounds the wait for each process to be ready, at
+	// start and at each Restart. Default 60s.
+	StartTimeout time.Duration
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.Cluster == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.Cluster = "tc-" + hex.EncodeToString(b[:])
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = os.Getenv("BASIN_TEST_LOG")
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+}
+
+// Cluster is a running broker and its nodes.
+type Cluster struct {
+	// Name is the --cluster name of every node.
+	Name string
+
+	t      testing.TB
+	opts   Options
+	bin    string
+	dir    string // root of the data dirs
+	logDir string
+	env    []string
+	broker *Process
+	// brokerAddr is set by the broker's first readiness check, before
+	// Start starts any node, and never changes: a restarted broker
+	// listens where it did.
+	brokerAddr string
+
+	mu struct {
+		sync.Mutex
+		nodes    []*Node
+		producer *kgo.Client
+	}
+}
+
+// Start starts a broker and opts.Nodes nodes and waits until all are
+// ready. Everything is killed when the test ends.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	opts.ensureDefaults()
+	c := &Cluster{Name: opts.Cluster, t: t, opts: opts, bin: Binary(t)}
+	// TempDir first: its removal is then a cleanup that runs after ours,
+	// when every process is gone.
+	c.dir = t.TempDir()
+	c.logDir = filepath.Join(c.dir, "logs")
+	if dir := os.Getenv("BASIN_TEST_LOG_DIR"); dir != "" {
+		c.logDir = filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"-"+c.Name)
+	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BASIN_") {
+			c.env = append(c.env, kv)
+		}
+	}
+	c.env = append(c.env, opts.Env...)
+	t.Cleanup(c.cleanup)
+
+	args := append([]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "broker"),
+		"--log-level", opts.LogLevel}, opts.BrokerArgs...)
+	b, err := newProcess(t, "broker", c.bin, args, c.env, c.logDir, opts.StartTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ready = c.brokerReady
+	c.broker = b
+	logFrom, err := b.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.waitReady(opts.StartTimeout, logFrom); err != nil {
+		b.ackExit()
+		t.Fatalf("%v\n%s", err, b.Tail(tailLines))
+	}
+	// A restarted broker must come back on the same port: the nodes
+	// have it as --brokers.
+	b.mu.Lock()
+	b.mu.args[2] = c.brokerAddr
+	b.mu.Unlock()
+
+	c.addNodes(t, opts.Nodes)
+	return c
+}
+
+// brokerLine is what `basin broker` prints once it listens.
+var brokerLine = regexp.MustCompile(`basin broker listening on (\S+)`)
+
+// brokerReady is the broker's readiness check: it has printed its
+// address, and a Kafka client gets an answer there.
+func (c *Cluster) brokerReady(ctx context.Context, logFrom int) error {
+	m := brokerLine.FindStringSubmatch(c.broker.log.since(logFrom))
+	if m == nil {
+		return errors.New(`no "basin broker listening on" line in its log yet`)
+	}
+	addr, _, _ := strings.Cut(m[1], ",")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		return fmt.Errorf("kafka client at %s: %w", addr, err)
+	}
+	if c.brokerAddr == "" {
+		c.brokerAddr = addr
+	}
+	return nil
+}
+
+// AddNode starts one more node, node-<len(Nodes())>, and waits until it
+// is ready.
+func (c *Cluster) AddNode(t testing.TB) *Node {
+	t.Helper()
+	return c.addNodes(t, 1)[0]
+}
+
+// addNodes starts count nodes together and waits for all of them.
+func (c *Cluster) addNodes(t testing.TB, count int) []*Node {
+	t.Helper()
+	c.mu.Lock()
+	first := len(c.mu.nodes)
+	var nodes []*Node
+	for i := first; i < first+count; i++ {
+		n, err := c.newNode(i)
+		if err != nil {
+			c.mu.Unlock()
+			t.Fatal(err)
+		}
+		c.mu.nodes = append(c.mu.nodes, n)
+		nodes = append(nodes, n)
+	}
+	c.mu.Unlock()
+
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.startNode(n)
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%v\n%s", err, nodes[i].Tail(tailLines)))
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatal(strings.Join(failed, "\n"))
+	}
+	return nodes
+}
+
+func (c *Cluster) newNode(i int) (*Node, error) {
+	id := fmt.Sprintf("node-%d", i)
+	n := &Node{Index: i, ID: id, DataDir: filepath.Join(c.dir, id)}
+	p, err := newProcess(c.t, id, c.bin, nil, c.env, c.logDir, c.opts.StartTimeout)
+	if err != nil {
+		return nil, err
+	}
+	p.ready = n.checkReady
+	n.Process = p
+	if err := c.pickAddrs(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// pickAddrs gives n free ports and the command line that uses them.
+// Another process may take a port between now and the node's bind;
+// startNode then picks again.
+func (c *Cluster) pickAddrs(n *Node) error {
+	pg, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	h, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	n.PGAddr, n.HTTPAddr = pg, h
+	args := []string{"serve",
+		"--brokers", c.brokerAddr,
+		"--cluster", c.Name,
+		"--node-id", n.ID,
+		"--data-dir", n.DataDir,
+		"--pg-addr", n.PGAddr,
+		"--http-addr", n.HTTPAddr,
+		"--log-level", c.opts.LogLevel,
+	}
+	args = append(args, c.opts.Args...)
+	args = append(args, c.opts.NodeArgs[n.Index]...)
+	n.mu.Lock()
+	n.mu.args = args
+	n.mu.Unlock()
+	return nil
+}
+
+// startNode starts n and waits until it is ready, once more on new ports
+// if a port it was given was taken meanwhile.
+func (c *Cluster) startNode(n *Node) error {
+	for attempt := 1; ; attempt++ {
+		logFrom, err := n.start()
+		if err != nil {
+			return err
+		}
+		err = n.waitReady(c.opts.StartTimeout, logFrom)
+		if err == nil {
+			return nil
+		}
+		n.Kill() // not ready in time, or already gone
+		n.ackExit()
+		if attempt == 1 && strings.Contains(n.log.since(logFrom), "address already in use") {
+			n.log.mark("a port was taken; starting again on other ports")
+			if err := c.pickAddrs(n); err != nil {
+				return err
+			}
+			continue
+		}
+		return err
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("testcluster: finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Broker is the broker's address, host:port, for --brokers and Kafka
+// clients.
+func (c *Cluster) Broker() string { return c.brokerAddr }
+
+// BrokerProcess is the broker, to kill, stop or restart it.
+func (c *Cluster) BrokerProcess() *Process { return c.broker }
+
+// Nodes returns every node ever started, running or not, by index.
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Node(nil), c.mu.nodes...)
+}
+
+// Node returns node i (its ID is "node-<i>").
+func (c *Cluster) Node(i int) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.nodes[i]
+}
+
+// RandomNode returns a node chosen with rng among those that are running
+// and not stopped, or nil if there is none.
+func (c *Cluster) RandomNode(rng *mathrand.Rand) *Node {
+	var live []*Node
+	for _, n := range c.Nodes() {
+		if n.Running() && !n.Stopped() {
+			live = append(live, n)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live[rng.IntN(len(live))]
+}
+
+// Client returns a Kafka client of the broker with opts, closed when the
+// test ends.
+func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.brokerAddr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Produce writes records to topic (it sets each record's Topic) and waits
+// for the broker to acknowledge them. Keyed records are partitioned as
+// Kafka's default partitioner and basin place them (murmur2 of the key
+// bytes); records without a key go to any partition. The topic must
+// exist (CREATE STREAM creates it).
+func (c *Cluster) Produce(t testing.TB, topic string, records ...*kgo.Record) {
+	t.Helper()
+	c.mu.Lock()
+	if c.mu.producer == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokerAddr), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+		if err != nil {
+			c.mu.Unlock()
+			t.Fatal(err)
+		}
+		c.mu.producer = cl
+	}
+	cl := c.mu.producer
+	c.mu.Unlock()
+	for _, r := range records {
+		r.Topic = topic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatalf("testcluster: producing %d records to %s: %v", len(records), topic, err)
+	}
+}
+
+// Eventually calls fn until it returns nil and fails the test with fn's
+// last error if that takes longer than d. It fails at once if a process
+// of the cluster exits without being asked to.
+func (c *Cluster) Eventually(t testing.TB, d time.Duration, fn func() error) {
+	t.Helper()
+	eventually(t, d, fn, c.crashes)
+}
+
+// Eventually calls fn until it returns nil and fails the test with fn's
+// last error if that takes longer than d. It waits 10ms after the first
+// failure, doubling up to 250ms.
+func Eventually(t testing.TB, d time.Duration, fn func() error) {
+	t.Helper()
+	eventually(t, d, fn, func() string { return "" })
+}
+
+func eventually(t testing.TB, d time.Duration, fn func() error, crashes func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if s := crashes(); s != "" {
+			t.Fatalf("testcluster: %s (waiting for: %v)", s, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testcluster: condition not met within %v: %v", d, err)
+		}
+		timer := time.NewTimer(min(wait, time.Until(deadline)+time.Millisecond))
+		<-timer.C
+	}
+}
+
+// crashes describes the processes that exited without being asked to.
+func (c *Cluster) crashes() string {
+	var out []string
+	for _, p := range c.processes() {
+		if r := p.crashReport(); r != "" {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// processes are the nodes, then the broker.
+func (c *Cluster) processes() []*Process {
+	var ps []*Process
+	for _, n := range c.Nodes() {
+		ps = append(ps, n.Process)
+	}
+	if c.broker != nil {
+		ps = append(ps, c.broker)
+	}
+	return ps
+}
+
+// cleanup kills every process still running, nodes before the broker,
+// reports crashes, and prints the logs' tails if the test failed.
+func (c *Cluster) cleanup() {
+	c.mu.Lock()
+	producer := c.mu.producer
+	c.mu.producer = nil
+	c.mu.Unlock()
+	if producer != nil {
+		producer.Close()
+	}
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Kill()
+		}()
+	}
+	wg.Wait()
+	if c.broker != nil {
+		c.broker.Kill()
+	}
+	if s := c.crashes(); s != "" {
+		c.t.Errorf("testcluster: %s", s)
+	}
+	for _, p := range c.processes() {
+		if c.t.Failed() {
+			c.t.Log(p.Tail(tailLines))
+		}
+		p.log.close()
+	}
+}
