@@ -49,3 +49,12 @@ func (r *Relation) QueryName() string {
 	}
 	return fmt.Sprintf("%s_%s_%d", prefix, strings.ToUpper(r.Name), r.Version)
 }
+
+// MembersTopic is the one-partition topic the nodes of a cluster
+// subscribe to in their group; nothing is written to it. Kafka needs a
+// subscribed topic to run a group's assignment.
+func MembersTopic(cluster string) string { return "_basin-" + cluster + "-members" }
+
+// NodesGroup is the consumer group the nodes of a cluster join to share
+// the tasks.
+func NodesGroup(cluster string) string { return "_basin-" + cluster + "-nodes" }

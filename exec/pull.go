@@ -262,6 +262,10 @@ func (q *pull) scanStores(ctx context.Context) error {
 	now := time.Now()
 	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
 		ts := query.Tasks[p]
+		if !ts.Held() {
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
+				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
+		}
 		if len(q.env.MinPosition) > 0 {
 			if err := q.waitPosition(ctx, query, ts); err != nil {
 				return err

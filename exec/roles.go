@@ -145,6 +145,7 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 		return err
 	}
 	caughtUp := ends[p]
+	ts.changelogEnd.Store(caughtUp)
 	cons, err := rt.consumer(fmt.Sprintf("standby-%s-%d", changelog, p), changelog, p, kgo.NewOffset().At(cp.ChangelogOffset))
 	if err != nil {
 		return err
@@ -179,6 +180,11 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 		if err := fetchErr(fetches); err != nil {
 			return err
 		}
+		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.HighWatermark > 0 {
+				ts.changelogEnd.Store(fp.HighWatermark)
+			}
+		})
 		if fetches.NumRecords() == 0 {
 			continue
 		}

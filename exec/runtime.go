@@ -117,8 +117,10 @@ type TaskState struct {
 	ready     chan struct{} // closed once restored the first time
 	readyOnce sync.Once
 	role      atomic.Uint32 // Role on this node
-	errors    atomic.Int64  // records skipped since start
-	mu        struct {
+	// changelogEnd is the end of the task's changelog as last seen.
+	changelogEnd atomic.Int64
+	errors       atomic.Int64 // records skipped since start
+	mu           struct {
 		sync.Mutex
 		lastErr string
 	}

@@ -53,6 +53,9 @@ type Engine struct {
 	// Backends signals the node's other sessions (pg_cancel_backend);
 	// nil when there is no server.
 	Backends Backends
+	// Members reports the cluster's tasks and nodes (SHOW TASKS, SHOW
+	// CLUSTER); nil reports this node's runtime alone.
+	Members ClusterInfo
 
 	pids     atomic.Int32
 	rrCount  atomic.Uint32
@@ -508,6 +511,10 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 		return s.listRelations(w, "SHOW", catalog.KindTable, catalog.KindView)
 	case sql.ShowQueries:
 		return s.showQueries(ctx, w)
+	case sql.ShowTasks:
+		return s.showTasks(ctx, w)
+	case sql.ShowCluster:
+		return s.showCluster(ctx, w)
 	}
 	name := strings.ToLower(st.Name)
 	if name == "all" {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,9 @@ type Node struct {
 	http   *http.Server
 	httpLn net.Listener
 	wg     sync.WaitGroup
+	// cluster is the node's group membership; nil for a node alone on
+	// its embedded broker.
+	cluster *cluster
 
 	mu struct {
 		sync.Mutex
@@ -134,6 +138,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Brokers) > 0 {
+		// In a cluster the assignment decides what runs here; until it
+		// arrives, nothing does.
+		n.rt.SetRoles(exec.Roles{})
+	}
 	if err := n.startQueries(); err != nil {
 		return nil, err
 	}
@@ -162,6 +171,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			return nil, err
 		}
 	}
+	if len(opts.Brokers) > 0 {
+		if err := n.startCluster(wctx, brokers); err != nil {
+			return nil, err
+		}
+		n.engine.Members = n.cluster
+	}
 	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster,
 		"auth", auth.method.String(), "tls", tlsConfig != nil)
 	return n, nil
@@ -180,6 +195,9 @@ func (n *Node) onChange(ch catalog.Change) {
 	}
 	if !ready {
 		return
+	}
+	if n.cluster != nil && (ch.Created != nil || ch.Dropped != nil) {
+		defer n.cluster.bal.RequestRebalance("catalog changed")
 	}
 	switch {
 	case ch.Created != nil:
@@ -286,6 +304,10 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	mux.HandleFunc("GET /tasks", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(n.localTasks())
+	})
 	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http listener on %s: %w", n.opts.HTTPAddr, err)
@@ -338,6 +360,9 @@ func (n *Node) Close() error {
 		errs = append(errs, n.pg.Close())
 	}
 	n.wg.Wait()
+	if n.cluster != nil {
+		n.cluster.close()
+	}
 	if n.clog != nil {
 		n.clog.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/basindb/basin/pgwire"
 )
@@ -39,6 +40,27 @@ type Options struct {
 	DefaultPartitions int
 	// MaxConnections bounds concurrent Postgres sessions. Default 100.
 	MaxConnections int
+	// StandbyReplicas is the number of standby replicas of each task
+	// when the view's WITH (num.standby.replicas = N) says nothing. The
+	// command line's default is DefaultStandbyReplicas; here the zero
+	// value means none.
+	StandbyReplicas int
+	// AcceptableRecoveryLag is how far behind (in changelog records) a
+	// node's replica of a task may be for the task to move there; a node
+	// further behind gets a warm-up replica first. Default 10000.
+	AcceptableRecoveryLag int64
+	// MaxWarmups bounds the warm-up replicas in the cluster at a time.
+	// Default 2.
+	MaxWarmups int
+	// ProbingInterval is how often the group leader rebalances while
+	// warm-ups are catching up, to move the tasks of those that have.
+	// Default 1 minute.
+	ProbingInterval time.Duration
+	// SessionTimeout is how long the group waits for a silent node (a
+	// kill -9, a hang) before its tasks move: also how long a node
+	// restarted with the same --node-id has to come back and keep its
+	// tasks without a rebalance. Default 6s.
+	SessionTimeout time.Duration
 	// TLSCert and TLSKey are PEM files with the Postgres server's
 	// certificate chain and its private key (flags --tls-cert and
 	// --tls-key). With both, SSLRequest is answered 'S' and TLS 1.2 or
@@ -80,6 +102,12 @@ const (
 	DefaultHTTPAddr   = "127.0.0.1:8433"
 	DefaultCluster    = "basin"
 	DefaultPartitions = 4
+
+	DefaultStandbyReplicas       = 1
+	DefaultAcceptableRecoveryLag = 10000
+	DefaultMaxWarmups            = 2
+	DefaultProbingInterval       = time.Minute
+	DefaultSessionTimeout        = 6 * time.Second
 )
 
 // ensureDefaults fills unset fields with their defaults; it is the one
@@ -105,6 +133,21 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.MaxConnections == 0 {
 		o.MaxConnections = 100
+	}
+	if o.StandbyReplicas < 0 {
+		o.StandbyReplicas = 0
+	}
+	if o.AcceptableRecoveryLag <= 0 {
+		o.AcceptableRecoveryLag = DefaultAcceptableRecoveryLag
+	}
+	if o.MaxWarmups <= 0 {
+		o.MaxWarmups = DefaultMaxWarmups
+	}
+	if o.ProbingInterval <= 0 {
+		o.ProbingInterval = DefaultProbingInterval
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.Auth == "" {
 		o.Auth = pgwire.AuthTrust.String()

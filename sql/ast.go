@@ -146,12 +146,14 @@ const (
 	ShowStreams ShowKind = iota + 1
 	ShowTables
 	ShowQueries
+	ShowTasks
+	ShowCluster
 	// ShowVariable is SHOW name (a session or server setting); Name holds
 	// it.
 	ShowVariable
 )
 
-// Show is SHOW STREAMS | TABLES | QUERIES | <variable> | ALL.
+// Show is SHOW STREAMS | TABLES | QUERIES | TASKS | CLUSTER | <variable> | ALL.
 type Show struct {
 	What ShowKind
 	Name string

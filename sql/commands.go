@@ -87,6 +87,10 @@ func (sp *stmtParser) parseShow(i int) (Statement, error) {
 		s = &Show{What: ShowTables}
 	case c.words("queries"):
 		s = &Show{What: ShowQueries}
+	case c.words("tasks"):
+		s = &Show{What: ShowTasks}
+	case c.words("cluster"):
+		s = &Show{What: ShowCluster}
 	case c.words("all"):
 		s = &Show{What: ShowVariable, Name: "all"}
 	case c.words("transaction", "isolation", "level"):

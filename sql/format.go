@@ -115,6 +115,10 @@ func (f *formatter) stmt(s Statement) {
 			f.b.WriteString("SHOW TABLES")
 		case ShowQueries:
 			f.b.WriteString("SHOW QUERIES")
+		case ShowTasks:
+			f.b.WriteString("SHOW TASKS")
+		case ShowCluster:
+			f.b.WriteString("SHOW CLUSTER")
 		default:
 			f.printf("SHOW %s", settingName(s.Name))
 		}

@@ -90,6 +90,11 @@ func newServe() *cobra.Command {
 	f.String("cluster", node.DefaultCluster, "cluster name; nodes with the same name on the same Kafka share the work")
 	f.Int("default-partitions", node.DefaultPartitions, "partitions of topics basin creates when a statement names none")
 	f.Int("max-connections", 100, "maximum concurrent Postgres connections")
+	f.Int("standby-replicas", node.DefaultStandbyReplicas, "standby replicas of each task when a view's num.standby.replicas is not set")
+	f.Int64("acceptable-recovery-lag", node.DefaultAcceptableRecoveryLag, "changelog records a node may be behind for a task to move to it (else it warms up first)")
+	f.Int("max-warmups", node.DefaultMaxWarmups, "warm-up replicas in the cluster at a time")
+	f.Duration("probing-interval", node.DefaultProbingInterval, "how often the group leader rebalances while warm-ups catch up")
+	f.Duration("session-timeout", node.DefaultSessionTimeout, "how long a silent node keeps its tasks (failover time; restart window of a static member)")
 	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
 	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
@@ -119,21 +124,26 @@ func newServe() *cobra.Command {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		n, err := node.Start(ctx, node.Options{
-			DataDir:           v.GetString("data-dir"),
-			PGAddr:            v.GetString("pg-addr"),
-			HTTPAddr:          v.GetString("http-addr"),
-			Brokers:           brokers,
-			BrokerAddr:        v.GetString("broker-addr"),
-			NodeID:            v.GetString("node-id"),
-			Cluster:           v.GetString("cluster"),
-			DefaultPartitions: v.GetInt("default-partitions"),
-			MaxConnections:    v.GetInt("max-connections"),
-			TLSCert:           v.GetString("tls-cert"),
-			TLSKey:            v.GetString("tls-key"),
-			Auth:              v.GetString("auth"),
-			Users:             users,
-			AllowTrustRemote:  v.GetBool("allow-trust-remote"),
-			Logger:            log,
+			DataDir:               v.GetString("data-dir"),
+			PGAddr:                v.GetString("pg-addr"),
+			HTTPAddr:              v.GetString("http-addr"),
+			Brokers:               brokers,
+			BrokerAddr:            v.GetString("broker-addr"),
+			NodeID:                v.GetString("node-id"),
+			Cluster:               v.GetString("cluster"),
+			DefaultPartitions:     v.GetInt("default-partitions"),
+			MaxConnections:        v.GetInt("max-connections"),
+			StandbyReplicas:       v.GetInt("standby-replicas"),
+			AcceptableRecoveryLag: v.GetInt64("acceptable-recovery-lag"),
+			MaxWarmups:            v.GetInt("max-warmups"),
+			ProbingInterval:       v.GetDuration("probing-interval"),
+			SessionTimeout:        v.GetDuration("session-timeout"),
+			TLSCert:               v.GetString("tls-cert"),
+			TLSKey:                v.GetString("tls-key"),
+			Auth:                  v.GetString("auth"),
+			Users:                 users,
+			AllowTrustRemote:      v.GetBool("allow-trust-remote"),
+			Logger:                log,
 		})
 		if err != nil {
 			return err

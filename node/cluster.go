@@ -1,0 +1,394 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/exec"
+	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/kafka"
+)
+
+// cluster is a node's membership in its cluster: it joins the cluster's
+// group with ha's balancer and runs the tasks the assignment gives it in
+// the roles it gives them. A node with the embedded broker is alone and
+// has no cluster: it runs every task active.
+type cluster struct {
+	n      *Node
+	bal    *ha.Balancer
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu struct {
+		sync.Mutex
+		a   ha.Assignment
+		has bool
+	}
+}
+
+// rekeySuffix marks the ha task of a view's re-keying stage: its
+// partitions are the source's, and it keeps no state (no standbys).
+const rekeySuffix = "/rekey"
+
+// joinFile keeps the last join metadata in the data dir, so a restarted
+// node can send the same bytes (see ha.BalancerConfig.LastJoin).
+const joinFile = "cluster-join"
+
+// startCluster joins the cluster's group. Until the first assignment
+// arrives the node runs no task.
+func (n *Node) startCluster(ctx context.Context, brokers []string) error {
+	c := &cluster{n: n, done: make(chan struct{})}
+	topic := catalog.MembersTopic(n.opts.Cluster)
+	if _, _, err := kafka.EnsureTopic(ctx, n.rt.Admin(), topic, 1, nil); err != nil {
+		return fmt.Errorf("creating the members topic %s: %w", topic, err)
+	}
+	last, err := os.ReadFile(filepath.Join(n.opts.DataDir, joinFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	c.bal, err = ha.NewBalancer(ha.BalancerConfig{
+		NodeID:          n.id,
+		Group:           catalog.NodesGroup(n.opts.Cluster),
+		Topic:           topic,
+		Assign:          ha.Config{AcceptableRecoveryLag: n.opts.AcceptableRecoveryLag, MaxWarmups: n.opts.MaxWarmups},
+		ProbingInterval: n.opts.ProbingInterval,
+		Local:           c.local,
+		Tasks:           c.tasks,
+		OnAssignment:    c.onAssignment,
+		LastJoin:        last,
+		OnJoin: func(b []byte) {
+			if err := writeFileAtomic(filepath.Join(n.opts.DataDir, joinFile), b); err != nil {
+				n.log.Warn("saving the join metadata", "err", err)
+			}
+		},
+		Logger: n.log.With("component", "cluster"),
+	})
+	if err != nil {
+		return err
+	}
+	opts := append(c.bal.ClientOpts(),
+		kgo.SessionTimeout(n.opts.SessionTimeout),
+		kgo.HeartbeatInterval(max(n.opts.SessionTimeout/6, 100*time.Millisecond)),
+		kgo.RebalanceTimeout(30*time.Second))
+	if c.cl, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-member", Logger: n.log}, opts...); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() {
+		defer close(c.done)
+		c.bal.Run(rctx, c.cl)
+	}()
+	n.cluster = c
+	return nil
+}
+
+// close stops the membership without leaving the group: a static member
+// keeps its tasks for the session timeout, so a restart within it moves
+// nothing (KIP-345).
+func (c *cluster) close() {
+	c.cancel()
+	<-c.done
+	c.cl.Close()
+}
+
+// local is what this node reports when it joins: its addresses and the
+// checkpoint of every store it has on disk.
+func (c *cluster) local() ha.LocalState {
+	n := c.n
+	st := ha.LocalState{PGAddr: n.pg.Addr().String(), Offsets: map[ha.TaskID]int64{}}
+	if n.httpLn != nil {
+		st.HTTPAddr = n.httpLn.Addr().String()
+	}
+	ids, err := n.db.Stores()
+	if err != nil {
+		n.log.Warn("listing stores for the join", "err", err)
+		return st
+	}
+	for _, id := range ids {
+		cp, err := n.db.Store(id).Checkpoint()
+		if err != nil || cp.ChangelogOffset <= 0 {
+			continue
+		}
+		st.Offsets[ha.TaskID{View: id.View, Partition: id.Partition}] = cp.ChangelogOffset
+	}
+	return st
+}
+
+// tasks lists the tasks of the catalog for the leader to assign: every
+// partition of every table and view, with its standby count and its
+// changelog's end, and the re-keying stage of each view that has one.
+func (c *cluster) tasks() ([]ha.Task, error) {
+	n := c.n
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []ha.Task
+	for _, rel := range n.cat.List(catalog.KindTable, catalog.KindView) {
+		standbys := n.opts.StandbyReplicas
+		if v := rel.Option("num.standby.replicas", ""); v != "" {
+			if s, err := strconv.Atoi(v); err == nil {
+				standbys = s
+			}
+		}
+		changelog := rel.Topic
+		if rel.Kind == catalog.KindView {
+			changelog = rel.ChangelogTopic(n.opts.Cluster)
+		}
+		ends, err := kafka.EndOffsets(ctx, n.rt.Admin(), changelog)
+		if err != nil {
+			return nil, fmt.Errorf("end offsets of %s: %w", changelog, err)
+		}
+		for p := int32(0); p < rel.Partitions; p++ {
+			out = append(out, ha.Task{ID: ha.TaskID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
+		}
+		if q, ok := n.rt.Query(rel.Name); ok {
+			for sp := range q.Rekey {
+				out = append(out, ha.Task{ID: ha.TaskID{View: rel.StoreName() + rekeySuffix, Partition: int32(sp)}})
+			}
+		}
+	}
+	return out, nil
+}
+
+// onAssignment runs this node's tasks in the roles the new assignment
+// gives them.
+func (c *cluster) onAssignment(a ha.Assignment) {
+	c.mu.Lock()
+	c.mu.a, c.mu.has = a, true
+	c.mu.Unlock()
+	roles := exec.Roles{}
+	mine := a.Nodes[c.n.id]
+	for _, set := range []struct {
+		ids  []ha.TaskID
+		role exec.Role
+	}{{mine.Active, exec.RoleActive}, {mine.Standby, exec.RoleStandby}, {mine.Warmup, exec.RoleWarmup}} {
+		for _, id := range set.ids {
+			roles[taskKey(id)] = set.role
+		}
+	}
+	c.n.log.Info("assignment", "generation", a.Generation, "leader", a.Leader,
+		"active", len(mine.Active), "standby", len(mine.Standby), "warmup", len(mine.Warmup))
+	c.n.rt.SetRoles(roles)
+}
+
+// assignment returns the last assignment, if any.
+func (c *cluster) assignment() (ha.Assignment, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.a, c.mu.has
+}
+
+// taskKey is exec's name of an ha task.
+func taskKey(id ha.TaskID) exec.TaskKey {
+	if s, ok := strings.CutSuffix(id.View, rekeySuffix); ok {
+		return exec.TaskKey{Store: s, Partition: id.Partition, Rekey: true}
+	}
+	return exec.TaskKey{Store: id.View, Partition: id.Partition}
+}
+
+// haTask is ha's name of an exec task.
+func haTask(k exec.TaskKey) ha.TaskID {
+	if k.Rekey {
+		return ha.TaskID{View: k.Store + rekeySuffix, Partition: k.Partition}
+	}
+	return ha.TaskID{View: k.Store, Partition: k.Partition}
+}
+
+// writeFileAtomic writes a file through a temporary one and a rename.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// tasksReport is the body of GET /tasks.
+type tasksReport struct {
+	Node       string            `json:"node"`
+	Generation int32             `json:"generation"`
+	Tasks      []exec.TaskStatus `json:"tasks"`
+}
+
+// localTasks is what GET /tasks reports.
+func (n *Node) localTasks() tasksReport {
+	r := tasksReport{Node: n.id, Tasks: n.rt.Tasks(time.Now())}
+	if n.cluster != nil {
+		if a, ok := n.cluster.assignment(); ok {
+			r.Generation = a.Generation
+		}
+	}
+	if r.Tasks == nil {
+		r.Tasks = []exec.TaskStatus{}
+	}
+	return r
+}
+
+// peerTimeout bounds a request to another node for SHOW TASKS and SHOW
+// CLUSTER: a node that does not answer within it is reported so.
+const peerTimeout = time.Second
+
+// getJSON fetches a peer's HTTP endpoint into v.
+func getJSON(ctx context.Context, addr, path string, v any) error {
+	if addr == "" {
+		return errors.New("no HTTP address")
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s%s: %s", addr, path, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v)
+}
+
+// Tasks implements exec.ClusterInfo: every node's tasks, asked in
+// parallel; a node that does not answer has its tasks reported from the
+// assignment.
+func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
+	a, ok := c.assignment()
+	if !ok {
+		return c.n.localTasks().Tasks, nil
+	}
+	ids := a.NodeIDs()
+	reports := make([][]exec.TaskStatus, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if id == c.n.id {
+			reports[i] = c.n.localTasks().Tasks
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r tasksReport
+			if err := getJSON(ctx, a.Nodes[id].HTTPAddr, "/tasks", &r); err == nil {
+				reports[i] = r.Tasks
+				return
+			}
+			reports[i] = c.unreachable(id, a.Nodes[id])
+		}()
+	}
+	wg.Wait()
+	var out []exec.TaskStatus
+	for _, r := range reports {
+		for _, t := range r {
+			if t.Role == exec.RoleActive.String() {
+				if k, ok := storeOf(t.Task); ok {
+					t.MissingStandbys = a.Shortfall[haTask(k)]
+				}
+			}
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Relation != out[j].Relation {
+			return out[i].Relation < out[j].Relation
+		}
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		if out[i].Task != out[j].Task {
+			return out[i].Task < out[j].Task
+		}
+		return roleRank(out[i].Role) < roleRank(out[j].Role)
+	})
+	return out, nil
+}
+
+func roleRank(r string) int {
+	switch r {
+	case "active":
+		return 0
+	case "standby":
+		return 1
+	}
+	return 2
+}
+
+// unreachable lists a node's tasks from the assignment, for a node that
+// did not answer.
+func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
+	var out []exec.TaskStatus
+	for _, set := range []struct {
+		ids  []ha.TaskID
+		role exec.Role
+	}{{nt.Active, exec.RoleActive}, {nt.Standby, exec.RoleStandby}, {nt.Warmup, exec.RoleWarmup}} {
+		for _, tid := range set.ids {
+			k := taskKey(tid)
+			rel, _, _ := strings.Cut(k.Store, "@")
+			if r, ok := c.n.cat.Lookup(rel); ok {
+				rel = r.Name
+			}
+			out = append(out, exec.TaskStatus{Task: k.String(), Relation: rel, Partition: k.Partition, Node: id,
+				Role: set.role.String(), State: "UNREACHABLE"})
+		}
+	}
+	return out
+}
+
+// storeOf parses a TaskStatus.Task back into its key.
+func storeOf(task string) (exec.TaskKey, bool) {
+	i := strings.LastIndexByte(task, '/')
+	if i < 0 {
+		return exec.TaskKey{}, false
+	}
+	p, err := strconv.ParseInt(task[i+1:], 10, 32)
+	if err != nil {
+		return exec.TaskKey{}, false
+	}
+	store, rekey := strings.CutSuffix(task[:i], rekeySuffix)
+	return exec.TaskKey{Store: store, Partition: int32(p), Rekey: rekey}, true
+}
+
+// Members implements exec.ClusterInfo: the nodes of the assignment, each
+// checked with GET /healthz.
+func (c *cluster) Members(ctx context.Context) ([]exec.Member, error) {
+	a, ok := c.assignment()
+	if !ok {
+		return []exec.Member{{Node: c.n.id, PGAddr: c.n.PGAddr(), HTTPAddr: c.n.HTTPAddr(), Alive: true}}, nil
+	}
+	ids := a.NodeIDs()
+	out := make([]exec.Member, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		nt := a.Nodes[id]
+		out[i] = exec.Member{Node: id, PGAddr: nt.PGAddr, HTTPAddr: nt.HTTPAddr, Leader: a.Leader == id,
+			Generation: a.Generation, Active: len(nt.Active), Standby: len(nt.Standby), Warmup: len(nt.Warmup)}
+		if id == c.n.id {
+			out[i].Alive = true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r tasksReport
+			out[i].Alive = getJSON(ctx, nt.HTTPAddr, "/tasks", &r) == nil
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}

@@ -1,0 +1,249 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/testcluster"
+)
+
+// clusterView is the view the cluster tests run: counts and sums per
+// region over a 4-partition stream, re-keyed by region.
+type clusterView struct {
+	c    *testcluster.Cluster
+	want map[string][2]int64
+	next int64
+}
+
+var clusterRegions = []string{"eu", "us", "apac", "latam", "mea", "na", "sa"}
+
+func newClusterView(t *testing.T, c *testcluster.Cluster) *clusterView {
+	t.Helper()
+	n := c.Node(0)
+	n.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
+	n.Exec(t, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	return &clusterView{c: c, want: map[string][2]int64{}}
+}
+
+// produce writes n orders and records what the view must then hold.
+func (v *clusterView) produce(t *testing.T, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for range n {
+		region := clusterRegions[v.next%int64(len(clusterRegions))]
+		val, _ := json.Marshal(map[string]any{"region": region, "amount": v.next})
+		key := binary.BigEndian.AppendUint64(nil, uint64(v.next))
+		recs = append(recs, &kgo.Record{Topic: "orders", Key: key, Value: val})
+		w := v.want[region]
+		v.want[region] = [2]int64{w[0] + 1, w[1] + v.next}
+		v.next++
+	}
+	v.c.Produce(t, "orders", recs...)
+}
+
+// checkReplicas waits until, for every region, every node holding its
+// partition (active or standby) answers the key lookup with exactly the
+// counts produced, and at least replicas nodes do.
+func (v *clusterView) checkReplicas(t *testing.T, replicas int) {
+	t.Helper()
+	v.c.Eventually(t, 60*time.Second, func() error {
+		for region, w := range v.want {
+			want := fmt.Sprintf("%d|%d", w[0], w[1])
+			answered := 0
+			for _, n := range v.c.Nodes() {
+				if !n.Running() || n.Stopped() {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				rows, err := n.QueryCtx(ctx, "SELECT n, total FROM by_region WHERE region = $1", region)
+				cancel()
+				if err != nil {
+					if strings.Contains(err.Error(), "has no replica on node") {
+						continue
+					}
+					return fmt.Errorf("%s on %s: %v", region, n.ID, err)
+				}
+				if len(rows) != 1 || strings.Join(rows[0], "|") != want {
+					return fmt.Errorf("%s on %s: %v, want %s", region, n.ID, rows, want)
+				}
+				answered++
+			}
+			if answered < replicas {
+				return fmt.Errorf("%s: %d nodes answered, want %d", region, answered, replicas)
+			}
+		}
+		return nil
+	})
+}
+
+// taskRow is a row of SHOW TASKS.
+type taskRow struct{ task, node, role, state string }
+
+func showTasks(t *testing.T, n *testcluster.Node) ([]taskRow, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, err := n.QueryCtx(ctx, "SHOW TASKS")
+	if err != nil {
+		return nil, err
+	}
+	var out []taskRow
+	for _, r := range rows {
+		out = append(out, taskRow{task: r[0], node: r[3], role: r[4], state: r[5]})
+	}
+	return out, nil
+}
+
+// waitPlaced waits until SHOW TASKS on n shows each of the view's four
+// partitions with one running active and standbys running standbys, all
+// on distinct live nodes, and returns task → "active node, standby
+// nodes".
+func waitPlaced(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, standbys int) map[string]string {
+	t.Helper()
+	var placed map[string]string
+	c.Eventually(t, 60*time.Second, func() error {
+		rows, err := showTasks(t, n)
+		if err != nil {
+			return err
+		}
+		live := map[string]bool{}
+		for _, nd := range c.Nodes() {
+			live[nd.ID] = nd.Running() && !nd.Stopped()
+		}
+		byTask := map[string][]taskRow{}
+		for _, r := range rows {
+			if strings.HasPrefix(r.task, "by_region@") && !strings.Contains(r.task, "/rekey/") {
+				byTask[r.task] = append(byTask[r.task], r)
+			}
+		}
+		if len(byTask) != 4 {
+			return fmt.Errorf("%d view partitions in SHOW TASKS, want 4: %v", len(byTask), rows)
+		}
+		placed = map[string]string{}
+		for task, rs := range byTask {
+			var active string
+			var stand []string
+			nodes := map[string]bool{}
+			for _, r := range rs {
+				if !live[r.node] || r.state != "RUNNING" {
+					return fmt.Errorf("%s: %s on %s is %s", task, r.role, r.node, r.state)
+				}
+				if nodes[r.node] {
+					return fmt.Errorf("%s: two replicas on %s", task, r.node)
+				}
+				nodes[r.node] = true
+				switch r.role {
+				case "active":
+					active = r.node
+				case "standby":
+					stand = append(stand, r.node)
+				}
+			}
+			if active == "" || len(stand) != standbys {
+				return fmt.Errorf("%s: active %q, standbys %v", task, active, stand)
+			}
+			sort.Strings(stand)
+			placed[task] = active + " " + strings.Join(stand, ",")
+		}
+		return nil
+	})
+	return placed
+}
+
+// TestClusterStandbysAndFailover runs three real nodes: every view
+// partition gets an active and a standby on different nodes, both hold
+// the exact counts; a node killed with SIGKILL loses its actives to their
+// standbys, and the counts stay exact (nothing lost or counted twice).
+func TestClusterStandbysAndFailover(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	t.Logf("placement: %v", placed)
+	v.produce(t, 700)
+	v.checkReplicas(t, 2)
+
+	// Kill the node with the most actives.
+	count := map[string]int{}
+	for _, p := range placed {
+		count[strings.Fields(p)[0]]++
+	}
+	victim := c.Node(0)
+	for _, n := range c.Nodes() {
+		if count[n.ID] > count[victim.ID] {
+			victim = n
+		}
+	}
+	t.Logf("killing %s (%d actives)", victim.ID, count[victim.ID])
+	victim.Kill()
+	v.produce(t, 700)
+	var survivor *testcluster.Node
+	for _, n := range c.Nodes() {
+		if n != victim {
+			survivor = n
+			break
+		}
+	}
+	after := waitPlaced(t, c, survivor, 1)
+	t.Logf("after the kill: %v", after)
+	promoted := 0
+	for task, p := range after {
+		if strings.Contains(p, victim.ID) {
+			t.Fatalf("%s still placed on the killed node: %s", task, p)
+		}
+		// Tasks whose active died go to live nodes, their standbys first
+		// (balance may send one elsewhere: any node within
+		// acceptable.recovery.lag counts as caught up).
+		if was := strings.Fields(placed[task]); was[0] == victim.ID && strings.Fields(p)[0] == was[1] {
+			promoted++
+		}
+	}
+	if count[victim.ID] > 0 && promoted == 0 {
+		t.Errorf("no standby of %s's actives was promoted: before %v, after %v", victim.ID, placed, after)
+	}
+	v.checkReplicas(t, 2)
+}
+
+// TestClusterRestartSameID kills a node and restarts it with the same
+// --node-id within the session timeout: it takes its tasks back from its
+// checkpoints and no task moves.
+func TestClusterRestartSameID(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "20s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, 500)
+	v.checkReplicas(t, 2)
+	generation := func() string {
+		rows := c.Node(0).Query(t, "SHOW CLUSTER")
+		gens := map[string]bool{}
+		for _, r := range rows {
+			gens[r[5]] = true
+		}
+		if len(gens) != 1 {
+			t.Fatalf("SHOW CLUSTER: generations differ: %v", rows)
+		}
+		return rows[0][5]
+	}
+	before := generation()
+
+	victim := c.Node(1)
+	victim.Kill()
+	victim.Restart(t)
+	v.produce(t, 500)
+	after := waitPlaced(t, c, c.Node(0), 1)
+	if fmt.Sprint(after) != fmt.Sprint(placed) {
+		t.Fatalf("tasks moved across the restart:\nbefore %v\nafter  %v", placed, after)
+	}
+	// TODO(issue 4): the restart still costs one rebalance on kfake
+	// (generation +1) although nothing moves; find out why the
+	// reused join metadata does not keep kfake from rebalancing.
+	t.Logf("generation %s before the restart, %s after", before, generation())
+	v.checkReplicas(t, 2)
+}
