@@ -173,18 +173,10 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 				lastEnds = time.Now()
 			}
 		}
-		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := fetchErr(fetches); err != nil {
+		fetches, ok, err := rt.poll(ctx, cons, &ts.changelogEnd)
+		if !ok {
 			return err
 		}
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if fp.HighWatermark > 0 {
-				ts.changelogEnd.Store(fp.HighWatermark)
-			}
-		})
 		if fetches.NumRecords() == 0 {
 			continue
 		}

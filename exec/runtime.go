@@ -244,12 +244,6 @@ func (t *TaskState) setError(err error) {
 	}
 }
 
-func (t *TaskState) observeFetch(p kgo.FetchTopicPartition) {
-	if p.HighWatermark > 0 {
-		t.inputEnd.Store(p.HighWatermark)
-	}
-}
-
 // NewRuntime returns a runtime; Close stops every task.
 func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	opts.ensureDefaults()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -113,14 +114,10 @@ func (t *tableTask) run(ctx context.Context) error {
 		return err
 	}
 	for {
-		fetches := cons.PollRecords(ctx, t.rt.opts.MaxBatch)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := fetchErr(fetches); err != nil {
+		fetches, ok, err := t.rt.poll(ctx, cons, &t.state.inputEnd)
+		if !ok {
 			return err
 		}
-		fetches.EachPartition(t.state.observeFetch)
 		if fetches.NumRecords() == 0 {
 			continue
 		}
@@ -193,6 +190,25 @@ func (t *tableTask) markRestored(ctx context.Context, next int64) error {
 		t.state.markRestored()
 	}
 	return nil
+}
+
+// poll fetches the next records of a task's consumer and records the
+// partition's high watermark in end. ok is false on an error, and with
+// no error once ctx has ended: the task is stopping.
+func (rt *Runtime) poll(ctx context.Context, cons *kgo.Client, end *atomic.Int64) (_ kgo.Fetches, ok bool, err error) {
+	fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
+	if ctx.Err() != nil {
+		return nil, false, nil
+	}
+	if err := fetchErr(fetches); err != nil {
+		return nil, false, err
+	}
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if fp.HighWatermark > 0 {
+			end.Store(fp.HighWatermark)
+		}
+	})
+	return fetches, true, nil
 }
 
 func fetchErr(fetches kgo.Fetches) error {
@@ -340,14 +356,10 @@ func (t *viewTask) run(ctx context.Context) error {
 	t.state.markRestored()
 
 	for {
-		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := fetchErr(fetches); err != nil {
+		fetches, ok, err := rt.poll(ctx, cons, &t.state.inputEnd)
+		if !ok {
 			return err
 		}
-		fetches.EachPartition(t.state.observeFetch)
 		if fetches.NumRecords() == 0 {
 			continue
 		}
@@ -737,18 +749,10 @@ func (t *rekeyTask) run(ctx context.Context) error {
 	}
 	t.state.markRestored()
 	for {
-		fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := fetchErr(fetches); err != nil {
+		fetches, ok, err := rt.poll(ctx, cons, &t.ends.ends[t.sp])
+		if !ok {
 			return err
 		}
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			if fp.HighWatermark > 0 {
-				t.ends.ends[t.sp].Store(fp.HighWatermark)
-			}
-		})
 		if fetches.NumRecords() == 0 {
 			continue
 		}
