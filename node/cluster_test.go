@@ -213,7 +213,7 @@ func TestClusterStandbysAndFailover(t *testing.T) {
 
 // TestClusterRestartSameID kills a node and restarts it with the same
 // --node-id within the session timeout: it takes its tasks back from its
-// checkpoints and no task moves.
+// checkpoints, the group does not rebalance, and no task moves.
 func TestClusterRestartSameID(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "20s", "--standby-replicas", "1"}})
 	v := newClusterView(t, c)
@@ -241,9 +241,8 @@ func TestClusterRestartSameID(t *testing.T) {
 	if fmt.Sprint(after) != fmt.Sprint(placed) {
 		t.Fatalf("tasks moved across the restart:\nbefore %v\nafter  %v", placed, after)
 	}
-	// TODO(issue 4): the restart still costs one rebalance on kfake
-	// (generation +1) although nothing moves; find out why the
-	// reused join metadata does not keep kfake from rebalancing.
-	t.Logf("generation %s before the restart, %s after", before, generation())
+	if g := generation(); g != before {
+		t.Fatalf("the group rebalanced across the restart: generation %s, then %s", before, g)
+	}
 	v.checkReplicas(t, 2)
 }

@@ -197,7 +197,12 @@ func (n *Node) onChange(ch catalog.Change) {
 		return
 	}
 	if n.cluster != nil && (ch.Created != nil || ch.Dropped != nil) {
-		defer n.cluster.bal.RequestRebalance("catalog changed")
+		// Every node applies the same command; the leader's request is
+		// enough (it balances from its own catalog), and one request
+		// per node would rebalance the group once per node.
+		if _, known := n.cluster.assignment(); !known || n.cluster.bal.IsLeader() {
+			defer n.cluster.bal.RequestRebalance("catalog changed")
+		}
 	}
 	switch {
 	case ch.Created != nil:
