@@ -104,10 +104,18 @@ func (rt *Runtime) roleLocked(key TaskKey) Role {
 	return rt.mu.roles[key]
 }
 
-// reconcileLocked brings q's tasks to their assigned roles.
+// reconcileLocked brings q's tasks to their assigned roles. A view's
+// re-keying stage for source partition sp is not assigned on its own: it
+// runs where view partition sp mod partitions is active, so the
+// stateless stages follow the stateful work and need no balancing of
+// their own.
 func (rt *Runtime) reconcileLocked(q *Query) {
 	for _, s := range q.slots {
-		want := rt.roleLocked(s.key)
+		key := s.key
+		if key.Rekey {
+			key = TaskKey{Store: key.Store, Partition: key.Partition % int32(len(q.Tasks))}
+		}
+		want := rt.roleLocked(key)
 		if s.run != nil && s.run(want) == nil {
 			want = RoleNone
 		}

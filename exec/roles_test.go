@@ -81,13 +81,11 @@ func TestStandbyFailover(t *testing.T) {
 		}
 		return rt
 	}
-	roles := func(r Role, rekey bool) Roles {
+	// Re-keying stages follow the actives of the view's partitions.
+	roles := func(r Role) Roles {
 		out := Roles{}
 		for p := int32(0); p < 3; p++ {
 			out[TaskKey{Store: view.StoreName(), Partition: p}] = r
-			if rekey {
-				out[TaskKey{Store: view.StoreName(), Partition: p, Rekey: true}] = RoleActive
-			}
 		}
 		return out
 	}
@@ -96,8 +94,8 @@ func TestStandbyFailover(t *testing.T) {
 	if _, _, err := kafka.EnsureTopic(ctx, a.Admin(), "orders", 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	a.SetRoles(roles(RoleActive, true))
-	b.SetRoles(roles(RoleStandby, false))
+	a.SetRoles(roles(RoleActive))
+	b.SetRoles(roles(RoleStandby))
 	for _, rt := range []*Runtime{a, b} {
 		if err := rt.StartView(plan); err != nil {
 			t.Fatal(err)
@@ -190,10 +188,15 @@ func TestStandbyFailover(t *testing.T) {
 			t.Fatalf("b's partition %d is %q, want standby", ts.Partition, r)
 		}
 	}
+	for _, ts := range q.Rekey {
+		if ts.Held() {
+			t.Fatalf("b runs the re-keying stage of source partition %d without an active", ts.Partition)
+		}
+	}
 
 	// a goes away; b takes over from its replica.
 	a.Close()
-	b.SetRoles(roles(RoleActive, true))
+	b.SetRoles(roles(RoleActive))
 	produce(300)
 	waitFor(b, "promoted standby")
 	for _, ts := range q.Tasks {

@@ -14,8 +14,11 @@ import (
 // HTTP /tasks endpoint report.
 type TaskStatus struct {
 	// Task names it: store/partition, or store/rekey/partition.
-	Task      string `json:"task"`
-	Relation  string `json:"relation"`
+	Task     string `json:"task"`
+	Relation string `json:"relation"`
+	// Store is the task's store (name@version); empty for a re-keying
+	// stage, which keeps none.
+	Store     string `json:"store,omitempty"`
 	Partition int32  `json:"partition"`
 	Node      string `json:"node"`
 	// Role is active, standby or warmup.
@@ -89,6 +92,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 			st.State, st.Error = "ERROR", e
 		}
 		if !s.key.Rekey {
+			st.Store = s.key.Store
 			st.OffsetLag, st.TimeLagMs = ts.Lag(now)
 			cp, err := rt.opts.DB.Store(materialize.StoreID{View: s.key.Store, Partition: s.key.Partition}).Checkpoint()
 			if err == nil {

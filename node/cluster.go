@@ -41,10 +41,6 @@ type cluster struct {
 	}
 }
 
-// rekeySuffix marks the ha task of a view's re-keying stage: its
-// partitions are the source's, and it keeps no state (no standbys).
-const rekeySuffix = "/rekey"
-
 // joinFile keeps the last join metadata in the data dir, so a restarted
 // node can send the same bytes (see ha.BalancerConfig.LastJoin).
 const joinFile = "cluster-join"
@@ -132,7 +128,7 @@ func (c *cluster) local() ha.LocalState {
 
 // tasks lists the tasks of the catalog for the leader to assign: every
 // partition of every table and view, with its standby count and its
-// changelog's end, and the re-keying stage of each view that has one.
+// changelog's end.
 func (c *cluster) tasks() ([]ha.Task, error) {
 	n := c.n
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -156,13 +152,35 @@ func (c *cluster) tasks() ([]ha.Task, error) {
 		for p := int32(0); p < rel.Partitions; p++ {
 			out = append(out, ha.Task{ID: ha.TaskID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
 		}
-		if q, ok := n.rt.Query(rel.Name); ok {
-			for sp := range q.Rekey {
-				out = append(out, ha.Task{ID: ha.TaskID{View: rel.StoreName() + rekeySuffix, Partition: int32(sp)}})
-			}
-		}
+		// A view's re-keying stages are not assigned: each runs with the
+		// active of a view partition (exec.Runtime.SetRoles).
 	}
 	return out, nil
+}
+
+// tasksChanged reports whether the catalog's tasks differ from those of
+// the current assignment.
+func (c *cluster) tasksChanged() bool {
+	a, ok := c.assignment()
+	if !ok {
+		return true
+	}
+	want := map[ha.TaskID]bool{}
+	for _, rel := range c.n.cat.List(catalog.KindTable, catalog.KindView) {
+		for p := int32(0); p < rel.Partitions; p++ {
+			want[ha.TaskID{View: rel.StoreName(), Partition: p}] = true
+		}
+	}
+	have := a.Tasks()
+	if len(have) != len(want) {
+		return true
+	}
+	for _, id := range have {
+		if !want[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // onAssignment runs this node's tasks in the roles the new assignment
@@ -195,18 +213,7 @@ func (c *cluster) assignment() (ha.Assignment, bool) {
 
 // taskKey is exec's name of an ha task.
 func taskKey(id ha.TaskID) exec.TaskKey {
-	if s, ok := strings.CutSuffix(id.View, rekeySuffix); ok {
-		return exec.TaskKey{Store: s, Partition: id.Partition, Rekey: true}
-	}
 	return exec.TaskKey{Store: id.View, Partition: id.Partition}
-}
-
-// haTask is ha's name of an exec task.
-func haTask(k exec.TaskKey) ha.TaskID {
-	if k.Rekey {
-		return ha.TaskID{View: k.Store + rekeySuffix, Partition: k.Partition}
-	}
-	return ha.TaskID{View: k.Store, Partition: k.Partition}
 }
 
 // writeFileAtomic writes a file through a temporary one and a rename.
@@ -296,10 +303,8 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 	var out []exec.TaskStatus
 	for _, r := range reports {
 		for _, t := range r {
-			if t.Role == exec.RoleActive.String() {
-				if k, ok := storeOf(t.Task); ok {
-					t.MissingStandbys = a.Shortfall[haTask(k)]
-				}
+			if t.Role == exec.RoleActive.String() && t.Store != "" {
+				t.MissingStandbys = a.Shortfall[ha.TaskID{View: t.Store, Partition: t.Partition}]
 			}
 			out = append(out, t)
 		}
@@ -348,20 +353,6 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 		}
 	}
 	return out
-}
-
-// storeOf parses a TaskStatus.Task back into its key.
-func storeOf(task string) (exec.TaskKey, bool) {
-	i := strings.LastIndexByte(task, '/')
-	if i < 0 {
-		return exec.TaskKey{}, false
-	}
-	p, err := strconv.ParseInt(task[i+1:], 10, 32)
-	if err != nil {
-		return exec.TaskKey{}, false
-	}
-	store, rekey := strings.CutSuffix(task[:i], rekeySuffix)
-	return exec.TaskKey{Store: store, Partition: int32(p), Rekey: rekey}, true
 }
 
 // Members implements exec.ClusterInfo: the nodes of the assignment, each

@@ -246,3 +246,50 @@ func TestClusterRestartSameID(t *testing.T) {
 	}
 	v.checkReplicas(t, 2)
 }
+
+// TestClusterNodeAdded adds a third node to a two-node cluster whose
+// replicas are further behind than acceptable.recovery.lag: the new node
+// first gets warm-up replicas, and only once they have caught up do tasks
+// move to it (after a probing rebalance); the counts stay exact.
+func TestClusterNodeAdded(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Args: []string{"--session-timeout", "3s",
+		"--standby-replicas", "1", "--acceptable-recovery-lag", "5", "--probing-interval", "1s"}})
+	v := newClusterView(t, c)
+	waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, 400)
+	v.checkReplicas(t, 2)
+
+	added := c.AddNode(t)
+	sawWarmup := false
+	c.Eventually(t, 60*time.Second, func() error {
+		rows, err := showTasks(t, c.Node(0))
+		if err != nil {
+			return err
+		}
+		actives := 0
+		for _, r := range rows {
+			if r.node != added.ID || strings.Contains(r.task, "/rekey/") {
+				continue
+			}
+			switch r.role {
+			case "warmup":
+				sawWarmup = true
+			case "active", "standby":
+				if !sawWarmup {
+					t.Fatalf("%s got %s as %s before any warm-up", added.ID, r.task, r.role)
+				}
+				if r.role == "active" {
+					actives++
+				}
+			}
+		}
+		if actives == 0 {
+			return fmt.Errorf("%s holds no active yet (warm-up seen: %v)", added.ID, sawWarmup)
+		}
+		return nil
+	})
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	t.Logf("placement after the move: %v", placed)
+	v.produce(t, 200)
+	v.checkReplicas(t, 2)
+}

@@ -200,7 +200,10 @@ func (n *Node) onChange(ch catalog.Change) {
 		// Every node applies the same command; the leader's request is
 		// enough (it balances from its own catalog), and one request
 		// per node would rebalance the group once per node.
-		if _, known := n.cluster.assignment(); !known || n.cluster.bal.IsLeader() {
+		// A node without an assignment yet gets the tasks when its
+		// first join completes; an assignment that already has the
+		// catalog's tasks needs no new one.
+		if n.cluster.bal.IsLeader() && n.cluster.tasksChanged() {
 			defer n.cluster.bal.RequestRebalance("catalog changed")
 		}
 	}
