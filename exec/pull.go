@@ -331,7 +331,19 @@ func (q *pull) scanStores(ctx context.Context) error {
 			return emitStored(base, v)
 		})
 	}
-	for p := int32(0); p < rel.Partitions; p++ {
+	first, last := int32(0), rel.Partitions-1
+	if q.plan.Partition != nil {
+		v, err := Compile(q.plan.Partition)(nil, q.env)
+		if err != nil {
+			return err
+		}
+		n, ok := v.(int64)
+		if !ok || n < 0 || n >= int64(rel.Partitions) {
+			return nil // no such partition: no rows
+		}
+		first, last = int32(n), int32(n)
+	}
+	for p := first; p <= last; p++ {
 		err := readPartition(p, func(store *materialize.Store, base catalog.Row) error {
 			it, err := store.NewIter(nil, nil)
 			if err != nil {

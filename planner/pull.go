@@ -52,6 +52,10 @@ type PullPlan struct {
 	Lookup []Scalar
 	// Filter is applied to each input row; nil keeps all.
 	Filter Scalar
+	// Partition, when set, is the value _partition is pinned to by the
+	// filter (_partition = N in a top-level AND): a scan reads only that
+	// partition.
+	Partition Scalar
 
 	// Grouped queries aggregate the filtered rows; Output, Having and
 	// Order are then bound over the aggregated row (GroupBy values, then
@@ -106,6 +110,7 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		p.Filter = f
 		if p.Rel != nil && p.Rel.Materialized() {
 			p.Lookup = keyLookup(p.Rel, f)
+			p.Partition = partitionPin(p.Rel, f)
 		}
 	}
 	b.clause = ""
@@ -391,6 +396,37 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 	return out
 }
 
+// partitionPin returns the value the _partition pseudo-column is pinned
+// to with equality in a top-level AND of filter, nil if none.
+func partitionPin(rel *catalog.Relation, filter Scalar) Scalar {
+	idx := len(rel.Schema.Columns) + PseudoPartition
+	var pin Scalar
+	var visit func(s Scalar)
+	visit = func(s Scalar) {
+		b, ok := s.(*Binary)
+		if !ok {
+			return
+		}
+		switch b.Op {
+		case "AND":
+			visit(b.L)
+			visit(b.R)
+		case "=":
+			for _, side := range [][2]Scalar{{b.L, b.R}, {b.R, b.L}} {
+				col, val := intKey(side[0], side[1])
+				if c, ok := col.(*ColRef); ok && c.Idx == idx {
+					switch val.(type) {
+					case *Const, *ParamRef:
+						pin = val
+					}
+				}
+			}
+		}
+	}
+	visit(filter)
+	return pin
+}
+
 // intKey undoes the widening of an INTEGER column compared with a
 // BIGINT constant (k = 3 binds as CAST(k AS BIGINT) = 3), so that the
 // comparison can still be a key lookup. A constant outside INTEGER's
@@ -649,6 +685,8 @@ func (p *PullPlan) String() string {
 			ks = append(ks, k.String())
 		}
 		fmt.Fprintf(&b, "  Key lookup %s key=(%s) (one partition)\n", p.Rel.Name, strings.Join(ks, ", "))
+	case p.Partition != nil:
+		fmt.Fprintf(&b, "  Scan %s partition %s (one of %d partitions)\n", p.Rel.Name, p.Partition, p.Rel.Partitions)
 	default:
 		fmt.Fprintf(&b, "  Scan %s (%d partitions)\n", p.Rel.Name, p.Rel.Partitions)
 	}
