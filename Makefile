@@ -6,7 +6,7 @@ PKGS     := ./...
 # Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
 COMPAT_FLAGS ?=
 
-.PHONY: build run test test-go compat compat-deps lint bench fuzz clean
+.PHONY: build run test test-go compat compat-deps chaos lint bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -27,6 +27,12 @@ test-go:
 ## against a basin process. .ci/run installs the clients; -v logs their versions.
 compat: compat-deps
 	$(GO) test -count=1 -timeout 10m -v $(COMPAT_FLAGS) ./compat/
+
+## chaos: 100,000 records into a 3-node cluster while random nodes are
+## SIGKILLed and restarted; then every view and every standby must equal a
+## recomputation exactly (node/chaos_test.go; BASIN_CHAOS_SEED replays a run).
+chaos: build
+	BASIN_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./node/
 
 ## compat-deps: node-postgres, from compat/node/package-lock.json (npm ci).
 compat-deps: compat/node/node_modules/.package-lock.json

@@ -108,6 +108,12 @@ func showTasks(t *testing.T, n *testcluster.Node) ([]taskRow, error) {
 // nodes".
 func waitPlaced(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, standbys int) map[string]string {
 	t.Helper()
+	return waitPlacedView(t, c, n, "by_region", 4, standbys)
+}
+
+// waitPlacedView is waitPlaced for any view with parts partitions.
+func waitPlacedView(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, view string, parts, standbys int) map[string]string {
+	t.Helper()
 	var placed map[string]string
 	c.Eventually(t, 60*time.Second, func() error {
 		rows, err := showTasks(t, n)
@@ -120,12 +126,12 @@ func waitPlaced(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, stand
 		}
 		byTask := map[string][]taskRow{}
 		for _, r := range rows {
-			if strings.HasPrefix(r.task, "by_region@") && !strings.Contains(r.task, "/rekey/") {
+			if strings.HasPrefix(r.task, view+"@") && !strings.Contains(r.task, "/rekey/") {
 				byTask[r.task] = append(byTask[r.task], r)
 			}
 		}
-		if len(byTask) != 4 {
-			return fmt.Errorf("%d view partitions in SHOW TASKS, want 4: %v", len(byTask), rows)
+		if len(byTask) != parts {
+			return fmt.Errorf("%d partitions of %s in SHOW TASKS, want %d: %v", len(byTask), view, parts, rows)
 		}
 		placed = map[string]string{}
 		for task, rs := range byTask {

@@ -1,0 +1,156 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/testcluster"
+)
+
+// TestChaos produces 100,000 records into a three-node cluster while a
+// random node is SIGKILLed and restarted, again and again. At the end
+// every view equals a recomputation of what was produced, exactly, and
+// every partition's standby holds what its active holds. It runs with
+// `make chaos` (BASIN_CHAOS=1), which .ci/run also runs; BASIN_CHAOS_SEED
+// replays a run.
+func TestChaos(t *testing.T) {
+	if os.Getenv("BASIN_CHAOS") == "" {
+		t.Skip("the chaos test runs with make chaos (BASIN_CHAOS=1)")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("BASIN_CHAOS_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("seed %d (BASIN_CHAOS_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
+	n0 := c.Node(0)
+	n0.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
+	// Re-keyed through a repartition topic, and keyed like its source.
+	n0.Exec(t, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	n0.Exec(t, "CREATE TABLE by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY id")
+	waitPlacedView(t, c, n0, "by_region", 4, 1)
+	waitPlacedView(t, c, n0, "by_id", 4, 1)
+
+	const batches, perBatch, ids = 100, 1000, 997
+	byRegion, byID := map[string][2]int64{}, map[string][2]int64{}
+	next := int64(0)
+	produce := func() {
+		recs := make([]*kgo.Record, 0, perBatch)
+		for range perBatch {
+			id := next % ids
+			region := clusterRegions[rng.IntN(len(clusterRegions))]
+			amount := rng.Int64N(1000)
+			val, _ := json.Marshal(map[string]any{"region": region, "amount": amount})
+			recs = append(recs, &kgo.Record{Topic: "orders", Key: binary.BigEndian.AppendUint64(nil, uint64(id)), Value: val})
+			r := byRegion[region]
+			byRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
+			k := fmt.Sprint(id)
+			i := byID[k]
+			byID[k] = [2]int64{i[0] + 1, i[1] + amount}
+			next++
+		}
+		c.Produce(t, "orders", recs...)
+	}
+	var down *testcluster.Node
+	kills := 0
+	for b := range batches {
+		produce()
+		switch {
+		case down != nil && rng.IntN(3) == 0:
+			t.Logf("batch %d: restarting %s", b, down.ID)
+			down.Restart(t)
+			down = nil
+		case down == nil && b%10 == 5:
+			down = c.Nodes()[rng.IntN(3)]
+			t.Logf("batch %d: SIGKILL %s", b, down.ID)
+			down.Kill()
+			kills++
+			if rng.IntN(2) == 0 {
+				// Stay down past the session timeout: the group moves
+				// its tasks, standbys are promoted, and its return is a
+				// rebalance rather than a static rejoin.
+				live := c.Nodes()[(down.Index+1)%3]
+				for _, v := range []string{"by_region", "by_id"} {
+					placed := waitPlacedView(t, c, live, v, 4, 1)
+					for task, p := range placed {
+						if strings.Contains(p, down.ID) {
+							t.Fatalf("%s still placed on %s after failover: %s", task, down.ID, p)
+						}
+					}
+				}
+				t.Logf("batch %d: %s's tasks moved", b, down.ID)
+			}
+		}
+	}
+	if down != nil {
+		down.Restart(t)
+	}
+	t.Logf("%d records produced, %d kills", next, kills)
+
+	checkView(t, c, "by_region", byRegion)
+	checkView(t, c, "by_id", byID)
+}
+
+// checkView waits until, for every partition of view, every node that
+// holds it answers, at least two do (active and standby), and they agree;
+// and until the partitions together hold exactly want (key → count, sum).
+func checkView(t *testing.T, c *testcluster.Cluster, view string, want map[string][2]int64) {
+	t.Helper()
+	var wantRows []string
+	for k, v := range want {
+		wantRows = append(wantRows, fmt.Sprintf("%s|%d|%d", k, v[0], v[1]))
+	}
+	sort.Strings(wantRows)
+	key := map[string]string{"by_region": "region", "by_id": "id"}[view]
+	c.Eventually(t, 3*time.Minute, func() error {
+		var all []string
+		for p := 0; p < 4; p++ {
+			var answers []string
+			for _, n := range c.Nodes() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				rows, err := n.QueryCtx(ctx, fmt.Sprintf("SELECT %s, n, total FROM %s WHERE _partition = %d", key, view, p))
+				cancel()
+				if err != nil {
+					if strings.Contains(err.Error(), "has no replica on node") {
+						continue
+					}
+					return fmt.Errorf("%s partition %d on %s: %v", view, p, n.ID, err)
+				}
+				var lines []string
+				for _, r := range rows {
+					lines = append(lines, strings.Join(r, "|"))
+				}
+				sort.Strings(lines)
+				answers = append(answers, strings.Join(lines, "\n"))
+			}
+			if len(answers) < 2 {
+				return fmt.Errorf("%s partition %d: %d replicas answered, want 2", view, p, len(answers))
+			}
+			for _, a := range answers[1:] {
+				if a != answers[0] {
+					return fmt.Errorf("%s partition %d: replicas differ", view, p)
+				}
+			}
+			if answers[0] != "" {
+				all = append(all, strings.Split(answers[0], "\n")...)
+			}
+		}
+		sort.Strings(all)
+		if got := strings.Join(all, "\n"); got != strings.Join(wantRows, "\n") {
+			return fmt.Errorf("%s: %d rows, want %d (first differences hidden)", view, len(all), len(wantRows))
+		}
+		return nil
+	})
+}
