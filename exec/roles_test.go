@@ -193,6 +193,29 @@ func TestStandbyFailover(t *testing.T) {
 			t.Fatalf("b runs the re-keying stage of source partition %d without an active", ts.Partition)
 		}
 	}
+	// Without re-keying stages of its own, b still learns the source's
+	// ends, against which its standbys' lag is measured, and the
+	// changelog's.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var srcEnd, clEnd int64
+		for sp := range q.Tasks[0].sources.ends {
+			srcEnd += q.Tasks[0].sources.ends[sp].Load()
+		}
+		for _, st := range b.Tasks(time.Now()) {
+			clEnd += st.ChangelogEnd
+			if st.ChangelogEnd < st.ChangelogOffset {
+				t.Fatalf("%s: changelog end %d before the offset %d", st.Task, st.ChangelogEnd, st.ChangelogOffset)
+			}
+		}
+		if srcEnd == 300 && clEnd > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's view of the ends: source %d (want 300), changelog %d", srcEnd, clEnd)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	// a goes away; b takes over from its replica.
 	a.Close()

@@ -375,7 +375,62 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 				}
 			}})
 	}
-	return rt.start(q)
+	if err := rt.start(q); err != nil {
+		return err
+	}
+	rt.wg.Add(1)
+	q.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		defer q.wg.Done()
+		rt.refreshEnds(q, changelog, ends)
+	}()
+	return nil
+}
+
+// endsInterval is how often a view's changelog and source ends are read
+// for the lag its replicas report.
+const endsInterval = time.Second
+
+// refreshEnds keeps a view's changelog ends and, for a re-keyed view, its
+// source ends current while the query runs, for the lag of every replica
+// here: the re-keying stages (which see source ends as they read) run
+// only on the nodes holding the matching actives, and a standby writes no
+// changelog.
+func (rt *Runtime) refreshEnds(q *Query, changelog string, src *sourceEnds) {
+	t := time.NewTicker(endsInterval)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(q.ctx, endsInterval)
+		if ends, err := kafka.EndOffsets(ctx, rt.adm, changelog); err == nil {
+			for _, ts := range q.Tasks {
+				storeMax(&ts.changelogEnd, ends[ts.Partition])
+			}
+		}
+		if src != nil {
+			if ends, err := kafka.EndOffsets(ctx, rt.adm, src.topic); err == nil {
+				for sp := range src.ends {
+					storeMax(&src.ends[sp], ends[int32(sp)])
+				}
+			}
+		}
+		cancel()
+		select {
+		case <-q.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// storeMax raises v to n.
+func storeMax(v *atomic.Int64, n int64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 func (rt *Runtime) start(q *Query) error {
