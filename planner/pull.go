@@ -359,32 +359,11 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 		return nil
 	}
 	found := make(map[int]Scalar)
-	var visit func(s Scalar)
-	visit = func(s Scalar) {
-		b, ok := s.(*Binary)
-		if !ok {
-			return
+	pinned(filter, func(c *ColRef, val Scalar) {
+		if c.Idx < len(rel.Schema.Columns) {
+			found[c.Idx] = val
 		}
-		switch b.Op {
-		case "AND":
-			visit(b.L)
-			visit(b.R)
-		case "=":
-			col, val := intKey(b.L, b.R)
-			if _, ok := col.(*ColRef); !ok {
-				col, val = intKey(b.R, b.L)
-			}
-			c, ok := col.(*ColRef)
-			if !ok || c.Idx >= len(rel.Schema.Columns) {
-				return
-			}
-			switch val.(type) {
-			case *Const, *ParamRef:
-				found[c.Idx] = val
-			}
-		}
-	}
-	visit(filter)
+	})
 	out := make([]Scalar, len(keys))
 	for i, k := range keys {
 		v, ok := found[k]
@@ -401,6 +380,17 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 func partitionPin(rel *catalog.Relation, filter Scalar) Scalar {
 	idx := len(rel.Schema.Columns) + PseudoPartition
 	var pin Scalar
+	pinned(filter, func(c *ColRef, val Scalar) {
+		if c.Idx == idx {
+			pin = val
+		}
+	})
+	return pin
+}
+
+// pinned calls fn for each column that a top-level AND of filter
+// compares with equality to a constant or a parameter.
+func pinned(filter Scalar, fn func(c *ColRef, val Scalar)) {
 	var visit func(s Scalar)
 	visit = func(s Scalar) {
 		b, ok := s.(*Binary)
@@ -412,19 +402,21 @@ func partitionPin(rel *catalog.Relation, filter Scalar) Scalar {
 			visit(b.L)
 			visit(b.R)
 		case "=":
-			for _, side := range [][2]Scalar{{b.L, b.R}, {b.R, b.L}} {
-				col, val := intKey(side[0], side[1])
-				if c, ok := col.(*ColRef); ok && c.Idx == idx {
-					switch val.(type) {
-					case *Const, *ParamRef:
-						pin = val
-					}
-				}
+			col, val := intKey(b.L, b.R)
+			if _, ok := col.(*ColRef); !ok {
+				col, val = intKey(b.R, b.L)
+			}
+			c, ok := col.(*ColRef)
+			if !ok {
+				return
+			}
+			switch val.(type) {
+			case *Const, *ParamRef:
+				fn(c, val)
 			}
 		}
 	}
 	visit(filter)
-	return pin
 }
 
 // intKey undoes the widening of an INTEGER column compared with a
