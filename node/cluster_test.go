@@ -254,12 +254,12 @@ func TestClusterRestartSameID(t *testing.T) {
 }
 
 // TestClusterNodeAdded adds a third node to a two-node cluster whose
-// replicas are further behind than acceptable.recovery.lag: the new node
-// first gets warm-up replicas, and only once they have caught up do tasks
-// move to it (after a probing rebalance); the counts stay exact.
+// changelogs are longer than acceptable.recovery.lag (1): the new node
+// first gets warm-up replicas, and only once they have caught up do
+// actives move to it (after a probing rebalance); the counts stay exact.
 func TestClusterNodeAdded(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Args: []string{"--session-timeout", "3s",
-		"--standby-replicas", "1", "--acceptable-recovery-lag", "5", "--probing-interval", "1s"}})
+		"--standby-replicas", "1", "--acceptable-recovery-lag", "1", "--probing-interval", "1s"}})
 	v := newClusterView(t, c)
 	waitPlaced(t, c, c.Node(0), 1)
 	v.produce(t, 400)
@@ -280,13 +280,13 @@ func TestClusterNodeAdded(t *testing.T) {
 			switch r.role {
 			case "warmup":
 				sawWarmup = true
-			case "active", "standby":
+			case "active":
+				// A standby may go straight to a node within the lag
+				// bound; an active only after a warm-up.
 				if !sawWarmup {
-					t.Fatalf("%s got %s as %s before any warm-up", added.ID, r.task, r.role)
+					t.Fatalf("%s got %s as active before any warm-up", added.ID, r.task)
 				}
-				if r.role == "active" {
-					actives++
-				}
+				actives++
 			}
 		}
 		if actives == 0 {
