@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -20,35 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/basindb/basin/internal/testcluster"
 	"github.com/basindb/basin/kafka"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// basinBinary builds cmd/basin once per test run.
-func basinBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "basin-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "basin")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/basin").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// basinBinary is cmd/basin, built once per test run (shared with the
+// cluster tests).
+func basinBinary(t *testing.T) string { return testcluster.Binary(t) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
