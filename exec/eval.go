@@ -37,6 +37,9 @@ type Env struct {
 	Session SettingsAccess
 	// Backends signals other sessions; nil when there are none.
 	Backends Backends
+	// NoForward keeps a read on this node: it is itself a read another
+	// node forwarded here, and is never forwarded again.
+	NoForward bool
 
 	// query is set while a catalog query runs (query.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.

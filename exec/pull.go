@@ -260,12 +260,23 @@ func (q *pull) scanStores(ctx context.Context) error {
 	}
 	ncols := len(rel.Schema.Columns)
 	now := time.Now()
-	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
-		ts := query.Tasks[p]
-		if !ts.Held() {
-			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
+	fwd := q.rt.forwarder()
+	if q.env.NoForward {
+		fwd = nil
+	}
+	// remote reports whether partition p is read from another node.
+	remote := func(p int32) (bool, error) {
+		if query.Tasks[p].Held() {
+			return false, nil
+		}
+		if fwd == nil {
+			return false, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
 				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
 		}
+		return true, nil
+	}
+	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
+		ts := query.Tasks[p]
 		if len(q.env.MinPosition) > 0 {
 			if err := q.waitPosition(ctx, query, ts); err != nil {
 				return err
@@ -319,6 +330,12 @@ func (q *pull) scanStores(ctx context.Context) error {
 			return err
 		}
 		p := kafka.Partition(kb, rel.Partitions)
+		if far, err := remote(p); far || err != nil {
+			if err != nil {
+				return err
+			}
+			return q.forward(ctx, fwd, p, key)
+		}
 		sk, err := materialize.EncodeKey(nil, key)
 		if err != nil {
 			return err
@@ -344,6 +361,15 @@ func (q *pull) scanStores(ctx context.Context) error {
 		first, last = int32(n), int32(n)
 	}
 	for p := first; p <= last; p++ {
+		if far, err := remote(p); far || err != nil {
+			if err == nil {
+				err = q.forward(ctx, fwd, p, nil)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		err := readPartition(p, func(store *materialize.Store, base catalog.Row) error {
 			it, err := store.NewIter(nil, nil)
 			if err != nil {

@@ -76,6 +76,8 @@ type Runtime struct {
 		// task is active.
 		roles    Roles
 		rolesSet bool
+		// fwd reads partitions held elsewhere; nil on a node alone.
+		fwd Forwarder
 	}
 }
 

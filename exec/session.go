@@ -151,6 +151,9 @@ var defaultSettings = map[string]string{
 	"basin.position_wait":         "5s",
 	"basin.freshness_notices":     "off",
 	"basin.read_your_writes":      "on",
+	// basin.forwarded marks the session of a read forwarded by another
+	// node: it reads only this node's replicas.
+	"basin.forwarded": "off",
 
 	"session_authorization":          "",
 	"transaction_read_only":          "off",
@@ -200,6 +203,7 @@ func (s *Session) env() *Env {
 			env.MinPosition.Merge(p)
 		}
 	}
+	env.NoForward = s.vars["basin.forwarded"] == "on"
 	env.PositionWait = 5 * time.Second
 	if d, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
 		env.PositionWait = d

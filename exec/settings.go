@@ -106,7 +106,7 @@ func normalizeSetting(name, v string) (string, error) {
 		default:
 			return "", invalid("Valid values are active, any and freshest.")
 		}
-	case "basin.freshness_notices", "basin.read_your_writes":
+	case "basin.freshness_notices", "basin.read_your_writes", "basin.forwarded":
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
 			return "on", nil

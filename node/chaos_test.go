@@ -120,7 +120,7 @@ func checkView(t *testing.T, c *testcluster.Cluster, view string, want map[strin
 			var answers []string
 			for _, n := range c.Nodes() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				rows, err := n.QueryCtx(ctx, fmt.Sprintf("SELECT %s, n, total FROM %s WHERE _partition = %d", key, view, p))
+				rows, err := localQuery(ctx, n, fmt.Sprintf("SELECT %s, n, total FROM %s WHERE _partition = %d", key, view, p))
 				cancel()
 				if err != nil {
 					if strings.Contains(err.Error(), "has no replica on node") {

@@ -33,6 +33,7 @@ type cluster struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+	fwd    *forwarder
 
 	mu struct {
 		sync.Mutex
@@ -90,6 +91,8 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 		defer close(c.done)
 		c.bal.Run(rctx, c.cl)
 	}()
+	c.fwd = &forwarder{c: c}
+	n.rt.SetForwarder(c.fwd)
 	n.cluster = c
 	return nil
 }
@@ -101,6 +104,7 @@ func (c *cluster) close() {
 	c.cancel()
 	<-c.done
 	c.cl.Close()
+	c.fwd.close()
 }
 
 // local is what this node reports when it joins: its addresses and the

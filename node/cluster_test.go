@@ -63,7 +63,7 @@ func (v *clusterView) checkReplicas(t *testing.T, replicas int) {
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				rows, err := n.QueryCtx(ctx, "SELECT n, total FROM by_region WHERE region = $1", region)
+				rows, err := localQuery(ctx, n, "SELECT n, total FROM by_region WHERE region = $1", region)
 				cancel()
 				if err != nil {
 					if strings.Contains(err.Error(), "has no replica on node") {
@@ -82,6 +82,24 @@ func (v *clusterView) checkReplicas(t *testing.T, replicas int) {
 		}
 		return nil
 	})
+}
+
+// localQuery runs a query on n that reads only n's own replicas
+// (basin.forwarded = on, as a read forwarded by another node does).
+func localQuery(ctx context.Context, n *testcluster.Node, query string, args ...any) ([][]string, error) {
+	conn, err := n.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SET basin.forwarded = on"); err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return testcluster.Text(rows)
 }
 
 // taskRow is a row of SHOW TASKS.
@@ -310,3 +328,93 @@ func TestClusterNodeAdded(t *testing.T) {
 
 // TestMain removes the basin binary the process tests built.
 func TestMain(m *testing.M) { testcluster.Main(m) }
+
+// heldPartitions counts the partitions of view n holds a replica of.
+func heldPartitions(t *testing.T, n *testcluster.Node, view string) int {
+	t.Helper()
+	rows, err := showTasks(t, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, r := range rows {
+		if r.node == n.ID && strings.HasPrefix(r.task, view+"@") && !strings.Contains(r.task, "/rekey/") {
+			held[r.task] = true
+		}
+	}
+	return len(held)
+}
+
+// TestClusterForwardedReads reads whole views and single keys from every
+// node of a three-node cluster: partitions held elsewhere are read from
+// their nodes, so every node returns every row, once; after a node is
+// killed and its tasks have moved, the survivors still do.
+func TestClusterForwardedReads(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	// A view with a row per order, so that every partition has rows.
+	c.Node(0).Exec(t, "CREATE TABLE per_id AS SELECT id, COUNT(*) AS n FROM orders GROUP BY id")
+	waitPlaced(t, c, c.Node(0), 1)
+	waitPlacedView(t, c, c.Node(0), "per_id", 4, 1)
+	v.produce(t, 700)
+	v.checkReplicas(t, 2)
+	var want []string
+	for region, w := range v.want {
+		want = append(want, fmt.Sprintf("%s|%d|%d", region, w[0], w[1]))
+	}
+	sort.Strings(want)
+	forwardedFrom := 0 // nodes that had to read from others
+	check := func(nodes []*testcluster.Node) {
+		t.Helper()
+		for _, n := range nodes {
+			rows := n.Query(t, "SELECT region, n, total FROM by_region ORDER BY region")
+			var got []string
+			for _, r := range rows {
+				got = append(got, strings.Join(r, "|"))
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("SELECT * on %s:\n%s\nwant\n%s", n.ID, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// Every node lacks a replica of some partition of per_id
+			// (8 replicas of 4 partitions on 3 nodes), so its rows
+			// come from more than one node.
+			servers := map[string]bool{}
+			c.Eventually(t, 30*time.Second, func() error {
+				rows, err := n.QueryErr(t, "SELECT id, _served_by FROM per_id")
+				if err != nil {
+					return err
+				}
+				if len(rows) != 700 {
+					return fmt.Errorf("per_id on %s: %d rows, want 700", n.ID, len(rows))
+				}
+				clear(servers)
+				for _, r := range rows {
+					servers[r[1]] = true
+				}
+				return nil
+			})
+			if held := heldPartitions(t, n, "per_id"); held < 4 {
+				forwardedFrom++
+				if len(servers) < 2 {
+					t.Errorf("%s holds %d of per_id's 4 partitions but served every row itself (%v)", n.ID, held, servers)
+				}
+			}
+			for region, w := range v.want {
+				rows := n.Query(t, "SELECT n, total FROM by_region WHERE region = $1", region)
+				if len(rows) != 1 || strings.Join(rows[0], "|") != fmt.Sprintf("%d|%d", w[0], w[1]) {
+					t.Fatalf("%s on %s: %v, want %v", region, n.ID, rows, w)
+				}
+			}
+		}
+	}
+	check(c.Nodes())
+	if forwardedFrom == 0 {
+		t.Fatal("every node holds every partition of per_id: the test forwarded nothing")
+	}
+
+	victim := c.Node(1)
+	victim.Kill()
+	survivors := []*testcluster.Node{c.Node(0), c.Node(2)}
+	waitPlaced(t, c, c.Node(0), 1)
+	check(survivors)
+}
