@@ -93,7 +93,7 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	}()
 	c.fwd = &forwarder{c: c}
 	n.rt.SetForwarder(c.fwd)
-	n.cluster = c
+	n.cluster.Store(c)
 	return nil
 }
 
@@ -206,6 +206,9 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	c.n.log.Info("assignment", "generation", a.Generation, "leader", a.Leader,
 		"active", len(mine.Active), "standby", len(mine.Standby), "warmup", len(mine.Warmup))
 	c.n.rt.SetRoles(roles)
+	if ctl := c.n.controlOf(); ctl != nil {
+		ctl.onAssignment(a)
+	}
 }
 
 // assignment returns the last assignment, if any.
@@ -239,8 +242,8 @@ type tasksReport struct {
 // localTasks is what GET /tasks reports.
 func (n *Node) localTasks() tasksReport {
 	r := tasksReport{Node: n.id, Tasks: n.rt.Tasks(time.Now())}
-	if n.cluster != nil {
-		if a, ok := n.cluster.assignment(); ok {
+	if c := n.clusterOf(); c != nil {
+		if a, ok := c.assignment(); ok {
 			r.Generation = a.Generation
 		}
 	}

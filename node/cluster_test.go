@@ -418,3 +418,65 @@ func TestClusterForwardedReads(t *testing.T) {
 	waitPlaced(t, c, c.Node(0), 1)
 	check(survivors)
 }
+
+// TestClusterStatus checks the control plane: every node learns from
+// heartbeats that the others are alive and from lag reports what they
+// hold; a frozen node (SIGSTOP) is reported down by the others' liveness
+// well before the group's session timeout, and up again after SIGCONT.
+func TestClusterStatus(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "30s", "--standby-replicas", "1"}})
+	newClusterView(t, c)
+	waitPlaced(t, c, c.Node(0), 1)
+	type status struct {
+		Generation int32 `json:"generation"`
+		Nodes      []struct {
+			Node      string     `json:"node"`
+			Alive     bool       `json:"alive"`
+			DownSince *time.Time `json:"down_since"`
+			Tasks     []struct {
+				Task string `json:"task"`
+				Role string `json:"role"`
+			} `json:"tasks"`
+		} `json:"nodes"`
+	}
+	get := func() (status, error) {
+		var st status
+		err := c.Node(0).GetJSON(t, "/clusterStatus", &st)
+		return st, err
+	}
+	expect := func(frozen string) {
+		t.Helper()
+		c.Eventually(t, 20*time.Second, func() error {
+			st, err := get()
+			if err != nil {
+				return err
+			}
+			if len(st.Nodes) != 3 {
+				return fmt.Errorf("%d nodes in /clusterStatus", len(st.Nodes))
+			}
+			for _, n := range st.Nodes {
+				if want := n.Node != frozen; n.Alive != want {
+					return fmt.Errorf("%s alive=%v, want %v", n.Node, n.Alive, want)
+				}
+				if n.Node == frozen && n.DownSince == nil {
+					return fmt.Errorf("%s is down without down_since", n.Node)
+				}
+				if n.Node != frozen && len(n.Tasks) == 0 {
+					return fmt.Errorf("%s reports no tasks (no lag report yet?)", n.Node)
+				}
+			}
+			return nil
+		})
+	}
+	expect("")
+	before, _ := get()
+	frozen := c.Node(2)
+	frozen.Stop()
+	expect(frozen.ID)
+	frozen.Cont()
+	expect("")
+	if after, _ := get(); after.Generation != before.Generation {
+		t.Errorf("the group rebalanced (generation %d, then %d): liveness must see the freeze before the session timeout does",
+			before.Generation, after.Generation)
+	}
+}

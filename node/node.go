@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/exec"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -47,9 +49,12 @@ type Node struct {
 	http   *http.Server
 	httpLn net.Listener
 	wg     sync.WaitGroup
-	// cluster is the node's group membership; nil for a node alone on
-	// its embedded broker.
-	cluster *cluster
+	// cluster is the node's group membership, control its heartbeats
+	// and lag reports; nil for a node alone on its embedded broker. Set
+	// once, while other goroutines (catalog changes, HTTP handlers) may
+	// already look: read them with clusterOf and controlOf.
+	cluster atomic.Pointer[cluster]
+	control atomic.Pointer[control]
 
 	mu struct {
 		sync.Mutex
@@ -172,10 +177,14 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 	if len(opts.Brokers) > 0 {
+		if err := n.startControl(ha.LivenessConfig{HeartbeatInterval: opts.HeartbeatInterval}, opts.LagReportInterval); err != nil {
+			return nil, err
+		}
 		if err := n.startCluster(wctx, brokers); err != nil {
 			return nil, err
 		}
-		n.engine.Members = n.cluster
+		n.controlOf().start()
+		n.engine.Members = n.clusterOf()
 	}
 	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster,
 		"auth", auth.method.String(), "tls", tlsConfig != nil)
@@ -196,15 +205,15 @@ func (n *Node) onChange(ch catalog.Change) {
 	if !ready {
 		return
 	}
-	if n.cluster != nil && (ch.Created != nil || ch.Dropped != nil) {
+	if c := n.clusterOf(); c != nil && (ch.Created != nil || ch.Dropped != nil) {
 		// Every node applies the same command; the leader's request is
 		// enough (it balances from its own catalog), and one request
 		// per node would rebalance the group once per node.
 		// A node without an assignment yet gets the tasks when its
 		// first join completes; an assignment that already has the
 		// catalog's tasks needs no new one.
-		if n.cluster.bal.IsLeader() && n.cluster.tasksChanged() {
-			defer n.cluster.bal.RequestRebalance("catalog changed")
+		if c.bal.IsLeader() && c.tasksChanged() {
+			defer c.bal.RequestRebalance("catalog changed")
 		}
 	}
 	switch {
@@ -312,6 +321,27 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	mux.HandleFunc("POST /heartbeat", func(w http.ResponseWriter, r *http.Request) {
+		if c := n.controlOf(); c != nil {
+			c.handleHeartbeat(w, r)
+			return
+		}
+		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
+	})
+	mux.HandleFunc("POST /lag", func(w http.ResponseWriter, r *http.Request) {
+		if c := n.controlOf(); c != nil {
+			c.handleLag(w, r)
+			return
+		}
+		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
+	})
+	mux.HandleFunc("GET /clusterStatus", func(w http.ResponseWriter, r *http.Request) {
+		if c := n.controlOf(); c != nil && n.clusterOf() != nil {
+			c.handleClusterStatus(w, r)
+			return
+		}
+		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
+	})
 	mux.HandleFunc("GET /tasks", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.localTasks())
@@ -368,8 +398,11 @@ func (n *Node) Close() error {
 		errs = append(errs, n.pg.Close())
 	}
 	n.wg.Wait()
-	if n.cluster != nil {
-		n.cluster.close()
+	if c := n.controlOf(); c != nil {
+		c.close()
+	}
+	if c := n.clusterOf(); c != nil {
+		c.close()
 	}
 	if n.clog != nil {
 		n.clog.Close()
@@ -391,6 +424,9 @@ func (n *Node) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+func (n *Node) clusterOf() *cluster { return n.cluster.Load() }
+func (n *Node) controlOf() *control { return n.control.Load() }
 
 // backend adapts the engine's sessions to the pgwire server.
 type backend struct{ e *exec.Engine }

@@ -61,6 +61,13 @@ type Options struct {
 	// restarted with the same --node-id has to come back and keep its
 	// tasks without a rebalance. Default 6s.
 	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a node sends a heartbeat to every
+	// other node of its cluster (POST /heartbeat); a node silent for 5
+	// intervals is taken for down by the others' reads. Default 100ms.
+	HeartbeatInterval time.Duration
+	// LagReportInterval is how often a node sends its tasks' lags to
+	// every other node (POST /lag). Default 1s.
+	LagReportInterval time.Duration
 	// TLSCert and TLSKey are PEM files with the Postgres server's
 	// certificate chain and its private key (flags --tls-cert and
 	// --tls-key). With both, SSLRequest is answered 'S' and TLS 1.2 or
@@ -108,6 +115,8 @@ const (
 	DefaultMaxWarmups            = 2
 	DefaultProbingInterval       = time.Minute
 	DefaultSessionTimeout        = 6 * time.Second
+	DefaultHeartbeatInterval     = 100 * time.Millisecond
+	DefaultLagReportInterval     = time.Second
 )
 
 // ensureDefaults fills unset fields with their defaults; it is the one
@@ -148,6 +157,12 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.LagReportInterval <= 0 {
+		o.LagReportInterval = DefaultLagReportInterval
 	}
 	if o.Auth == "" {
 		o.Auth = pgwire.AuthTrust.String()

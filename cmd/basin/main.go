@@ -95,6 +95,8 @@ func newServe() *cobra.Command {
 	f.Int("max-warmups", node.DefaultMaxWarmups, "warm-up replicas in the cluster at a time")
 	f.Duration("probing-interval", node.DefaultProbingInterval, "how often the group leader rebalances while warm-ups catch up")
 	f.Duration("session-timeout", node.DefaultSessionTimeout, "how long a silent node keeps its tasks (failover time; restart window of a static member)")
+	f.Duration("heartbeat-interval", node.DefaultHeartbeatInterval, "how often a node sends heartbeats to the others (down after 5 missed)")
+	f.Duration("lag-report-interval", node.DefaultLagReportInterval, "how often a node sends its tasks' lags to the others")
 	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
 	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
@@ -138,6 +140,8 @@ func newServe() *cobra.Command {
 			MaxWarmups:            v.GetInt("max-warmups"),
 			ProbingInterval:       v.GetDuration("probing-interval"),
 			SessionTimeout:        v.GetDuration("session-timeout"),
+			HeartbeatInterval:     v.GetDuration("heartbeat-interval"),
+			LagReportInterval:     v.GetDuration("lag-report-interval"),
 			TLSCert:               v.GetString("tls-cert"),
 			TLSKey:                v.GetString("tls-key"),
 			Auth:                  v.GetString("auth"),

@@ -1,0 +1,249 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/basindb/basin/exec"
+	"github.com/basindb/basin/ha"
+)
+
+// The control plane between the nodes of a cluster (KLIP-12): every node
+// POSTs a heartbeat to every other every heartbeat interval and its
+// tasks' lags every lag interval; GET /clusterStatus reports what this
+// node knows of all of them. Heartbeats feed ha.Liveness, which declares
+// a silent node down within a second with the defaults, well before the
+// group's session timeout moves its tasks; reads use both (ha.Route).
+type control struct {
+	n        *Node
+	live     *ha.Liveness
+	client   *http.Client
+	lagEvery time.Duration
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu   sync.Mutex
+	lags map[string]lagReport // by node: its latest report
+}
+
+// heartbeat is the body of POST /heartbeat.
+type heartbeat struct {
+	Node string `json:"node"`
+	// SentMs is the sender's clock, for the record; liveness uses the
+	// receiver's clock only.
+	SentMs int64 `json:"sent_ms"`
+}
+
+// lagReport is the body of POST /lag: the sender's tasks with their lags.
+type lagReport struct {
+	Node       string            `json:"node"`
+	Generation int32             `json:"generation"`
+	Tasks      []exec.TaskStatus `json:"tasks"`
+	// Received is when this node received it (not sent).
+	Received time.Time `json:"-"`
+}
+
+// startControl prepares the control plane; control.start starts its
+// senders once the cluster membership exists.
+func (n *Node) startControl(cfg ha.LivenessConfig, lagEvery time.Duration) error {
+	live, err := ha.NewLiveness(cfg)
+	if err != nil {
+		return err
+	}
+	c := &control{n: n, live: live, lagEvery: lagEvery, lags: map[string]lagReport{},
+		client: &http.Client{Timeout: live.Config().HeartbeatInterval * 5}}
+	c.cancel = func() {}
+	n.control.Store(c)
+	return nil
+}
+
+// start starts sending, once the node's cluster membership exists.
+func (c *control) start() {
+	n := c.n
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		c.every(ctx, c.live.Config().HeartbeatInterval, func(peer string, nt ha.NodeTasks) {
+			c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()})
+		})
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.every(ctx, c.lagEvery, func(peer string, nt ha.NodeTasks) {
+			r := n.localTasks()
+			c.post(ctx, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
+		})
+	}()
+}
+
+func (c *control) close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// every calls send for each other node of the assignment, every d, each
+// in its own goroutine so that a hung peer delays no other.
+func (c *control) every(ctx context.Context, d time.Duration, send func(peer string, nt ha.NodeTasks)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	busy := map[string]bool{} // peers whose last send has not returned
+	var mu sync.Mutex
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a, ok := c.n.clusterOf().assignment()
+		if !ok {
+			continue
+		}
+		for _, id := range a.NodeIDs() {
+			if id == c.n.id || a.Nodes[id].HTTPAddr == "" {
+				continue
+			}
+			mu.Lock()
+			if busy[id] {
+				mu.Unlock()
+				continue
+			}
+			busy[id] = true
+			mu.Unlock()
+			inflight.Add(1)
+			go func(id string, nt ha.NodeTasks) {
+				defer inflight.Done()
+				send(id, nt)
+				mu.Lock()
+				busy[id] = false
+				mu.Unlock()
+			}(id, a.Nodes[id])
+		}
+	}
+}
+
+// post sends v as JSON; failures are the receiver's liveness problem.
+func (c *control) post(ctx context.Context, addr, path string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+}
+
+// onAssignment tells the liveness tracker of the assignment's nodes.
+func (c *control) onAssignment(a ha.Assignment) {
+	now := time.Now()
+	for _, id := range a.NodeIDs() {
+		if id != c.n.id {
+			c.live.Add(id, now)
+		}
+	}
+}
+
+// handleHeartbeat is POST /heartbeat.
+func (c *control) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var hb heartbeat
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&hb); err != nil || hb.Node == "" {
+		http.Error(w, "a heartbeat is {\"node\": \"<id>\"}", http.StatusBadRequest)
+		return
+	}
+	c.live.Observe(hb.Node, time.Now())
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleLag is POST /lag.
+func (c *control) handleLag(w http.ResponseWriter, r *http.Request) {
+	var lr lagReport
+	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&lr); err != nil || lr.Node == "" {
+		http.Error(w, "a lag report is {\"node\": \"<id>\", \"tasks\": [...]}", http.StatusBadRequest)
+		return
+	}
+	lr.Received = time.Now()
+	c.mu.Lock()
+	c.lags[lr.Node] = lr
+	c.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lagOf returns the latest lag report of node, if any.
+func (c *control) lagOf(node string) (lagReport, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.lags[node]
+	return r, ok
+}
+
+// nodeStatus is one node in GET /clusterStatus.
+type nodeStatus struct {
+	Node          string            `json:"node"`
+	Self          bool              `json:"self,omitempty"`
+	Alive         bool              `json:"alive"`
+	LastHeartbeat *time.Time        `json:"last_heartbeat,omitempty"`
+	DownSince     *time.Time        `json:"down_since,omitempty"`
+	LagReportAge  *float64          `json:"lag_report_age_s,omitempty"`
+	PGAddr        string            `json:"pg_addr"`
+	HTTPAddr      string            `json:"http_addr"`
+	Tasks         []exec.TaskStatus `json:"tasks"`
+}
+
+// clusterStatus is the body of GET /clusterStatus.
+type clusterStatus struct {
+	Node       string       `json:"node"`
+	Generation int32        `json:"generation"`
+	Leader     string       `json:"leader"`
+	Nodes      []nodeStatus `json:"nodes"`
+}
+
+// handleClusterStatus is GET /clusterStatus: every node of the
+// assignment with its liveness as heartbeats tell it and its tasks as its
+// last lag report (this node's own, as they are now).
+func (c *control) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
+	now := time.Now()
+	st := clusterStatus{Node: c.n.id}
+	a, _ := c.n.clusterOf().assignment()
+	st.Generation, st.Leader = a.Generation, a.Leader
+	for _, id := range a.NodeIDs() {
+		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []exec.TaskStatus{}}
+		if id == c.n.id {
+			ns.Self, ns.Alive, ns.Tasks = true, true, c.n.localTasks().Tasks
+		} else {
+			if l, ok := c.live.Get(id, now); ok {
+				ns.Alive = l.Alive
+				if !l.LastHeartbeat.IsZero() {
+					ns.LastHeartbeat = &l.LastHeartbeat
+				}
+				if !l.DownSince.IsZero() {
+					ns.DownSince = &l.DownSince
+				}
+			}
+			if lr, ok := c.lagOf(id); ok {
+				age := now.Sub(lr.Received).Seconds()
+				ns.LagReportAge, ns.Tasks = &age, lr.Tasks
+			}
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
