@@ -12,10 +12,12 @@ import (
 type Forwarder interface {
 	// ReadPartition streams the rows of partition p of rel, only those
 	// with the given key when key is not nil, from a node that holds the
-	// partition, trying the next replica at once when one fails before
-	// sending a row. Each row is rel's columns, then the pseudo-columns
-	// (planner.PseudoColumns) as the serving node reports them.
-	ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, emit func(catalog.Row) error) error
+	// partition and meets the session's freshness settings (read through
+	// env.Session), trying the next replica at once when one fails
+	// before sending a row. Each row is rel's columns, then the
+	// pseudo-columns (planner.PseudoColumns) as the serving node reports
+	// them.
+	ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, env *Env, emit func(catalog.Row) error) error
 }
 
 // SetForwarder makes reads of partitions held elsewhere go through f.
@@ -38,7 +40,7 @@ func (q *pull) forward(ctx context.Context, f Forwarder, p int32, key []any) err
 	rel := q.plan.Rel
 	ncols := len(rel.Schema.Columns)
 	first := true
-	return f.ReadPartition(ctx, rel, p, key, func(row catalog.Row) error {
+	return f.ReadPartition(ctx, rel, p, key, q.env, func(row catalog.Row) error {
 		if first {
 			first = false
 			read := PartitionRead{Partition: p}

@@ -154,6 +154,9 @@ var defaultSettings = map[string]string{
 	// basin.forwarded marks the session of a read forwarded by another
 	// node: it reads only this node's replicas.
 	"basin.forwarded": "off",
+	// basin.forward_timeout bounds the wait for another node's first
+	// row before the read moves to the next replica.
+	"basin.forward_timeout": "2s",
 
 	"session_authorization":          "",
 	"transaction_read_only":          "off",

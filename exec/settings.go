@@ -92,7 +92,7 @@ func normalizeSetting(name, v string) (string, error) {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
 			return "", invalid("Give a non-negative number of records.")
 		}
-	case "basin.acceptable_time_lag", "basin.position_wait":
+	case "basin.acceptable_time_lag", "basin.position_wait", "basin.forward_timeout":
 		if v == "" {
 			return v, nil
 		}

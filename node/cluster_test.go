@@ -480,3 +480,78 @@ func TestClusterStatus(t *testing.T) {
 			before.Generation, after.Generation)
 	}
 }
+
+// TestClusterReadsAroundAFrozenNode freezes (SIGSTOP) the active of a
+// partition and reads that partition from a node holding no replica of
+// it: the default basin.read_from = 'any' serves it from the standby at
+// once, with exact counts; read_from = 'active' fails with 55000 naming
+// the frozen active and why it was passed over.
+func TestClusterReadsAroundAFrozenNode(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "30s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, 700)
+	v.checkReplicas(t, 2)
+
+	// A partition with rows, its active, and the node without a replica.
+	var task, active, other string
+	for tk, p := range placed {
+		f := strings.Fields(p)
+		holders := map[string]bool{f[0]: true, f[1]: true}
+		for _, n := range c.Nodes() {
+			if !holders[n.ID] {
+				task, active, other = tk, f[0], n.ID
+			}
+		}
+		part := tk[strings.LastIndexByte(tk, '/')+1:]
+		if rows, err := c.Node(0).QueryErr(t, "SELECT count(*) FROM by_region WHERE _partition = "+part); err == nil && rows[0][0] != "0" {
+			break
+		}
+	}
+	part := task[strings.LastIndexByte(task, '/')+1:]
+	var frozen, reader *testcluster.Node
+	for _, n := range c.Nodes() {
+		switch n.ID {
+		case active:
+			frozen = n
+		case other:
+			reader = n
+		}
+	}
+	want := reader.Query(t, "SELECT region, n, total FROM by_region WHERE _partition = "+part+" ORDER BY region")
+	t.Logf("partition %s: active %s (to freeze), read from %s", part, active, other)
+	frozen.Stop()
+	defer frozen.Cont()
+
+	conn := reader.Conn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Once heartbeats say the active is down, reads go to the standby.
+	c.Eventually(t, 10*time.Second, func() error {
+		rows, err := conn.Query(ctx, "SELECT region, n, total, _role FROM by_region WHERE _partition = "+part+" ORDER BY region")
+		if err != nil {
+			return err
+		}
+		got, err := testcluster.Text(rows)
+		if err != nil {
+			return err
+		}
+		if len(got) != len(want) {
+			return fmt.Errorf("%d rows, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if strings.Join(got[i][:3], "|") != strings.Join(want[i], "|") || got[i][3] != "standby" {
+				return fmt.Errorf("row %d: %v, want %v from a standby", i, got[i], want[i])
+			}
+		}
+		return nil
+	})
+	if _, err := conn.Exec(ctx, "SET basin.read_from = 'active'"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.Exec(ctx, "SELECT count(*) FROM by_region WHERE _partition = "+part)
+	if pgCode(err) != "55000" || !strings.Contains(err.Error(), active+" (active) down since") {
+		t.Fatalf("read_from = 'active' with the active frozen: %v", err)
+	}
+	t.Logf("the error: %v", err)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -70,25 +72,32 @@ func (f *forwarder) close() {
 	f.pools = nil
 }
 
-// ReadPartition implements exec.Forwarder: the active first, then the
-// standbys, then warm-ups; a replica that fails before sending a row is
-// passed over for the next.
-func (f *forwarder) ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, emit func(catalog.Row) error) error {
+// ReadPartition implements exec.Forwarder. ha.Route orders the
+// partition's replicas by the session's basin.read_from and drops those
+// that heartbeats say are down or whose last lag report is over the
+// session's (or the view's) bounds; each is tried in turn, the next at
+// once when one fails before sending a row. When none can serve, the
+// error names every replica and why.
+func (f *forwarder) ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, env *exec.Env, emit func(catalog.Row) error) error {
 	a, ok := f.c.assignment()
 	if !ok {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
 			WithHint("The node is joining its cluster; try again in a moment.")
 	}
-	reps := a.Replicas(ha.TaskID{View: rel.StoreName(), Partition: p})
-	candidates := append(append([]string{reps.Active}, reps.Standbys...), reps.Warmups...)
+	now := time.Now()
+	rb, err := f.bounds(rel, env)
+	if err != nil {
+		return err
+	}
+	bounds := rb.ReadBounds
+	r := ha.Route(f.replicas(a, rel, p, now), bounds, now)
+	rejected := r.Rejected
 	query, args := forwardQuery(rel, p, key)
-	var tried []string
-	for _, node := range candidates {
-		if node == "" || node == f.c.n.id {
-			continue
+	for _, ri := range r.Ordered {
+		if ri.Node == f.c.n.id {
+			continue // not held here after all (a task starting or stopping)
 		}
-		addr := a.Nodes[node].PGAddr
-		sent, err := f.read(ctx, addr, query, args, rel, emit)
+		sent, err := f.attempt(ctx, rb, a.Nodes[ri.Node].PGAddr, query, args, rel, emit)
 		if err == nil {
 			return nil
 		}
@@ -98,12 +107,129 @@ func (f *forwarder) ReadPartition(ctx context.Context, rel *catalog.Relation, p 
 		if pe, ok := pgerr.As(err); ok && pe.Code != pgerr.ObjectNotInPrerequisiteState {
 			return err // the query itself failed: another replica would fail too
 		}
-		tried = append(tried, fmt.Sprintf("%s (%s): %v", node, addr, err))
+		rejected = append(rejected, ha.AttemptFailed(ri, err))
 	}
-	if len(tried) == 0 {
-		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on any node", p, rel.Name)
+	return ha.NoReplicaError(rel.Name, p, bounds, rejected)
+}
+
+// replicas describes partition p's replicas on other nodes for ha.Route:
+// liveness from heartbeats, lag and role from the nodes' lag reports.
+func (f *forwarder) replicas(a ha.Assignment, rel *catalog.Relation, p int32, now time.Time) []ha.ReplicaInfo {
+	infos := a.Replicas(ha.TaskID{View: rel.StoreName(), Partition: p}).Infos()
+	ctl := f.c.n.controlOf()
+	task := exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
+	out := infos[:0]
+	for _, ri := range infos {
+		if ri.Node == f.c.n.id {
+			continue
+		}
+		if ctl != nil {
+			if l, ok := ctl.live.Get(ri.Node, now); ok {
+				ri.Alive, ri.DownSince = l.Alive, l.DownSince
+			}
+			if lr, ok := ctl.lagOf(ri.Node); ok {
+				for _, t := range lr.Tasks {
+					if t.Task != task {
+						continue
+					}
+					ri.LagKnown, ri.OffsetLag, ri.TimeLagMs, ri.LagAge = true, t.OffsetLag, t.TimeLagMs, now.Sub(lr.Received)
+					if t.Role == "active" && t.State == "RESTORING" {
+						ri.Role = ha.RoleRestoring
+					}
+					if pos, err := materialize.ParsePosition(t.Position); err == nil {
+						ri.Position = pos
+					}
+				}
+			}
+		}
+		out = append(out, ri)
 	}
-	return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "no replica of %s partition %d could serve this read: %s", rel.Name, p, strings.Join(tried, "; "))
+	return out
+}
+
+// readBounds are a read's freshness bounds and how long to wait for a
+// replica's first row.
+type readBounds struct {
+	ha.ReadBounds
+	forwardTimeout time.Duration
+}
+
+// defaultForwardTimeout is basin.forward_timeout's default.
+const defaultForwardTimeout = 2 * time.Second
+
+// bounds are the freshness bounds of a read: the session's
+// basin.acceptable_offset_lag, else the view's acceptable.offset.lag;
+// basin.acceptable_time_lag; basin.read_from.
+func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
+	b := readBounds{ReadBounds: ha.ReadBounds{MaxOffsetLag: ha.NoOffsetLagBound, MaxLagAge: 3 * f.c.n.opts.LagReportInterval},
+		forwardTimeout: defaultForwardTimeout}
+	setting := func(name string) string {
+		if env == nil || env.Session == nil {
+			return ""
+		}
+		v, _ := env.Session.Setting(name)
+		return v
+	}
+	if v := setting("basin.acceptable_offset_lag"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return b, pgerr.New(pgerr.InvalidParameterValue, "basin.acceptable_offset_lag = %q is not a number of records", v)
+		}
+		b.MaxOffsetLag = n
+	} else if v := rel.Option("acceptable.offset.lag", ""); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			b.MaxOffsetLag, b.OffsetLagSetting = n, "acceptable.offset.lag of "+rel.Name
+		}
+	}
+	if v := setting("basin.acceptable_time_lag"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return b, pgerr.New(pgerr.InvalidParameterValue, "basin.acceptable_time_lag = %q is not a duration", v)
+		}
+		b.MaxTimeLag = d
+	}
+	b.ReadFrom = ha.ReadFrom(setting("basin.read_from"))
+	if v := setting("basin.forward_timeout"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			b.forwardTimeout = d
+		}
+	}
+	if err := b.Validate(); err != nil {
+		return b, pgerr.New(pgerr.InvalidParameterValue, "%v", err)
+	}
+	return b, nil
+}
+
+// attempt is read with basin.forward_timeout on the wait for the first
+// row (or the end of an empty result): a node that accepted the
+// connection but does not answer (frozen, overloaded) is passed over for
+// the next replica. Once rows flow there is no timeout.
+func (f *forwarder) attempt(ctx context.Context, b readBounds, addr, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (bool, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	started, timedOut := false, false
+	timer := time.AfterFunc(b.forwardTimeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			timedOut = true
+			cancel()
+		}
+	})
+	defer timer.Stop()
+	sent, err := f.read(actx, addr, query, args, rel, func(row catalog.Row) error {
+		mu.Lock()
+		started = true
+		mu.Unlock()
+		return emit(row)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil && timedOut && ctx.Err() == nil {
+		return sent, fmt.Errorf("no answer within basin.forward_timeout (%v)", b.forwardTimeout)
+	}
+	return sent, err
 }
 
 // read runs the forwarded query on the node at addr. sent reports whether
