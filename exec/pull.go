@@ -264,10 +264,21 @@ func (q *pull) scanStores(ctx context.Context) error {
 	if q.env.NoForward {
 		fwd = nil
 	}
-	// remote reports whether partition p is read from another node.
+	// remote reports whether partition p is read from another node: one
+	// this node holds no replica of, or whose replica here is still
+	// restoring (behind its changelog) while another node may have a
+	// caught-up one. A read forwarded here is not served from a
+	// restoring replica: the forwarding node tries the next one.
 	remote := func(p int32) (bool, error) {
-		if query.Tasks[p].Held() {
+		ts := query.Tasks[p]
+		if ts.Held() && (ts.restored.Load() || q.rt.forwarder() == nil) {
 			return false, nil
+		}
+		if ts.Held() && q.env.NoForward {
+			return false, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s", p, rel.Name, q.rt.opts.Node)
+		}
+		if ts.Held() {
+			return true, nil
 		}
 		if fwd == nil {
 			return false, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
@@ -334,7 +345,10 @@ func (q *pull) scanStores(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			return q.forward(ctx, fwd, p, key)
+			before := len(q.reads)
+			if err := q.forward(ctx, fwd, p, key); !fallBack(query.Tasks[p], err, len(q.reads) > before) {
+				return err
+			}
 		}
 		sk, err := materialize.EncodeKey(nil, key)
 		if err != nil {
@@ -363,13 +377,18 @@ func (q *pull) scanStores(ctx context.Context) error {
 	for p := first; p <= last; p++ {
 		if far, err := remote(p); far || err != nil {
 			if err == nil {
-				err = q.forward(ctx, fwd, p, nil)
+				before := len(q.reads)
+				if err = q.forward(ctx, fwd, p, nil); fallBack(query.Tasks[p], err, len(q.reads) > before) {
+					err = nil
+					goto local
+				}
 			}
 			if err != nil {
 				return err
 			}
 			continue
 		}
+	local:
 		err := readPartition(p, func(store *materialize.Store, base catalog.Row) error {
 			it, err := store.NewIter(nil, nil)
 			if err != nil {
@@ -392,6 +411,18 @@ func (q *pull) scanStores(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// fallBack reports whether a read forwarded because the local replica
+// is restoring should be served from that replica after all: no other
+// node could serve it (55000) and nothing was sent. The rows then say
+// _role = 'restoring' or 'standby' with their lag.
+func fallBack(ts *TaskState, err error, sent bool) bool {
+	if err == nil || sent || !ts.Held() {
+		return false
+	}
+	pe, ok := pgerr.As(err)
+	return ok && pe.Code == pgerr.ObjectNotInPrerequisiteState
 }
 
 // scanStream reads a stream's topic from its start to the end offsets

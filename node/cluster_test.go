@@ -555,3 +555,77 @@ func TestClusterReadsAroundAFrozenNode(t *testing.T) {
 	}
 	t.Logf("the error: %v", err)
 }
+
+// TestClusterKeyLookupsThroughAKill runs key lookups in a loop on one node
+// while the node holding the actives of the partitions it reads is
+// SIGKILLed: with a standby per partition, no lookup fails and every
+// answer is exact.
+func TestClusterKeyLookupsThroughAKill(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, 700)
+	v.checkReplicas(t, 2)
+	// Kill the node with the most actives; read from another.
+	count := map[string]int{}
+	for _, p := range placed {
+		count[strings.Fields(p)[0]]++
+	}
+	victim, reader := c.Node(0), c.Node(1)
+	for _, n := range c.Nodes() {
+		if count[n.ID] > count[victim.ID] {
+			victim = n
+		}
+	}
+	if reader == victim {
+		reader = c.Node(2)
+	}
+	conn := reader.Conn(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lookups, failures := 0, 0
+	var firstErr error
+	lookup := func() {
+		for region, w := range v.want {
+			var n, total int64
+			err := conn.QueryRow(ctx, "SELECT n, total FROM by_region WHERE region = $1", region).Scan(&n, &total)
+			lookups++
+			if err != nil || n != w[0] || total != w[1] {
+				failures++
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s: %d|%d, want %v: %v", region, n, total, w, err)
+				}
+			}
+		}
+	}
+	for range 20 {
+		lookup()
+	}
+	t.Logf("SIGKILL %s (%d actives); reading on %s", victim.ID, count[victim.ID], reader.ID)
+	victim.Kill()
+	// Through the failure detection and the failover: until the group
+	// has moved the victim's tasks, and some more.
+	deadline := time.Now().Add(30 * time.Second)
+	for moved := false; !moved; {
+		lookup()
+		rows, err := showTasks(t, reader)
+		if err == nil {
+			moved = true
+			for _, r := range rows {
+				if r.node == victim.ID {
+					moved = false
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the victim's tasks did not move within 30s")
+		}
+	}
+	for range 20 {
+		lookup()
+	}
+	t.Logf("%d lookups, %d failed", lookups, failures)
+	if failures > 0 {
+		t.Fatalf("%d of %d lookups failed or were wrong; first: %v", failures, lookups, firstErr)
+	}
+}
