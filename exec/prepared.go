@@ -614,13 +614,14 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 		return w.Empty()
 	case *sql.Select:
 		n := 0
-		_, err := pt.s.e.Runtime.Pull(ctx, pt.plan, pt.env, func(r catalog.Row) error {
+		reads, err := pt.s.e.Runtime.Pull(ctx, pt.plan, pt.env, func(r catalog.Row) error {
 			n++
 			return w.Row(r)
 		})
 		if err != nil {
 			return err
 		}
+		pt.s.afterRead(reads, w)
 		pt.tag = "SELECT " + strconv.Itoa(n)
 		return w.Complete(pt.tag)
 	default:

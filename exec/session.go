@@ -86,6 +86,8 @@ type Session struct {
 	client  Client
 	started time.Time
 	act     activity
+	// lastRead is where the last SELECT's partitions were read.
+	lastRead []PartitionRead
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -292,13 +294,14 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 		return err
 	}
 	n := 0
-	_, err = s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
+	reads, err := s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
 		n++
 		return w.Row(r)
 	})
 	if err != nil {
 		return err
 	}
+	s.afterRead(reads, w)
 	return w.Complete("SELECT " + strconv.Itoa(n))
 }
 
@@ -524,6 +527,9 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 		return s.showCluster(ctx, w)
 	}
 	name := strings.ToLower(st.Name)
+	if name == "basin.last_read" {
+		return s.showLastRead(w)
+	}
 	if name == "all" {
 		if err := w.Columns([]catalog.Column{{Name: "name", Type: catalog.Varchar}, {Name: "setting", Type: catalog.Varchar}}); err != nil {
 			return err

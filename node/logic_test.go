@@ -29,7 +29,9 @@ import (
 // Regenerate expected output with -rewrite and review the diff.
 func TestLogic(t *testing.T) {
 	datadriven.Walk(t, "../testdata/logic", func(t *testing.T, path string) {
-		n := startNode(t, t.TempDir())
+		// A fixed node id, so that _served_by and SHOW basin.last_read
+		// read the same on every machine.
+		n := startNode(t, t.TempDir(), func(o *Options) { o.NodeID = "node-a" })
 		var notices strings.Builder
 		conn := connect(t, n.PGAddr(), func(cfg *pgx.ConnConfig) {
 			cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
