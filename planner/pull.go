@@ -391,32 +391,36 @@ func partitionPin(rel *catalog.Relation, filter Scalar) Scalar {
 // pinned calls fn for each column that a top-level AND of filter
 // compares with equality to a constant or a parameter.
 func pinned(filter Scalar, fn func(c *ColRef, val Scalar)) {
-	var visit func(s Scalar)
-	visit = func(s Scalar) {
-		b, ok := s.(*Binary)
+	equalities(filter, func(l, r Scalar) {
+		col, val := intKey(l, r)
+		if _, ok := col.(*ColRef); !ok {
+			col, val = intKey(r, l)
+		}
+		c, ok := col.(*ColRef)
 		if !ok {
 			return
 		}
-		switch b.Op {
-		case "AND":
-			visit(b.L)
-			visit(b.R)
-		case "=":
-			col, val := intKey(b.L, b.R)
-			if _, ok := col.(*ColRef); !ok {
-				col, val = intKey(b.R, b.L)
-			}
-			c, ok := col.(*ColRef)
-			if !ok {
-				return
-			}
-			switch val.(type) {
-			case *Const, *ParamRef:
-				fn(c, val)
-			}
+		switch val.(type) {
+		case *Const, *ParamRef:
+			fn(c, val)
 		}
+	})
+}
+
+// equalities calls fn with both sides of each "=" among the conjuncts of
+// a top-level AND of cond.
+func equalities(cond Scalar, fn func(l, r Scalar)) {
+	b, ok := cond.(*Binary)
+	if !ok {
+		return
 	}
-	visit(filter)
+	switch b.Op {
+	case "AND":
+		equalities(b.L, fn)
+		equalities(b.R, fn)
+	case "=":
+		fn(b.L, b.R)
+	}
 }
 
 // intKey undoes the widening of an INTEGER column compared with a

@@ -602,31 +602,19 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 // left side (indexes below n) with one of the right side.
 func equiConds(cond Scalar, n int) []EquiCond {
 	var out []EquiCond
-	var visit func(s Scalar)
-	visit = func(s Scalar) {
-		b, ok := s.(*Binary)
-		if !ok {
+	equalities(cond, func(lhs, rhs Scalar) {
+		l, lok := lhs.(*ColRef)
+		r, rok := rhs.(*ColRef)
+		if !lok || !rok || l.T != r.T {
 			return
 		}
-		switch b.Op {
-		case "AND":
-			visit(b.L)
-			visit(b.R)
-		case "=":
-			l, lok := b.L.(*ColRef)
-			r, rok := b.R.(*ColRef)
-			if !lok || !rok || l.T != r.T {
-				return
-			}
-			switch {
-			case l.Idx < n && r.Idx >= n:
-				out = append(out, EquiCond{LIdx: l.Idx, RIdx: r.Idx - n})
-			case r.Idx < n && l.Idx >= n:
-				out = append(out, EquiCond{LIdx: r.Idx, RIdx: l.Idx - n})
-			}
+		switch {
+		case l.Idx < n && r.Idx >= n:
+			out = append(out, EquiCond{LIdx: l.Idx, RIdx: r.Idx - n})
+		case r.Idx < n && l.Idx >= n:
+			out = append(out, EquiCond{LIdx: r.Idx, RIdx: l.Idx - n})
 		}
-	}
-	visit(cond)
+	})
 	return out
 }
 
