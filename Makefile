@@ -28,11 +28,12 @@ test-go:
 compat: compat-deps
 	$(GO) test -count=1 -timeout 10m -v $(COMPAT_FLAGS) ./compat/
 
-## chaos: 100,000 records into a 3-node cluster while random nodes are
-## SIGKILLed and restarted; then every view and every standby must equal a
-## recomputation exactly (node/chaos_test.go; BASIN_CHAOS_SEED replays a run).
+## chaos: only the chaos test (also part of make test): 100,000 records into
+## a 3-node cluster while random nodes are SIGKILLed and restarted; then every
+## view and every standby must equal a recomputation exactly
+## (node/chaos_test.go; BASIN_CHAOS_SEED=<seed> replays a run).
 chaos: build
-	BASIN_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./node/
+	$(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./node/
 
 ## compat-deps: node-postgres, from compat/node/package-lock.json (npm ci).
 compat-deps: compat/node/node_modules/.package-lock.json

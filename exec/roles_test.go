@@ -23,9 +23,6 @@ import (
 // equal a's; then a stops, b's tasks become active and carry on from its
 // replica's checkpoint: no input record is lost or counted twice.
 func TestStandbyFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a broker")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
@@ -156,26 +153,19 @@ func TestStandbyFailover(t *testing.T) {
 	}
 	waitFor := func(rt *Runtime, what string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got, err := read(rt)
-			if err == nil && got == wantText() {
-				return
-			}
-			if time.Now().After(deadline) {
-				if q, ok := rt.Query("by_region"); ok {
-					for _, ts := range append(q.Tasks, q.Rekey...) {
-						lag, _ := ts.Lag(time.Now())
-						t.Logf("task %d: role %s lag %d skipped %d err %q", ts.Partition, ts.Role(), lag, ts.errors.Load(), ts.LastError())
-					}
+		var got string
+		var err error
+		if !waitUntil(30*time.Second, func() bool {
+			got, err = read(rt)
+			return err == nil && got == wantText()
+		}) {
+			if q, ok := rt.Query("by_region"); ok {
+				for _, ts := range append(q.Tasks, q.Rekey...) {
+					lag, _ := ts.Lag(time.Now())
+					t.Logf("task %d: role %s lag %d skipped %d err %q", ts.Partition, ts.Role(), lag, ts.errors.Load(), ts.LastError())
 				}
-				t.Fatalf("%s: got\n%s\n(err %v)\nwant\n%s", what, got, err, wantText())
 			}
-			select {
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			case <-time.After(20 * time.Millisecond):
-			}
+			t.Fatalf("%s: got\n%s\n(err %v)\nwant\n%s", what, got, err, wantText())
 		}
 	}
 
@@ -196,9 +186,9 @@ func TestStandbyFailover(t *testing.T) {
 	// Without re-keying stages of its own, b still learns the source's
 	// ends, against which its standbys' lag is measured, and the
 	// changelog's.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var srcEnd, clEnd int64
+	var srcEnd, clEnd int64
+	if !waitUntil(10*time.Second, func() bool {
+		srcEnd, clEnd = 0, 0
 		for sp := range q.Tasks[0].sources.ends {
 			srcEnd += q.Tasks[0].sources.ends[sp].Load()
 		}
@@ -208,13 +198,9 @@ func TestStandbyFailover(t *testing.T) {
 				t.Fatalf("%s: changelog end %d before the offset %d", st.Task, st.ChangelogEnd, st.ChangelogOffset)
 			}
 		}
-		if srcEnd == 300 && clEnd > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b's view of the ends: source %d (want 300), changelog %d", srcEnd, clEnd)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return srcEnd == 300 && clEnd > 0
+	}) {
+		t.Fatalf("b's view of the ends: source %d (want 300), changelog %d", srcEnd, clEnd)
 	}
 
 	// a goes away; b takes over from its replica.
@@ -227,4 +213,21 @@ func TestStandbyFailover(t *testing.T) {
 			t.Fatalf("b's partition %d is %q after promotion, want active", ts.Partition, r)
 		}
 	}
+}
+
+// waitUntil checks cond every 20ms until it holds (true) or d passes
+// (false): for states nothing signals, such as a task's progress.
+func waitUntil(d time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
 }

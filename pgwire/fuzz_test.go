@@ -151,28 +151,13 @@ func (c *halfClosedConn) Read(p []byte) (int, error) {
 // reports every goroutine's stack if that does not happen within
 // testTimeout. A goroutine may still be counted for a moment after it did
 // its last work (a deferred close, an AfterFunc that set a deadline), so
-// this polls, with waits that grow from nothing to a millisecond.
+// this polls. It reports with Errorf, not Fatalf, so that the bystander
+// check still runs.
 func checkGoroutinesBack(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	wait := time.Duration(0)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= before {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%d goroutines running after the connection ended, %d before it started:\n%s",
-				n, before, allStacks(64<<10))
-			return
-		}
-		if wait == 0 {
-			runtime.Gosched()
-			wait = time.Microsecond
-			continue
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, time.Millisecond)
+	if !poll(func() bool { return runtime.NumGoroutine() <= before }) {
+		t.Errorf("%d goroutines running after the connection ended, %d before it started:\n%s",
+			runtime.NumGoroutine(), before, allStacks(64<<10))
 	}
 }
 

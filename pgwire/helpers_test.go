@@ -445,6 +445,14 @@ func (ts *testServer) waitStarted(t testing.TB, text string) {
 // anything takes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
+	}
+}
+
+// poll checks cond every millisecond until it holds (true) or
+// testTimeout passes (false).
+func poll(cond func() bool) bool {
 	deadline := time.NewTimer(testTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)
@@ -453,9 +461,10 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		select {
 		case <-tick.C:
 		case <-deadline.C:
-			t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
+			return cond()
 		}
 	}
+	return true
 }
 
 // waitClosed waits until the fake backend closes a session.
