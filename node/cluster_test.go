@@ -33,6 +33,21 @@ func newClusterView(t *testing.T, c *testcluster.Cluster) *clusterView {
 	return &clusterView{c: c, want: map[string][2]int64{}}
 }
 
+// startClusterView starts that many real nodes with one standby per task and
+// the given session timeout, creates the view, waits until every
+// partition has its active and standby, produces records orders and
+// waits until both replicas of every partition hold them. placed is
+// task → "active standby".
+func startClusterView(t *testing.T, nodes int, sessionTimeout string, records int) (*testcluster.Cluster, *clusterView, map[string]string) {
+	t.Helper()
+	c := testcluster.Start(t, testcluster.Options{Nodes: nodes, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	placed := waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, records)
+	v.checkReplicas(t, 2)
+	return c, v, placed
+}
+
 // produce writes n orders and records what the view must then hold.
 func (v *clusterView) produce(t *testing.T, n int) {
 	t.Helper()
@@ -187,12 +202,8 @@ func waitPlacedView(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, v
 // the exact counts; a node killed with SIGKILL loses its actives to their
 // standbys, and the counts stay exact (nothing lost or counted twice).
 func TestClusterStandbysAndFailover(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
-	v := newClusterView(t, c)
-	placed := waitPlaced(t, c, c.Node(0), 1)
+	c, v, placed := startClusterView(t, 3, "2s", 700)
 	t.Logf("placement: %v", placed)
-	v.produce(t, 700)
-	v.checkReplicas(t, 2)
 
 	// Kill the node with the most actives.
 	count := map[string]int{}
@@ -239,11 +250,7 @@ func TestClusterStandbysAndFailover(t *testing.T) {
 // --node-id within the session timeout: it takes its tasks back from its
 // checkpoints, the group does not rebalance, and no task moves.
 func TestClusterRestartSameID(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "20s", "--standby-replicas", "1"}})
-	v := newClusterView(t, c)
-	placed := waitPlaced(t, c, c.Node(0), 1)
-	v.produce(t, 500)
-	v.checkReplicas(t, 2)
+	c, v, placed := startClusterView(t, 3, "20s", 500)
 	generation := func() string {
 		rows := c.Node(0).Query(t, "SHOW CLUSTER")
 		gens := map[string]bool{}
@@ -487,11 +494,7 @@ func TestClusterStatus(t *testing.T) {
 // once, with exact counts; read_from = 'active' fails with 55000 naming
 // the frozen active and why it was passed over.
 func TestClusterReadsAroundAFrozenNode(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "30s", "--standby-replicas", "1"}})
-	v := newClusterView(t, c)
-	placed := waitPlaced(t, c, c.Node(0), 1)
-	v.produce(t, 700)
-	v.checkReplicas(t, 2)
+	c, _, placed := startClusterView(t, 3, "30s", 700)
 
 	// A partition with rows, its active, and the node without a replica.
 	var task, active, other string
@@ -564,11 +567,7 @@ func TestClusterReadsAroundAFrozenNode(t *testing.T) {
 // SIGKILLed: with a standby per partition, no lookup fails and every
 // answer is exact.
 func TestClusterKeyLookupsThroughAKill(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
-	v := newClusterView(t, c)
-	placed := waitPlaced(t, c, c.Node(0), 1)
-	v.produce(t, 700)
-	v.checkReplicas(t, 2)
+	c, v, placed := startClusterView(t, 3, "2s", 700)
 	// Kill the node with the most actives; read from another.
 	count := map[string]int{}
 	for _, p := range placed {

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,20 +141,7 @@ func TestSQLErrors(t *testing.T) {
 
 func waitQuery(t *testing.T, c *pgx.Conn, q, want string) {
 	t.Helper()
-	var got string
-	eventually(t, 20*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		var err error
-		got, err = queryText(ctx, c, q, false)
-		if err != nil {
-			return err
-		}
-		if got != want {
-			return fmt.Errorf("%s\n got: %q\nwant: %q", q, got, want)
-		}
-		return nil
-	})
+	waitQueryFor(t, c, 20*time.Second, q, want)
 }
 
 // produceRaw writes records (key, value) to partition 0 of topic, as any

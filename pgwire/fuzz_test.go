@@ -164,15 +164,7 @@ func checkGoroutinesBack(t *testing.T, before int) {
 // allStacks returns the stacks of all goroutines, cut to at most limit
 // bytes.
 func allStacks(limit int) string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	buf := stacks()
 	if len(buf) > limit {
 		return fmt.Sprintf("%s\n... (%d more bytes of stacks)", buf[:limit], len(buf)-limit)
 	}

@@ -387,15 +387,7 @@ func checkNoServerGoroutines(t testing.TB) {
 }
 
 func serverGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	buf := stacks()
 	var left []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "basin/pgwire.(*conn).") || strings.Contains(g, "basin/pgwire.(*Server).") {
@@ -482,4 +474,16 @@ func (s *Server) sessionCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.mu.sessions)
+}
+
+// stacks returns the stacks of all goroutines.
+func stacks() []byte {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
