@@ -362,31 +362,23 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 	return out
 }
 
-// Members implements exec.ClusterInfo: the nodes of the assignment, each
-// checked with GET /healthz.
-func (c *cluster) Members(ctx context.Context) ([]exec.Member, error) {
+// Members implements exec.ClusterInfo: the nodes of the assignment, alive
+// as this node's heartbeat tracker (ha.Liveness) says, the same view
+// reads are routed by.
+func (c *cluster) Members(context.Context) ([]exec.Member, error) {
 	a, ok := c.assignment()
 	if !ok {
 		return []exec.Member{{Node: c.n.id, PGAddr: c.n.PGAddr(), HTTPAddr: c.n.HTTPAddr(), Alive: true}}, nil
 	}
-	ids := a.NodeIDs()
-	out := make([]exec.Member, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
+	now := time.Now()
+	ctl := c.n.controlOf()
+	var out []exec.Member
+	for _, id := range a.NodeIDs() {
 		nt := a.Nodes[id]
-		out[i] = exec.Member{Node: id, PGAddr: nt.PGAddr, HTTPAddr: nt.HTTPAddr, Leader: a.Leader == id,
+		m := exec.Member{Node: id, PGAddr: nt.PGAddr, HTTPAddr: nt.HTTPAddr, Leader: a.Leader == id,
 			Generation: a.Generation, Active: len(nt.Active), Standby: len(nt.Standby), Warmup: len(nt.Warmup)}
-		if id == c.n.id {
-			out[i].Alive = true
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var r tasksReport
-			out[i].Alive = getJSON(ctx, nt.HTTPAddr, "/tasks", &r) == nil
-		}()
+		m.Alive = id == c.n.id || ctl == nil || ctl.live.Alive(id, now)
+		out = append(out, m)
 	}
-	wg.Wait()
 	return out, nil
 }
