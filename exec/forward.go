@@ -2,25 +2,80 @@ package exec
 
 import (
 	"context"
+	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 )
 
-// Forwarder reads a partition this node holds no replica of from a node
-// that does. The node provides it; a node alone has none.
+// Forwarder routes the read of one partition in a cluster: it chooses,
+// among the partition's replicas on every node (this one included), the
+// best one that meets the session's freshness bounds, and reads there,
+// moving to the next at once when one fails. The node provides it; a
+// node alone has none and reads its own replicas.
 type Forwarder interface {
-	// ReadPartition streams the rows of partition p of rel, only those
-	// with the given key when key is not nil, from a node that holds the
-	// partition and meets the session's freshness settings (read through
-	// env.Session), trying the next replica at once when one fails
-	// before sending a row. Each row is rel's columns, then the
-	// pseudo-columns (planner.PseudoColumns) as the serving node reports
-	// them.
-	ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, env *Env, emit func(catalog.Row) error) error
+	// ReadPartition reads req.Partition of req.Rel from the best replica
+	// and calls emit for each row: rel's columns, then the
+	// pseudo-columns (planner.PseudoColumns) as the serving replica
+	// reports them. served is called with where the read went before
+	// each attempt and may be called again; the last call before
+	// ReadPartition returns nil is the replica that answered.
+	ReadPartition(ctx context.Context, req *ReadRequest, env *Env, served func(PartitionRead), emit func(catalog.Row) error) error
+	// Explain describes how a read of req.Partition would be routed now:
+	// one line per replica, in the order they would be tried, then the
+	// rejected ones with their reasons.
+	Explain(req *ReadRequest, env *Env) []string
 }
 
-// SetForwarder makes reads of partitions held elsewhere go through f.
+// ReadRequest is the read of one partition that a Forwarder routes.
+type ReadRequest struct {
+	Rel       *catalog.Relation
+	Partition int32
+	// Keys, when set, are the keys to read (values of the key columns in
+	// schema order); nil reads the whole partition.
+	Keys [][]any
+	// Where and Alias are the query's WHERE clause as SQL and its FROM
+	// alias when the filter may run on the serving node (empty
+	// otherwise: see planner.PushableFilter).
+	Where, Alias string
+	// Needed marks the columns the query reads; the others may come back
+	// NULL. nil reads every column.
+	Needed []bool
+	// Limit, when not negative, is how many rows the query can use from
+	// this partition (LIMIT plus OFFSET of a query that sends rows in
+	// scan order with the whole filter pushed).
+	Limit int64
+	// MinPosition is the part of the session's position bound that this
+	// partition can show (see needs); empty for none.
+	MinPosition  materialize.Position
+	PositionWait time.Duration
+	// Local is this node's replica of the partition; nil when it holds
+	// none.
+	Local *LocalReplica
+	// Ahead is set when the read runs ahead of the one the query is
+	// consuming (a scatter-gather prefetch). A read ahead must not wait
+	// for a connection to a peer: it calls WaitTurn first, so that reads
+	// blocked on a full buffer can never hold every connection the
+	// current one needs.
+	Ahead    bool
+	WaitTurn func(context.Context) error
+}
+
+// LocalReplica is this node's replica of a partition as the router sees
+// it, and how to read it.
+type LocalReplica struct {
+	// Role is "active", "restoring", "standby" or "warmup".
+	Role      string
+	OffsetLag int64
+	TimeLagMs int64
+	Position  materialize.Position
+	// Read reads the partition here (waiting for MinPosition up to
+	// PositionWait), calling served and emit as ReadPartition does.
+	Read func(ctx context.Context) error
+}
+
+// SetForwarder makes reads of partitions in a cluster go through f.
 func (rt *Runtime) SetForwarder(f Forwarder) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -33,24 +88,14 @@ func (rt *Runtime) forwarder() Forwarder {
 	return rt.mu.fwd
 }
 
-// forward reads partition p of the query's relation from another node:
-// each row goes through the query as a local row would, and the
-// partition's freshness is what the serving node reported.
-func (q *pull) forward(ctx context.Context, f Forwarder, p int32, key []any) error {
-	rel := q.plan.Rel
-	ncols := len(rel.Schema.Columns)
-	first := true
-	return f.ReadPartition(ctx, rel, p, key, q.env, func(row catalog.Row) error {
-		if first {
-			first = false
-			read := PartitionRead{Partition: p}
-			read.ServedBy, _ = row[ncols+planner.PseudoServedBy].(string)
-			read.Role, _ = row[ncols+planner.PseudoRole].(string)
-			read.OffsetLag, _ = row[ncols+planner.PseudoOffsetLag].(int64)
-			read.TimeLagMs, _ = row[ncols+planner.PseudoTimeLag].(int64)
-			read.Position, _ = row[ncols+planner.PseudoPosition].(string)
-			q.reads = append(q.reads, read)
-		}
-		return q.input(ctx, row)
-	})
+// ReadFromRow is where a forwarded row says it was served: the
+// pseudo-columns after the relation's ncols columns.
+func ReadFromRow(p int32, row catalog.Row, ncols int) PartitionRead {
+	read := PartitionRead{Partition: p}
+	read.ServedBy, _ = row[ncols+planner.PseudoServedBy].(string)
+	read.Role, _ = row[ncols+planner.PseudoRole].(string)
+	read.OffsetLag, _ = row[ncols+planner.PseudoOffsetLag].(int64)
+	read.TimeLagMs, _ = row[ncols+planner.PseudoTimeLag].(int64)
+	read.Position, _ = row[ncols+planner.PseudoPosition].(string)
+	return read
 }

@@ -3,7 +3,9 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -249,8 +251,12 @@ func (q *pull) finish() error {
 	return nil
 }
 
-// scanStores reads a table or view from this node's stores: one partition
-// for a key lookup, every partition otherwise.
+// scanStores reads a table or view: one partition for a key lookup, the
+// partitions its keys hash to for "key IN (...)", every partition
+// otherwise. In a cluster each partition goes where the Forwarder routes
+// it (this node's replica or another node's); the partitions are read in
+// parallel, each a few batches ahead of the one being consumed, and
+// merged in partition order.
 func (q *pull) scanStores(ctx context.Context) error {
 	rel := q.plan.Rel
 	query, ok := q.rt.Query(rel.Name)
@@ -258,171 +264,311 @@ func (q *pull) scanStores(ctx context.Context) error {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s is not being materialized on this node", rel.Name).
 			WithHint("The node is starting; try again in a moment.")
 	}
-	ncols := len(rel.Schema.Columns)
-	now := time.Now()
+	parts, keys, err := q.partitions(rel)
+	if err != nil || len(parts) == 0 {
+		return err
+	}
 	fwd := q.rt.forwarder()
 	if q.env.NoForward {
 		fwd = nil
 	}
-	// remote reports whether partition p is read from another node: one
-	// this node holds no replica of, or whose replica here is still
-	// restoring (behind its changelog) while another node may have a
-	// caught-up one. A read forwarded here is not served from a
-	// restoring replica: the forwarding node tries the next one.
-	remote := func(p int32) (bool, error) {
-		ts := query.Tasks[p]
-		if ts.Held() && (ts.restored.Load() || q.rt.forwarder() == nil) {
-			return false, nil
-		}
-		if ts.Held() && q.env.NoForward {
-			return false, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s", p, rel.Name, q.rt.opts.Node)
-		}
-		if ts.Held() {
-			return true, nil
-		}
-		if fwd == nil {
-			return false, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
-				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
-		}
-		return true, nil
-	}
-	readPartition := func(p int32, fn func(store *materialize.Store, base catalog.Row) error) error {
-		ts := query.Tasks[p]
-		if len(q.env.MinPosition) > 0 {
-			if err := q.waitPosition(ctx, query, ts); err != nil {
+	if fwd == nil || len(parts) == 1 {
+		for _, p := range parts {
+			var read PartitionRead
+			served := func(r PartitionRead) { read = r }
+			if err := q.readPartition(ctx, query, fwd, p, keys[p], nil, served, func(row catalog.Row) error {
+				return q.input(ctx, row)
+			}); err != nil {
 				return err
 			}
+			q.reads = append(q.reads, read)
 		}
-		store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
-		cp, err := store.Checkpoint()
-		if err != nil {
-			return err
-		}
-		lag, tlag := ts.Lag(now)
-		read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: cp.Position.String()}
-		q.reads = append(q.reads, read)
-		base := make(catalog.Row, ncols+len(planner.PseudoColumns))
-		base[ncols+planner.PseudoPartition] = int64(p)
-		base[ncols+planner.PseudoServedBy] = read.ServedBy
-		base[ncols+planner.PseudoRole] = read.Role
-		base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
-		base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
-		base[ncols+planner.PseudoPosition] = read.Position
-		return fn(store, base)
+		return nil
 	}
-	emitStored := func(base catalog.Row, v []byte) error {
-		present, vals, _, err := decodeStored(v, ncols)
+	return q.gather(ctx, query, fwd, parts, keys)
+}
+
+// partitions returns the partitions a read of rel needs, in order, and
+// for key lookups the keys to read in each.
+func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, error) {
+	var lookups [][]planner.Scalar
+	switch {
+	case q.plan.Lookup != nil:
+		lookups = [][]planner.Scalar{q.plan.Lookup}
+	case q.plan.LookupIn != nil:
+		lookups = q.plan.LookupIn
+	}
+	if lookups != nil {
+		codec := newRelCodec(rel)
+		keys := map[int32][][]any{}
+		seen := map[string]bool{}
+		var parts []int32
+	next:
+		for _, l := range lookups {
+			key := make([]any, len(l))
+			for i, e := range l {
+				v, err := Compile(e)(nil, q.env)
+				if err != nil {
+					return nil, nil, err
+				}
+				if v == nil {
+					continue next // key = NULL matches nothing
+				}
+				key[i] = v
+			}
+			kb, err := codec.encodeKey(key)
+			if err != nil {
+				return nil, nil, err
+			}
+			if seen[string(kb)] {
+				continue
+			}
+			seen[string(kb)] = true
+			p := kafka.Partition(kb, rel.Partitions)
+			if keys[p] == nil {
+				parts = append(parts, p)
+			}
+			keys[p] = append(keys[p], key)
+		}
+		slices.Sort(parts)
+		return parts, keys, nil
+	}
+	if q.plan.Partition != nil {
+		v, err := Compile(q.plan.Partition)(nil, q.env)
 		if err != nil {
+			return nil, nil, err
+		}
+		n, ok := v.(int64)
+		if !ok || n < 0 || n >= int64(rel.Partitions) {
+			return nil, nil, nil // no such partition: no rows
+		}
+		return []int32{int32(n)}, nil, nil
+	}
+	parts := make([]int32, rel.Partitions)
+	for p := range parts {
+		parts[p] = int32(p)
+	}
+	return parts, nil, nil
+}
+
+// readPartition reads partition p (only keys, when not nil): here when
+// there is no Forwarder (a node alone, or a read forwarded to this node),
+// else wherever the Forwarder routes it. turn, when not nil, is how a
+// read ahead of the one being consumed waits for its turn.
+func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
+	served func(PartitionRead), emit func(catalog.Row) error) error {
+	rel := query.Rel
+	ts := query.Tasks[p]
+	local := func(ctx context.Context) error { return q.readLocal(ctx, query, p, keys, served, emit) }
+	if fwd == nil {
+		switch {
+		case !ts.Held():
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
+				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
+		case q.env.NoForward && !ts.restored.Load():
+			// The forwarding node tries the next replica.
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s", p, rel.Name, q.rt.opts.Node)
+		}
+		return local(ctx)
+	}
+	req := q.request(query, p, keys)
+	req.Ahead, req.WaitTurn = turn != nil, turn
+	if ts.Held() {
+		lag, tlag := ts.Lag(time.Now())
+		req.Local = &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: local}
+	}
+	return fwd.ReadPartition(ctx, req, q.env, served, emit)
+}
+
+// request is the ReadRequest for partition p: what of the query the
+// serving node can do (keys, the filter when it is pushable, the columns
+// needed, the LIMIT when rows go out in scan order) and the part of the
+// position bound that p can show.
+func (q *pull) request(query *Query, p int32, keys [][]any) *ReadRequest {
+	plan := q.plan
+	req := &ReadRequest{Rel: query.Rel, Partition: p, Keys: keys, Where: plan.Where, Alias: plan.Alias,
+		Needed: plan.Needed, Limit: -1, PositionWait: q.env.PositionWait}
+	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (plan.Filter == nil || plan.Where != "") {
+		req.Limit = plan.Limit + plan.Offset
+	}
+	if len(q.env.MinPosition) > 0 {
+		topic, want := needs(query, query.Tasks[p], q.env.MinPosition)
+		if len(want) > 0 {
+			req.MinPosition = materialize.Position{topic: want}
+		}
+	}
+	return req
+}
+
+// readLocal reads partition p (only keys, when not nil) from this node's
+// replica, once it reflects the read's position bound.
+func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error) error {
+	rel := query.Rel
+	ts := query.Tasks[p]
+	ncols := len(rel.Schema.Columns)
+	if len(q.env.MinPosition) > 0 {
+		if err := q.waitPosition(ctx, query, ts); err != nil {
 			return err
 		}
-		if !present {
-			return nil
+	}
+	store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	cp, err := store.Checkpoint()
+	if err != nil {
+		return err
+	}
+	lag, tlag := ts.Lag(time.Now())
+	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: cp.Position.String()}
+	served(read)
+	base := make(catalog.Row, ncols+len(planner.PseudoColumns))
+	base[ncols+planner.PseudoPartition] = int64(p)
+	base[ncols+planner.PseudoServedBy] = read.ServedBy
+	base[ncols+planner.PseudoRole] = read.Role
+	base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
+	base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
+	base[ncols+planner.PseudoPosition] = read.Position
+	emitStored := func(v []byte) error {
+		present, vals, _, err := decodeStored(v, ncols)
+		if err != nil || !present {
+			return err
 		}
 		row := make(catalog.Row, len(base))
 		copy(row, base)
 		copy(row, vals)
-		return q.input(ctx, row)
+		return emit(row)
 	}
-	if q.plan.Lookup != nil {
-		key := make([]any, len(q.plan.Lookup))
-		for i, l := range q.plan.Lookup {
-			v, err := Compile(l)(nil, q.env)
+	if keys != nil {
+		for _, key := range keys {
+			sk, err := materialize.EncodeKey(nil, key)
 			if err != nil {
 				return err
 			}
-			if v == nil {
-				return nil // key = NULL matches nothing
-			}
-			key[i] = v
-		}
-		codec := newRelCodec(rel)
-		kb, err := codec.encodeKey(key)
-		if err != nil {
-			return err
-		}
-		p := kafka.Partition(kb, rel.Partitions)
-		if far, err := remote(p); far || err != nil {
-			if err != nil {
-				return err
-			}
-			before := len(q.reads)
-			if err := q.forward(ctx, fwd, p, key); !fallBack(query.Tasks[p], err, len(q.reads) > before) {
-				return err
-			}
-		}
-		sk, err := materialize.EncodeKey(nil, key)
-		if err != nil {
-			return err
-		}
-		return readPartition(p, func(store *materialize.Store, base catalog.Row) error {
 			v, ok, err := store.Get(sk)
-			if err != nil || !ok {
-				return err
-			}
-			return emitStored(base, v)
-		})
-	}
-	first, last := int32(0), rel.Partitions-1
-	if q.plan.Partition != nil {
-		v, err := Compile(q.plan.Partition)(nil, q.env)
-		if err != nil {
-			return err
-		}
-		n, ok := v.(int64)
-		if !ok || n < 0 || n >= int64(rel.Partitions) {
-			return nil // no such partition: no rows
-		}
-		first, last = int32(n), int32(n)
-	}
-	for p := first; p <= last; p++ {
-		if far, err := remote(p); far || err != nil {
-			if err == nil {
-				before := len(q.reads)
-				if err = q.forward(ctx, fwd, p, nil); fallBack(query.Tasks[p], err, len(q.reads) > before) {
-					err = nil
-					goto local
-				}
-			}
 			if err != nil {
 				return err
 			}
-			continue
-		}
-	local:
-		err := readPartition(p, func(store *materialize.Store, base catalog.Row) error {
-			it, err := store.NewIter(nil, nil)
-			if err != nil {
-				return err
-			}
-			defer it.Close()
-			n := 0
-			for ok := it.First(); ok; ok = it.Next() {
-				if n++; n%1024 == 0 && ctx.Err() != nil {
-					return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
-				}
-				if err := emitStored(base, it.Value()); err != nil {
+			if ok {
+				if err := emitStored(v); err != nil {
 					return err
 				}
 			}
-			return it.Error()
-		})
-		if err != nil {
+		}
+		return nil
+	}
+	it, err := store.NewIter(nil, nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+		}
+		if err := emitStored(it.Value()); err != nil {
 			return err
 		}
 	}
-	return nil
+	return it.Error()
 }
 
-// fallBack reports whether a read forwarded because the local replica
-// is restoring should be served from that replica after all: no other
-// node could serve it (55000) and nothing was sent. The rows then say
-// _role = 'restoring' or 'standby' with their lag.
-func fallBack(ts *TaskState, err error, sent bool) bool {
-	if err == nil || sent || !ts.Held() {
-		return false
+// Scatter-gather: how far reads run ahead of the partition being
+// consumed, and how much each may buffer.
+const (
+	gatherWindow  = 8   // partitions read at once
+	gatherBatch   = 256 // rows per batch
+	gatherBatches = 4   // batches a partition may buffer
+)
+
+// prefetch is one partition's read in a scatter-gather.
+type prefetch struct {
+	rows chan []catalog.Row // closed when the read ends
+	turn chan struct{}      // closed when the consumer reaches it
+	// read and err are set before rows is closed.
+	read PartitionRead
+	err  error
+}
+
+// gather reads parts in parallel (gatherWindow at a time, each at most
+// gatherBatches batches ahead) and feeds their rows to the query in
+// partition order, so memory stays bounded however large the
+// partitions. A read ahead of the one being consumed never waits for a
+// connection to a peer before its turn (ReadRequest.Ahead): reads
+// blocked on full buffers cannot hold every connection the consumed one
+// needs, so nodes forwarding scans to each other cannot deadlock.
+func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []int32, keys map[int32][][]any) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	pfs := make([]*prefetch, len(parts))
+	start := func(i int) {
+		pf := &prefetch{rows: make(chan []catalog.Row, gatherBatches), turn: make(chan struct{})}
+		pfs[i] = pf
+		var turn func(context.Context) error
+		if i > 0 {
+			turn = func(ctx context.Context) error {
+				select {
+				case <-pf.turn:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(pf.rows)
+			var batch []catalog.Row
+			flush := func() error {
+				select {
+				case pf.rows <- batch:
+					batch = nil
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			err := q.readPartition(ctx, query, fwd, parts[i], keys[parts[i]], turn,
+				func(r PartitionRead) { pf.read = r },
+				func(row catalog.Row) error {
+					if batch = append(batch, row); len(batch) >= gatherBatch {
+						return flush()
+					}
+					return nil
+				})
+			if err == nil && len(batch) > 0 {
+				err = flush()
+			}
+			pf.err = err
+		}()
 	}
-	pe, ok := pgerr.As(err)
-	return ok && pe.Code == pgerr.ObjectNotInPrerequisiteState
+	for i := range parts {
+		for j := i; j < min(len(parts), i+gatherWindow); j++ {
+			if pfs[j] == nil {
+				start(j)
+			}
+		}
+		pf := pfs[i]
+		close(pf.turn)
+		for batch := range pf.rows {
+			for _, row := range batch {
+				if err := q.input(ctx, row); err != nil {
+					return err
+				}
+			}
+		}
+		if pf.err != nil {
+			if ctx.Err() != nil && q.env.Ctx != nil && q.env.Ctx.Err() != nil {
+				return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+			}
+			return pf.err
+		}
+		q.reads = append(q.reads, pf.read)
+	}
+	return nil
 }
 
 // scanStream reads a stream's topic from its start to the end offsets

@@ -689,6 +689,11 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 			return err
 		}
 		text = plan.String()
+		routes, err := s.e.Runtime.explainRoutes(plan, s.env())
+		if err != nil {
+			routes = []string{"  Routing: decided when the statement runs (" + err.Error() + ")"}
+		}
+		text += strings.Join(routes, "\n")
 	case *sql.CreateTableAs:
 		plan, err := planner.PlanView(s.e.Catalog, x, "")
 		if err != nil {

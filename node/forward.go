@@ -30,7 +30,13 @@ type forwarder struct {
 
 	mu    sync.Mutex
 	pools map[string]*pgxpool.Pool // by Postgres address
+	ahead map[string]chan struct{} // read-ahead slots, by Postgres address
 }
+
+// forwardConns is the size of the connection pool to each peer: enough
+// for the partitions being consumed by this node's queries plus
+// aheadConns reads ahead. More concurrent reads wait for a connection.
+const forwardConns = 12
 
 // forwardConnectTimeout bounds connecting to a peer; a peer that does
 // not answer in time is skipped for the next replica.
@@ -51,7 +57,7 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 		_, err := conn.Exec(ctx, "SET basin.forwarded = on")
 		return err
 	}
-	cfg.MaxConns = 8
+	cfg.MaxConns = forwardConns
 	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, err
@@ -73,31 +79,59 @@ func (f *forwarder) close() {
 }
 
 // ReadPartition implements exec.Forwarder. ha.Route orders the
-// partition's replicas by the session's basin.read_from and drops those
-// that heartbeats say are down or whose last lag report is over the
-// session's (or the view's) bounds; each is tried in turn, the next at
-// once when one fails before sending a row. When none can serve, the
-// error names every replica and why.
-func (f *forwarder) ReadPartition(ctx context.Context, rel *catalog.Relation, p int32, key []any, env *exec.Env, emit func(catalog.Row) error) error {
-	a, ok := f.c.assignment()
-	if !ok {
-		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
-			WithHint("The node is joining its cluster; try again in a moment.")
-	}
+// partition's replicas, this node's included, by the session's
+// basin.read_from and drops those that heartbeats say are down or whose
+// lag (this node's own, other nodes' last lag reports) is over the
+// session's (or the view's) bounds or whose position is behind the
+// session's; each is tried in turn, the next at once when one fails
+// before sending a row. Replicas behind the position bound are tried
+// last: they wait up to basin.position_wait to catch up. When none can
+// serve, the error names every replica and why.
+func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, env *exec.Env, served func(exec.PartitionRead), emit func(catalog.Row) error) error {
+	rel, p := req.Rel, req.Partition
 	now := time.Now()
 	rb, err := f.bounds(rel, env)
 	if err != nil {
 		return err
 	}
-	bounds := rb.ReadBounds
-	r := ha.Route(f.replicas(a, rel, p, now), bounds, now)
+	rb.MinPosition = req.MinPosition
+	a, known := f.c.assignment()
+	if !known && req.Local == nil {
+		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
+			WithHint("The node is joining its cluster; try again in a moment.")
+	}
+	r := ha.Route(f.replicas(a, req, now), rb.ReadBounds, now)
 	rejected := r.Rejected
-	query, args := forwardQuery(rel, p, key)
-	for _, ri := range r.Ordered {
-		if ri.Node == f.c.n.id {
-			continue // not held here after all (a task starting or stopping)
+	tries := append(r.Ordered, r.Waitable...)
+	waiting := len(r.Ordered)
+	query, args := forwardQuery(req)
+	for i, ri := range tries {
+		if i >= waiting {
+			rejected = dropRejection(rejected, ri.Node)
 		}
-		sent, err := f.attempt(ctx, rb, a.Nodes[ri.Node].PGAddr, query, args, rel, emit)
+		if ri.Node == f.c.n.id {
+			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
+			err := req.Local.Read(ctx)
+			if err == nil || ctx.Err() != nil || pgerr.CodeOf(err) != pgerr.ObjectNotInPrerequisiteState {
+				return err
+			}
+			rejected = append(rejected, ha.AttemptFailed(ri, err))
+			continue
+		}
+		info, ok := a.Nodes[ri.Node]
+		if !ok {
+			continue
+		}
+		served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()})
+		ncols := len(rel.Schema.Columns)
+		first := true
+		sent, err := f.attempt(ctx, rb, req, info.PGAddr, query, args, func(row catalog.Row) error {
+			if first {
+				first = false
+				served(exec.ReadFromRow(p, row, ncols))
+			}
+			return emit(row)
+		})
 		if err == nil {
 			return nil
 		}
@@ -109,13 +143,70 @@ func (f *forwarder) ReadPartition(ctx context.Context, rel *catalog.Relation, p 
 		}
 		rejected = append(rejected, ha.AttemptFailed(ri, err))
 	}
-	return ha.NoReplicaError(rel.Name, p, bounds, rejected)
+	return ha.NoReplicaError(rel.Name, p, rb.ReadBounds, rejected)
 }
 
-// replicas describes partition p's replicas on other nodes for ha.Route:
-// liveness from heartbeats, lag and role from the nodes' lag reports.
-func (f *forwarder) replicas(a ha.Assignment, rel *catalog.Relation, p int32, now time.Time) []ha.ReplicaInfo {
-	infos := a.Replicas(ha.TaskID{View: rel.StoreName(), Partition: p}).Infos()
+// dropRejection removes node's rejection from rejected: a replica that
+// was behind the position bound is being tried after all, and if it
+// fails its attempt's reason replaces it.
+func dropRejection(rejected []ha.Rejection, node string) []ha.Rejection {
+	out := rejected[:0:0]
+	for _, r := range rejected {
+		if r.Node != node {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Explain implements exec.Forwarder: the routing of a read of
+// req.Partition as it would go now.
+func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
+	now := time.Now()
+	rb, err := f.bounds(req.Rel, env)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	rb.MinPosition = req.MinPosition
+	a, _ := f.c.assignment()
+	r := ha.Route(f.replicas(a, req, now), rb.ReadBounds, now)
+	var lines []string
+	for i, ri := range r.Ordered {
+		what := "candidate"
+		if i == 0 {
+			what = "chosen"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s on %s%s, offset lag %d, time lag %d ms", what, ri.Role, ri.Node, here(ri.Node == f.c.n.id), ri.OffsetLag, ri.TimeLagMs))
+	}
+	for _, ri := range r.Waitable {
+		lines = append(lines, fmt.Sprintf("then, waiting up to basin.position_wait: %s on %s", ri.Role, ri.Node))
+	}
+	for _, rj := range r.Rejected {
+		lines = append(lines, fmt.Sprintf("rejected: %s on %s: %s", rj.Role, rj.Node, rj.Reason))
+	}
+	if len(r.Ordered) == 0 && len(r.Waitable) == 0 {
+		lines = append(lines, "no replica qualifies: the read fails with 55000")
+	}
+	return lines
+}
+
+func here(local bool) string {
+	if local {
+		return " (this node)"
+	}
+	return ""
+}
+
+// replicas describes partition p's replicas for ha.Route: this node's
+// own (its role and lag as they are now), and the other nodes' from the
+// assignment, with liveness from heartbeats, and lag, role and position
+// from their lag reports.
+func (f *forwarder) replicas(a ha.Assignment, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
+	rel, p := req.Rel, req.Partition
+	var infos []ha.ReplicaInfo
+	if a.Nodes != nil {
+		infos = a.Replicas(ha.TaskID{View: rel.StoreName(), Partition: p}).Infos()
+	}
 	ctl := f.c.n.controlOf()
 	task := exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
 	out := infos[:0]
@@ -143,6 +234,10 @@ func (f *forwarder) replicas(a ha.Assignment, rel *catalog.Relation, p int32, no
 			}
 		}
 		out = append(out, ri)
+	}
+	if l := req.Local; l != nil {
+		out = append(out, ha.ReplicaInfo{Node: f.c.n.id, Role: ha.Role(l.Role), Alive: true, LagKnown: true,
+			OffsetLag: l.OffsetLag, TimeLagMs: l.TimeLagMs, Position: l.Position})
 	}
 	return out
 }
@@ -201,15 +296,42 @@ func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, er
 }
 
 // attempt is read with basin.forward_timeout on the wait for the first
-// row (or the end of an empty result): a node that accepted the
-// connection but does not answer (frozen, overloaded) is passed over for
-// the next replica. Once rows flow there is no timeout.
-func (f *forwarder) attempt(ctx context.Context, b readBounds, addr, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (bool, error) {
+// row (or the end of an empty result), plus basin.position_wait when the
+// read has a position bound the peer may wait for: a node that accepted
+// the connection but does not answer (frozen, overloaded) is passed over
+// for the next replica. Once rows flow there is no timeout. Waiting for
+// a connection from the pool is not part of the timeout (that is this
+// node's own load, not the peer's).
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
+	pool, err := f.pool(addr)
+	if err != nil {
+		return false, err
+	}
+	if req.Ahead {
+		// A read ahead of the partition being consumed takes one of the
+		// few connections set aside for reading ahead, or waits for its
+		// turn: it must never hold a connection the consumed partition
+		// of some query is waiting for.
+		if release, ok := f.tryAhead(addr); ok {
+			defer release()
+		} else if err := req.WaitTurn(ctx); err != nil {
+			return false, err
+		}
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	timeout := b.forwardTimeout
+	if len(req.MinPosition) > 0 {
+		timeout += req.PositionWait
+	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	started, timedOut := false, false
-	timer := time.AfterFunc(b.forwardTimeout, func() {
+	timer := time.AfterFunc(timeout, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !started {
@@ -218,7 +340,21 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, addr, query strin
 		}
 	})
 	defer timer.Stop()
-	sent, err := f.read(actx, addr, query, args, rel, func(row catalog.Row) error {
+	if len(req.MinPosition) > 0 {
+		// The peer waits for its replica to reach the position itself;
+		// the setting is cleared again before the connection goes back.
+		if _, err := conn.Exec(actx, "SELECT set_config('basin.min_position', $1, false), set_config('basin.position_wait', $2, false)",
+			req.MinPosition.String(), req.PositionWait.String()); err != nil {
+			conn.Conn().Close(context.Background())
+			return false, f.timeoutError(err, timedOut, ctx, b)
+		}
+		defer func() {
+			if _, err := conn.Exec(context.Background(), "SELECT set_config('basin.min_position', '', false)"); err != nil {
+				conn.Conn().Close(context.Background())
+			}
+		}()
+	}
+	sent, err = f.read(actx, conn.Conn(), query, args, req.Rel, func(row catalog.Row) error {
 		mu.Lock()
 		started = true
 		mu.Unlock()
@@ -226,20 +362,47 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, addr, query strin
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if err != nil && timedOut && ctx.Err() == nil {
-		return sent, fmt.Errorf("no answer within basin.forward_timeout (%v)", b.forwardTimeout)
+	if err != nil && !sent {
+		return sent, f.timeoutError(err, timedOut, ctx, b)
 	}
 	return sent, err
 }
 
-// read runs the forwarded query on the node at addr. sent reports whether
-// a row was emitted before an error.
-func (f *forwarder) read(ctx context.Context, addr, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (sent bool, err error) {
-	pool, err := f.pool(addr)
-	if err != nil {
-		return false, err
+// timeoutError says an attempt timed out when it did.
+func (f *forwarder) timeoutError(err error, timedOut bool, ctx context.Context, b readBounds) error {
+	if timedOut && ctx.Err() == nil {
+		return fmt.Errorf("no answer within basin.forward_timeout (%v)", b.forwardTimeout)
 	}
-	rows, err := pool.Query(ctx, query, args...)
+	return err
+}
+
+// aheadConns is how many connections to each peer reads ahead may use.
+const aheadConns = 4
+
+// tryAhead takes one of addr's read-ahead slots if one is free.
+func (f *forwarder) tryAhead(addr string) (release func(), ok bool) {
+	f.mu.Lock()
+	sem, found := f.ahead[addr]
+	if !found {
+		sem = make(chan struct{}, aheadConns)
+		if f.ahead == nil {
+			f.ahead = map[string]chan struct{}{}
+		}
+		f.ahead[addr] = sem
+	}
+	f.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, true
+	default:
+		return nil, false
+	}
+}
+
+// read runs the forwarded query on conn. sent reports whether a row was
+// emitted before an error.
+func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (sent bool, err error) {
+	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		return false, peerError(err)
 	}
@@ -279,27 +442,57 @@ func peerError(err error) error {
 	return pgerr.New(pgerr.Code(pe.SQLState()), "%s", strings.TrimPrefix(err.Error(), "ERROR: "))
 }
 
-// forwardQuery is the SQL that reads partition p of rel (only key, when
-// given) on a peer: every column, then the pseudo-columns.
-func forwardQuery(rel *catalog.Relation, p int32, key []any) (string, []any) {
+// forwardQuery is the SQL that reads a partition on a peer: the columns
+// the query needs (NULL for the others), then the pseudo-columns; only
+// the partition, only its keys when given, only rows matching the
+// pushed filter, at most the pushed LIMIT.
+func forwardQuery(req *exec.ReadRequest) (string, []any) {
+	rel := req.Rel
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	for i, c := range rel.Schema.Columns {
 		if i > 0 {
 			b.WriteString(", ")
 		}
+		if req.Needed != nil && !req.Needed[i] && !c.Key {
+			b.WriteString("NULL")
+			continue
+		}
 		b.WriteString(sql.QuoteIdent(c.Name))
 	}
 	for _, c := range planner.PseudoColumns {
 		b.WriteString(", " + c.Name)
 	}
-	fmt.Fprintf(&b, " FROM %s WHERE _partition = $1", sql.QuoteIdent(rel.Name))
-	args := []any{int64(p)}
-	if key != nil {
-		for i, k := range rel.Schema.KeyIndexes() {
-			args = append(args, key[i])
+	fmt.Fprintf(&b, " FROM %s", sql.QuoteIdent(rel.Name))
+	if req.Alias != "" {
+		fmt.Fprintf(&b, " AS %s", sql.QuoteIdent(req.Alias))
+	}
+	args := []any{int64(req.Partition)}
+	b.WriteString(" WHERE _partition = $1")
+	if req.Where != "" {
+		fmt.Fprintf(&b, " AND (%s)", req.Where)
+	}
+	keyCols := rel.Schema.KeyIndexes()
+	switch {
+	case len(req.Keys) == 1:
+		for i, k := range keyCols {
+			args = append(args, req.Keys[0][i])
 			fmt.Fprintf(&b, " AND %s = $%d", sql.QuoteIdent(rel.Schema.Columns[k].Name), len(args))
 		}
+	case len(req.Keys) > 1:
+		// "key IN (...)": the key is one column.
+		fmt.Fprintf(&b, " AND %s IN (", sql.QuoteIdent(rel.Schema.Columns[keyCols[0]].Name))
+		for i, key := range req.Keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			args = append(args, key[0])
+			fmt.Fprintf(&b, "$%d", len(args))
+		}
+		b.WriteString(")")
+	}
+	if req.Limit >= 0 {
+		fmt.Fprintf(&b, " LIMIT %d", req.Limit)
 	}
 	return b.String(), args
 }

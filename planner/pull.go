@@ -52,10 +52,24 @@ type PullPlan struct {
 	Lookup []Scalar
 	// Filter is applied to each input row; nil keeps all.
 	Filter Scalar
+	// LookupIn, when set, holds one key per value of "k IN (...)" in a
+	// top-level AND, on a relation whose key is the one column k: the
+	// query reads those keys only, in the partitions they hash to.
+	LookupIn [][]Scalar
 	// Partition, when set, is the value _partition is pinned to by the
 	// filter (_partition = N in a top-level AND): a scan reads only that
 	// partition.
 	Partition Scalar
+	// Where is the WHERE clause as SQL and Alias the FROM alias, when the
+	// filter may run on another node as well (PushableFilter): a read
+	// forwarded to the node holding a partition sends them, so only
+	// matching rows cross the network. Empty when the filter must run
+	// here only.
+	Where, Alias string
+	// Needed marks the relation's columns the query reads (filter,
+	// output, grouping, aggregates, ordering); a forwarded read fetches
+	// only those and the others are NULL.
+	Needed []bool
 
 	// Grouped queries aggregate the filtered rows; Output, Having and
 	// Order are then bound over the aggregated row (GroupBy values, then
@@ -110,7 +124,16 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		p.Filter = f
 		if p.Rel != nil && p.Rel.Materialized() {
 			p.Lookup = keyLookup(p.Rel, f)
+			if p.Lookup == nil {
+				p.LookupIn = keyIn(p.Rel, f)
+			}
 			p.Partition = partitionPin(p.Rel, f)
+			if PushableFilter(f) {
+				p.Where = sql.FormatExpr(s.Where)
+				if from := s.Table(); from != nil {
+					p.Alias = from.Alias
+				}
+			}
 		}
 	}
 	b.clause = ""
@@ -168,7 +191,71 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 	if p.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
 		return nil, err
 	}
+	if p.Rel != nil {
+		p.Needed = p.neededColumns()
+	}
 	return p, nil
+}
+
+// neededColumns marks the columns of Rel that the plan's expressions
+// over the input row read.
+func (p *PullPlan) neededColumns() []bool {
+	need := make([]bool, len(p.Rel.Schema.Columns))
+	mark := func(s Scalar) {
+		Walk(s, func(s Scalar) {
+			if c, ok := s.(*ColRef); ok && c.Idx < len(need) {
+				need[c.Idx] = true
+			}
+		})
+	}
+	mark(p.Filter)
+	if p.Grouped {
+		// Output, Having and Order are over the aggregated row.
+		for _, g := range p.GroupBy {
+			mark(g)
+		}
+		for _, a := range p.Aggs {
+			mark(a.Arg)
+			mark(a.Arg2)
+		}
+		return need
+	}
+	for _, o := range p.Output {
+		mark(o)
+	}
+	for _, o := range p.Order {
+		mark(o.Expr)
+	}
+	return need
+}
+
+// pushableFuncs are the functions a filter may call and still run on
+// another node: their result depends on their arguments only. Session
+// functions (current_setting, current_user, now) stay here, and so do
+// parameters (a prepared scan is filtered here; its key lookups are
+// still pushed as keys).
+var pushableFuncs = map[string]bool{
+	"lower": true, "upper": true, "length": true, "char_length": true, "abs": true,
+	"coalesce": true, "nullif": true, "substr": true, "substring": true, "round": true,
+	"floor": true, "ceil": true, "ceiling": true, "trim": true, "btrim": true,
+	"ltrim": true, "rtrim": true, "concat": true, "replace": true, "starts_with": true,
+	"mod": true, "greatest": true, "least": true,
+}
+
+// PushableFilter reports whether filter gives the same answer on every
+// node: it reads only the row, constants and parameters, through
+// functions of their arguments alone.
+func PushableFilter(filter Scalar) bool {
+	ok := true
+	Walk(filter, func(s Scalar) {
+		switch s := s.(type) {
+		case *Call:
+			ok = ok && pushableFuncs[strings.ToLower(s.Name)]
+		case *ParamRef:
+			ok = false
+		}
+	})
+	return ok
 }
 
 func hasAggregate(s *sql.Select) bool {
@@ -373,6 +460,60 @@ func keyLookup(rel *catalog.Relation, filter Scalar) []Scalar {
 		out[i] = v
 	}
 	return out
+}
+
+// keyIn returns the keys of "k IN (v1, v2, ...)" in a top-level AND of
+// filter, where k is rel's only key column and every v a constant or a
+// parameter; nil otherwise.
+func keyIn(rel *catalog.Relation, filter Scalar) [][]Scalar {
+	keys := rel.Schema.KeyIndexes()
+	if len(keys) != 1 {
+		return nil
+	}
+	var out [][]Scalar
+	conjuncts(filter, func(c Scalar) {
+		in, ok := c.(*In)
+		if !ok || in.Not || out != nil {
+			return
+		}
+		col, ok := in.X.(*ColRef)
+		widened := false
+		if c, isCast := in.X.(*Cast); isCast {
+			col, ok = c.X.(*ColRef)
+			widened = true
+		}
+		if !ok || col.Idx != keys[0] {
+			return
+		}
+		var list [][]Scalar
+		for _, v := range in.List {
+			if widened {
+				// CAST(k AS BIGINT) IN (1, 2): back to INTEGER constants,
+				// as for k = 1.
+				if _, v = intKey(in.X, v); v.Type() != col.T {
+					return
+				}
+			}
+			switch v.(type) {
+			case *Const, *ParamRef:
+				list = append(list, []Scalar{v})
+			default:
+				return
+			}
+		}
+		out = list
+	})
+	return out
+}
+
+// conjuncts calls fn for each conjunct of a top-level AND of cond.
+func conjuncts(cond Scalar, fn func(Scalar)) {
+	if b, ok := cond.(*Binary); ok && b.Op == "AND" {
+		conjuncts(b.L, fn)
+		conjuncts(b.R, fn)
+		return
+	}
+	fn(cond)
 }
 
 // partitionPin returns the value the _partition pseudo-column is pinned
@@ -681,6 +822,12 @@ func (p *PullPlan) String() string {
 			ks = append(ks, k.String())
 		}
 		fmt.Fprintf(&b, "  Key lookup %s key=(%s) (one partition)\n", p.Rel.Name, strings.Join(ks, ", "))
+	case p.LookupIn != nil:
+		var ks []string
+		for _, k := range p.LookupIn {
+			ks = append(ks, k[0].String())
+		}
+		fmt.Fprintf(&b, "  Key lookups %s keys=(%s) (the partitions they hash to)\n", p.Rel.Name, strings.Join(ks, ", "))
 	case p.Partition != nil:
 		fmt.Fprintf(&b, "  Scan %s partition %s (one of %d partitions)\n", p.Rel.Name, p.Partition, p.Rel.Partitions)
 	default:

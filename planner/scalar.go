@@ -160,3 +160,37 @@ func (e *Call) String() string {
 
 // Equal reports whether two bound expressions are the same expression.
 func Equal(a, b Scalar) bool { return a.String() == b.String() && a.Type() == b.Type() }
+
+// Walk calls fn for s and every scalar under it; nil scalars are skipped.
+func Walk(s Scalar, fn func(Scalar)) {
+	if s == nil {
+		return
+	}
+	fn(s)
+	switch s := s.(type) {
+	case *Unary:
+		Walk(s.X, fn)
+	case *Binary:
+		Walk(s.L, fn)
+		Walk(s.R, fn)
+	case *IsNull:
+		Walk(s.X, fn)
+	case *In:
+		Walk(s.X, fn)
+		for _, x := range s.List {
+			Walk(x, fn)
+		}
+	case *Cast:
+		Walk(s.X, fn)
+	case *Case:
+		for _, a := range s.Arms {
+			Walk(a.Cond, fn)
+			Walk(a.Result, fn)
+		}
+		Walk(s.Else, fn)
+	case *Call:
+		for _, a := range s.Args {
+			Walk(a, fn)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/planner"
+)
+
+// explainRoutes adds to EXPLAIN of a pull query over a table or view
+// what each partition's read would do now: what is pushed to the
+// serving node, and per partition the candidates in the order they
+// would be tried, the rejected replicas with their reasons, and the
+// chosen one.
+func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, error) {
+	rel := plan.Rel
+	if rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
+		return nil, nil
+	}
+	query, ok := rt.Query(rel.Name)
+	if !ok {
+		return []string{fmt.Sprintf("  Routing: %s is not being materialized on this node", rel.Name)}, nil
+	}
+	e := *env
+	env = &e
+	if env.Now.IsZero() {
+		env.Now = time.Now()
+	}
+	q := &pull{rt: rt, plan: plan, env: env}
+	parts, keys, err := q.partitions(rel)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	var pushed []string
+	if plan.Where != "" {
+		pushed = append(pushed, "filter "+plan.Where)
+	}
+	var cols []string
+	for i, c := range rel.Schema.Columns {
+		if plan.Needed == nil || plan.Needed[i] || c.Key {
+			cols = append(cols, c.Name)
+		}
+	}
+	pushed = append(pushed, "columns "+strings.Join(cols, ", "))
+	fwd := rt.forwarder()
+	if env.NoForward {
+		fwd = nil
+	}
+	if fwd != nil && len(parts) > 0 {
+		if req := q.request(query, parts[0], keys[parts[0]]); req.Limit >= 0 {
+			pushed = append(pushed, fmt.Sprintf("LIMIT %d", req.Limit))
+		}
+		lines = append(lines, "  Forwarded reads push: "+strings.Join(pushed, "; "))
+	}
+	mode := "any"
+	if env.Session != nil {
+		if v, _ := env.Session.Setting("basin.read_from"); v != "" {
+			mode = v
+		}
+	}
+	lines = append(lines, fmt.Sprintf("  Routing (basin.read_from = %s), %d of %d partitions:", mode, len(parts), rel.Partitions))
+	for _, p := range parts {
+		ts := query.Tasks[p]
+		var routes []string
+		if fwd == nil {
+			if ts.Held() {
+				routes = []string{fmt.Sprintf("%s on %s (this node)", ts.Role(), rt.opts.Node)}
+			} else {
+				routes = []string{fmt.Sprintf("no replica on %s (this node)", rt.opts.Node)}
+			}
+		} else {
+			req := q.request(query, p, keys[p])
+			if ts.Held() {
+				lag, tlag := ts.Lag(time.Now())
+				req.Local = &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position()}
+			}
+			routes = fwd.Explain(req, env)
+		}
+		for i, r := range routes {
+			prefix := strings.Repeat(" ", len(fmt.Sprintf("    partition %d: ", p)))
+			if i == 0 {
+				prefix = fmt.Sprintf("    partition %d: ", p)
+			}
+			lines = append(lines, prefix+r)
+		}
+	}
+	return lines, nil
+}
