@@ -10,13 +10,14 @@ import (
 )
 
 // afterRead records where a SELECT's partitions were read, for SHOW
-// basin.last_read, and with basin.freshness_notices on tells the client
-// in a NOTICE. Reads of no partition (a catalog query, SELECT 1) leave
-// the last read as it was.
+// basin.last_read and basin.monotonic_reads, and with
+// basin.freshness_notices on tells the client in a NOTICE. Reads of no
+// partition (a catalog query, SELECT 1) leave the last read as it was.
 func (s *Session) afterRead(reads []PartitionRead, w ResultWriter) {
 	if len(reads) == 0 {
 		return
 	}
+	s.noteReads(reads)
 	s.lastRead = append(s.lastRead[:0], reads...)
 	sort.SliceStable(s.lastRead, func(i, j int) bool { return s.lastRead[i].Partition < s.lastRead[j].Partition })
 	if s.vars["basin.freshness_notices"] != "on" {

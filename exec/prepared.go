@@ -92,6 +92,9 @@ func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog
 			p.cols = p.plan.Columns
 		case *sql.Insert:
 			p.insertParams(st, types)
+			if st.ReturnPosition {
+				p.cols = positionColumns
+			}
 		case *sql.Show, *sql.Describe, *sql.Explain:
 			cols, err := s.describeColumns(ctx, p.stmt, p.text)
 			if err != nil {

@@ -64,9 +64,62 @@ type groupState struct {
 // errLimitReached stops a scan early once LIMIT rows were sent.
 var errLimitReached = fmt.Errorf("exec: limit reached")
 
+// PullStats describes a finished pull query, for metrics.
+type PullStats struct {
+	// Plan is "lookup" (key lookups), "scan", "stream" or "catalog"
+	// (catalog queries and SELECT without FROM).
+	Plan string
+	// Route is "forwarded" when some partition was served by another
+	// node, else "restoring" or "standby" when some partition was served
+	// by such a replica here, else "local".
+	Route    string
+	Duration time.Duration
+	Err      error
+}
+
+// SetPullObserver makes every pull query report to f when it ends.
+func (rt *Runtime) SetPullObserver(f func(PullStats)) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.mu.observer = f
+}
+
+// observePull reports a finished pull query to the observer, if any.
+func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, start time.Time, err error) {
+	rt.mu.Lock()
+	f := rt.mu.observer
+	rt.mu.Unlock()
+	if f == nil {
+		return
+	}
+	st := PullStats{Plan: "scan", Route: "local", Duration: time.Since(start), Err: err}
+	switch {
+	case plan.Query != nil || plan.Rel == nil:
+		st.Plan = "catalog"
+	case plan.Rel.Kind == catalog.KindStream:
+		st.Plan = "stream"
+	case plan.Lookup != nil || plan.LookupIn != nil:
+		st.Plan = "lookup"
+	}
+	for _, r := range reads {
+		switch {
+		case r.ServedBy != rt.opts.Node:
+			st.Route = "forwarded"
+		case st.Route == "forwarded":
+		case r.Role == "restoring":
+			st.Route = "restoring"
+		case (r.Role == "standby" || r.Role == "warmup") && st.Route == "local":
+			st.Route = "standby"
+		}
+	}
+	f(st)
+}
+
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
-func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) ([]PartitionRead, error) {
+func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	start := time.Now()
+	defer func() { rt.observePull(plan, reads, start, err) }()
 	if env != nil {
 		e := *env
 		e.Ctx = ctx
@@ -98,7 +151,6 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 	if plan.Distinct {
 		q.seen = make(map[string]bool)
 	}
-	var err error
 	switch {
 	case plan.Rel == nil:
 		err = q.input(ctx, nil)
@@ -714,8 +766,8 @@ func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) er
 		case <-timer.C:
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
 				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.env.PositionWait).
-				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (the session's writes or basin.min_position).", topic, sp, have, off).
-				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off to read what is there.")
+				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (the session's writes, what its earlier reads returned with basin.monotonic_reads on, or basin.min_position).", topic, sp, have, off).
+				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off / basin.monotonic_reads = off to read what is there.")
 		}
 	}
 }

@@ -78,6 +78,8 @@ type Runtime struct {
 		rolesSet bool
 		// fwd reads partitions held elsewhere; nil on a node alone.
 		fwd Forwarder
+		// observer is told of every finished pull query (metrics).
+		observer func(PullStats)
 	}
 }
 

@@ -81,7 +81,10 @@ type Session struct {
 	txnSaved map[string]string
 	// writes is the position of the session's own INSERTs: with
 	// basin.read_your_writes on, reads wait until a replica reflects it.
-	writes materialize.Position
+	// seen is the merge of the positions its reads were served at: with
+	// basin.monotonic_reads on, reads wait until a replica reflects it
+	// (positions.go).
+	writes, seen materialize.Position
 
 	client  Client
 	started time.Time
@@ -153,6 +156,10 @@ var defaultSettings = map[string]string{
 	"basin.position_wait":         "5s",
 	"basin.freshness_notices":     "off",
 	"basin.read_your_writes":      "on",
+	"basin.monotonic_reads":       "off",
+	// basin.last_write_position is read-only: the token of the
+	// session's writes so far (positions.go).
+	"basin.last_write_position": "",
 	// basin.forwarded marks the session of a read forwarded by another
 	// node: it reads only this node's replicas.
 	"basin.forwarded": "off",
@@ -197,17 +204,7 @@ func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 func (s *Session) env() *Env {
 	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s, Backends: s.e.Backends}
-	if s.vars["basin.read_your_writes"] == "on" && len(s.writes) > 0 {
-		env.MinPosition = s.writes.Clone()
-	}
-	if tok := s.vars["basin.min_position"]; tok != "" {
-		if p, err := materialize.ParsePosition(tok); err == nil {
-			if env.MinPosition == nil {
-				env.MinPosition = materialize.Position{}
-			}
-			env.MinPosition.Merge(p)
-		}
-	}
+	env.MinPosition = s.minPosition()
 	env.NoForward = s.vars["basin.forwarded"] == "on"
 	env.PositionWait = 5 * time.Second
 	if d, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
@@ -390,11 +387,18 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 	if err := s.e.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return pgerr.New(pgerr.IOError, "writing to topic %s: %v", rel.Topic, err)
 	}
-	if s.writes == nil {
-		s.writes = materialize.Position{}
-	}
+	wrote := materialize.Position{}
 	for _, r := range recs {
-		s.writes.Advance(r.Topic, r.Partition, r.Offset+1)
+		wrote.Advance(r.Topic, r.Partition, r.Offset+1)
+	}
+	s.noteWrites(wrote)
+	if st.ReturnPosition {
+		if err := w.Columns(positionColumns); err != nil {
+			return err
+		}
+		if err := w.Row([]any{wrote.String()}); err != nil {
+			return err
+		}
 	}
 	return w.Complete(fmt.Sprintf("INSERT 0 %d", len(recs)))
 }
@@ -527,8 +531,11 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 		return s.showCluster(ctx, w)
 	}
 	name := strings.ToLower(st.Name)
-	if name == "basin.last_read" {
+	switch name {
+	case "basin.last_read":
 		return s.showLastRead(w)
+	case "basin.last_write_position":
+		return s.showLastWritePosition(w)
 	}
 	if name == "all" {
 		if err := w.Columns([]catalog.Column{{Name: "name", Type: catalog.Varchar}, {Name: "setting", Type: catalog.Varchar}}); err != nil {

@@ -18,6 +18,7 @@ import (
 var readOnlySettings = map[string]bool{
 	"server_version": true, "server_encoding": true, "integer_datetimes": true,
 	"is_superuser": true, "session_authorization": true,
+	"basin.last_write_position": true,
 }
 
 // set runs SET, SET ... TO DEFAULT, RESET and RESET ALL. A reset returns
@@ -106,7 +107,7 @@ func normalizeSetting(name, v string) (string, error) {
 		default:
 			return "", invalid("Valid values are active, any and freshest.")
 		}
-	case "basin.freshness_notices", "basin.read_your_writes", "basin.forwarded":
+	case "basin.freshness_notices", "basin.read_your_writes", "basin.monotonic_reads", "basin.forwarded":
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
 			return "on", nil

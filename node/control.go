@@ -72,7 +72,9 @@ func (c *control) start() {
 	go func() {
 		defer c.wg.Done()
 		c.every(ctx, c.live.Config().HeartbeatInterval, func(peer string, nt ha.NodeTasks) {
-			c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()})
+			if !c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()}) && ctx.Err() == nil {
+				n.metrics.hbFailed.WithLabelValues(peer).Inc()
+			}
 		})
 	}()
 	go func() {
@@ -131,23 +133,25 @@ func (c *control) every(ctx context.Context, d time.Duration, send func(peer str
 	}
 }
 
-// post sends v as JSON; failures are the receiver's liveness problem.
-func (c *control) post(ctx context.Context, addr, path string, v any) {
+// post sends v as JSON and reports whether the peer took it; failures
+// are the receiver's liveness problem.
+func (c *control) post(ctx context.Context, addr, path string, v any) bool {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return
+		return false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
 	if err != nil {
-		return
+		return false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return
+		return false
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
+	return resp.StatusCode/100 == 2
 }
 
 // onAssignment tells the liveness tracker of the assignment's nodes.
@@ -167,7 +171,14 @@ func (c *control) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a heartbeat is {\"node\": \"<id>\"}", http.StatusBadRequest)
 		return
 	}
-	c.live.Observe(hb.Node, time.Now())
+	now := time.Now()
+	if l, ok := c.live.Get(hb.Node, now); ok && !l.LastHeartbeat.IsZero() {
+		// Intervals that passed without a heartbeat before this one.
+		if missed := int(now.Sub(l.LastHeartbeat)/c.live.Config().HeartbeatInterval) - 1; missed > 0 {
+			c.n.metrics.hbMissed.WithLabelValues(hb.Node).Add(float64(missed))
+		}
+	}
+	c.live.Observe(hb.Node, now)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -179,6 +190,7 @@ func (c *control) handleLag(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lr.Received = time.Now()
+	c.n.metrics.lagReports.WithLabelValues(lr.Node).Inc()
 	c.mu.Lock()
 	c.lags[lr.Node] = lr
 	c.mu.Unlock()

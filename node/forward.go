@@ -101,6 +101,8 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			WithHint("The node is joining its cluster; try again in a moment.")
 	}
 	r := ha.Route(f.replicas(a, req, now), rb.ReadBounds, now)
+	m := f.c.n.metrics
+	m.observeRouting(r)
 	rejected := r.Rejected
 	tries := append(r.Ordered, r.Waitable...)
 	waiting := len(r.Ordered)
@@ -116,6 +118,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 				return err
 			}
 			rejected = append(rejected, ha.AttemptFailed(ri, err))
+			m.failovers.WithLabelValues(string(ri.Role)).Inc()
 			continue
 		}
 		info, ok := a.Nodes[ri.Node]
@@ -142,7 +145,9 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			return err // the query itself failed: another replica would fail too
 		}
 		rejected = append(rejected, ha.AttemptFailed(ri, err))
+		m.failovers.WithLabelValues(string(ri.Role)).Inc()
 	}
+	m.noReplica.Inc()
 	return ha.NoReplicaError(rel.Name, p, rb.ReadBounds, rejected)
 }
 

@@ -55,6 +55,7 @@ type Node struct {
 	// already look: read them with clusterOf and controlOf.
 	cluster atomic.Pointer[cluster]
 	control atomic.Pointer[control]
+	metrics *metrics
 
 	mu struct {
 		sync.Mutex
@@ -92,7 +93,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		opts.Logger.Warn("users are configured but --auth is trust: any user name connects without a password; " +
 			"use --auth scram to require them")
 	}
-	node := &Node{opts: opts, log: opts.Logger}
+	node := &Node{opts: opts, log: opts.Logger, metrics: newMetrics()}
 	defer func() {
 		if err != nil {
 			_ = node.Close()
@@ -125,6 +126,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log}); err != nil {
 		return nil, err
 	}
+	n.rt.SetPullObserver(n.metrics.observePull)
 	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log}, kafka.ProducerOpts()...); err != nil {
 		return nil, err
 	}
@@ -316,6 +318,7 @@ func (n *Node) ensureProcessingLog(ctx context.Context) error {
 func (n *Node) startHTTP() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.metrics.register(reg, n)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -64,11 +64,16 @@ type CreateTableAs struct {
 	SelectText string
 }
 
-// Insert is INSERT INTO name (cols) VALUES (...), (...).
+// Insert is INSERT INTO name (cols) VALUES (...), (...) [RETURNING
+// _position].
 type Insert struct {
 	Table   string
 	Columns []string // empty: all columns in order
 	Rows    [][]Expr
+	// ReturnPosition is RETURNING _position: the statement returns one
+	// row, the position token of the records it wrote. It is the only
+	// RETURNING basin has.
+	ReturnPosition bool
 	// Pos is the position of the table name; ColumnPos[i] that of
 	// Columns[i]. The planner reports unknown relations and columns there.
 	Pos       int

@@ -105,6 +105,9 @@ func (f *formatter) stmt(s Statement) {
 			f.exprs(row)
 			f.b.WriteString(")")
 		}
+		if s.ReturnPosition {
+			f.b.WriteString(" RETURNING _position")
+		}
 	case *Select:
 		f.selectStmt(s)
 	case *Show:

@@ -301,12 +301,14 @@ func (sp *stmtParser) tokenBefore(off int) int {
 	return sort.Search(len(toks), func(k int) bool { return toks[k].end > off }) - 1
 }
 
-// parseInsert parses INSERT INTO name [(cols)] VALUES (...), ... at
-// toks[i].
+// parseInsert parses INSERT INTO name [(cols)] VALUES (...), ...
+// [RETURNING _position] at toks[i].
 func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
 	toks := sp.toks
 	hi := len(toks) - 1
 	depth := 0
+	returning := false
+scan:
 	for k := i; k < hi; k++ {
 		t := toks[k]
 		switch {
@@ -316,7 +318,14 @@ func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
 			depth--
 		case depth != 0 || t.kind != tokIdent:
 		case t.val == "returning":
-			return nil, unsupported(sp.charPos(t.pos), "INSERT ... RETURNING is not supported")
+			// TiDB never sees the RETURNING list: the INSERT ends
+			// before it, so a syntax error at the end of the VALUES
+			// points at RETURNING, as in Postgres.
+			if err := sp.checkReturning(k, hi); err != nil {
+				return nil, err
+			}
+			hi, returning = k, true
+			break scan
 		case t.val == "on" && toks[k+1].isWord("conflict"):
 			return nil, unsupported(sp.charPos(t.pos), "INSERT ... ON CONFLICT is not supported")
 		case t.val == "default" && toks[k+1].isWord("values"):
@@ -346,8 +355,28 @@ func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.ReturnPosition = returning
 	sp.insertPositions(out, i)
 	return out, nil
+}
+
+// checkReturning checks the RETURNING clause at toks[k], which runs to
+// toks[hi]. An INSERT returns no rows (they are Kafka records, read back
+// through the stores), only the position token of what it wrote.
+func (sp *stmtParser) checkReturning(k, hi int) error {
+	toks := sp.toks
+	if k+1 == hi {
+		return sp.syntaxErr(toks[hi])
+	}
+	bad := k + 1
+	if t := toks[k+1]; (t.kind == tokIdent || t.kind == tokQuotedIdent) && t.val == "_position" {
+		if k+2 == hi {
+			return nil
+		}
+		bad = k + 2
+	}
+	return unsupported(sp.charPos(toks[bad].pos), "INSERT ... RETURNING supports only _position").
+		WithHint("RETURNING _position returns the position token of the rows written; read the rows back with SELECT.")
 }
 
 // insertPositions fills the positions of the table and column names,

@@ -1,0 +1,134 @@
+package node
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/basindb/basin/exec"
+	"github.com/basindb/basin/ha"
+)
+
+// metrics are the node's Prometheus metrics beyond the Go runtime's and
+// the process's: pull queries by plan and route, how reads were routed
+// (failovers, rejected replicas), heartbeats, and per-task lag (read at
+// scrape time). docs/operations.md lists them.
+type metrics struct {
+	pulls      *prometheus.CounterVec
+	pullTime   *prometheus.HistogramVec
+	failovers  *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	noReplica  prometheus.Counter
+	hbMissed   *prometheus.CounterVec
+	hbFailed   *prometheus.CounterVec
+	lagReports *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_pull_queries_total",
+			Help: "Pull queries (SELECT) run on this node, by plan (lookup, scan, stream, catalog), route (local, standby, restoring, forwarded) and outcome (ok, error).",
+		}, []string{"plan", "route", "outcome"}),
+		pullTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "basin_pull_query_duration_seconds",
+			Help:    "Time from the start of a pull query to its last row sent, by plan and route.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14), // 100µs to ~15s
+		}, []string{"plan", "route"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_read_failovers_total",
+			Help: "Reads of a partition that moved to the next replica because an attempt failed (refused, reset, basin.forward_timeout, unavailable), by the failed replica's role.",
+		}, []string{"role"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_read_rejected_replicas_total",
+			Help: "Replicas the router passed over for a partition read, by reason (read_from, down, lag, time_lag, lag_unknown, position).",
+		}, []string{"reason"}),
+		noReplica: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "basin_read_no_replica_total",
+			Help: "Partition reads that failed because no replica qualified (SQLSTATE 55000).",
+		}),
+		hbMissed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_heartbeats_missed_total",
+			Help: "Heartbeat intervals in which a peer's heartbeat did not arrive, counted when the next one arrives, by peer.",
+		}, []string{"peer"}),
+		hbFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_heartbeat_sends_failed_total",
+			Help: "Heartbeats this node failed to deliver, by peer.",
+		}, []string{"peer"}),
+		lagReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "basin_lag_reports_received_total",
+			Help: "Lag reports received, by peer.",
+		}, []string{"peer"}),
+	}
+}
+
+// register adds the metrics, and the collector of task lags and peer
+// liveness, to reg.
+func (m *metrics) register(reg prometheus.Registerer, n *Node) {
+	reg.MustRegister(m.pulls, m.pullTime, m.failovers, m.rejected, m.noReplica, m.hbMissed, m.hbFailed, m.lagReports,
+		&stateCollector{n: n})
+}
+
+// observePull records one finished pull query.
+func (m *metrics) observePull(s exec.PullStats) {
+	outcome := "ok"
+	if s.Err != nil {
+		outcome = "error"
+	}
+	m.pulls.WithLabelValues(s.Plan, s.Route, outcome).Inc()
+	m.pullTime.WithLabelValues(s.Plan, s.Route).Observe(s.Duration.Seconds())
+}
+
+// observeRouting records the replicas a read passed over.
+func (m *metrics) observeRouting(r ha.Routing) {
+	for _, rj := range r.Rejected {
+		for _, code := range rj.Codes {
+			m.rejected.WithLabelValues(string(code)).Inc()
+		}
+	}
+}
+
+// stateCollector reports, at each scrape, every task's lag on this node
+// and what heartbeats say of each peer.
+type stateCollector struct{ n *Node }
+
+var (
+	taskOffsetLagDesc = prometheus.NewDesc("basin_task_offset_lag",
+		"Input records a task on this node does not yet reflect.", []string{"task", "relation", "role", "state"}, nil)
+	taskTimeLagDesc = prometheus.NewDesc("basin_task_time_lag_seconds",
+		"Age of the newest record a lagging task has applied (0 when caught up).", []string{"task", "relation", "role", "state"}, nil)
+	peerAliveDesc = prometheus.NewDesc("basin_peer_alive",
+		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
+	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
+		"Time since the peer's last heartbeat arrived.", []string{"peer"}, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- taskOffsetLagDesc
+	ch <- taskTimeLagDesc
+	ch <- peerAliveDesc
+	ch <- peerHeartbeatAgeDesc
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	if c.n.rt != nil {
+		for _, t := range c.n.rt.Tasks(now) {
+			labels := []string{t.Task, t.Relation, t.Role, t.State}
+			ch <- prometheus.MustNewConstMetric(taskOffsetLagDesc, prometheus.GaugeValue, float64(t.OffsetLag), labels...)
+			ch <- prometheus.MustNewConstMetric(taskTimeLagDesc, prometheus.GaugeValue, float64(t.TimeLagMs)/1000, labels...)
+		}
+	}
+	if ctl := c.n.controlOf(); ctl != nil {
+		for peer, l := range ctl.live.Status(now) {
+			alive := 0.0
+			if l.Alive {
+				alive = 1
+			}
+			ch <- prometheus.MustNewConstMetric(peerAliveDesc, prometheus.GaugeValue, alive, peer)
+			if !l.LastHeartbeat.IsZero() {
+				ch <- prometheus.MustNewConstMetric(peerHeartbeatAgeDesc, prometheus.GaugeValue, now.Sub(l.LastHeartbeat).Seconds(), peer)
+			}
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMetrics scrapes /metrics of a node alone after a key lookup, a scan
+// and a failing query: the pull-query counters and histograms carry
+// their plan, route and outcome, and every task's lag is a gauge.
+func TestMetrics(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
+	conn := connect(t, n.PGAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range []string{
+		"CREATE TABLE kv (k VARCHAR PRIMARY KEY, v BIGINT) WITH (partitions = 2)",
+		"INSERT INTO kv VALUES ('a', 1), ('b', 2)",
+		"SELECT v FROM kv WHERE k = 'a'",
+		"SELECT * FROM kv",
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "SELECT v FROM kv WHERE k = 'a' AND v / 0 = 1"); err == nil {
+		t.Fatal("division by zero did not fail")
+	}
+	scrape := func() string {
+		resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	body := scrape()
+	for _, want := range []string{
+		`basin_pull_queries_total{outcome="ok",plan="lookup",route="local"} 1`,
+		`basin_pull_queries_total{outcome="ok",plan="scan",route="local"} 1`,
+		`basin_pull_queries_total{outcome="error",plan="lookup",route="local"} 1`,
+		`basin_pull_query_duration_seconds_count{plan="lookup",route="local"} 2`,
+		`basin_pull_query_duration_seconds_count{plan="scan",route="local"} 1`,
+		`basin_task_offset_lag{relation="kv",role="active",state="RUNNING",task="kv@1/0"} 0`,
+		`basin_task_offset_lag{relation="kv",role="active",state="RUNNING",task="kv@1/1"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		var lines []string
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "basin_") {
+				lines = append(lines, l)
+			}
+		}
+		t.Log(fmt.Sprint(strings.Join(lines, "\n")))
+	}
+}
