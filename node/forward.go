@@ -48,9 +48,22 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 	if p, ok := f.pools[addr]; ok {
 		return p, nil
 	}
-	cfg, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://basin@%s/basin?sslmode=disable&application_name=basin-forward", addr))
+	// Under trust any user name does; else the cluster's own user with
+	// the cluster secret, over TLS when this node (and so, in a cluster
+	// configured alike, the peer) serves TLS.
+	user, sslmode := "basin", "disable"
+	if f.c.n.opts.Auth != "" && f.c.n.opts.Auth != "trust" {
+		user = ClusterUser
+	}
+	if f.c.n.opts.TLSCert != "" {
+		sslmode = "require"
+	}
+	cfg, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://%s@%s/basin?sslmode=%s&application_name=basin-forward", user, addr, sslmode))
 	if err != nil {
 		return nil, err
+	}
+	if user == ClusterUser {
+		cfg.ConnConfig.Password = f.c.n.opts.ClusterSecret
 	}
 	cfg.ConnConfig.ConnectTimeout = forwardConnectTimeout
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -85,7 +86,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := newUsers(method, opts.Users)
+	users := opts.Users
+	if opts.ClusterSecret != "" && method != pgwire.AuthTrust {
+		users = maps.Clone(users)
+		users[ClusterUser] = opts.ClusterSecret
+	}
+	auth, err := newUsers(method, users)
 	if err != nil {
 		return nil, err
 	}

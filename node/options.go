@@ -94,6 +94,12 @@ type Options struct {
 	// deliberately has no flag: a command line is visible to every
 	// local user.
 	Users map[string]string
+	// ClusterSecret is the password the nodes of a cluster use to read
+	// from each other (forwarded reads) as user basin_cluster, when Auth
+	// is not "trust": every node of the cluster needs the same one. It
+	// is the config-file key cluster-secret or BASIN_CLUSTER_SECRET and,
+	// like Users, has no flag.
+	ClusterSecret string
 	// AllowTrustRemote lets Auth "trust" serve a PGAddr that is not
 	// loopback (--allow-trust-remote), for networks where every client
 	// that can reach the address is trusted. Default false.
@@ -213,9 +219,21 @@ func (o *Options) validateAuth() error {
 			return fmt.Errorf("--auth %s needs users: add a users: map of name to password or SCRAM verifier "+
 				"(from `basin passwd`) to the config file", method)
 		}
+		if len(o.Brokers) > 0 && o.ClusterSecret == "" {
+			return fmt.Errorf("--auth %s with --brokers needs cluster-secret: the nodes of a cluster read from each other "+
+				"as user %s with that password; set the same cluster-secret (config file) or BASIN_CLUSTER_SECRET on every node", method, ClusterUser)
+		}
+		if _, ok := o.Users[ClusterUser]; ok && o.ClusterSecret != "" {
+			return fmt.Errorf("users: %s is the user nodes read from each other as (cluster-secret is its password); "+
+				"remove it from users", ClusterUser)
+		}
 	}
 	return nil
 }
+
+// ClusterUser is the user name nodes connect to each other as, with
+// ClusterSecret as its password, when authentication is on.
+const ClusterUser = "basin_cluster"
 
 // nodeID returns the configured id, or the one kept in the data dir,
 // creating it on first start.

@@ -146,6 +146,7 @@ func newServe() *cobra.Command {
 			TLSKey:                v.GetString("tls-key"),
 			Auth:                  v.GetString("auth"),
 			Users:                 users,
+			ClusterSecret:         v.GetString("cluster-secret"),
 			AllowTrustRemote:      v.GetBool("allow-trust-remote"),
 			Logger:                log,
 		})

@@ -39,6 +39,10 @@ type Options struct {
 	// environment: the test binary's, without its BASIN_* variables, so
 	// a developer's settings do not leak into tests.
 	Env []string
+	// Password is user basin's password on every connection the harness
+	// opens, for nodes run with --auth scram (and BASIN_USERS in Env).
+	// Empty connects without one.
+	Password string
 	// LogLevel is every process's --log-level. Default $BASIN_TEST_LOG,
 	// else "info".
 	LogLevel string
@@ -216,7 +220,7 @@ func (c *Cluster) addNodes(t testing.TB, count int) []*Node {
 
 func (c *Cluster) newNode(i int) (*Node, error) {
 	id := fmt.Sprintf("node-%d", i)
-	n := &Node{Index: i, ID: id, DataDir: filepath.Join(c.dir, id)}
+	n := &Node{Index: i, ID: id, DataDir: filepath.Join(c.dir, id), password: c.opts.Password}
 	p, err := newProcess(c.t, id, c.bin, nil, c.env, c.logDir, c.opts.StartTimeout)
 	if err != nil {
 		return nil, err

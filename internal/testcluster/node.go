@@ -35,6 +35,8 @@ type Node struct {
 	HTTPAddr string
 	// DataDir is its --data-dir.
 	DataDir string
+
+	password string // Options.Password
 }
 
 // readyLine is what `basin serve` prints on stderr when node.Start has
@@ -75,6 +77,7 @@ func (n *Node) connConfig() (*pgx.ConnConfig, error) {
 		return nil, err
 	}
 	cfg.ConnectTimeout = 10 * time.Second
+	cfg.Password = n.password
 	// Every value comes back as text, which is what Query returns.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	return cfg, nil
