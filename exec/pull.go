@@ -343,6 +343,20 @@ func (q *pull) scanStores(ctx context.Context) error {
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each.
 func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, error) {
+	// _partition = N pins the read to one partition (a read forwarded
+	// here says which partition it wants this way).
+	pin := int32(-1)
+	if q.plan.Partition != nil {
+		v, err := Compile(q.plan.Partition)(nil, q.env)
+		if err != nil {
+			return nil, nil, err
+		}
+		n, ok := v.(int64)
+		if !ok || n < 0 || n >= int64(rel.Partitions) {
+			return nil, nil, nil // no such partition: no rows
+		}
+		pin = int32(n)
+	}
 	var lookups [][]planner.Scalar
 	switch {
 	case q.plan.Lookup != nil:
@@ -377,6 +391,9 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 			}
 			seen[string(kb)] = true
 			p := kafka.Partition(kb, rel.Partitions)
+			if pin >= 0 && p != pin {
+				continue // the filter's _partition = N would drop it
+			}
 			if keys[p] == nil {
 				parts = append(parts, p)
 			}
@@ -385,16 +402,8 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 		slices.Sort(parts)
 		return parts, keys, nil
 	}
-	if q.plan.Partition != nil {
-		v, err := Compile(q.plan.Partition)(nil, q.env)
-		if err != nil {
-			return nil, nil, err
-		}
-		n, ok := v.(int64)
-		if !ok || n < 0 || n >= int64(rel.Partitions) {
-			return nil, nil, nil // no such partition: no rows
-		}
-		return []int32{int32(n)}, nil, nil
+	if pin >= 0 {
+		return []int32{pin}, nil, nil
 	}
 	parts := make([]int32, rel.Partitions)
 	for p := range parts {
