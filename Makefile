@@ -6,7 +6,7 @@ PKGS     := ./...
 # Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
 COMPAT_FLAGS ?=
 
-.PHONY: build run test test-go compat compat-deps chaos lint bench fuzz clean
+.PHONY: build run test test-go compat compat-deps chaos failover lint bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -34,6 +34,16 @@ compat: compat-deps
 ## (node/chaos_test.go; BASIN_CHAOS_SEED=<seed> replays a run).
 chaos: build
 	$(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./node/
+
+## failover: the failover benchmark (not part of make test; build tag
+## failover): a steady pull-query load on a 3-node cluster with one standby
+## through a SIGKILL and a SIGSTOP of the node holding the most actives;
+## reports failed queries, wrong answers, latencies and time to
+## reassignment (node/failover_bench_test.go, results in BENCHMARKS.md).
+## BASIN_FAILOVER_RATE=<queries/s> sets the load (default 500);
+## BASIN_FAILOVER_OUT=<path> also writes the markdown table there.
+failover: build
+	$(GO) test -count=1 -tags failover -timeout 20m -v -run '^TestFailoverBenchmark$$' ./node/
 
 ## compat-deps: node-postgres, from compat/node/package-lock.json (npm ci).
 compat-deps: compat/node/node_modules/.package-lock.json

@@ -40,6 +40,10 @@ type Env struct {
 	// NoForward keeps a read on this node: it is itself a read another
 	// node forwarded here, and is never forwarded again.
 	NoForward bool
+	// ServeRestoring lets a forwarded read be served by a replica that
+	// is still restoring; without it such a read fails with 55000 so the
+	// forwarding node tries a caught-up replica first.
+	ServeRestoring bool
 
 	// query is set while a catalog query runs (query.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.

@@ -50,6 +50,9 @@ type ReadRequest struct {
 	// partition can show (see needs); empty for none.
 	MinPosition  materialize.Position
 	PositionWait time.Duration
+	// ServeRestoring asks a peer to serve the read even from a replica
+	// that is still restoring (the Forwarder's last resort).
+	ServeRestoring bool
 	// Local is this node's replica of the partition; nil when it holds
 	// none.
 	Local *LocalReplica

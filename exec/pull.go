@@ -426,9 +426,16 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 		case !ts.Held():
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
 				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
-		case q.env.NoForward && !ts.restored.Load():
-			// The forwarding node tries the next replica.
-			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s", p, rel.Name, q.rt.opts.Node)
+		case q.env.NoForward && !q.env.ServeRestoring && !ts.restored.Load():
+			// A replica still restoring serves a forwarded read only when
+			// it is nearly current (a standby that has just become the
+			// active, replaying the changelog's tail); else the
+			// forwarding node tries the next replica.
+			// A replica that has seen nothing yet (an empty position) may
+			// not know its lag at all: it refuses too.
+			if lag, _ := ts.Lag(time.Now()); lag > q.rt.opts.RecoveryLag || len(ts.Position()) == 0 {
+				return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s (offset lag %d)", p, rel.Name, q.rt.opts.Node, lag)
+			}
 		}
 		return local(ctx)
 	}

@@ -40,6 +40,11 @@ type RuntimeOptions struct {
 	// long a crashed task's open transaction blocks readers before the
 	// broker aborts it. Default 10s.
 	TransactionTimeout time.Duration
+	// RecoveryLag is the offset lag within which a restoring replica
+	// serves reads forwarded to it (the cluster's
+	// acceptable.recovery.lag: a replica that close is caught up enough
+	// to be given the active). Zero serves none.
+	RecoveryLag int64
 }
 
 func (o *RuntimeOptions) ensureDefaults() {

@@ -205,7 +205,8 @@ func (s *Session) env() *Env {
 	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
-	env.NoForward = s.vars["basin.forwarded"] == "on"
+	env.NoForward = s.vars["basin.forwarded"] != "off"
+	env.ServeRestoring = s.vars["basin.forwarded"] == "restoring"
 	env.PositionWait = 5 * time.Second
 	if d, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
 		env.PositionWait = d

@@ -107,7 +107,14 @@ func normalizeSetting(name, v string) (string, error) {
 		default:
 			return "", invalid("Valid values are active, any and freshest.")
 		}
-	case "basin.freshness_notices", "basin.read_your_writes", "basin.monotonic_reads", "basin.forwarded":
+	case "basin.forwarded":
+		// 'restoring': a forwarded read that may also be served by a
+		// replica still restoring (the forwarding node's last resort).
+		if strings.EqualFold(v, "restoring") {
+			return "restoring", nil
+		}
+		fallthrough
+	case "basin.freshness_notices", "basin.read_your_writes", "basin.monotonic_reads":
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
 			return "on", nil

@@ -67,10 +67,17 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 	}
 	cfg.ConnConfig.ConnectTimeout = forwardConnectTimeout
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		ctx, cancel := context.WithTimeout(ctx, forwardConnectTimeout)
+		defer cancel()
 		_, err := conn.Exec(ctx, "SET basin.forwarded = on")
 		return err
 	}
 	cfg.MaxConns = forwardConns
+	// No ping before handing out an idle connection: a ping to a frozen
+	// peer would wait outside basin.forward_timeout. A broken
+	// connection fails the attempt at once and the next replica is
+	// tried.
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
 	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, err
@@ -120,6 +127,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	tries := append(r.Ordered, r.Waitable...)
 	waiting := len(r.Ordered)
 	query, args := forwardQuery(req)
+	var refused []ha.ReplicaInfo // peers that answered 55000
 	for i, ri := range tries {
 		if i >= waiting {
 			rejected = dropRejection(rejected, ri.Node)
@@ -141,7 +149,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()})
 		ncols := len(rel.Schema.Columns)
 		first := true
-		sent, err := f.attempt(ctx, rb, req, info.PGAddr, query, args, func(row catalog.Row) error {
+		sent, err := f.attempt(ctx, rb, req, ri.Node, info.PGAddr, query, args, func(row catalog.Row) error {
 			if first {
 				first = false
 				served(exec.ReadFromRow(p, row, ncols))
@@ -156,9 +164,34 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		}
 		if pe, ok := pgerr.As(err); ok && pe.Code != pgerr.ObjectNotInPrerequisiteState {
 			return err // the query itself failed: another replica would fail too
+		} else if ok {
+			refused = append(refused, ri)
 		}
 		rejected = append(rejected, ha.AttemptFailed(ri, err))
 		m.failovers.WithLabelValues(string(ri.Role)).Inc()
+	}
+	// Last resort: the replicas that answered but refused because they
+	// are restoring (typically a standby that has just become the active
+	// and is replaying the changelog's tail), when the session accepts
+	// any lag. Their rows say _role = 'restoring' with their lag.
+	if rb.MaxOffsetLag < 0 && rb.MaxTimeLag == 0 {
+		for _, ri := range refused {
+			r := *req
+			r.ServeRestoring = true
+			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ha.RoleRestoring), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
+			ncols := len(rel.Schema.Columns)
+			first := true
+			sent, err := f.attempt(ctx, rb, &r, ri.Node, a.Nodes[ri.Node].PGAddr, query, args, func(row catalog.Row) error {
+				if first {
+					first = false
+					served(exec.ReadFromRow(p, row, ncols))
+				}
+				return emit(row)
+			})
+			if err == nil || sent || ctx.Err() != nil {
+				return err
+			}
+		}
 	}
 	m.noReplica.Inc()
 	return ha.NoReplicaError(rel.Name, p, rb.ReadBounds, rejected)
@@ -320,7 +353,7 @@ func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, er
 // for the next replica. Once rows flow there is no timeout. Waiting for
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
-func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
 		return false, err
@@ -336,19 +369,63 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 			return false, err
 		}
 	}
-	conn, err := pool.Acquire(ctx)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	started, timedOut, down := false, false, false
+	// fail says why an attempt this function cut short failed.
+	fail := func(err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+		case timedOut:
+			return fmt.Errorf("no answer within basin.forward_timeout (%v)", b.forwardTimeout)
+		case down:
+			return errors.New("heartbeats said the node went down while waiting for its answer")
+		}
+		return err
+	}
+	// While no row has come (connecting included), the attempt ends as
+	// soon as heartbeats say the peer is down: a frozen node is passed
+	// over well before the timeout.
+	if ctl := f.c.n.controlOf(); ctl != nil {
+		every := ctl.live.Config().HeartbeatInterval
+		var watch *time.Timer
+		var check func()
+		check = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case started || timedOut || actx.Err() != nil:
+			case !ctl.live.Alive(node, time.Now()):
+				down = true
+				cancel()
+			default:
+				watch = time.AfterFunc(every, check)
+			}
+		}
+		mu.Lock()
+		watch = time.AfterFunc(every, check)
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			defer mu.Unlock()
+			watch.Stop()
+		}()
+	}
+	conn, err := pool.Acquire(actx)
 	if err != nil {
-		return false, err
+		return false, fail(err)
 	}
 	defer conn.Release()
+	// The timeout starts once a connection is ours: waiting for one is
+	// this node's load, not the peer's (connecting is bounded by
+	// forwardConnectTimeout).
 	timeout := b.forwardTimeout
 	if len(req.MinPosition) > 0 {
 		timeout += req.PositionWait
 	}
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	started, timedOut := false, false
 	timer := time.AfterFunc(timeout, func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -358,13 +435,24 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 		}
 	})
 	defer timer.Stop()
+	if req.ServeRestoring {
+		if _, err := conn.Exec(actx, "SET basin.forwarded = 'restoring'"); err != nil {
+			conn.Conn().Close(context.Background())
+			return false, fail(err)
+		}
+		defer func() {
+			if _, err := conn.Exec(context.Background(), "SET basin.forwarded = on"); err != nil {
+				conn.Conn().Close(context.Background())
+			}
+		}()
+	}
 	if len(req.MinPosition) > 0 {
 		// The peer waits for its replica to reach the position itself;
 		// the setting is cleared again before the connection goes back.
 		if _, err := conn.Exec(actx, "SELECT set_config('basin.min_position', $1, false), set_config('basin.position_wait', $2, false)",
 			req.MinPosition.String(), req.PositionWait.String()); err != nil {
 			conn.Conn().Close(context.Background())
-			return false, f.timeoutError(err, timedOut, ctx, b)
+			return false, fail(err)
 		}
 		defer func() {
 			if _, err := conn.Exec(context.Background(), "SELECT set_config('basin.min_position', '', false)"); err != nil {
@@ -378,20 +466,10 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 		mu.Unlock()
 		return emit(row)
 	})
-	mu.Lock()
-	defer mu.Unlock()
 	if err != nil && !sent {
-		return sent, f.timeoutError(err, timedOut, ctx, b)
+		return sent, fail(err)
 	}
 	return sent, err
-}
-
-// timeoutError says an attempt timed out when it did.
-func (f *forwarder) timeoutError(err error, timedOut bool, ctx context.Context, b readBounds) error {
-	if timedOut && ctx.Err() == nil {
-		return fmt.Errorf("no answer within basin.forward_timeout (%v)", b.forwardTimeout)
-	}
-	return err
 }
 
 // aheadConns is how many connections to each peer reads ahead may use.

@@ -129,7 +129,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if n.db, err = materialize.Open(materialize.Options{Dir: filepath.Join(opts.DataDir, "state"), Logger: n.log}); err != nil {
 		return nil, err
 	}
-	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log}); err != nil {
+	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
+		RecoveryLag: opts.AcceptableRecoveryLag}); err != nil {
 		return nil, err
 	}
 	n.rt.SetPullObserver(n.metrics.observePull)
