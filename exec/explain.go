@@ -73,7 +73,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 			}
 		} else {
 			req := q.request(query, p, keys[p])
-			if ts.Held() {
+			if localCandidate(ts) {
 				lag, tlag := ts.Lag(time.Now())
 				req.Local = &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position()}
 			}

@@ -571,8 +571,12 @@ func relaxHint(b *ReadBounds, rs []Rejection) string {
 	var offset, timeLag, pos *Rejection
 	var posBehind int64
 	var unknown []string
+	posWait := false
 	for i := range rs {
 		r := &rs[i]
+		if r.Has(RejectAttemptFailed) && strings.Contains(r.Reason, positionWaitText) {
+			posWait = true
+		}
 		if r.Has(RejectDown) || r.Has(RejectAttemptFailed) {
 			continue
 		}
@@ -609,6 +613,8 @@ func relaxHint(b *ReadBounds, rs []Rejection) string {
 	}
 	if pos != nil {
 		hints = append(hints, fmt.Sprintf("To wait longer for a replica to reach the position, SET basin.position_wait (%s is %s behind it).", pos.Node, plural(posBehind, "offset")))
+	} else if posWait {
+		hints = append(hints, "To wait longer for a replica to reach the position, SET basin.position_wait.")
 	}
 	switch {
 	case len(hints) > 0:
@@ -618,6 +624,11 @@ func relaxHint(b *ReadBounds, rs []Rejection) string {
 	}
 	return "Retry once a node holding the partition is back, or once the partition has moved to a live node."
 }
+
+// positionWaitText is in the error of a replica that did not reach a
+// read's position within basin.position_wait (exec's waitPosition): an
+// attempt that failed so is one a longer wait could fix.
+const positionWaitText = "has not reached the position this read needs"
 
 // plural formats n things: "1 record", "12345 records".
 func plural(n int64, thing string) string {

@@ -375,6 +375,17 @@ func TestNoReplicaError(t *testing.T) {
 			message:  "no replica of revenue_by_region partition 3 can serve this read: n1 (active) read failed: dial tcp 10.0.0.1:5433: connect: connection refused; n2 (standby) read failed: timeout: no answer within 2s; n3 (standby) offset lag 5000 > 1000 (basin.acceptable_offset_lag)",
 			detail:   "The read accepts any live replica, the active first (basin.read_from = any), with offset lag at most 1000 (basin.acceptable_offset_lag).",
 			hint:     "To accept more lag, SET basin.acceptable_offset_lag (n3 is 5000 records behind)."},
+		{name: "the wait for the position ran out on every replica",
+			bounds: ReadBounds{MaxOffsetLag: NoOffsetLagBound, MinPosition: pos(3, 120)},
+			// Reported at the bound, yet the stores did not reach it.
+			replicas: []ReplicaInfo{at(rep("n1", RoleActive, 0, 0), pos(3, 120)), at(rep("n2", RoleStandby, 0, 0), pos(3, 120))},
+			failed: map[string]error{
+				"n1": errors.New("partition 3 of kv has not reached the position this read needs within 300ms"),
+				"n2": errors.New("partition 3 of kv has not reached the position this read needs within 300ms")},
+			message: "no replica of revenue_by_region partition 3 can serve this read: n1 (active) read failed: partition 3 of kv has not reached the position this read needs within 300ms; " +
+				"n2 (standby) read failed: partition 3 of kv has not reached the position this read needs within 300ms",
+			detail: "The read accepts any live replica, the active first (basin.read_from = any), with position at least orders/3:120 (the session's writes and basin.min_position).",
+			hint:   "To wait longer for a replica to reach the position, SET basin.position_wait."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Route(tc.replicas, tc.bounds, rnow)

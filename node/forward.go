@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/basindb/basin/catalog"
@@ -146,16 +147,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		if !ok {
 			continue
 		}
-		served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()})
-		ncols := len(rel.Schema.Columns)
-		first := true
-		sent, err := f.attempt(ctx, rb, req, ri.Node, info.PGAddr, query, args, func(row catalog.Row) error {
-			if first {
-				first = false
-				served(exec.ReadFromRow(p, row, ncols))
-			}
-			return emit(row)
-		})
+		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, query, args, served, emit)
 		if err == nil {
 			return nil
 		}
@@ -178,16 +170,23 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		for _, ri := range refused {
 			r := *req
 			r.ServeRestoring = true
-			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ha.RoleRestoring), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
-			ncols := len(rel.Schema.Columns)
-			first := true
-			sent, err := f.attempt(ctx, rb, &r, ri.Node, a.Nodes[ri.Node].PGAddr, query, args, func(row catalog.Row) error {
-				if first {
-					first = false
-					served(exec.ReadFromRow(p, row, ncols))
-				}
-				return emit(row)
-			})
+			ri.Role = ha.RoleRestoring
+			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, query, args, served, emit)
+			if err == nil || sent || ctx.Err() != nil {
+				return err
+			}
+		}
+	}
+	// And if heartbeats ruled out every replica, the ones down for no
+	// other reason are tried after all, each for basin.forward_timeout:
+	// a node too busy to send heartbeats in time may still answer.
+	if len(tries) == 0 {
+		for _, rj := range r.Rejected {
+			info, ok := a.Nodes[rj.Node]
+			if !ok || rj.Node == f.c.n.id || len(rj.Codes) != 1 || rj.Code != ha.RejectDown {
+				continue
+			}
+			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, query, args, served, emit)
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}
@@ -195,6 +194,23 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	}
 	m.noReplica.Inc()
 	return ha.NoReplicaError(rel.Name, p, rb.ReadBounds, rejected)
+}
+
+// remote reads the partition from replica ri on another node (see
+// attempt), telling served where it went: first from what routing knew,
+// then from the first row's pseudo-columns.
+func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadRequest, ri ha.ReplicaInfo, watch bool, addr, query string, args []any,
+	served func(exec.PartitionRead), emit func(catalog.Row) error) (bool, error) {
+	p, ncols := req.Partition, len(req.Rel.Schema.Columns)
+	served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()})
+	first := true
+	return f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, func(row catalog.Row) error {
+		if first {
+			first = false
+			served(exec.ReadFromRow(p, row, ncols))
+		}
+		return emit(row)
+	})
 }
 
 // dropRejection removes node's rejection from rejected: a replica that
@@ -353,7 +369,7 @@ func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, er
 // for the next replica. Once rows flow there is no timeout. Waiting for
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
-func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
 		return false, err
@@ -389,7 +405,7 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 	// While no row has come (connecting included), the attempt ends as
 	// soon as heartbeats say the peer is down: a frozen node is passed
 	// over well before the timeout.
-	if ctl := f.c.n.controlOf(); ctl != nil {
+	if ctl := f.c.n.controlOf(); ctl != nil && watch {
 		every := ctl.live.Config().HeartbeatInterval
 		var watch *time.Timer
 		var check func()
@@ -529,13 +545,16 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	return sent, peerError(rows.Err())
 }
 
-// peerError keeps a peer's SQLSTATE errors as basin errors.
+// peerError keeps a peer's SQLSTATE errors as basin errors, with the
+// peer's message, detail and hint.
 func peerError(err error) error {
-	var pe interface{ SQLState() string }
+	var pe *pgconn.PgError
 	if err == nil || !errors.As(err, &pe) {
 		return err
 	}
-	return pgerr.New(pgerr.Code(pe.SQLState()), "%s", strings.TrimPrefix(err.Error(), "ERROR: "))
+	out := pgerr.New(pgerr.Code(pe.Code), "%s", pe.Message)
+	out.Detail, out.Hint = pe.Detail, pe.Hint
+	return out
 }
 
 // forwardQuery is the SQL that reads a partition on a peer: the columns
