@@ -135,6 +135,22 @@ func showTasks(t *testing.T, n *testcluster.Node) ([]taskRow, error) {
 	return out, nil
 }
 
+// mostActives returns the node holding the most actives in placed
+// (task → "active standbys"), the lowest index on ties, and that count.
+func mostActives(c *testcluster.Cluster, placed map[string]string) (*testcluster.Node, int) {
+	count := map[string]int{}
+	for _, p := range placed {
+		count[strings.Fields(p)[0]]++
+	}
+	victim := c.Node(0)
+	for _, n := range c.Nodes() {
+		if count[n.ID] > count[victim.ID] {
+			victim = n
+		}
+	}
+	return victim, count[victim.ID]
+}
+
 // waitPlaced waits until SHOW TASKS on n shows each of the view's four
 // partitions with one running active and standbys running standbys, all
 // on distinct live nodes, and returns task → "active node, standby
@@ -206,17 +222,8 @@ func TestClusterStandbysAndFailover(t *testing.T) {
 	t.Logf("placement: %v", placed)
 
 	// Kill the node with the most actives.
-	count := map[string]int{}
-	for _, p := range placed {
-		count[strings.Fields(p)[0]]++
-	}
-	victim := c.Node(0)
-	for _, n := range c.Nodes() {
-		if count[n.ID] > count[victim.ID] {
-			victim = n
-		}
-	}
-	t.Logf("killing %s (%d actives)", victim.ID, count[victim.ID])
+	victim, actives := mostActives(c, placed)
+	t.Logf("killing %s (%d actives)", victim.ID, actives)
 	victim.Kill()
 	v.produce(t, 700)
 	var survivor *testcluster.Node
@@ -240,7 +247,7 @@ func TestClusterStandbysAndFailover(t *testing.T) {
 			promoted++
 		}
 	}
-	if count[victim.ID] > 0 && promoted == 0 {
+	if actives > 0 && promoted == 0 {
 		t.Errorf("no standby of %s's actives was promoted: before %v, after %v", victim.ID, placed, after)
 	}
 	v.checkReplicas(t, 2)
@@ -569,16 +576,8 @@ func TestClusterReadsAroundAFrozenNode(t *testing.T) {
 func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	c, v, placed := startClusterView(t, 3, "2s", 700)
 	// Kill the node with the most actives; read from another.
-	count := map[string]int{}
-	for _, p := range placed {
-		count[strings.Fields(p)[0]]++
-	}
-	victim, reader := c.Node(0), c.Node(1)
-	for _, n := range c.Nodes() {
-		if count[n.ID] > count[victim.ID] {
-			victim = n
-		}
-	}
+	victim, actives := mostActives(c, placed)
+	reader := c.Node(1)
 	if reader == victim {
 		reader = c.Node(2)
 	}
@@ -603,7 +602,7 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	for range 20 {
 		lookup()
 	}
-	t.Logf("SIGKILL %s (%d actives); reading on %s", victim.ID, count[victim.ID], reader.ID)
+	t.Logf("SIGKILL %s (%d actives); reading on %s", victim.ID, actives, reader.ID)
 	victim.Kill()
 	// Through the failure detection and the failover: until the group
 	// has moved the victim's tasks, and some more.

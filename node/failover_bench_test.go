@@ -134,18 +134,9 @@ type failoverPhase struct {
 func runFailoverPhase(t *testing.T, c *testcluster.Cluster, v *clusterView, rate int, signal string, phases *[]*failoverPhase) *failoverPhase {
 	t.Helper()
 	placed := waitPlaced(t, c, c.Node(0), 1)
-	count := map[string]int{}
-	for _, p := range placed {
-		count[strings.Fields(p)[0]]++
-	}
-	victim := c.Node(0)
-	for _, n := range c.Nodes() {
-		if count[n.ID] > count[victim.ID] {
-			victim = n
-		}
-	}
+	victim, actives := mostActives(c, placed)
 	var readers []*testcluster.Node
-	p := &failoverPhase{signal: signal, victim: victim.ID, actives: count[victim.ID], reassigned: -1}
+	p := &failoverPhase{signal: signal, victim: victim.ID, actives: actives, reassigned: -1}
 	for _, n := range c.Nodes() {
 		if n != victim {
 			readers = append(readers, n)

@@ -92,22 +92,6 @@ func haNode(t *testing.T, c *testcluster.Cluster, id string) *testcluster.Node {
 	return nil
 }
 
-// haMostActives returns the node holding the most actives in placed
-// (task → "active standbys"), the lowest index on ties, and that count.
-func haMostActives(c *testcluster.Cluster, placed map[string]string) (*testcluster.Node, int) {
-	count := map[string]int{}
-	for _, p := range placed {
-		count[strings.Fields(p)[0]]++
-	}
-	victim := c.Node(0)
-	for _, n := range c.Nodes() {
-		if count[n.ID] > count[victim.ID] {
-			victim = n
-		}
-	}
-	return victim, count[victim.ID]
-}
-
 // haPgError returns err's server error, or nil.
 func haPgError(err error) *pgconn.PgError {
 	var pe *pgconn.PgError
@@ -168,7 +152,7 @@ func (e *haErrors) String() string {
 // no wrong answer.
 func TestHASteadyLoadThroughAFreeze(t *testing.T) {
 	c, v, placed := startClusterView(t, 3, "30s", 700)
-	victim, actives := haMostActives(c, placed)
+	victim, actives := mostActives(c, placed)
 	var readers []*testcluster.Node
 	for _, n := range c.Nodes() {
 		if n != victim {
@@ -784,7 +768,7 @@ func TestHAScatterGatherWithANodeDown(t *testing.T) {
 		return nil
 	})
 	haWaitGroupStable(t, c)
-	victim, actives := haMostActives(c, placed)
+	victim, actives := mostActives(c, placed)
 	var survivors []*testcluster.Node
 	var conns []*pgx.Conn
 	for _, n := range c.Nodes() {
