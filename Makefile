@@ -6,7 +6,7 @@ PKGS     := ./...
 # Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
 COMPAT_FLAGS ?=
 
-.PHONY: build run test test-go compat compat-deps chaos failover lint bench fuzz clean
+.PHONY: build run test test-go compat compat-deps chaos failover lint bench bench-deps bench-micro fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -56,7 +56,23 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-bench: build
+## bench: basin side by side with PostgreSQL and the raw Kafka rate
+## (bench/, build tag bench; not part of make test): prints the ratio table
+## (BENCHMARKS.md explains it). BENCH_RUN=<regexp> runs some workloads
+## (e.g. BENCH_RUN=B1); BASIN_BENCH_OUT=<path> also writes the table there.
+BENCH_RUN ?= .
+bench: build bench-deps
+	BASIN_TEST_BINARY=$(abspath $(BIN)) $(GO) test -tags bench -count=1 -timeout 60m -v -run '$(BENCH_RUN)' ./bench/
+
+## bench-deps: Debian's postgresql (the server and pgbench) when missing.
+bench-deps:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v pgbench >/dev/null 2>&1; then \
+		echo "installing postgresql"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
+	fi
+
+## bench-micro: the Go micro-benchmarks of the hot paths (go test -bench).
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 clean:
