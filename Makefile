@@ -60,14 +60,25 @@ lint:
 ## (bench/, build tag bench; not part of make test): prints the ratio table
 ## (BENCHMARKS.md explains it). BENCH_RUN=<regexp> runs some workloads
 ## (e.g. BENCH_RUN=B1); BASIN_BENCH_OUT=<path> also writes the table there.
+## B5 is the failover benchmark (make failover), run first and appended
+## to the table unless BENCH_RUN leaves it out.
 BENCH_RUN ?= .
 bench: build bench-deps
-	BASIN_TEST_BINARY=$(abspath $(BIN)) $(GO) test -tags bench -count=1 -timeout 60m -v -run '$(BENCH_RUN)' ./bench/
+	@out=$$(mktemp -d); \
+	if [ '$(BENCH_RUN)' = . ] || echo B5 | grep -Eq '$(BENCH_RUN)'; then \
+		echo "B5: make failover (about a minute)"; \
+		BASIN_FAILOVER_OUT=$$out/failover.md $(GO) test -count=1 -tags failover -timeout 20m -v -run '^TestFailoverBenchmark$$' ./node/ >$$out/failover.log 2>&1 \
+			|| { echo "the failover benchmark failed:"; grep -E '^\s+(---|failover_bench)' $$out/failover.log | tail -20; }; \
+	fi; \
+	BASIN_BENCH_FAILOVER=$$out/failover.md BASIN_TEST_BINARY=$(abspath $(BIN)) $(GO) test -tags bench -count=1 -timeout 60m -v -run '$(BENCH_RUN)' ./bench/; \
+	rc=$$?; rm -rf $$out; exit $$rc
 
 ## bench-deps: Debian's postgresql (the server and pgbench) when missing.
 bench-deps:
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v pgbench >/dev/null 2>&1; then \
 		echo "installing postgresql"; \
+		mkdir -p /etc/postgresql-common/createcluster.d; \
+		echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.d/basin-bench.conf; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; \
 	fi
 

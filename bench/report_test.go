@@ -84,6 +84,11 @@ func (rp *report) markdown() string {
 	for _, n := range rp.notes {
 		b.WriteString("\n" + n + "\n")
 	}
+	if path := os.Getenv("BASIN_BENCH_FAILOVER"); path != "" {
+		if md, err := os.ReadFile(path); err == nil {
+			b.WriteString("\nB5, failover (make failover, run just before):\n\n" + string(md))
+		}
+	}
 	return b.String()
 }
 
