@@ -43,6 +43,11 @@ func TestMetrics(t *testing.T) {
 		}
 		return string(b)
 	}
+	if resp, err := http.Get("http://" + n.HTTPAddr() + "/debug/pprof/goroutine?debug=1"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/debug/pprof/goroutine: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	body := scrape()
 	for _, want := range []string{
 		`basin_pull_queries_total{outcome="ok",plan="lookup",route="local"} 1`,
