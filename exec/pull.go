@@ -489,12 +489,18 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		}
 	}
 	store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
-	cp, err := store.Checkpoint()
-	if err != nil {
-		return err
+	// The position the task published with its last commit is the
+	// store's; only before the first does the checkpoint say.
+	pos, ok := ts.positionToken()
+	if !ok {
+		cp, err := store.Checkpoint()
+		if err != nil {
+			return err
+		}
+		pos = cp.Position.String()
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: cp.Position.String()}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos}
 	served(read)
 	base := make(catalog.Row, ncols+len(planner.PseudoColumns))
 	base[ncols+planner.PseudoPartition] = int64(p)

@@ -118,6 +118,9 @@ type TaskState struct {
 	// task behind a repartition topic, the source ends it is measured
 	// against.
 	position atomic.Pointer[materialize.Position]
+	// positionText is position's token, made once per commit rather
+	// than per read.
+	positionText atomic.Pointer[string]
 	sources  *sourceEnds
 	// posCh is closed (and replaced) when position changes; readers
 	// waiting for a position select on it.
@@ -176,6 +179,8 @@ type sourceEnds struct {
 // publishPosition records the position of the last commit and wakes the
 // readers waiting for one.
 func (t *TaskState) publishPosition(p materialize.Position) {
+	text := p.String()
+	t.positionText.Store(&text)
 	t.position.Store(&p)
 	t.posMu.Lock()
 	defer t.posMu.Unlock()
@@ -193,6 +198,15 @@ func (t *TaskState) positionChanged() <-chan struct{} {
 		t.posCh = make(chan struct{})
 	}
 	return t.posCh
+}
+
+// positionToken returns the token of the task's last published
+// position, and false before the first.
+func (t *TaskState) positionToken() (string, bool) {
+	if p := t.positionText.Load(); p != nil {
+		return *p, true
+	}
+	return "", false
 }
 
 // Position returns the source position of the task's last commit.

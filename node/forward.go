@@ -127,7 +127,16 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	rejected := r.Rejected
 	tries := append(r.Ordered, r.Waitable...)
 	waiting := len(r.Ordered)
-	query, args := forwardQuery(req)
+	// The SQL of a forwarded read, made when a peer is first tried: most
+	// reads of a node's own replica never need it.
+	var query string
+	var args []any
+	forwarded := func() (string, []any) {
+		if query == "" {
+			query, args = forwardQuery(req)
+		}
+		return query, args
+	}
 	var refused []ha.ReplicaInfo // peers that answered 55000
 	for i, ri := range tries {
 		if i >= waiting {
@@ -147,7 +156,8 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		if !ok {
 			continue
 		}
-		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, query, args, served, emit)
+		q, qa := forwarded()
+		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, q, qa, served, emit)
 		if err == nil {
 			return nil
 		}
@@ -171,7 +181,8 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			r := *req
 			r.ServeRestoring = true
 			ri.Role = ha.RoleRestoring
-			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, query, args, served, emit)
+			q, qa := forwarded()
+			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, q, qa, served, emit)
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}
@@ -186,7 +197,8 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			if !ok || rj.Node == f.c.n.id || len(rj.Codes) != 1 || rj.Code != ha.RejectDown {
 				continue
 			}
-			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, query, args, served, emit)
+			q, qa := forwarded()
+			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, q, qa, served, emit)
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}

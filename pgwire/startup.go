@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -266,11 +265,16 @@ func (c *conn) reportParameters() error {
 	if c.reported == nil {
 		c.reported = make(map[string]string, len(ps))
 	}
-	for _, name := range slices.Sorted(maps.Keys(ps)) {
-		v := ps[name]
-		if old, ok := c.reported[name]; ok && old == v {
-			continue
+	// Most Syncs change nothing: find what changed before sorting.
+	var changed []string
+	for name, v := range ps {
+		if old, ok := c.reported[name]; !ok || old != v {
+			changed = append(changed, name)
 		}
+	}
+	slices.Sort(changed)
+	for _, name := range changed {
+		v := ps[name]
 		c.reported[name] = v
 		if err := c.w.send(&pgproto3.ParameterStatus{Name: cstring(name), Value: cstring(v)}); err != nil {
 			return err
