@@ -121,7 +121,7 @@ type TaskState struct {
 	// positionText is position's token, made once per commit rather
 	// than per read.
 	positionText atomic.Pointer[string]
-	sources  *sourceEnds
+	sources      *sourceEnds
 	// posCh is closed (and replaced) when position changes; readers
 	// waiting for a position select on it.
 	posMu     sync.Mutex
