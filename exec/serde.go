@@ -591,7 +591,10 @@ func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
 	if t == catalog.Int {
 		lo, hi = math.MinInt32, math.MaxInt32
 	}
-	outOfRange := &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for %s", describeJSON(raw), t)}
+	// The error is made only when needed: most values parse.
+	outOfRange := func() *convError {
+		return &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for %s", describeJSON(raw), t)}
+	}
 	i, err := strconv.ParseInt(text, 10, 64)
 	if err != nil {
 		// An exponent or a fraction ("1e3", "2.0"), or beyond int64.
@@ -604,12 +607,12 @@ func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
 				fmt.Sprintf("expected %s, found %s, which is not an integer", t, describeJSON(raw))}
 		}
 		if f < -(1<<63) || f >= 1<<63 {
-			return nil, outOfRange
+			return nil, outOfRange()
 		}
 		i = int64(f)
 	}
 	if i < lo || i > hi {
-		return nil, outOfRange
+		return nil, outOfRange()
 	}
 	return i, nil
 }
@@ -619,10 +622,12 @@ const maxAbsMillis = math.MaxInt64 / 1000
 
 // parseEpochMillis reads epoch milliseconds, possibly fractional.
 func parseEpochMillis(text string, raw []byte) (any, *convError) {
-	outOfRange := &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for TIMESTAMP (epoch milliseconds)", describeJSON(raw))}
+	outOfRange := func() *convError {
+		return &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for TIMESTAMP (epoch milliseconds)", describeJSON(raw))}
+	}
 	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
 		if ms < -maxAbsMillis || ms > maxAbsMillis {
-			return nil, outOfRange
+			return nil, outOfRange()
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	}
@@ -632,7 +637,7 @@ func parseEpochMillis(text string, raw []byte) (any, *convError) {
 	if intPart, frac, ok := strings.Cut(strings.TrimPrefix(text, "-"), "."); ok && allDigits(intPart) && allDigits(frac) {
 		ms, err := strconv.ParseInt(intPart, 10, 64)
 		if err != nil || ms > maxAbsMillis-1 {
-			return nil, outOfRange
+			return nil, outOfRange()
 		}
 		frac = (frac + "000")[:3]
 		us := ms*1000 + int64(frac[0]-'0')*100 + int64(frac[1]-'0')*10 + int64(frac[2]-'0')
@@ -646,7 +651,7 @@ func parseEpochMillis(text string, raw []byte) (any, *convError) {
 		return nil, mismatch(catalog.Timestamp, raw)
 	}
 	if math.IsInf(f, 0) || math.Abs(f) > maxAbsMillis {
-		return nil, outOfRange
+		return nil, outOfRange()
 	}
 	return time.UnixMicro(int64(math.Round(f * 1000))).UTC(), nil
 }

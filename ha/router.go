@@ -324,7 +324,7 @@ type Routing struct {
 // of Ordered and Rejected. See the comment at the top of router.go.
 func Route(replicas []ReplicaInfo, b ReadBounds, now time.Time) Routing {
 	mode := b.readFrom()
-	var r Routing
+	r := Routing{Ordered: make([]ReplicaInfo, 0, len(replicas))}
 	for _, ri := range replicas {
 		rej, ok := check(&ri, &b, mode, now)
 		if ok {
