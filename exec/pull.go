@@ -509,14 +509,23 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
 	base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
 	base[ncols+planner.PseudoPosition] = read.Position
+	// scratch holds each stored value's presence flag and columns; the
+	// aggregate state after them is not decoded.
+	var scratch []any
 	emitStored := func(v []byte) error {
-		present, vals, _, err := decodeStored(v, ncols)
-		if err != nil || !present {
+		var err error
+		if scratch, err = materialize.DecodeRowPrefix(scratch, v, 1+ncols); err != nil {
 			return err
+		}
+		if len(scratch) < 1+ncols {
+			return fmt.Errorf("exec: stored row of %s has %d values, want at least %d", rel.Name, len(scratch), 1+ncols)
+		}
+		if present, _ := scratch[0].(bool); !present {
+			return nil
 		}
 		row := make(catalog.Row, len(base))
 		copy(row, base)
-		copy(row, vals)
+		copy(row, scratch[1:])
 		return emit(row)
 	}
 	if keys != nil {

@@ -112,6 +112,19 @@ func DecodeRow(b []byte) ([]any, error) {
 
 // DecodeRowInto is DecodeRow reusing dst's storage for the result.
 func DecodeRowInto(dst []any, b []byte) ([]any, error) {
+	return decodeRow(dst, b, -1)
+}
+
+// DecodeRowPrefix is DecodeRowInto of only the first limit values (all of
+// them when the row has fewer): a reader that needs the leading columns
+// does not box the rest.
+func DecodeRowPrefix(dst []any, b []byte, limit int) ([]any, error) {
+	return decodeRow(dst, b, limit)
+}
+
+// decodeRow decodes the first limit values of a row, every value when
+// limit is negative.
+func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
 		return nil, fmt.Errorf("%w: bad row header", ErrBadEncoding)
@@ -122,6 +135,10 @@ func DecodeRowInto(dst []any, b []byte) ([]any, error) {
 	// garbage input.
 	if n > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: row claims %d values in %d bytes", ErrBadEncoding, n, len(b))
+	}
+	limited := limit >= 0 && uint64(limit) < n
+	if limited {
+		n = uint64(limit)
 	}
 	if uint64(cap(dst)) < n {
 		dst = make([]any, 0, n)
@@ -194,7 +211,7 @@ func DecodeRowInto(dst []any, b []byte) ([]any, error) {
 			return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
 		}
 	}
-	if len(b) != 0 {
+	if len(b) != 0 && !limited {
 		return nil, fmt.Errorf("%w: %d trailing bytes after row", ErrBadEncoding, len(b))
 	}
 	return dst, nil
