@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -532,12 +534,27 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	}
 	defer rows.Close()
 	cols := rel.Schema.Columns
+	fds := rows.FieldDescriptions()
 	for rows.Next() {
+		// The common types are decoded straight from the wire; a row
+		// with any other goes through pgx.
+		raw := rows.RawValues()
+		row := make(catalog.Row, len(raw))
+		fast := len(fds) == len(raw)
+		for i := 0; fast && i < len(raw); i++ {
+			row[i], fast = decodeWire(fds[i], raw[i])
+		}
+		if fast {
+			sent = true
+			if err := emit(row); err != nil {
+				return sent, err
+			}
+			continue
+		}
 		vals, err := rows.Values()
 		if err != nil {
 			return sent, err
 		}
-		row := make(catalog.Row, len(vals))
 		for i, v := range vals {
 			t := catalog.Varchar
 			if i < len(cols) {
@@ -555,6 +572,78 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 		}
 	}
 	return sent, peerError(rows.Err())
+}
+
+// Postgres type OIDs decodeWire reads.
+const (
+	oidBool      = 16
+	oidName      = 19
+	oidInt8      = 20
+	oidInt2      = 21
+	oidInt4      = 23
+	oidText      = 25
+	oidFloat4    = 700
+	oidFloat8    = 701
+	oidVarchar   = 1043
+	oidTimestamp = 1114
+)
+
+// pgEpoch is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
+// microseconds.
+const pgEpoch = 946684800 * 1_000_000
+
+// decodeWire decodes a value of a forwarded row from its wire form to
+// the Go value basin uses (int64, float64, bool, string, UTC time), for
+// the types a view's columns and the pseudo-columns mostly have; ok is
+// false for any other type or form (pgx then decodes the row).
+func decodeWire(fd pgconn.FieldDescription, b []byte) (v any, ok bool) {
+	if b == nil {
+		return nil, true
+	}
+	if fd.Format == pgx.TextFormatCode {
+		switch fd.DataTypeOID {
+		case oidText, oidVarchar, oidName:
+			return string(b), true
+		}
+		return nil, false
+	}
+	switch fd.DataTypeOID {
+	case oidInt8:
+		if len(b) == 8 {
+			return int64(binary.BigEndian.Uint64(b)), true
+		}
+	case oidInt4:
+		if len(b) == 4 {
+			return int64(int32(binary.BigEndian.Uint32(b))), true
+		}
+	case oidInt2:
+		if len(b) == 2 {
+			return int64(int16(binary.BigEndian.Uint16(b))), true
+		}
+	case oidFloat8:
+		if len(b) == 8 {
+			return math.Float64frombits(binary.BigEndian.Uint64(b)), true
+		}
+	case oidFloat4:
+		if len(b) == 4 {
+			return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), true
+		}
+	case oidBool:
+		if len(b) == 1 {
+			return b[0] != 0, true
+		}
+	case oidText, oidVarchar, oidName:
+		return string(b), true
+	case oidTimestamp:
+		if len(b) == 8 {
+			us := int64(binary.BigEndian.Uint64(b))
+			if us > math.MaxInt64-pgEpoch || us == math.MinInt64 {
+				return nil, false // infinity, or beyond time's range: pgx's way
+			}
+			return time.UnixMicro(us + pgEpoch).UTC(), true
+		}
+	}
+	return nil, false
 }
 
 // peerError keeps a peer's SQLSTATE errors as basin errors, with the

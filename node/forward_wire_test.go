@@ -1,0 +1,54 @@
+package node
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// TestDecodeWire encodes values as a peer's wire would (pgx's own
+// encoders, binary and text) and checks that decodeWire reads back the
+// values basin uses, and leaves what it does not know to pgx.
+func TestDecodeWire(t *testing.T) {
+	m := pgtype.NewMap()
+	ts := time.Date(2026, 11, 29, 13, 4, 5, 123456000, time.UTC)
+	for _, tc := range []struct {
+		oid    uint32
+		format int16
+		in     any
+		want   any
+		ok     bool
+	}{
+		{oidInt8, pgx.BinaryFormatCode, int64(-1 << 40), int64(-1 << 40), true},
+		{oidInt4, pgx.BinaryFormatCode, int32(-7), int64(-7), true},
+		{oidInt2, pgx.BinaryFormatCode, int16(300), int64(300), true},
+		{oidFloat8, pgx.BinaryFormatCode, 1.5e300, 1.5e300, true},
+		{oidFloat4, pgx.BinaryFormatCode, float32(0.25), 0.25, true},
+		{oidBool, pgx.BinaryFormatCode, true, true, true},
+		{oidText, pgx.BinaryFormatCode, "héllo", "héllo", true},
+		{oidVarchar, pgx.TextFormatCode, "eu", "eu", true},
+		{oidTimestamp, pgx.BinaryFormatCode, ts, ts, true},
+		{oidTimestamp, pgx.BinaryFormatCode, pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}, nil, false},
+		{oidInt8, pgx.TextFormatCode, int64(5), nil, false},
+		{pgtype.NumericOID, pgx.BinaryFormatCode, 1.5, nil, false},
+	} {
+		b, err := m.Encode(tc.oid, tc.format, tc.in, nil)
+		if err != nil {
+			t.Fatalf("encoding %v as %d: %v", tc.in, tc.oid, err)
+		}
+		got, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: tc.oid, Format: tc.format}, b)
+		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("%v as oid %d format %d: %#v %v, want %#v %v", tc.in, tc.oid, tc.format, got, ok, tc.want, tc.ok)
+		}
+	}
+	if v, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: oidInt8, Format: pgx.BinaryFormatCode}, nil); v != nil || !ok {
+		t.Errorf("NULL: %v %v", v, ok)
+	}
+	if _, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: oidTimestamp, Format: pgx.BinaryFormatCode}, []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0}); ok {
+		t.Error("a timestamp beyond time's range decoded")
+	}
+}
