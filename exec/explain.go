@@ -73,10 +73,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 			}
 		} else {
 			req := q.request(query, p, keys[p])
-			if localCandidate(ts) {
-				lag, tlag := ts.Lag(time.Now())
-				req.Local = &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position()}
-			}
+			req.Local = localReplica(ts, nil)
 			routes = fwd.Explain(req, env)
 		}
 		for i, r := range routes {

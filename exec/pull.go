@@ -441,20 +441,21 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 	}
 	req := q.request(query, p, keys)
 	req.Ahead, req.WaitTurn = turn != nil, turn
-	if localCandidate(ts) {
-		lag, tlag := ts.Lag(time.Now())
-		req.Local = &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: local}
-	}
+	req.Local = localReplica(ts, local)
 	return fwd.ReadPartition(ctx, req, q.env, served, emit)
 }
 
-// localCandidate reports whether this node's replica of a partition may
-// serve reads: it is held, and either caught up with its changelog or
-// has seen some input. A replica just given to this node with nothing
-// in it yet does not know how far behind it is, and must not answer
-// with no rows.
-func localCandidate(ts *TaskState) bool {
-	return ts.Held() && (ts.restored.Load() || len(ts.Position()) > 0)
+// localReplica describes this node's replica of a partition for the
+// router, read by read; nil when it may not serve reads: it is not held,
+// or it has neither caught up with its changelog nor seen any input (a
+// replica just given to this node does not know how far behind it is,
+// and must not answer with no rows).
+func localReplica(ts *TaskState, read func(context.Context) error) *LocalReplica {
+	if !ts.Held() || !ts.restored.Load() && len(ts.Position()) == 0 {
+		return nil
+	}
+	lag, tlag := ts.Lag(time.Now())
+	return &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: read}
 }
 
 // request is the ReadRequest for partition p: what of the query the

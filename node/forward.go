@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/basindb/basin/catalog"
@@ -574,20 +575,6 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	return sent, peerError(rows.Err())
 }
 
-// Postgres type OIDs decodeWire reads.
-const (
-	oidBool      = 16
-	oidName      = 19
-	oidInt8      = 20
-	oidInt2      = 21
-	oidInt4      = 23
-	oidText      = 25
-	oidFloat4    = 700
-	oidFloat8    = 701
-	oidVarchar   = 1043
-	oidTimestamp = 1114
-)
-
 // pgEpoch is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
 // microseconds.
 const pgEpoch = 946684800 * 1_000_000
@@ -602,39 +589,39 @@ func decodeWire(fd pgconn.FieldDescription, b []byte) (v any, ok bool) {
 	}
 	if fd.Format == pgx.TextFormatCode {
 		switch fd.DataTypeOID {
-		case oidText, oidVarchar, oidName:
+		case pgtype.TextOID, pgtype.VarcharOID, pgtype.NameOID:
 			return string(b), true
 		}
 		return nil, false
 	}
 	switch fd.DataTypeOID {
-	case oidInt8:
+	case pgtype.Int8OID:
 		if len(b) == 8 {
 			return int64(binary.BigEndian.Uint64(b)), true
 		}
-	case oidInt4:
+	case pgtype.Int4OID:
 		if len(b) == 4 {
 			return int64(int32(binary.BigEndian.Uint32(b))), true
 		}
-	case oidInt2:
+	case pgtype.Int2OID:
 		if len(b) == 2 {
 			return int64(int16(binary.BigEndian.Uint16(b))), true
 		}
-	case oidFloat8:
+	case pgtype.Float8OID:
 		if len(b) == 8 {
 			return math.Float64frombits(binary.BigEndian.Uint64(b)), true
 		}
-	case oidFloat4:
+	case pgtype.Float4OID:
 		if len(b) == 4 {
 			return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), true
 		}
-	case oidBool:
+	case pgtype.BoolOID:
 		if len(b) == 1 {
 			return b[0] != 0, true
 		}
-	case oidText, oidVarchar, oidName:
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.NameOID:
 		return string(b), true
-	case oidTimestamp:
+	case pgtype.TimestampOID:
 		if len(b) == 8 {
 			us := int64(binary.BigEndian.Uint64(b))
 			if us > math.MaxInt64-pgEpoch || us == math.MinInt64 {

@@ -23,17 +23,17 @@ func TestDecodeWire(t *testing.T) {
 		want   any
 		ok     bool
 	}{
-		{oidInt8, pgx.BinaryFormatCode, int64(-1 << 40), int64(-1 << 40), true},
-		{oidInt4, pgx.BinaryFormatCode, int32(-7), int64(-7), true},
-		{oidInt2, pgx.BinaryFormatCode, int16(300), int64(300), true},
-		{oidFloat8, pgx.BinaryFormatCode, 1.5e300, 1.5e300, true},
-		{oidFloat4, pgx.BinaryFormatCode, float32(0.25), 0.25, true},
-		{oidBool, pgx.BinaryFormatCode, true, true, true},
-		{oidText, pgx.BinaryFormatCode, "héllo", "héllo", true},
-		{oidVarchar, pgx.TextFormatCode, "eu", "eu", true},
-		{oidTimestamp, pgx.BinaryFormatCode, ts, ts, true},
-		{oidTimestamp, pgx.BinaryFormatCode, pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}, nil, false},
-		{oidInt8, pgx.TextFormatCode, int64(5), nil, false},
+		{pgtype.Int8OID, pgx.BinaryFormatCode, int64(-1 << 40), int64(-1 << 40), true},
+		{pgtype.Int4OID, pgx.BinaryFormatCode, int32(-7), int64(-7), true},
+		{pgtype.Int2OID, pgx.BinaryFormatCode, int16(300), int64(300), true},
+		{pgtype.Float8OID, pgx.BinaryFormatCode, 1.5e300, 1.5e300, true},
+		{pgtype.Float4OID, pgx.BinaryFormatCode, float32(0.25), 0.25, true},
+		{pgtype.BoolOID, pgx.BinaryFormatCode, true, true, true},
+		{pgtype.TextOID, pgx.BinaryFormatCode, "héllo", "héllo", true},
+		{pgtype.VarcharOID, pgx.TextFormatCode, "eu", "eu", true},
+		{pgtype.TimestampOID, pgx.BinaryFormatCode, ts, ts, true},
+		{pgtype.TimestampOID, pgx.BinaryFormatCode, pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}, nil, false},
+		{pgtype.Int8OID, pgx.TextFormatCode, int64(5), nil, false},
 		{pgtype.NumericOID, pgx.BinaryFormatCode, 1.5, nil, false},
 	} {
 		b, err := m.Encode(tc.oid, tc.format, tc.in, nil)
@@ -45,10 +45,10 @@ func TestDecodeWire(t *testing.T) {
 			t.Errorf("%v as oid %d format %d: %#v %v, want %#v %v", tc.in, tc.oid, tc.format, got, ok, tc.want, tc.ok)
 		}
 	}
-	if v, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: oidInt8, Format: pgx.BinaryFormatCode}, nil); v != nil || !ok {
+	if v, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: pgtype.Int8OID, Format: pgx.BinaryFormatCode}, nil); v != nil || !ok {
 		t.Errorf("NULL: %v %v", v, ok)
 	}
-	if _, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: oidTimestamp, Format: pgx.BinaryFormatCode}, []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0}); ok {
+	if _, ok := decodeWire(pgconn.FieldDescription{DataTypeOID: pgtype.TimestampOID, Format: pgx.BinaryFormatCode}, []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0}); ok {
 		t.Error("a timestamp beyond time's range decoded")
 	}
 }
