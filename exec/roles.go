@@ -193,7 +193,13 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 			b.Close()
 			return fmt.Errorf("following %s/%d: %w", changelog, p, err)
 		}
-		if err := b.Commit(cp); err != nil {
+		// While catching up, as in a restore, only the batch that
+		// reaches the end seen at the start is synced.
+		commit := b.Commit
+		if cp.ChangelogOffset < caughtUp {
+			commit = b.CommitNoSync
+		}
+		if err := commit(cp); err != nil {
 			return err
 		}
 		publish()

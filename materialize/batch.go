@@ -83,6 +83,21 @@ func (b *Batch) Size() int { return b.live().Len() }
 // markers that changed no row). The batch ends whether or not Commit
 // succeeds.
 func (b *Batch) Commit(cp Checkpoint) error {
+	return b.commit(cp, b.s.db.wo)
+}
+
+// CommitNoSync is Commit without waiting for the write to reach the
+// disk: after a crash the store holds some prefix of the batches
+// committed (Pebble's write-ahead log is ordered), each with its own
+// checkpoint, so whatever survives is still exactly the changelog prefix
+// its checkpoint names; only how much must be replayed again differs.
+// Restores use it for every batch but the last, which is the same data
+// written with one fsync instead of one per batch.
+func (b *Batch) CommitNoSync(cp Checkpoint) error {
+	return b.commit(cp, pebble.NoSync)
+}
+
+func (b *Batch) commit(cp Checkpoint, wo *pebble.WriteOptions) error {
 	if b.b == nil {
 		return errBatchEnded
 	}
@@ -96,7 +111,7 @@ func (b *Batch) Commit(cp Checkpoint) error {
 	if err := pb.Set(b.s.cpKey, enc, nil); err != nil {
 		return fmt.Errorf("materialize: commit to store %s: %w", b.s.id, err)
 	}
-	if err := pb.Commit(b.s.db.wo); err != nil {
+	if err := pb.Commit(wo); err != nil {
 		return fmt.Errorf("materialize: commit to store %s at changelog offset %d: %w", b.s.id, cp.ChangelogOffset, err)
 	}
 	return nil
