@@ -2,7 +2,6 @@ package exec
 
 import (
 	"math"
-	"slices"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/planner"
@@ -70,23 +69,41 @@ func (a *Aggregator) Init() []any {
 // Add folds one input row into st. It is all or nothing: when an
 // argument fails to evaluate or an aggregate fails (overflow), st is
 // unchanged, so a record skipped for a data error leaves no trace.
+//
+// It allocates only to box the new values of counters and sums: the
+// arguments are evaluated into a buffer on the stack, and what can fail
+// (a BIGINT SUM's overflow) is checked before st is changed rather than
+// on a copy of st.
 func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
-	vals := make([]any, len(a.specs))
-	for i := range a.specs {
-		if a.args[i] == nil {
-			continue // COUNT(*)
-		}
-		v, err := a.args[i](row, env)
-		if err != nil {
-			return err
-		}
-		vals[i] = v
+	var buf [8]any
+	vals := buf[:0]
+	if len(a.specs) > len(buf) {
+		vals = make([]any, 0, len(a.specs))
 	}
-	next := slices.Clone(st)
+	for i := range a.specs {
+		var v any
+		if a.args[i] != nil { // not COUNT(*)
+			var err error
+			if v, err = a.args[i](row, env); err != nil {
+				return err
+			}
+		}
+		vals = append(vals, v)
+	}
+	for i, s := range a.specs {
+		if s.Func != "sum" {
+			continue
+		}
+		if x, ok := vals[i].(int64); ok && st[a.offsets[i]] != nil {
+			if _, ok := addInt64(x, st[a.offsets[i]].(int64)); !ok {
+				return errOutOfRange
+			}
+		}
+	}
 	for i, s := range a.specs {
 		o := a.offsets[i]
 		if a.args[i] == nil { // COUNT(*)
-			next[o] = next[o].(int64) + 1
+			st[o] = st[o].(int64) + 1
 			continue
 		}
 		v := vals[i]
@@ -95,42 +112,42 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		}
 		switch s.Func {
 		case "count":
-			next[o] = next[o].(int64) + 1
+			st[o] = st[o].(int64) + 1
 		case "sum":
 			switch x := v.(type) {
 			case int64:
-				if next[o] == nil {
-					next[o] = x
+				if st[o] == nil {
+					st[o] = x
 				} else {
-					y := next[o].(int64)
-					z := x + y
-					if (z > y) != (x > 0) {
-						return errOutOfRange
-					}
-					next[o] = z
+					st[o], _ = addInt64(x, st[o].(int64))
 				}
 			case float64:
-				if next[o] == nil {
-					next[o] = x
+				if st[o] == nil {
+					st[o] = x
 				} else {
-					next[o] = next[o].(float64) + x
+					st[o] = st[o].(float64) + x
 				}
 			}
 		case "avg":
-			next[o] = next[o].(float64) + toFloat(v)
-			next[o+1] = next[o+1].(int64) + 1
+			st[o] = st[o].(float64) + toFloat(v)
+			st[o+1] = st[o+1].(int64) + 1
 		case "min":
-			if next[o] == nil || Compare(v, next[o]) < 0 {
-				next[o] = v
+			if st[o] == nil || Compare(v, st[o]) < 0 {
+				st[o] = v
 			}
 		case "max":
-			if next[o] == nil || Compare(v, next[o]) > 0 {
-				next[o] = v
+			if st[o] == nil || Compare(v, st[o]) > 0 {
+				st[o] = v
 			}
 		}
 	}
-	copy(st, next)
 	return nil
+}
+
+// addInt64 returns x + y and whether it did not overflow.
+func addInt64(x, y int64) (int64, bool) {
+	z := x + y
+	return z, (z > y) == (x > 0)
 }
 
 // Results appends the aggregates' results for st to dst.

@@ -31,28 +31,41 @@ func newRelCodec(rel *catalog.Relation) *relCodec {
 }
 
 // decode builds a row from a record. A nil value is a tombstone: the row
-// is nil and tombstone is true (the key is still decoded).
+// is nil (the key is still decoded).
 func (c *relCodec) decode(key, value []byte) (row catalog.Row, keyVals []any, err error) {
 	if len(c.keyCols) > 0 {
-		if keyVals, err = DecodeKey(c.rel.KeyFormat, c.keyCols, key); err != nil {
+		keyVals = make([]any, len(c.keyCols))
+		if err = decodeKeyInto(keyVals, nil, c.rel.KeyFormat, c.keyCols, key); err != nil {
 			return nil, nil, fmt.Errorf("key: %w", err)
 		}
 	}
 	if value == nil {
 		return nil, keyVals, nil
 	}
-	vals, err := DecodeJSONValue(c.valCols, value)
-	if err != nil {
+	row = make(catalog.Row, len(c.rel.Schema.Columns))
+	if err := decodeJSONValueInto(row, c.valIdx, c.valCols, value); err != nil {
 		return nil, keyVals, err
 	}
-	row = make(catalog.Row, len(c.rel.Schema.Columns))
 	for i, k := range c.keyIdx {
 		row[k] = keyVals[i]
 	}
-	for i, v := range c.valIdx {
-		row[v] = vals[i]
-	}
 	return row, keyVals, nil
+}
+
+// decodeInto is decode into row, which it overwrites (a row of the
+// relation's width): a task that is done with a row before the next
+// record reuses it. For a tombstone only the key columns are set. The
+// key values are row's at c.keyIdx.
+func (c *relCodec) decodeInto(row catalog.Row, key, value []byte) (tombstone bool, err error) {
+	if len(c.keyCols) > 0 {
+		if err := decodeKeyInto(row, c.keyIdx, c.rel.KeyFormat, c.keyCols, key); err != nil {
+			return false, fmt.Errorf("key: %w", err)
+		}
+	}
+	if value == nil {
+		return true, nil
+	}
+	return false, decodeJSONValueInto(row, c.valIdx, c.valCols, value)
 }
 
 // encode returns the record key and value of a row.
@@ -95,6 +108,15 @@ func encodeStored(present bool, row catalog.Row, state []any) ([]byte, error) {
 	vals = append(vals, row...)
 	vals = append(vals, state...)
 	return materialize.EncodeRow(vals)
+}
+
+// appendStored appends what encodeStored returns to dst; scratch is
+// storage for the values to encode, returned for the next call.
+func appendStored(dst []byte, scratch []any, present bool, row catalog.Row, state []any) (_ []byte, _ []any, err error) {
+	vals := append(append(append(scratch[:0], present), row...), state...)
+	dst, err = materialize.AppendRow(dst, vals)
+	clear(vals) // keep no values alive
+	return dst, vals[:0], err
 }
 
 // decodeStored splits a stored value into presence, the row (ncols values)

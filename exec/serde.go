@@ -84,79 +84,94 @@ func errMultiColumnKafkaKey(names []string) error {
 // order) in the given key format. It returns nil, a null record key, when
 // there are no key columns or all of them are NULL.
 func EncodeKey(format string, types []catalog.Type, names []string, vals []any) ([]byte, error) {
-	f, err := keyFormat(format)
-	if err != nil {
+	b, null, err := appendRecordKey(nil, format, types, names, vals)
+	if err != nil || null {
 		return nil, err
 	}
+	if b == nil {
+		b = []byte{} // an empty key, not a null one
+	}
+	return b, nil
+}
+
+// appendRecordKey appends the key EncodeKey returns to dst; null reports a
+// null record key, for which nothing is appended.
+func appendRecordKey(dst []byte, format string, types []catalog.Type, names []string, vals []any) (_ []byte, null bool, err error) {
+	f, err := keyFormat(format)
+	if err != nil {
+		return dst, false, err
+	}
 	if len(types) != len(vals) || len(names) != len(vals) {
-		return nil, fmt.Errorf("exec: encode key: %d types, %d names and %d values", len(types), len(names), len(vals))
+		return dst, false, fmt.Errorf("exec: encode key: %d types, %d names and %d values", len(types), len(names), len(vals))
 	}
 	allNull := true
 	for _, v := range vals {
 		allNull = allNull && v == nil
 	}
 	if f == KeyFormatKafka && len(vals) > 1 {
-		return nil, errMultiColumnKafkaKey(names)
+		return dst, false, errMultiColumnKafkaKey(names)
 	}
 	if allNull {
-		return nil, nil
+		return dst, true, nil
 	}
 	if f == KeyFormatKafka {
-		return encodeKafkaKey(types[0], names[0], vals[0])
+		dst, err = appendKafkaKey(dst, types[0], names[0], vals[0])
+		return dst, false, err
 	}
 	if len(vals) == 1 {
-		return appendJSONValue(nil, types[0], names[0], vals[0])
+		dst, err = appendJSONValue(dst, types[0], names[0], vals[0])
+		return dst, false, err
 	}
-	buf := []byte{'{'}
+	dst = append(dst, '{')
 	for i, v := range vals {
 		if i > 0 {
-			buf = append(buf, ',')
+			dst = append(dst, ',')
 		}
-		buf = appendJSONString(buf, names[i])
-		buf = append(buf, ':')
-		if buf, err = appendJSONValue(buf, types[i], names[i], v); err != nil {
-			return nil, err
+		dst = appendJSONString(dst, names[i])
+		dst = append(dst, ':')
+		if dst, err = appendJSONValue(dst, types[i], names[i], v); err != nil {
+			return dst, false, err
 		}
 	}
-	return append(buf, '}'), nil
+	return append(dst, '}'), false, nil
 }
 
-func encodeKafkaKey(t catalog.Type, name string, v any) ([]byte, error) {
+func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, error) {
 	switch t {
 	case catalog.Varchar:
 		if s, ok := v.(string); ok {
-			return []byte(s), nil
+			return append(dst, s...), nil
 		}
 	case catalog.Int:
 		if i, ok := v.(int64); ok {
 			if i < math.MinInt32 || i > math.MaxInt32 {
-				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "key column %q: %d is out of range for INTEGER", name, i)
+				return dst, pgerr.New(pgerr.NumericValueOutOfRange, "key column %q: %d is out of range for INTEGER", name, i)
 			}
-			return binary.BigEndian.AppendUint32(nil, uint32(int32(i))), nil
+			return binary.BigEndian.AppendUint32(dst, uint32(int32(i))), nil
 		}
 	case catalog.BigInt:
 		if i, ok := v.(int64); ok {
-			return binary.BigEndian.AppendUint64(nil, uint64(i)), nil
+			return binary.BigEndian.AppendUint64(dst, uint64(i)), nil
 		}
 	case catalog.Double:
 		if f, ok := v.(float64); ok {
-			return binary.BigEndian.AppendUint64(nil, math.Float64bits(f)), nil
+			return binary.BigEndian.AppendUint64(dst, math.Float64bits(f)), nil
 		}
 	case catalog.Boolean:
 		if b, ok := v.(bool); ok {
 			if b {
-				return []byte{1}, nil
+				return append(dst, 1), nil
 			}
-			return []byte{0}, nil
+			return append(dst, 0), nil
 		}
 	case catalog.Timestamp:
 		if ts, ok := v.(time.Time); ok {
-			return binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMilli())), nil
+			return binary.BigEndian.AppendUint64(dst, uint64(ts.UnixMilli())), nil
 		}
 	default:
-		return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
+		return dst, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
 	}
-	return nil, badGoValue(name, t, v)
+	return dst, badGoValue(name, t, v)
 }
 
 func badGoValue(name string, t catalog.Type, v any) error {
@@ -166,68 +181,74 @@ func badGoValue(name string, t catalog.Type, v any) error {
 // DecodeKey deserializes a record key into the values of the key columns
 // cols (in key order). A nil key decodes to all NULLs.
 func DecodeKey(format string, cols []catalog.Column, b []byte) ([]any, error) {
-	f, err := keyFormat(format)
-	if err != nil {
+	out := make([]any, len(cols))
+	if err := decodeKeyInto(out, nil, format, cols, b); err != nil {
 		return nil, err
 	}
-	out := make([]any, len(cols))
+	return out, nil
+}
+
+// decodeKeyInto is DecodeKey storing key column i's value in
+// dst[idx[i]] (dst[i] when idx is nil); each of those is set, to nil for
+// NULL. dst is garbage after an error.
+func decodeKeyInto(dst []any, idx []int, format string, cols []catalog.Column, b []byte) error {
+	f, err := keyFormat(format)
+	if err != nil {
+		return err
+	}
 	if f == KeyFormatKafka && len(cols) > 1 {
 		names := make([]string, len(cols))
 		for i, c := range cols {
 			names[i] = c.Name
 		}
-		return nil, errMultiColumnKafkaKey(names)
+		return errMultiColumnKafkaKey(names)
+	}
+	for i := range cols {
+		setCol(dst, idx, i, nil)
 	}
 	if b == nil || len(cols) == 0 {
-		return out, nil
+		return nil
 	}
 	if f == KeyFormatKafka {
-		out[0], err = decodeKafkaKey(cols[0], b)
-		return out, err
+		v, err := decodeKafkaKey(cols[0], b)
+		setCol(dst, idx, 0, v)
+		return err
 	}
 
 	raw, err := trimJSON(b, "key")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if raw[0] != '{' {
 		if !json.Valid(raw) {
-			return nil, invalidJSON(raw, "key")
+			return invalidJSON(raw, "key")
 		}
 		if string(raw) == "null" {
-			return out, nil
+			return nil
 		}
 		if len(cols) > 1 {
-			return nil, notObject(raw, "key", fmt.Sprintf("; a key of %d columns is a JSON object with a field per column", len(cols)))
+			return notObject(raw, "key", fmt.Sprintf("; a key of %d columns is a JSON object with a field per column", len(cols)))
 		}
 		v, cerr := decodeJSONScalar(raw, cols[0].Type)
 		if cerr != nil {
-			return nil, cerr.wrap("key column %q", cols[0].Name)
+			return cerr.wrap("key column %q", cols[0].Name)
 		}
-		out[0] = v
-		return out, nil
+		setCol(dst, idx, 0, v)
+		return nil
 	}
 	// An object: one field per key column. A single key column may come
 	// wrapped in an object too, as some producers write it.
-	obj, err := parseJSONObject(raw, "key")
-	if err != nil {
-		return nil, err
+	return decodeJSONFields(dst, idx, cols, raw, "key", "key field %q")
+}
+
+// setCol stores column i's value in dst[idx[i]], or dst[i] when idx is
+// nil.
+func setCol(dst []any, idx []int, i int, v any) {
+	if idx != nil {
+		dst[idx[i]] = v
+	} else {
+		dst[i] = v
 	}
-	for i, c := range cols {
-		field, fraw, err := obj.lookup(c.Name, "key")
-		if err != nil {
-			return nil, err
-		}
-		if fraw == nil {
-			continue
-		}
-		v, cerr := decodeJSONScalar(fraw, c.Type)
-		if cerr != nil {
-			return nil, cerr.wrap("key field %q", field)
-		}
-		out[i] = v
-	}
-	return out, nil
 }
 
 func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
@@ -282,33 +303,25 @@ func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
 // caller's to handle; here it is an error, like any value that is not a
 // JSON object.
 func DecodeJSONValue(cols []catalog.Column, b []byte) ([]any, error) {
-	raw, err := trimJSON(b, "value")
-	if err != nil {
-		return nil, err
-	}
-	if raw[0] != '{' {
-		return nil, notObject(raw, "value", "")
-	}
-	obj, err := parseJSONObject(raw, "value")
-	if err != nil {
-		return nil, err
-	}
 	out := make([]any, len(cols))
-	for i, c := range cols {
-		field, fraw, err := obj.lookup(c.Name, "value")
-		if err != nil {
-			return nil, err
-		}
-		if fraw == nil {
-			continue
-		}
-		v, cerr := decodeJSONScalar(fraw, c.Type)
-		if cerr != nil {
-			return nil, cerr.wrap("field %q", field)
-		}
-		out[i] = v
+	if err := decodeJSONValueInto(out, nil, cols, b); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// decodeJSONValueInto is DecodeJSONValue storing column i's value in
+// dst[idx[i]] (dst[i] when idx is nil); each of those is set, to nil for
+// NULL. dst is garbage after an error.
+func decodeJSONValueInto(dst []any, idx []int, cols []catalog.Column, b []byte) error {
+	raw, err := trimJSON(b, "value")
+	if err != nil {
+		return err
+	}
+	if raw[0] != '{' {
+		return notObject(raw, "value", "")
+	}
+	return decodeJSONFields(dst, idx, cols, raw, "value", "field %q")
 }
 
 // EncodeJSONValue serializes the values of the value columns cols as a
@@ -421,6 +434,384 @@ func nullToNil(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
+// decodeJSONFields decodes raw, which starts with '{', into the columns
+// cols (see decodeJSONValueInto for dst and idx): each column takes the
+// field lookup finds for it. what names the record part in errors,
+// fieldFormat the field. It scans raw once, matching field names to the
+// columns as it goes (scanJSONFields); what that scan does not take
+// (invalid JSON, names it would have to unescape or fold beyond ASCII,
+// fields that match a column ambiguously) goes through parseJSONObject
+// and lookup, which make every error.
+func decodeJSONFields(dst []any, idx []int, cols []catalog.Column, raw []byte, what, fieldFormat string) error {
+	var buf [16]fieldMatch
+	var m []fieldMatch
+	if len(cols) <= len(buf) {
+		m = buf[:len(cols)]
+	} else {
+		m = make([]fieldMatch, len(cols))
+	}
+	if !scanJSONFields(raw, cols, m) {
+		return decodeJSONFieldsSlow(dst, idx, cols, raw, what, fieldFormat)
+	}
+	for i, c := range cols {
+		field, fraw := c.Name, m[i].exact
+		if !m[i].hasExact {
+			if m[i].ambiguous {
+				return decodeJSONFieldsSlow(dst, idx, cols, raw, what, fieldFormat)
+			}
+			field, fraw = "", m[i].foldedVal
+		}
+		if fraw == nil || string(fraw) == "null" {
+			setCol(dst, idx, i, nil)
+			continue
+		}
+		v, cerr := decodeJSONScalar(fraw, c.Type)
+		if cerr != nil {
+			if field == "" {
+				field = string(m[i].folded)
+			}
+			return cerr.wrap(fieldFormat, field)
+		}
+		setCol(dst, idx, i, v)
+	}
+	return nil
+}
+
+// decodeJSONFieldsSlow is decodeJSONFields through a map of the fields.
+func decodeJSONFieldsSlow(dst []any, idx []int, cols []catalog.Column, raw []byte, what, fieldFormat string) error {
+	obj, err := parseJSONObject(raw, what)
+	if err != nil {
+		return err
+	}
+	for i, c := range cols {
+		field, fraw, err := obj.lookup(c.Name, what)
+		if err != nil {
+			return err
+		}
+		if fraw == nil {
+			setCol(dst, idx, i, nil)
+			continue
+		}
+		v, cerr := decodeJSONScalar(fraw, c.Type)
+		if cerr != nil {
+			return cerr.wrap(fieldFormat, field)
+		}
+		setCol(dst, idx, i, v)
+	}
+	return nil
+}
+
+// fieldMatch is what scanJSONFields found for one column: as lookup
+// decides, the field named exactly as the column wins; else the one
+// field whose name matches it ignoring case. Of fields of the same name
+// the last counts, as in encoding/json. The values are raw JSON, slices
+// of the scanned object.
+type fieldMatch struct {
+	exact     []byte // value of the field named as the column
+	hasExact  bool
+	folded    []byte // name of a field matching the column ignoring case
+	foldedVal []byte
+	ambiguous bool // fields of different names match ignoring case
+}
+
+// maxScanDepth bounds the nesting scanJSONFields skips over; deeper
+// values go through encoding/json, which has its own limit.
+const maxScanDepth = 1000
+
+// scanJSONFields scans raw, a JSON object, matching the names of its
+// fields to the names of cols into m (one per column, zero on entry).
+// It reports false, leaving the object to encoding/json, when raw is not
+// valid JSON or has a field name with an escape or a byte beyond ASCII
+// (whose lower case is Unicode's). It accepts exactly what encoding/json
+// accepts otherwise, so that only invalid input takes the slow path.
+func scanJSONFields(raw []byte, cols []catalog.Column, m []fieldMatch) bool {
+	s := jsonScanner{b: raw}
+	if !s.consume('{') {
+		return false
+	}
+	s.skipSpace()
+	if s.consume('}') {
+		return s.atEnd()
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		nameStart := s.i + 1
+		if !s.skipString() {
+			return false
+		}
+		name := raw[nameStart : s.i-1]
+		for _, c := range name {
+			if c == '\\' || c >= utf8.RuneSelf {
+				return false
+			}
+		}
+		s.skipSpace()
+		if !s.consume(':') {
+			return false
+		}
+		s.skipSpace()
+		valStart := s.i
+		if !s.skipValue(0) {
+			return false
+		}
+		matchField(cols, m, name, raw[valStart:s.i])
+		s.skipSpace()
+		if s.consume(',') {
+			s.skipSpace()
+			continue
+		}
+		if s.consume('}') {
+			return s.atEnd()
+		}
+		return false
+	}
+}
+
+// matchField records the field name: val (name ASCII) in the matches of
+// the columns it matches.
+func matchField(cols []catalog.Column, m []fieldMatch, name, val []byte) {
+	for i := range cols {
+		col := cols[i].Name
+		if string(name) == col {
+			m[i].exact, m[i].hasExact = val, true
+			continue
+		}
+		if !asciiLowerEqual(name, col) {
+			continue
+		}
+		switch {
+		case m[i].folded == nil:
+			m[i].folded, m[i].foldedVal = name, val
+		case string(m[i].folded) == string(name):
+			m[i].foldedVal = val
+		default:
+			m[i].ambiguous = true
+		}
+	}
+}
+
+// asciiLowerEqual reports whether strings.ToLower(name) ==
+// strings.ToLower(col) for an ASCII name.
+func asciiLowerEqual(name []byte, col string) bool {
+	if len(name) != len(col) {
+		for i := 0; i < len(col); i++ {
+			if col[i] >= utf8.RuneSelf {
+				// Lower-casing may change the length of col (and make
+				// ASCII of it: the Kelvin sign is a k).
+				return string(lowerASCII(name)) == strings.ToLower(col)
+			}
+		}
+		return false
+	}
+	for i, c := range name {
+		d := col[i]
+		if d >= utf8.RuneSelf {
+			return string(lowerASCII(name)) == strings.ToLower(col)
+		}
+		if c != d && toLowerASCII(c) != toLowerASCII(d) {
+			return false
+		}
+	}
+	return true
+}
+
+func toLowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = toLowerASCII(c)
+	}
+	return out
+}
+
+// jsonScanner walks JSON text, checking it as encoding/json's scanner
+// does.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jsonScanner) consume(c byte) bool {
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *jsonScanner) atEnd() bool {
+	s.skipSpace()
+	return s.i == len(s.b)
+}
+
+func (s *jsonScanner) skipSpace() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// skipValue skips one value, depth the nesting it is in.
+func (s *jsonScanner) skipValue(depth int) bool {
+	switch c := s.peek(); {
+	case c == '"':
+		return s.skipString()
+	case c == '-' || ('0' <= c && c <= '9'):
+		return s.skipNumber()
+	case c == 't':
+		return s.skipLiteral("true")
+	case c == 'f':
+		return s.skipLiteral("false")
+	case c == 'n':
+		return s.skipLiteral("null")
+	case c == '{' || c == '[':
+		if depth >= maxScanDepth {
+			return false
+		}
+		return s.skipContainer(depth + 1)
+	}
+	return false
+}
+
+// skipContainer skips an object or an array.
+func (s *jsonScanner) skipContainer(depth int) bool {
+	object := s.b[s.i] == '{'
+	end := byte(']')
+	if object {
+		end = '}'
+	}
+	s.i++
+	s.skipSpace()
+	if s.consume(end) {
+		return true
+	}
+	for {
+		if object {
+			if s.peek() != '"' || !s.skipString() {
+				return false
+			}
+			s.skipSpace()
+			if !s.consume(':') {
+				return false
+			}
+			s.skipSpace()
+		}
+		if !s.skipValue(depth) {
+			return false
+		}
+		s.skipSpace()
+		if s.consume(',') {
+			s.skipSpace()
+			continue
+		}
+		return s.consume(end)
+	}
+}
+
+// skipString skips a string: s.b[s.i] is its opening quote.
+func (s *jsonScanner) skipString() bool {
+	b := s.b
+	for i := s.i + 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			i++
+			if i == len(b) {
+				return false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return false
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// skipNumber skips a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *jsonScanner) skipNumber() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i == len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i == len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		}
+	}
+	s.i = i
+	return true
+}
+
+func (s *jsonScanner) skipLiteral(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
 // convError is a failure to convert one JSON value to a column type; wrap
 // adds which field or column it was.
 type convError struct {
@@ -485,7 +876,7 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 			}
 			return nil, mismatch(t, raw)
 		}
-		f, err := strconv.ParseFloat(text, 64)
+		f, err := strconv.ParseFloat(string(text), 64)
 		if err != nil && !math.IsInf(f, 0) {
 			return nil, mismatch(t, raw)
 		}
@@ -524,16 +915,17 @@ func jsonString(raw []byte) string {
 
 // numberText returns the text of a JSON number, or of a JSON string that
 // holds one (surrounding spaces allowed), the way ksqlDB accepts numbers
-// sent as strings.
-func numberText(raw []byte) (string, bool) {
+// sent as strings. The text of a number is raw itself: most numbers are
+// parsed without a copy.
+func numberText(raw []byte) ([]byte, bool) {
 	switch c := raw[0]; {
 	case c == '-' || (c >= '0' && c <= '9'):
-		return string(raw), true
+		return raw, true
 	case c == '"':
 		s := strings.TrimSpace(jsonString(raw))
-		return s, isDecimal(s)
+		return []byte(s), isDecimal(s)
 	}
-	return "", false
+	return nil, false
 }
 
 // isDecimal reports whether s is a decimal number: an optional sign,
@@ -586,7 +978,7 @@ func parseNonFinite(s string) (float64, bool) {
 
 // parseIntegral parses a decimal number that must be an integer in the
 // range of t.
-func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
+func parseIntegral(text []byte, t catalog.Type, raw []byte) (any, *convError) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if t == catalog.Int {
 		lo, hi = math.MinInt32, math.MaxInt32
@@ -595,10 +987,10 @@ func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
 	outOfRange := func() *convError {
 		return &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for %s", describeJSON(raw), t)}
 	}
-	i, err := strconv.ParseInt(text, 10, 64)
+	i, err := strconv.ParseInt(string(text), 10, 64)
 	if err != nil {
 		// An exponent or a fraction ("1e3", "2.0"), or beyond int64.
-		f, ferr := strconv.ParseFloat(text, 64)
+		f, ferr := strconv.ParseFloat(string(text), 64)
 		if ferr != nil && !math.IsInf(f, 0) {
 			return nil, mismatch(t, raw)
 		}
@@ -621,16 +1013,17 @@ func parseIntegral(text string, t catalog.Type, raw []byte) (any, *convError) {
 const maxAbsMillis = math.MaxInt64 / 1000
 
 // parseEpochMillis reads epoch milliseconds, possibly fractional.
-func parseEpochMillis(text string, raw []byte) (any, *convError) {
+func parseEpochMillis(b []byte, raw []byte) (any, *convError) {
 	outOfRange := func() *convError {
 		return &convError{pgerr.NumericValueOutOfRange, fmt.Sprintf("%s is out of range for TIMESTAMP (epoch milliseconds)", describeJSON(raw))}
 	}
-	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
+	if ms, err := strconv.ParseInt(string(b), 10, 64); err == nil {
 		if ms < -maxAbsMillis || ms > maxAbsMillis {
 			return nil, outOfRange()
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	}
+	text := string(b)
 	// A decimal fraction is read exactly, to the microsecond (further
 	// digits are cut), so that what EncodeJSONValue writes reads back to
 	// the same time at any magnitude.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -531,4 +532,113 @@ func BenchmarkEncodeJSONValue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// jsonFieldCases are objects that stress how decodeJSONFields' scan
+// matches encoding/json: names, duplicates, nesting, whitespace and every
+// way of being invalid. The columns are mixedCols.
+var jsonFieldCases = []string{
+	`{}`, ` { } `, `{"qty":1}`, `{"qty":1,"qty":2}`, `{"QTY":1,"QTY":2}`, `{"QTY":1,"qty":2,"QTY":3}`,
+	`{"Qty":1,"QTY":2}`, `{"Qty":null,"QTY":2}`, `{"Qty":1,"QTY":2,"qty":null}`, `{"q\u0074y":5}`, `{"Q\u0054Y":5}`,
+	`{"\u212Aey":1}`, `{"key":1,"\u212Aey":2}`, `{"ＱＴＹ":1}`, `{"naïve":"x"}`, `{"NAÏVE":"x"}`, `{"Naïve":"x","NAÏVE":"y"}`,
+	`{"ſtr":"x"}`, `{"str":"a","STR":"b"}`, `{"KEY":true}`, `{"Kelvin":1}`,
+	`{"qty":{"a":[1,{"b":null}],"c":"}"},"str":[]}`, `{"str":{"a": [1, true]}}`, `{"str":[ ] }`, `{"str":{ }}`,
+	"{\t\"qty\"\n:\r1 , \"str\" : \"x\" }", `{"str":"a\u00e9\n\"\\\ud83d\ude00"}`, `{"str":"\ud83d"}`, "{\"str\":\"\xff\xfe\"}",
+	"{\"\xff\":1}", `{"qty":-0}`, `{"qty":0.5e-3}`, `{"qty":1E+2}`, `{"qty":"7"}`, `{"qty":true}`, `{"qty":false,"str":null}`,
+	`{"qty":01}`, `{"qty":-}`, `{"qty":1.}`, `{"qty":.5}`, `{"qty":1e}`, `{"qty":+1}`, `{"qty":1,}`, `{,"qty":1}`,
+	`{"qty"1}`, `{"qty":}`, `{"qty":1 "str":2}`, `{"qty":tru}`, `{"qty":truex}`, `{"qty":nul}`, `{"qty":[1,]}`,
+	`{"qty":[1 2]}`, `{"qty":{"a"}}`, `{"qty":{1:2}}`, `{"str":"\x"}`, `{"str":"\u12"}`, `{"str":"\u12g4"}`, "{\"str\":\"a\x01\"}",
+	"{\"st\x01r\":1}", `{"str":"abc`, `{"str`, `{"qty":1}}`, `{"qty":1} x`, `{"qty":1}]`, `{'qty':1}`, `{"qty":NaN}`,
+	`{"qty":[[[[[[[[[[]]]]]]]]]]}`, `{"qty":1,"str":"x","other":{"deep":[1,2,3]},"KEY":"k"}`,
+	`{"qty":1/2}`, `{"qty":"1"/}`, "{\"qty\":1\x00}", `{"":1}`, `{"\"":1}`, `{"qty":1e400}`, `{"qty":3000000000}`,
+	`{"str":12.50}`, `{"KEY":{"x":1}}`,
+	`{"k":1}`, `{"K":2,"k":3}`, `{"k":"x"}`, "{\"\u212a\":4}",
+	`{"qty":` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}`,
+	`{"qty":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`,
+	`{"qty":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
+}
+
+// mixedCols have names of both cases and beyond ASCII, as quoted
+// identifiers may.
+var mixedCols = []catalog.Column{
+	col("qty", catalog.Int),
+	col("str", catalog.Varchar),
+	col("Key", catalog.Boolean),
+	col("naïve", catalog.Varchar),
+	col("\u212a", catalog.Int), // the Kelvin sign, whose lower case is k
+}
+
+// checkSameAsSlow checks that decodeJSONFields decodes raw exactly as the
+// map-based decodeJSONFieldsSlow: values, error text and SQLSTATE.
+func checkSameAsSlow(t *testing.T, cols []catalog.Column, in []byte) {
+	t.Helper()
+	raw := bytes.TrimSpace(in)
+	if len(raw) == 0 || raw[0] != '{' {
+		return
+	}
+	fast := make([]any, len(cols)+1)
+	slow := make([]any, len(cols)+1)
+	for i := range fast {
+		fast[i], slow[i] = "garbage", "garbage" // every column must be set
+	}
+	idx := make([]int, len(cols))
+	for i := range idx {
+		idx[i] = len(cols) - i // reversed, past dst[0]
+	}
+	ferr := decodeJSONFields(fast, idx, cols, raw, "value", "field %q")
+	serr := decodeJSONFieldsSlow(slow, idx, cols, raw, "value", "field %q")
+	switch {
+	case (ferr == nil) != (serr == nil):
+		t.Fatalf("%q: fast error %v, slow error %v", in, ferr, serr)
+	case ferr != nil:
+		if ferr.Error() != serr.Error() || pgerr.CodeOf(ferr) != pgerr.CodeOf(serr) {
+			t.Fatalf("%q: fast error %v (%s), slow error %v (%s)", in, ferr, pgerr.CodeOf(ferr), serr, pgerr.CodeOf(serr))
+		}
+	case !sameValues(fast, slow):
+		t.Fatalf("%q: fast %#v, slow %#v", in, fast, slow)
+	}
+}
+
+func TestSerdeJSONFieldsScanMatchesMap(t *testing.T) {
+	for _, in := range jsonFieldCases {
+		checkSameAsSlow(t, mixedCols, []byte(in))
+		checkSameAsSlow(t, valueCols, []byte(in))
+	}
+	// More columns than the scan's stack buffer.
+	var wide []catalog.Column
+	var obj []string
+	for i := range 40 {
+		wide = append(wide, col(fmt.Sprintf("c%d", i), catalog.BigInt))
+		obj = append(obj, fmt.Sprintf(`"C%d":%d`, 39-i, i))
+	}
+	checkSameAsSlow(t, wide, []byte("{"+strings.Join(obj, ",")+"}"))
+	vals, err := DecodeJSONValue(wide, []byte("{"+strings.Join(obj, ",")+"}"))
+	if err != nil || vals[0] != int64(39) || vals[39] != int64(0) {
+		t.Fatalf("wide object: %v, %v", vals, err)
+	}
+}
+
+// The scan takes objects without a map or per-field copies.
+func TestSerdeDecodeJSONValueAllocs(t *testing.T) {
+	cols := []catalog.Column{col("grp", catalog.BigInt), col("amount", catalog.BigInt), col("note", catalog.Varchar)}
+	in := []byte(`{"grp":12345,"amount":345,"other":{"x":[1,2]},"note":null}`)
+	dst := make([]any, len(cols))
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := decodeJSONValueInto(dst, nil, cols, in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 { // the two boxed int64s
+		t.Errorf("decoding %s allocates %v times, want at most 2", in, allocs)
+	}
+}
+
+func FuzzDecodeJSONFields(f *testing.F) {
+	for _, s := range jsonFieldCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkSameAsSlow(t, mixedCols, b)
+		checkSameAsSlow(t, valueCols, b)
+	})
 }

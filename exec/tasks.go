@@ -276,6 +276,14 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 // and a marker with the input offsets and position. Only after the
 // commit succeeds does it apply the same changes to Pebble, so the store
 // is always a prefix of the committed changelog.
+//
+// The per-record path allocates little beyond the values it decodes and
+// the aggregates it boxes: a record is decoded into, and its group and
+// key evaluated into, buffers of the task that the next record reuses;
+// what a transaction keeps (changed rows, their keys, encoded values,
+// changelog records) is carved from blocks of the batch. A group's state
+// is read from the store only the first time it changes since the task
+// started (see groupCache).
 type viewTask struct {
 	rt     *Runtime
 	plan   *planner.ViewPlan
@@ -287,10 +295,39 @@ type viewTask struct {
 	having Expr
 	agg    *Aggregator
 	env    *Env
+	// input is the topic the task reads (the source's or the repartition
+	// topic); srcTopic is the source's, in which positions are kept.
+	input, srcTopic string
+	// rowCanFail is whether evaluating the select list or HAVING over a
+	// group's state can fail, which apply must then find out per record.
+	rowCanFail bool
+	// cache holds the committed state of the groups last changed; run
+	// starts it empty.
+	cache groupCache
+
+	// Scratch space of one record (process, apply) or one row's value
+	// (values): what it holds is dead once that is done. run is never
+	// called concurrently with itself, so one set serves.
+	row        catalog.Row // the input row
+	keyVals    []any       // its source key, in key order
+	groups     []any       // its GROUP BY values
+	key        []any       // its view key
+	keyBuf     []byte      // key, encoded
+	prevState  []any       // a group's state before the record, to undo it
+	prevGroups []any
+	aggRow     catalog.Row // groups and aggregate results (viewRow)
+	out        catalog.Row // the view row (viewRow)
+	stored     []any       // the values of a stored row (values)
+	changes    map[string]*pending
+	order      []*pending
 }
 
 func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
-	t := &viewTask{rt: rt, plan: plan, state: ts, codec: newRelCodec(plan.Source), env: &Env{}}
+	t := &viewTask{rt: rt, plan: plan, state: ts, codec: newRelCodec(plan.Source), env: &Env{},
+		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
+	if plan.Repartition {
+		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
+	}
 	if plan.Filter != nil {
 		t.filter = Compile(plan.Filter)
 	}
@@ -299,23 +336,75 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	}
 	for _, o := range plan.Output {
 		t.output = append(t.output, Compile(o))
+		switch o.(type) {
+		case *planner.ColRef, *planner.Const:
+		default:
+			t.rowCanFail = true
+		}
 	}
 	if plan.Having != nil {
 		t.having = Compile(plan.Having)
+		t.rowCanFail = true
 	}
 	if plan.Grouped {
 		t.agg = NewAggregator(plan.Aggs)
 	}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.keyVals = make([]any, len(t.codec.keyIdx))
+	t.groups = make([]any, len(t.group))
+	t.key = make([]any, len(plan.KeyGroup))
+	t.changes = make(map[string]*pending)
 	return t
+}
+
+// reset readies the task for a run from cp, its store's checkpoint once
+// restored: the store may have changed since the last run (restored, or
+// written as a standby), so nothing cached from it holds. A store that
+// has never committed a changelog offset is empty.
+func (t *viewTask) reset(cp materialize.Checkpoint) {
+	t.cache = groupCache{size: t.cache.size, complete: cp.ChangelogOffset == 0}
 }
 
 // pending is a changed view row within one transaction.
 type pending struct {
 	key     []byte
-	groups  []any // group values (grouped views)
-	state   []any // aggregate state (grouped views)
+	skey    string       // key, as the key of viewBatch.changes and groupCache
+	groups  []any        // group values (grouped views)
+	state   []any        // aggregate state (grouped views)
+	cached  *cachedGroup // what the cache holds of the group; nil if nothing
 	row     catalog.Row
 	deleted bool
+}
+
+// viewBatch is the work of one transaction: the input position it
+// reaches, the changed view rows in the order first changed, and the
+// records skipped.
+type viewBatch struct {
+	next      materialize.Checkpoint
+	inputNext int64 // the input offset after the last record read
+	changes   map[string]*pending
+	order     []*pending
+	bad       []*kgo.Record
+	// pendings is the block the entries of changes come from; arena
+	// holds their keys, values and changelog records.
+	pendings []pending
+	arena    recordArena
+}
+
+// newBatch starts a transaction from checkpoint cp. It reuses the map and
+// list of the task's previous batch, which must be done with.
+func (t *viewTask) newBatch(cp materialize.Checkpoint) *viewBatch {
+	clear(t.changes)
+	clear(t.order)
+	return &viewBatch{next: cp.Clone(), inputNext: -1, changes: t.changes, order: t.order[:0]}
+}
+
+func (b *viewBatch) newPending() *pending {
+	if len(b.pendings) == cap(b.pendings) {
+		b.pendings = make([]pending, 0, arenaRecords)
+	}
+	b.pendings = b.pendings[:len(b.pendings)+1]
+	return &b.pendings[len(b.pendings)-1]
 }
 
 func (t *viewTask) run(ctx context.Context) error {
@@ -338,10 +427,8 @@ func (t *viewTask) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	input, srcTopic := plan.Source.Topic, plan.Source.Topic
-	if plan.Repartition {
-		input = view.RepartitionTopic(rt.opts.Cluster)
-	}
+	t.reset(cp)
+	input := t.input
 	cons, err := rt.consumer(fmt.Sprintf("%s-%d", view.Name, p), input, p, inputOffset(cp.Input, input, p))
 	if err != nil {
 		return err
@@ -369,111 +456,121 @@ func (t *viewTask) run(ctx context.Context) error {
 		if fetches.NumRecords() == 0 {
 			continue
 		}
-		next := cp.Clone()
-		changes := make(map[string]*pending)
-		var order []*pending
-		var bad []*kgo.Record
+		b := t.newBatch(cp)
 		var perr error
 		fetches.EachRecord(func(r *kgo.Record) {
-			if perr != nil {
-				return
-			}
-			setOffset(&next.Input, input, p, r.Offset+1)
-			if r.Attrs.IsControl() {
-				return
-			}
-			var row catalog.Row
-			var keyVals []any
-			logged := r // the record a skip is logged as
-			if plan.Repartition {
-				if v, ok := hasHeader(r, headerMarker); ok {
-					sp, off, err := decodeSrc(v)
-					if err != nil {
-						perr = err
-						return
-					}
-					next.Position.Advance(srcTopic, sp, off)
-					return
-				}
-				v, _ := hasHeader(r, headerSource)
-				sp, off, err := decodeSrc(v)
-				if err != nil {
-					perr = err
-					return
-				}
-				if seen, ok := next.Position.Get(srcTopic, sp); ok && off < seen {
-					return // re-sent by a restarted re-keying task
-				}
-				next.Position.Advance(srcTopic, sp, off+1)
-				vals, err := materialize.DecodeRow(r.Value)
-				if err != nil {
-					perr = fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", input, p, r.Offset, err)
-					return
-				}
-				row = vals
-				// A skip is logged as the source record the re-keyed one
-				// stands for, in the source's formats, not as the internal
-				// repartition record.
-				logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp}
-				logged.Key, logged.Value, _ = t.codec.encode(row)
-			} else {
-				next.Position.Advance(srcTopic, p, r.Offset+1)
-				var err error
-				row, keyVals, err = t.codec.decode(r.Key, r.Value)
-				if err != nil {
-					bad = append(bad, rt.badRecord(view, r, err))
-					return
-				}
-				if row == nil {
-					if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
-						t.remove(store, changes, &order, keyVals)
-					}
-					return
-				}
-				if t.filter != nil {
-					keep, err := t.filter(row, t.env)
-					if err != nil {
-						bad = append(bad, rt.badRecord(view, r, err))
-						return
-					}
-					if !Truthy(keep) {
-						if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
-							t.remove(store, changes, &order, keyVals)
-						}
-						return
-					}
-				}
-				if plan.Grouped && slices.Contains(keyVals, nil) {
-					// Grouped by the source key without re-keying, a group
-					// lives in the partition its key hashes to; a record
-					// without a key has none, and counting it where it
-					// landed would make one NULL group per partition.
-					bad = append(bad, rt.badRecord(view, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
-						"record has a NULL key, and view %s groups by the key of %s without re-keying", view.Name, plan.Source.Name)))
-					return
-				}
-			}
-			next.UpdatedAt = r.Timestamp
-			if err := t.apply(store, changes, &order, row); err != nil {
-				if isDataError(err) {
-					bad = append(bad, rt.badRecord(view, logged, err))
-					return
-				}
-				perr = err
+			if perr == nil {
+				perr = t.process(store, b, r)
 			}
 		})
 		if perr != nil {
 			return perr
 		}
-		if err := t.commit(ctx, prod, store, changelog, order, bad, &next); err != nil {
+		if err := t.commit(ctx, prod, store, changelog, b); err != nil {
 			return err
 		}
-		cp = next
+		cp = b.next
 		t.state.publishPosition(cp.Position.Clone())
 		t.state.inputNext.Store(cp.Input[input][p])
 		t.state.updatedAt.Store(cp.UpdatedAt.UnixMilli())
-		t.state.errors.Add(int64(len(bad)))
+		t.state.errors.Add(int64(len(b.bad)))
 	}
+}
+
+// process applies one input record to the batch. A record that cannot be
+// applied for its data is skipped into b.bad; an error is the task's, and
+// ends it.
+func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record) error {
+	rt, plan, view, p := t.rt, t.plan, t.plan.View, t.state.Partition
+	srcTopic := t.srcTopic
+	b.inputNext = r.Offset + 1
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	var row catalog.Row
+	var sp int32 // the source partition and offset of a re-keyed record
+	var off int64
+	if plan.Repartition {
+		if v, ok := hasHeader(r, headerMarker); ok {
+			sp, off, err := decodeSrc(v)
+			if err != nil {
+				return err
+			}
+			b.next.Position.Advance(srcTopic, sp, off)
+			return nil
+		}
+		v, _ := hasHeader(r, headerSource)
+		var err error
+		if sp, off, err = decodeSrc(v); err != nil {
+			return err
+		}
+		if seen, ok := b.next.Position.Get(srcTopic, sp); ok && off < seen {
+			return nil // re-sent by a restarted re-keying task
+		}
+		b.next.Position.Advance(srcTopic, sp, off+1)
+		if row, err = materialize.DecodeRowInto(t.row, r.Value); err != nil {
+			return fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", t.input, p, r.Offset, err)
+		}
+		t.row = row
+	} else {
+		b.next.Position.Advance(srcTopic, p, r.Offset+1)
+		row = t.row[:len(plan.Source.Schema.Columns)]
+		tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
+		if err != nil {
+			b.bad = append(b.bad, rt.badRecord(view, r, err))
+			return nil
+		}
+		keyVals := t.keyVals
+		for i, k := range t.codec.keyIdx {
+			keyVals[i] = row[k]
+		}
+		if tombstone {
+			if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+				t.remove(store, b, keyVals)
+			}
+			return nil
+		}
+		if t.filter != nil {
+			keep, err := t.filter(row, t.env)
+			if err != nil {
+				b.bad = append(b.bad, rt.badRecord(view, r, err))
+				return nil
+			}
+			if !Truthy(keep) {
+				if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+					t.remove(store, b, keyVals)
+				}
+				return nil
+			}
+		}
+		if plan.Grouped && slices.Contains(keyVals, nil) {
+			// Grouped by the source key without re-keying, a group
+			// lives in the partition its key hashes to; a record
+			// without a key has none, and counting it where it
+			// landed would make one NULL group per partition.
+			b.bad = append(b.bad, rt.badRecord(view, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
+				"record has a NULL key, and view %s groups by the key of %s without re-keying", view.Name, plan.Source.Name)))
+			return nil
+		}
+	}
+	b.next.UpdatedAt = r.Timestamp
+	err := t.apply(store, b, row)
+	if err == nil {
+		return nil
+	}
+	if !isDataError(err) {
+		return err
+	}
+	logged := r // the record a skip is logged as
+	if plan.Repartition {
+		// A skip is logged as the source record the re-keyed one stands
+		// for, in the source's formats, not as the internal repartition
+		// record.
+		logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp}
+		logged.Key, logged.Value, _ = t.codec.encode(row)
+	}
+	b.bad = append(b.bad, rt.badRecord(view, logged, err))
+	return nil
 }
 
 // fence begins and aborts a transaction under the task's transactional id.
@@ -500,51 +597,64 @@ func isDataError(err error) bool {
 	return ok
 }
 
-func (t *viewTask) keyOf(row catalog.Row, groups []any) ([]any, error) {
-	key := make([]any, len(t.plan.KeyGroup))
+// keyOf returns the view key of a row (ungrouped) or of its group
+// values: t.key, until the next call.
+func (t *viewTask) keyOf(row catalog.Row, groups []any) []any {
 	for i, g := range t.plan.KeyGroup {
 		if t.plan.Grouped {
-			key[i] = groups[g]
+			t.key[i] = groups[g]
 		} else {
-			key[i] = row[g]
+			t.key[i] = row[g]
 		}
 	}
-	return key, nil
+	return t.key
 }
 
-// lookup returns the pending change for key, loading the stored state on
-// first use in this transaction.
-func (t *viewTask) lookup(store *materialize.Store, changes map[string]*pending, order *[]*pending, key []any) (*pending, error) {
-	k, err := materialize.EncodeKey(nil, key)
+// lookup returns the pending change for key, loading the group's state on
+// first use in this transaction: from the cache, else from the store.
+func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*pending, error) {
+	k, err := materialize.EncodeKey(t.keyBuf[:0], key)
+	t.keyBuf = k
 	if err != nil {
 		return nil, err
 	}
-	if e, ok := changes[string(k)]; ok {
+	if e, ok := b.changes[string(k)]; ok {
 		return e, nil
 	}
-	e := &pending{key: k}
+	e := b.newPending()
+	e.key = b.arena.copy(k)
+	e.skey = string(k)
 	if t.plan.Grouped {
-		v, ok, err := store.Get(k)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			_, _, st, err := decodeStored(v, len(t.plan.View.Schema.Columns))
+		if e.cached = t.cache.get(e.skey); e.cached != nil {
+			// The cache keeps the committed state; this transaction
+			// changes a copy.
+			e.state = slices.Clone(e.cached.state)
+		} else if t.cache.complete {
+			e.state = t.agg.Init() // not in the store either
+		} else {
+			v, ok, err := store.Get(k)
 			if err != nil {
 				return nil, err
 			}
-			e.state = st
-		} else {
-			e.state = t.agg.Init()
+			if ok {
+				_, _, st, err := decodeStored(v, len(t.plan.View.Schema.Columns))
+				if err != nil {
+					return nil, err
+				}
+				e.state = slices.Clone(st) // not the decoded row's values
+			} else {
+				e.state = t.agg.Init()
+			}
 		}
 	}
-	changes[string(k)] = e
-	*order = append(*order, e)
+	b.changes[e.skey] = e
+	b.order = append(b.order, e)
 	return e, nil
 }
 
-func (t *viewTask) remove(store *materialize.Store, changes map[string]*pending, order *[]*pending, keyVals []any) {
-	key := make([]any, len(t.plan.KeyGroup))
+func (t *viewTask) remove(store *materialize.Store, b *viewBatch, keyVals []any) {
+	key := t.key
+	clear(key)
 	srcKeys := t.plan.Source.Schema.KeyIndexes()
 	for i, g := range t.plan.KeyGroup {
 		for j, sk := range srcKeys {
@@ -553,38 +663,52 @@ func (t *viewTask) remove(store *materialize.Store, changes map[string]*pending,
 			}
 		}
 	}
-	e, err := t.lookup(store, changes, order, key)
+	e, err := t.lookup(store, b, key)
 	if err == nil {
 		e.deleted, e.row = true, nil
 	}
 }
 
-func (t *viewTask) apply(store *materialize.Store, changes map[string]*pending, order *[]*pending, row catalog.Row) error {
+func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row) error {
 	if !t.plan.Grouped {
 		out, err := EvalAll(t.output, row, t.env)
 		if err != nil {
 			return err
 		}
-		key, _ := t.keyOf(row, nil)
-		e, err := t.lookup(store, changes, order, key)
+		e, err := t.lookup(store, b, t.keyOf(row, nil))
 		if err != nil {
 			return err
 		}
 		e.row, e.deleted = out, false
 		return nil
 	}
-	groups, err := EvalAll(t.group, row, t.env)
+	groups := t.groups
+	for i, g := range t.group {
+		v, err := g(row, t.env)
+		if err != nil {
+			return err
+		}
+		groups[i] = v
+	}
+	n := len(b.order)
+	e, err := t.lookup(store, b, t.keyOf(row, groups))
 	if err != nil {
 		return err
 	}
-	key, _ := t.keyOf(row, groups)
-	n := len(*order)
-	e, err := t.lookup(store, changes, order, key)
-	if err != nil {
-		return err
+	// A group's values are the last record's, as its key is.
+	if !t.rowCanFail {
+		// Add is all or nothing, and nothing after it can fail.
+		if err := t.agg.Add(e.state, row, t.env); err != nil {
+			t.forget(b, e, n)
+			return err
+		}
+		t.setGroups(e, groups)
+		return nil
 	}
-	prevState, prevGroups := slices.Clone(e.state), e.groups
-	e.groups = groups
+	t.prevState = append(t.prevState[:0], e.state...)
+	t.prevGroups = append(t.prevGroups[:0], e.groups...)
+	hadGroups := e.groups != nil
+	t.setGroups(e, groups)
 	err = t.agg.Add(e.state, row, t.env)
 	if err == nil {
 		// The select list and HAVING are evaluated over the new state
@@ -594,37 +718,42 @@ func (t *viewTask) apply(store *materialize.Store, changes map[string]*pending, 
 		_, _, err = t.viewRow(e)
 	}
 	if err != nil {
-		copy(e.state, prevState)
-		e.groups = prevGroups
-		if len(*order) > n { // the group is new: forget it
-			delete(changes, string(e.key))
-			*order = (*order)[:n]
+		copy(e.state, t.prevState)
+		if hadGroups {
+			copy(e.groups, t.prevGroups)
+		} else {
+			e.groups = nil
 		}
-		return err
+		t.forget(b, e, n)
 	}
-	return nil
+	clear(t.prevState)
+	clear(t.prevGroups)
+	return err
 }
 
-// value renders a pending change as the stored (and changelog) value; nil
-// deletes the key.
-func (t *viewTask) value(e *pending) ([]byte, error) {
-	if !t.plan.Grouped {
-		if e.deleted {
-			return nil, nil
-		}
-		return encodeStored(true, e.row, nil)
+// setGroups sets the group values of e to groups, a buffer of the task.
+func (t *viewTask) setGroups(e *pending, groups []any) {
+	if e.groups == nil {
+		e.groups = slices.Clone(groups)
+	} else {
+		copy(e.groups, groups)
 	}
-	present, out, err := t.viewRow(e)
-	if err != nil {
-		return nil, err
+}
+
+// forget drops e, a change a record failed to make, from b if the record
+// was the first to change its group in b (which then had n changes).
+func (t *viewTask) forget(b *viewBatch, e *pending, n int) {
+	if len(b.order) > n {
+		delete(b.changes, e.skey)
+		b.order = b.order[:n]
 	}
-	return encodeStored(present, out, e.state)
 }
 
 // viewRow computes a group's view row from its state, and whether HAVING
-// keeps it.
+// keeps it. out is the task's, until the next call.
 func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error) {
-	aggRow := t.agg.Results(append(catalog.Row{}, e.groups...), e.state)
+	aggRow := t.agg.Results(append(t.aggRow[:0], e.groups...), e.state)
+	t.aggRow = aggRow
 	present = true
 	if t.having != nil {
 		h, err := t.having(aggRow, t.env)
@@ -633,17 +762,25 @@ func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error
 		}
 		present = Truthy(h)
 	}
-	out, err = EvalAll(t.output, aggRow, t.env)
-	if err != nil {
-		return false, nil, err
+	out = t.out[:0]
+	for _, o := range t.output {
+		v, err := o(aggRow, t.env)
+		if err != nil {
+			return false, nil, err
+		}
+		out = append(out, v)
 	}
+	t.out = out
 	return present, out, nil
 }
 
 // commit writes one transaction and then applies it to the store.
-func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
-	order []*pending, bad []*kgo.Record, cp *materialize.Checkpoint) error {
+func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *viewBatch) error {
 	p := t.state.Partition
+	vals, err := t.values(b)
+	if err != nil {
+		return err
+	}
 	if err := prod.BeginTransaction(); err != nil {
 		return err
 	}
@@ -652,19 +789,15 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		_ = prod.EndTransaction(ctx, kgo.TryAbort)
 		return err
 	}
-	vals := make([][]byte, len(order))
-	recs := make([]*kgo.Record, 0, len(order)+len(bad)+1)
-	for i, e := range order {
-		v, err := t.value(e)
-		if err != nil {
-			return abort(err)
-		}
-		vals[i] = v
-		recs = append(recs, &kgo.Record{Topic: changelog, Partition: p, Key: e.key, Value: v})
+	recs := make([]*kgo.Record, 0, len(b.order)+len(b.bad)+1)
+	for i, e := range b.order {
+		rec := b.arena.record()
+		rec.Topic, rec.Partition, rec.Key, rec.Value = changelog, p, e.key, vals[i]
+		recs = append(recs, rec)
 	}
-	recs = append(recs, bad...)
+	recs = append(recs, b.bad...)
 	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
-		Value:   materialize.MarshalCheckpoint(*cp),
+		Value:   materialize.MarshalCheckpoint(b.next),
 		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
 	recs = append(recs, marker)
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -673,16 +806,210 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return abort(fmt.Errorf("committing transaction: %w", err))
 	}
-	b := store.NewBatch()
-	for i, e := range order {
+	return t.applyCommitted(store, b, vals, marker.Offset+1)
+}
+
+// values records the input offset b reaches in its checkpoint and
+// renders the stored (and changelog) value of each changed row of b, in
+// order; nil deletes the key.
+func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
+	if b.inputNext >= 0 {
+		setOffset(&b.next.Input, t.input, t.state.Partition, b.inputNext)
+	}
+	vals := make([][]byte, len(b.order))
+	for i, e := range b.order {
+		if !t.plan.Grouped && e.deleted {
+			continue
+		}
+		row, state, present := e.row, []any(nil), true
+		var err error
+		if t.plan.Grouped {
+			if present, row, err = t.viewRow(e); err != nil {
+				return nil, err
+			}
+			state = e.state
+		}
+		buf := b.arena.bytes.begin()
+		start := len(buf)
+		if buf, t.stored, err = appendStored(buf, t.stored, present, row, state); err != nil {
+			return nil, err
+		}
+		vals[i] = b.arena.bytes.end(buf, start)
+	}
+	return vals, nil
+}
+
+// applyCommitted applies a batch whose transaction has committed to the
+// store, and then to the cache; changelogNext is the changelog offset
+// after its marker.
+func (t *viewTask) applyCommitted(store *materialize.Store, b *viewBatch, vals [][]byte, changelogNext int64) error {
+	sb := store.NewBatch()
+	for i, e := range b.order {
 		if vals[i] == nil {
-			b.Delete(e.key)
+			sb.Delete(e.key)
 		} else {
-			b.Set(e.key, vals[i])
+			sb.Set(e.key, vals[i])
 		}
 	}
-	cp.ChangelogOffset = marker.Offset + 1
-	return b.Commit(*cp)
+	b.next.ChangelogOffset = changelogNext
+	if err := sb.Commit(b.next); err != nil {
+		return err
+	}
+	if t.plan.Grouped {
+		for i, e := range b.order {
+			if vals[i] == nil {
+				t.cache.remove(e.skey)
+			} else {
+				t.cache.put(e.skey, e.cached, e.state) // the batch is done with it
+			}
+		}
+	}
+	t.order = b.order // for the next batch to reuse
+	return nil
+}
+
+// groupCacheSize bounds a view task's group cache: each of its two
+// generations holds up to this many groups. A group takes some 100 bytes
+// plus its state's, so a task's cache stays within some 10 MiB.
+const groupCacheSize = 1 << 15
+
+// groupCache holds the committed state of the groups a view task changed
+// last, so that changing them again needs no read of the store, which
+// otherwise is most of the cost of a record whose group has not changed
+// yet in its transaction. It holds only what the store holds: a state
+// goes in after its transaction has committed to the store, and the
+// task, which is the store's one writer while it runs, starts each run
+// with an empty cache. It is bounded: groups go to the current
+// generation, and when that is full it becomes the previous one,
+// dropping the one before; a group found in the previous generation
+// moves to the current one. So the groups kept are the most recently
+// used, give or take a generation.
+type groupCache struct {
+	size      int // groups per generation; 0 means groupCacheSize
+	cur, prev map[string]*cachedGroup
+	// complete is set while the cache holds every group of the store:
+	// from a run that starts with an empty store (a new view taking in
+	// its input) until a group is dropped. A group it does not hold then
+	// has no state yet, and is not looked for in the store.
+	complete bool
+}
+
+// cachedGroup is the committed state of a group. A transaction changing
+// the group keeps it to update it after committing, without looking the
+// group up again.
+type cachedGroup struct {
+	state []any
+}
+
+// get returns the cached group of key, nil if there is none.
+func (c *groupCache) get(key string) *cachedGroup {
+	if g, ok := c.cur[key]; ok {
+		return g
+	}
+	g, ok := c.prev[key]
+	if ok {
+		delete(c.prev, key)
+		c.insert(key, g)
+	}
+	return g
+}
+
+// put sets the committed state of key, which the cache now owns; g is
+// what get returned for key before the transaction. Should g have been
+// dropped since, the state is not cached: only a later get is the worse
+// for it.
+func (c *groupCache) put(key string, g *cachedGroup, st []any) {
+	if g != nil {
+		g.state = st
+		return
+	}
+	c.insert(key, &cachedGroup{state: st})
+}
+
+// insert adds key, which the cache does not hold, to the current
+// generation.
+func (c *groupCache) insert(key string, g *cachedGroup) {
+	size := c.size
+	if size == 0 {
+		size = groupCacheSize
+	}
+	if len(c.cur) >= size {
+		c.complete = c.complete && len(c.prev) == 0
+		clear(c.prev)
+		c.prev, c.cur = c.cur, c.prev
+	}
+	if c.cur == nil {
+		c.cur = make(map[string]*cachedGroup)
+	}
+	c.cur[key] = g
+}
+
+func (c *groupCache) remove(key string) {
+	delete(c.cur, key)
+	delete(c.prev, key)
+}
+
+// arenaRecords and arenaBytes size the blocks of a recordArena.
+const (
+	arenaRecords = 256
+	arenaBytes   = 32 << 10
+)
+
+// recordArena hands out the records of a batch, and the bytes and headers
+// they hold, from blocks each shared by many of them: an allocation per
+// block rather than several per record. A block lives as long as
+// anything refers to any of it, so what an arena holds should die
+// together, as a batch's records do once produced.
+type recordArena struct {
+	recs  []kgo.Record
+	hdrs  []kgo.RecordHeader
+	bytes byteArena
+}
+
+func (a *recordArena) record() *kgo.Record {
+	if len(a.recs) == cap(a.recs) {
+		a.recs = make([]kgo.Record, 0, arenaRecords)
+	}
+	a.recs = a.recs[:len(a.recs)+1]
+	return &a.recs[len(a.recs)-1]
+}
+
+// header returns a header list of one header.
+func (a *recordArena) header(key string, value []byte) []kgo.RecordHeader {
+	if len(a.hdrs) == cap(a.hdrs) {
+		a.hdrs = make([]kgo.RecordHeader, 0, arenaRecords)
+	}
+	a.hdrs = append(a.hdrs, kgo.RecordHeader{Key: key, Value: value})
+	n := len(a.hdrs)
+	return a.hdrs[n-1 : n : n]
+}
+
+func (a *recordArena) copy(b []byte) []byte {
+	buf := a.bytes.begin()
+	start := len(buf)
+	return a.bytes.end(append(buf, b...), start)
+}
+
+// byteArena hands out byte slices from shared blocks. A slice is made by
+// appending to what begin returns and handing the result to end with
+// the length begin's had.
+type byteArena struct {
+	buf []byte
+}
+
+// begin returns the block to append to.
+func (a *byteArena) begin() []byte {
+	if cap(a.buf)-len(a.buf) < arenaBytes/64 {
+		a.buf = make([]byte, 0, arenaBytes)
+	}
+	return a.buf
+}
+
+// end returns what was appended to buf after start, and keeps buf (which
+// the appending may have grown into a new block) for the next slice.
+func (a *byteArena) end(buf []byte, start int) []byte {
+	a.buf = buf
+	return buf[start:len(buf):len(buf)]
 }
 
 // rekeyTask re-keys one source partition of a view into the repartition
@@ -693,6 +1020,10 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 // progress to every repartition partition, so that every view partition
 // can prove which source offsets it has seen even when no record of this
 // source partition reached it.
+//
+// Like viewTask's, its per-record path decodes into and evaluates into
+// buffers of the task, and carves what a record keeps from blocks of the
+// batch (recordArena).
 type rekeyTask struct {
 	rt     *Runtime
 	state  *TaskState
@@ -705,10 +1036,16 @@ type rekeyTask struct {
 	env    *Env
 	keyT   []catalog.Type
 	keyN   []string
+	out    string // the repartition topic
+	// Scratch space of one record: its row, GROUP BY values and view key.
+	row    catalog.Row
+	groups []any
+	key    []any
 }
 
 func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
-	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: newRelCodec(plan.Source), env: &Env{}}
+	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: newRelCodec(plan.Source), env: &Env{},
+		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
 	if plan.Filter != nil {
 		t.filter = Compile(plan.Filter)
 	}
@@ -721,6 +1058,9 @@ func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sour
 			t.keyN = append(t.keyN, c.Name)
 		}
 	}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.groups = make([]any, len(t.group))
+	t.key = make([]any, len(plan.KeyGroup))
 	return t
 }
 
@@ -728,7 +1068,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 	rt, plan := t.rt, t.plan
 	view, src := plan.View, plan.Source
 	group := view.RekeyGroup(rt.opts.Cluster)
-	out := view.RepartitionTopic(rt.opts.Cluster)
+	out := t.out
 	start := kgo.NewOffset().AtStart()
 	offs, err := rt.adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
@@ -762,43 +1102,62 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if fetches.NumRecords() == 0 {
 			continue
 		}
-		var recs, bad []*kgo.Record
-		next := int64(-1)
-		fetches.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
-			}
-			rec, err := t.rekey(r)
-			if err != nil {
-				bad = append(bad, rt.badRecord(view, r, err))
-				return
-			}
-			if rec != nil {
-				recs = append(recs, rec)
-			}
-		})
+		b := &rekeyBatch{next: -1, recs: make([]*kgo.Record, 0, fetches.NumRecords()+int(view.Partitions))}
+		fetches.EachRecord(func(r *kgo.Record) { t.add(b, r) })
+		recs := b.recs
 		for vp := int32(0); vp < view.Partitions; vp++ {
 			recs = append(recs, &kgo.Record{Topic: out, Partition: vp,
-				Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, next)}}})
+				Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, b.next)}}})
 		}
-		recs = append(recs, bad...)
+		recs = append(recs, b.bad...)
 		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return fmt.Errorf("producing to %s: %w", out, err)
 		}
 		var commit kadmOffsets
-		commit.add(src.Topic, t.sp, next)
+		commit.add(src.Topic, t.sp, b.next)
 		if err := commit.commit(ctx, rt, group); err != nil {
 			return err
 		}
 	}
 }
 
-// rekey returns the repartition record of a source record, nil when the
-// filter drops it.
-func (t *rekeyTask) rekey(r *kgo.Record) (*kgo.Record, error) {
-	row, _, err := t.codec.decode(r.Key, r.Value)
-	if err != nil || row == nil {
+// appendSrc appends what encodeSrc returns to dst.
+func appendSrc(dst []byte, partition int32, offset int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(partition))
+	return binary.BigEndian.AppendUint64(dst, uint64(offset))
+}
+
+// rekeyBatch is the output of one batch of source records: their
+// re-keyed records, the records skipped, and the source offset after
+// them.
+type rekeyBatch struct {
+	recs, bad []*kgo.Record
+	next      int64
+	arena     recordArena // recs and what they hold
+}
+
+// add re-keys one source record into b.
+func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
+	b.next = r.Offset + 1
+	if r.Attrs.IsControl() {
+		return
+	}
+	rec, err := t.rekey(&b.arena, r)
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+		return
+	}
+	if rec != nil {
+		b.recs = append(b.recs, rec)
+	}
+}
+
+// rekey returns the repartition record of a source record, made in a;
+// nil when the filter drops it.
+func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
+	row := t.row
+	tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
+	if err != nil || tombstone {
 		return nil, err
 	}
 	if t.filter != nil {
@@ -810,32 +1169,40 @@ func (t *rekeyTask) rekey(r *kgo.Record) (*kgo.Record, error) {
 			return nil, nil
 		}
 	}
-	groups := make([]any, len(t.group))
 	for i, g := range t.group {
-		if groups[i], err = g(row, t.env); err != nil {
+		if t.groups[i], err = g(row, t.env); err != nil {
 			return nil, err
 		}
 	}
-	key := make([]any, len(t.plan.KeyGroup))
 	for i, g := range t.plan.KeyGroup {
-		key[i] = groups[g]
+		t.key[i] = t.groups[g]
 	}
-	kb, err := EncodeKey(t.plan.View.KeyFormat, t.keyT, t.keyN, key)
+	buf := a.bytes.begin()
+	start := len(buf)
+	buf, null, err := appendRecordKey(buf, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
 	if err != nil {
 		return nil, err
 	}
-	v, err := materialize.EncodeRow(row)
-	if err != nil {
+	var kb []byte // nil: a null key
+	if !null {
+		kb = a.bytes.end(buf, start)
+	}
+	buf = a.bytes.begin()
+	start = len(buf)
+	if buf, err = materialize.AppendRow(buf, row); err != nil {
 		return nil, err
 	}
-	return &kgo.Record{
-		Topic:     t.plan.View.RepartitionTopic(t.rt.opts.Cluster),
-		Partition: kafka.Partition(kb, t.plan.View.Partitions),
-		Key:       kb,
-		Value:     v,
-		Timestamp: r.Timestamp,
-		Headers:   []kgo.RecordHeader{{Key: headerSource, Value: encodeSrc(t.sp, r.Offset)}},
-	}, nil
+	v := a.bytes.end(buf, start)
+	buf = a.bytes.begin()
+	start = len(buf)
+	src := a.bytes.end(appendSrc(buf, t.sp, r.Offset), start)
+	rec := a.record()
+	rec.Topic = t.out
+	rec.Partition = kafka.Partition(kb, t.plan.View.Partitions)
+	rec.Key, rec.Value = kb, v
+	rec.Timestamp = r.Timestamp
+	rec.Headers = a.header(headerSource, src)
+	return rec, nil
 }
 
 // kadmOffsets is a set of offsets to commit to a consumer group.
