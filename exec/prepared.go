@@ -68,6 +68,11 @@ type Prepared struct {
 // empty statement; more than one is 42601, as in Postgres.
 func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	defer func() { s.failTxn(err) }()
+	return s.prepare(ctx, text, paramTypes)
+}
+
+// prepare is Prepare without failing the transaction block on an error.
+func (s *Session) prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,8 @@ type Engine struct {
 	pids     atomic.Int32
 	rrCount  atomic.Uint32
 	sessions sync.Map // PID → *Session, for pg_stat_activity
+
+	planCache planCacheCounters
 }
 
 // Session is one client connection's state.
@@ -91,6 +93,8 @@ type Session struct {
 	act     activity
 	// lastRead is where the last SELECT's partitions were read.
 	lastRead []PartitionRead
+	// plans is the plan cache of simple queries (plancache.go).
+	plans map[string]*cachedShape
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -157,6 +161,7 @@ var defaultSettings = map[string]string{
 	"basin.freshness_notices":     "off",
 	"basin.read_your_writes":      "on",
 	"basin.monotonic_reads":       "off",
+	settingPlanCache:              "on",
 	// basin.last_write_position is read-only: the token of the
 	// session's writes so far (positions.go).
 	"basin.last_write_position": "",
@@ -216,6 +221,20 @@ func (s *Session) env() *Env {
 
 // Query runs the statements of a simple Query message.
 func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
+	ran, learn, err := s.cachedQuery(ctx, text, w)
+	if ran {
+		return err
+	}
+	if err := s.query(ctx, text, w); err != nil {
+		return err
+	}
+	if learn != nil {
+		learn()
+	}
+	return nil
+}
+
+func (s *Session) query(ctx context.Context, text string, w ResultWriter) error {
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
 		return s.failTxn(err)
