@@ -26,6 +26,9 @@ type PartitionRead struct {
 	OffsetLag int64
 	TimeLagMs int64
 	Position  string
+	// pos is Position parsed, when the reader had it at hand (a local
+	// read: the task's published position, which nobody modifies).
+	pos materialize.Position
 }
 
 // pull is one executing pull query.
@@ -35,11 +38,15 @@ type pull struct {
 	env    *Env
 	filter Expr
 	output []Expr
-	order  []Expr
-	groups []Expr
-	having Expr
-	agg    *Aggregator
-	emit   func(catalog.Row) error
+	// passThrough is set when the output is the input row's first
+	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
+	// project slices the row instead of evaluating a copy.
+	passThrough bool
+	order       []Expr
+	groups      []Expr
+	having      Expr
+	agg         *Aggregator
+	emit        func(catalog.Row) error
 
 	// streaming state when neither sorting nor grouping
 	skipped, emitted int64
@@ -132,8 +139,12 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 	if plan.Filter != nil {
 		q.filter = Compile(plan.Filter)
 	}
-	for _, o := range plan.Output {
+	q.passThrough = len(plan.Output) > 0
+	for i, o := range plan.Output {
 		q.output = append(q.output, Compile(o))
+		if c, ok := o.(*planner.ColRef); !ok || c.Idx != i {
+			q.passThrough = false
+		}
 	}
 	for _, o := range plan.Order {
 		q.order = append(q.order, Compile(o.Expr))
@@ -207,9 +218,14 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 // project evaluates the select list (and sort keys) over a row and sends
 // or collects the result.
 func (q *pull) project(row catalog.Row) error {
-	out, err := EvalAll(q.output, row, q.env)
-	if err != nil {
-		return err
+	var out catalog.Row
+	if n := len(q.output); q.passThrough && n <= len(row) {
+		out = row[:n:n] // rows are never reused by their readers
+	} else {
+		var err error
+		if out, err = EvalAll(q.output, row, q.env); err != nil {
+			return err
+		}
 	}
 	if q.seen != nil {
 		k, err := materialize.EncodeKey(nil, out)
@@ -492,16 +508,16 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	// The position the task published with its last commit is the
 	// store's; only before the first does the checkpoint say.
-	pos, ok := ts.positionToken()
+	parsed, pos, ok := ts.positionAndToken()
 	if !ok {
 		cp, err := store.Checkpoint()
 		if err != nil {
 			return err
 		}
-		pos = cp.Position.String()
+		pos, parsed = cp.Position.String(), cp.Position
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
 	served(read)
 	base := make(catalog.Row, ncols+len(planner.PseudoColumns))
 	base[ncols+planner.PseudoPartition] = int64(p)
@@ -510,23 +526,32 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
 	base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
 	base[ncols+planner.PseudoPosition] = read.Position
-	// scratch holds each stored value's presence flag and columns; the
-	// aggregate state after them is not decoded.
-	var scratch []any
+	// A stored value is its presence flag, the columns, then aggregate
+	// state (not decoded): it is decoded straight into a new row with
+	// one slot before it for the flag, and the pseudo-columns are set
+	// after the columns. A value whose flag is false (a group HAVING
+	// drops) leaves its slots to the next.
+	var rows RowAlloc
+	var spare catalog.Row
 	emitStored := func(v []byte) error {
-		var err error
-		if scratch, err = materialize.DecodeRowPrefix(scratch, v, 1+ncols); err != nil {
+		buf := spare
+		if buf == nil {
+			buf = rows.next(1 + len(base))
+		}
+		vals, err := materialize.DecodeRowPrefix(buf[:0], v, 1+ncols)
+		if err != nil {
 			return err
 		}
-		if len(scratch) < 1+ncols {
-			return fmt.Errorf("exec: stored row of %s has %d values, want at least %d", rel.Name, len(scratch), 1+ncols)
+		if len(vals) < 1+ncols {
+			return fmt.Errorf("exec: stored row of %s has %d values, want at least %d", rel.Name, len(vals), 1+ncols)
 		}
-		if present, _ := scratch[0].(bool); !present {
+		if present, _ := vals[0].(bool); !present {
+			spare = buf
 			return nil
 		}
-		row := make(catalog.Row, len(base))
-		copy(row, base)
-		copy(row, scratch[1:])
+		spare = nil
+		row := buf[1:]
+		copy(row[ncols:], base[ncols:])
 		return emit(row)
 	}
 	if keys != nil {
@@ -811,4 +836,25 @@ func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) er
 				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off / basin.monotonic_reads = off to read what is there.")
 		}
 	}
+}
+
+// RowAlloc hands out rows carved from larger blocks, one allocation per
+// rowAllocBlock rows rather than one per row, for readers that emit
+// many rows nobody reuses. A row handed out is the caller's: it never
+// overlaps another.
+type RowAlloc struct{ buf []any }
+
+// rowAllocBlock is how many rows of one width a block holds.
+const rowAllocBlock = 128
+
+// Next returns a new row of n nil values.
+func (a *RowAlloc) Next(n int) catalog.Row { return a.next(n) }
+
+func (a *RowAlloc) next(n int) catalog.Row {
+	if len(a.buf) < n {
+		a.buf = make([]any, n*rowAllocBlock)
+	}
+	r := a.buf[:n:n]
+	a.buf = a.buf[n:]
+	return r
 }

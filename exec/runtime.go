@@ -117,11 +117,8 @@ type TaskState struct {
 	// position is the source position of the last commit; sources, for a
 	// task behind a repartition topic, the source ends it is measured
 	// against.
-	position atomic.Pointer[materialize.Position]
-	// positionText is position's token, made once per commit rather
-	// than per read.
-	positionText atomic.Pointer[string]
-	sources      *sourceEnds
+	position atomic.Pointer[published]
+	sources  *sourceEnds
 	// posCh is closed (and replaced) when position changes; readers
 	// waiting for a position select on it.
 	posMu     sync.Mutex
@@ -145,7 +142,7 @@ type TaskState struct {
 // not yet re-keyed count too.
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	if t.sources != nil {
-		pos := t.position.Load()
+		pos := t.positionPtr()
 		for sp := range t.sources.ends {
 			var seen int64
 			if pos != nil {
@@ -180,8 +177,7 @@ type sourceEnds struct {
 // readers waiting for one.
 func (t *TaskState) publishPosition(p materialize.Position) {
 	text := p.String()
-	t.positionText.Store(&text)
-	t.position.Store(&p)
+	t.position.Store(&published{pos: p, text: text})
 	t.posMu.Lock()
 	defer t.posMu.Unlock()
 	if t.posCh != nil {
@@ -200,11 +196,36 @@ func (t *TaskState) positionChanged() <-chan struct{} {
 	return t.posCh
 }
 
+// published is a position a task published, with its token made once
+// per commit rather than per read.
+type published struct {
+	pos  materialize.Position
+	text string
+}
+
+// positionPtr returns a pointer to the last published position, nil
+// before the first.
+func (t *TaskState) positionPtr() *materialize.Position {
+	if p := t.position.Load(); p != nil {
+		return &p.pos
+	}
+	return nil
+}
+
+// positionAndToken returns the last published position and its token,
+// as one publication, and false before the first.
+func (t *TaskState) positionAndToken() (materialize.Position, string, bool) {
+	if p := t.position.Load(); p != nil {
+		return p.pos, p.text, true
+	}
+	return nil, "", false
+}
+
 // positionToken returns the token of the task's last published
 // position, and false before the first.
 func (t *TaskState) positionToken() (string, bool) {
-	if p := t.positionText.Load(); p != nil {
-		return *p, true
+	if p := t.position.Load(); p != nil {
+		return p.text, true
 	}
 	return "", false
 }
@@ -212,7 +233,7 @@ func (t *TaskState) positionToken() (string, bool) {
 // Position returns the source position of the task's last commit.
 func (t *TaskState) Position() materialize.Position {
 	if p := t.position.Load(); p != nil {
-		return *p
+		return p.pos
 	}
 	return nil
 }

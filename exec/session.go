@@ -95,6 +95,9 @@ type Session struct {
 	lastRead []PartitionRead
 	// plans is the plan cache of simple queries (plancache.go).
 	plans map[string]*cachedShape
+	// reported is what ParameterStatus last returned (callers must not
+	// modify it).
+	reported map[string]string
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -188,7 +191,26 @@ var reportedNames = map[string]string{"datestyle": "DateStyle", "timezone": "Tim
 
 // ParameterStatus returns the settings reported to the client.
 func (s *Session) ParameterStatus() map[string]string {
-	out := make(map[string]string, len(reportedSettings))
+	// Called at every Sync: while nothing reported changed, the last map
+	// is returned again instead of building one per statement.
+	if s.reported != nil && s.reported["session_authorization"] == s.user {
+		same := true
+		for _, k := range reportedSettings {
+			name := k
+			if n, ok := reportedNames[k]; ok {
+				name = n
+			}
+			if s.reported[name] != s.vars[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return s.reported
+		}
+	}
+	out := make(map[string]string, len(reportedSettings)+1)
+	defer func() { s.reported = out }()
 	for _, k := range reportedSettings {
 		name := k
 		if n, ok := reportedNames[k]; ok {
@@ -206,9 +228,12 @@ func (s *Session) PID() int32 { return s.pid }
 // Close ends the session.
 func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 
+// versionText is what version() returns.
+var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
+
 func (s *Session) env() *Env {
 	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s, Backends: s.e.Backends}
+		Version: versionText, Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
 	env.NoForward = s.vars["basin.forwarded"] != "off"
 	env.ServeRestoring = s.vars["basin.forwarded"] == "restoring"
