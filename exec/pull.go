@@ -35,6 +35,7 @@ type PartitionRead struct {
 type pull struct {
 	rt     *Runtime
 	plan   *planner.PullPlan
+	code   *PullCode
 	env    *Env
 	filter Expr
 	output []Expr
@@ -125,6 +126,72 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
 func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return rt.PullCompiled(ctx, plan, nil, env, emit)
+}
+
+// PullCode is a pull plan's compiled expressions. Compiled expressions
+// keep no state between calls, so one PullCode serves every execution of
+// its plan (a prepared statement's), concurrent ones included.
+type PullCode struct {
+	filter      Expr
+	output      []Expr
+	passThrough bool
+	order       []Expr
+	groups      []Expr
+	having      Expr
+	partition   Expr
+	lookups     [][]Expr // Lookup, or the lists of LookupIn
+}
+
+// CompilePull compiles plan's expressions; nil for a plan the general
+// query engine runs (plan.Query), which compiles its own every time.
+func CompilePull(plan *planner.PullPlan) *PullCode {
+	if plan.Query != nil {
+		return nil
+	}
+	c := &PullCode{}
+	if plan.Filter != nil {
+		c.filter = Compile(plan.Filter)
+	}
+	c.passThrough = len(plan.Output) > 0
+	for i, o := range plan.Output {
+		c.output = append(c.output, Compile(o))
+		if col, ok := o.(*planner.ColRef); !ok || col.Idx != i {
+			c.passThrough = false
+		}
+	}
+	for _, o := range plan.Order {
+		c.order = append(c.order, Compile(o.Expr))
+	}
+	for _, g := range plan.GroupBy {
+		c.groups = append(c.groups, Compile(g))
+	}
+	if plan.Having != nil {
+		c.having = Compile(plan.Having)
+	}
+	if plan.Partition != nil {
+		c.partition = Compile(plan.Partition)
+	}
+	lookups := plan.LookupIn
+	if plan.Lookup != nil {
+		lookups = [][]planner.Scalar{plan.Lookup}
+	}
+	if lookups != nil {
+		c.lookups = make([][]Expr, 0, len(lookups)) // IN () reads nothing, not everything
+	}
+	for _, l := range lookups {
+		key := make([]Expr, len(l))
+		for i, e := range l {
+			key[i] = Compile(e)
+		}
+		c.lookups = append(c.lookups, key)
+	}
+	return c
+}
+
+// PullCompiled is Pull with the plan's expressions compiled beforehand
+// by CompilePull (nil compiles them now).
+func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
 	if env != nil {
@@ -135,27 +202,13 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 	if plan.Query != nil {
 		return nil, rt.runQuery(ctx, plan, env, emit)
 	}
-	q := &pull{rt: rt, plan: plan, env: env, emit: emit}
-	if plan.Filter != nil {
-		q.filter = Compile(plan.Filter)
+	if code == nil {
+		code = CompilePull(plan)
 	}
-	q.passThrough = len(plan.Output) > 0
-	for i, o := range plan.Output {
-		q.output = append(q.output, Compile(o))
-		if c, ok := o.(*planner.ColRef); !ok || c.Idx != i {
-			q.passThrough = false
-		}
-	}
-	for _, o := range plan.Order {
-		q.order = append(q.order, Compile(o.Expr))
-	}
+	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit,
+		filter: code.filter, output: code.output, passThrough: code.passThrough, order: code.order}
 	if plan.Grouped {
-		for _, g := range plan.GroupBy {
-			q.groups = append(q.groups, Compile(g))
-		}
-		if plan.Having != nil {
-			q.having = Compile(plan.Having)
-		}
+		q.groups, q.having = code.groups, code.having
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
 	}
@@ -332,7 +385,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s is not being materialized on this node", rel.Name).
 			WithHint("The node is starting; try again in a moment.")
 	}
-	parts, keys, err := q.partitions(rel)
+	parts, keys, err := q.partitions(rel, query)
 	if err != nil || len(parts) == 0 {
 		return err
 	}
@@ -358,12 +411,12 @@ func (q *pull) scanStores(ctx context.Context) error {
 
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each.
-func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, error) {
+func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int32][][]any, error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
 	if q.plan.Partition != nil {
-		v, err := Compile(q.plan.Partition)(nil, q.env)
+		v, err := q.code.partition(nil, q.env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -373,15 +426,13 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 		}
 		pin = int32(n)
 	}
-	var lookups [][]planner.Scalar
-	switch {
-	case q.plan.Lookup != nil:
-		lookups = [][]planner.Scalar{q.plan.Lookup}
-	case q.plan.LookupIn != nil:
-		lookups = q.plan.LookupIn
-	}
-	if lookups != nil {
-		codec := newRelCodec(rel)
+	if lookups := q.code.lookups; lookups != nil {
+		var codec *relCodec
+		if query != nil && query.Rel == rel {
+			codec, _ = query.handles(q.rt.opts.DB)
+		} else {
+			codec = newRelCodec(rel)
+		}
 		keys := map[int32][][]any{}
 		seen := map[string]bool{}
 		var parts []int32
@@ -389,7 +440,7 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 		for _, l := range lookups {
 			key := make([]any, len(l))
 			for i, e := range l {
-				v, err := Compile(e)(nil, q.env)
+				v, err := e(nil, q.env)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -505,7 +556,12 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 			return err
 		}
 	}
-	store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	var store *materialize.Store
+	if _, stores := query.handles(q.rt.opts.DB); int(p) < len(stores) {
+		store = stores[p]
+	} else {
+		store = q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	}
 	// The position the task published with its last commit is the
 	// store's; only before the first does the checkpoint say.
 	parsed, pos, ok := ts.positionAndToken()
@@ -838,13 +894,17 @@ func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) er
 	}
 }
 
-// RowAlloc hands out rows carved from larger blocks, one allocation per
-// rowAllocBlock rows rather than one per row, for readers that emit
-// many rows nobody reuses. A row handed out is the caller's: it never
-// overlaps another.
-type RowAlloc struct{ buf []any }
+// RowAlloc hands out rows carved from larger blocks, for readers that
+// emit many rows nobody reuses: the blocks double from one row up to
+// rowAllocBlock rows, so a key lookup allocates its one row and a scan
+// one block per rowAllocBlock rows. A row handed out is the caller's: it
+// never overlaps another.
+type RowAlloc struct {
+	buf  []any
+	rows int // rows in the next block
+}
 
-// rowAllocBlock is how many rows of one width a block holds.
+// rowAllocBlock is the most rows one block holds.
 const rowAllocBlock = 128
 
 // Next returns a new row of n nil values.
@@ -852,7 +912,8 @@ func (a *RowAlloc) Next(n int) catalog.Row { return a.next(n) }
 
 func (a *RowAlloc) next(n int) catalog.Row {
 	if len(a.buf) < n {
-		a.buf = make([]any, n*rowAllocBlock)
+		a.rows = min(max(2*a.rows, 1), rowAllocBlock)
+		a.buf = make([]any, n*a.rows)
 	}
 	r := a.buf[:n:n]
 	a.buf = a.buf[n:]

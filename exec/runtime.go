@@ -100,6 +100,24 @@ type Query struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// The handles reads use, made once rather than per read.
+	handlesOnce sync.Once
+	codec       *relCodec
+	stores      []*materialize.Store // by partition
+}
+
+// handles returns the relation's record codec and its stores' handles.
+func (q *Query) handles(db *materialize.DB) (*relCodec, []*materialize.Store) {
+	q.handlesOnce.Do(func() {
+		q.codec = newRelCodec(q.Rel)
+		name := q.Rel.StoreName()
+		q.stores = make([]*materialize.Store, q.Rel.Partitions)
+		for p := range q.stores {
+			q.stores[p] = db.Store(materialize.StoreID{View: name, Partition: int32(p)})
+		}
+	})
+	return q.codec, q.stores
 }
 
 // TaskState is the observable state of one task, read by pull queries
