@@ -310,7 +310,8 @@ func watchPeak(t *testing.T, fn func() int64) (stop func() int64) {
 
 // profileDuring, when $BASIN_BENCH_PROFILE names a directory, fetches a
 // CPU profile of secs seconds from node's /debug/pprof/profile into
-// <dir>/<label>.pprof, and returns a wait that joins the fetch; otherwise
+// <dir>/<label>.pprof, then its allocation profile into
+// <dir>/<label>-allocs.pprof, and returns a wait that joins the fetch; otherwise
 // it does nothing. Start it just before the load it should see.
 func profileDuring(t *testing.T, node *testcluster.Node, label string, secs int) (wait func()) {
 	dir := os.Getenv("BASIN_BENCH_PROFILE")
@@ -331,6 +332,13 @@ func profileDuring(t *testing.T, node *testcluster.Node, label string, secs int)
 		}
 		if err == nil {
 			err = os.WriteFile(path, body, 0o644)
+		}
+		// And the allocations since the node started (mostly this load's).
+		if err == nil {
+			status, body, err = node.HTTPGet(ctx, "/debug/pprof/allocs")
+			if err == nil && status == 200 {
+				err = os.WriteFile(filepath.Join(dir, label+"-allocs.pprof"), body, 0o644)
+			}
 		}
 		done <- err
 	}()

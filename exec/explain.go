@@ -28,8 +28,8 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 	if env.Now.IsZero() {
 		env.Now = time.Now()
 	}
-	q := &pull{rt: rt, plan: plan, env: env}
-	parts, keys, err := q.partitions(rel)
+	q := &pull{rt: rt, plan: plan, code: CompilePull(plan), env: env}
+	parts, keys, err := q.partitions(rel, query)
 	if err != nil {
 		return nil, err
 	}

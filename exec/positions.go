@@ -54,9 +54,12 @@ func (s *Session) noteReads(reads []PartitionRead) {
 		if r.Position == "" {
 			continue
 		}
-		p, err := materialize.ParsePosition(r.Position)
-		if err != nil {
-			continue
+		p := r.pos
+		if p == nil {
+			var err error
+			if p, err = materialize.ParsePosition(r.Position); err != nil {
+				continue
+			}
 		}
 		if s.seen == nil {
 			s.seen = materialize.Position{}
@@ -70,16 +73,25 @@ func (s *Session) noteReads(reads []PartitionRead) {
 // (basin.monotonic_reads) and basin.min_position; nil when none bounds
 // it.
 func (s *Session) minPosition() materialize.Position {
-	bound := materialize.Position{}
+	var bound materialize.Position
+	merge := func(p materialize.Position) {
+		if len(p) == 0 {
+			return
+		}
+		if bound == nil {
+			bound = materialize.Position{}
+		}
+		bound.Merge(p)
+	}
 	if s.vars["basin.read_your_writes"] == "on" {
-		bound.Merge(s.writes)
+		merge(s.writes)
 	}
 	if s.vars["basin.monotonic_reads"] == "on" {
-		bound.Merge(s.seen)
+		merge(s.seen)
 	}
 	if tok := s.vars["basin.min_position"]; tok != "" {
 		if p, err := materialize.ParsePosition(tok); err == nil {
-			bound.Merge(p)
+			merge(p)
 		}
 	}
 	if len(bound) == 0 {

@@ -57,8 +57,12 @@ type Prepared struct {
 
 	// A SELECT's plan, made when the catalog was at planAt. LIMIT $n and
 	// OFFSET $n are taken out of the plan and applied at Bind.
-	plan                    *planner.PullPlan
-	planAt                  int64
+	plan   *planner.PullPlan
+	planAt int64
+	// code is plan's compiled expressions (codeOf the plan they are of),
+	// compiled at the first Bind of each plan rather than per execution.
+	code                    *PullCode
+	codeOf                  *planner.PullPlan
 	limitParam, offsetParam int
 }
 
@@ -68,6 +72,11 @@ type Prepared struct {
 // empty statement; more than one is 42601, as in Postgres.
 func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	defer func() { s.failTxn(err) }()
+	return s.prepare(ctx, text, paramTypes)
+}
+
+// prepare is Prepare without failing the transaction block on an error.
+func (s *Session) prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
 		return nil, err
@@ -349,6 +358,10 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 				return nil, err
 			}
 		}
+		if p.code == nil || p.codeOf != p.plan {
+			p.code, p.codeOf = CompilePull(p.plan), p.plan
+		}
+		pt.code = p.code
 		plan := *p.plan
 		if p.limitParam > 0 {
 			n, err := rowCount(params[p.limitParam-1], "LIMIT", -1)
@@ -526,6 +539,7 @@ type Portal struct {
 	cols []catalog.Column
 	env  *Env
 	plan *planner.PullPlan // a SELECT's, with LIMIT/OFFSET parameters applied
+	code *PullCode         // plan's compiled expressions
 	// ctx is Bind's: the row-limited goroutine's parent.
 	ctx context.Context
 
@@ -617,7 +631,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 		return w.Empty()
 	case *sql.Select:
 		n := 0
-		reads, err := pt.s.e.Runtime.Pull(ctx, pt.plan, pt.env, func(r catalog.Row) error {
+		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
 			n++
 			return w.Row(r)
 		})
@@ -635,7 +649,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 // start begins a row-limited execution.
 func (pt *Portal) start(ctx context.Context, w ResultWriter) (rowSource, error) {
 	if pt.plan != nil {
-		return startPull(pt.ctx, pt.s.e.Runtime, pt.plan, pt.env), nil
+		return startPull(pt.ctx, pt.s.e.Runtime, pt.plan, pt.code, pt.env), nil
 	}
 	b := &bufferWriter{w: w}
 	if err := pt.s.exec(ctx, pt.stmt, pt.text, b); err != nil {
@@ -731,7 +745,7 @@ type pullSource struct {
 	closeOnce sync.Once
 }
 
-func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, env *Env) *pullSource {
+func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *Env) *pullSource {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -739,7 +753,7 @@ func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, env 
 	ps := &pullSource{rows: make(chan catalog.Row, portalBuffer), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(ps.done)
-		_, err := rt.Pull(ctx, plan, env, func(r catalog.Row) error {
+		_, err := rt.PullCompiled(ctx, plan, code, env, func(r catalog.Row) error {
 			// The row is handed to another goroutine: copy it, whatever
 			// Pull does with its buffers.
 			select {

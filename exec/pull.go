@@ -26,20 +26,28 @@ type PartitionRead struct {
 	OffsetLag int64
 	TimeLagMs int64
 	Position  string
+	// pos is Position parsed, when the reader had it at hand (a local
+	// read: the task's published position, which nobody modifies).
+	pos materialize.Position
 }
 
 // pull is one executing pull query.
 type pull struct {
 	rt     *Runtime
 	plan   *planner.PullPlan
+	code   *PullCode
 	env    *Env
 	filter Expr
 	output []Expr
-	order  []Expr
-	groups []Expr
-	having Expr
-	agg    *Aggregator
-	emit   func(catalog.Row) error
+	// passThrough is set when the output is the input row's first
+	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
+	// project slices the row instead of evaluating a copy.
+	passThrough bool
+	order       []Expr
+	groups      []Expr
+	having      Expr
+	agg         *Aggregator
+	emit        func(catalog.Row) error
 
 	// streaming state when neither sorting nor grouping
 	skipped, emitted int64
@@ -118,6 +126,72 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
 func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return rt.PullCompiled(ctx, plan, nil, env, emit)
+}
+
+// PullCode is a pull plan's compiled expressions. Compiled expressions
+// keep no state between calls, so one PullCode serves every execution of
+// its plan (a prepared statement's), concurrent ones included.
+type PullCode struct {
+	filter      Expr
+	output      []Expr
+	passThrough bool
+	order       []Expr
+	groups      []Expr
+	having      Expr
+	partition   Expr
+	lookups     [][]Expr // Lookup, or the lists of LookupIn
+}
+
+// CompilePull compiles plan's expressions; nil for a plan the general
+// query engine runs (plan.Query), which compiles its own every time.
+func CompilePull(plan *planner.PullPlan) *PullCode {
+	if plan.Query != nil {
+		return nil
+	}
+	c := &PullCode{}
+	if plan.Filter != nil {
+		c.filter = Compile(plan.Filter)
+	}
+	c.passThrough = len(plan.Output) > 0
+	for i, o := range plan.Output {
+		c.output = append(c.output, Compile(o))
+		if col, ok := o.(*planner.ColRef); !ok || col.Idx != i {
+			c.passThrough = false
+		}
+	}
+	for _, o := range plan.Order {
+		c.order = append(c.order, Compile(o.Expr))
+	}
+	for _, g := range plan.GroupBy {
+		c.groups = append(c.groups, Compile(g))
+	}
+	if plan.Having != nil {
+		c.having = Compile(plan.Having)
+	}
+	if plan.Partition != nil {
+		c.partition = Compile(plan.Partition)
+	}
+	lookups := plan.LookupIn
+	if plan.Lookup != nil {
+		lookups = [][]planner.Scalar{plan.Lookup}
+	}
+	if lookups != nil {
+		c.lookups = make([][]Expr, 0, len(lookups)) // IN () reads nothing, not everything
+	}
+	for _, l := range lookups {
+		key := make([]Expr, len(l))
+		for i, e := range l {
+			key[i] = Compile(e)
+		}
+		c.lookups = append(c.lookups, key)
+	}
+	return c
+}
+
+// PullCompiled is Pull with the plan's expressions compiled beforehand
+// by CompilePull (nil compiles them now).
+func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
 	if env != nil {
@@ -128,23 +202,13 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 	if plan.Query != nil {
 		return nil, rt.runQuery(ctx, plan, env, emit)
 	}
-	q := &pull{rt: rt, plan: plan, env: env, emit: emit}
-	if plan.Filter != nil {
-		q.filter = Compile(plan.Filter)
+	if code == nil {
+		code = CompilePull(plan)
 	}
-	for _, o := range plan.Output {
-		q.output = append(q.output, Compile(o))
-	}
-	for _, o := range plan.Order {
-		q.order = append(q.order, Compile(o.Expr))
-	}
+	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit,
+		filter: code.filter, output: code.output, passThrough: code.passThrough, order: code.order}
 	if plan.Grouped {
-		for _, g := range plan.GroupBy {
-			q.groups = append(q.groups, Compile(g))
-		}
-		if plan.Having != nil {
-			q.having = Compile(plan.Having)
-		}
+		q.groups, q.having = code.groups, code.having
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
 	}
@@ -207,9 +271,14 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 // project evaluates the select list (and sort keys) over a row and sends
 // or collects the result.
 func (q *pull) project(row catalog.Row) error {
-	out, err := EvalAll(q.output, row, q.env)
-	if err != nil {
-		return err
+	var out catalog.Row
+	if n := len(q.output); q.passThrough && n <= len(row) {
+		out = row[:n:n] // rows are never reused by their readers
+	} else {
+		var err error
+		if out, err = EvalAll(q.output, row, q.env); err != nil {
+			return err
+		}
 	}
 	if q.seen != nil {
 		k, err := materialize.EncodeKey(nil, out)
@@ -316,7 +385,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s is not being materialized on this node", rel.Name).
 			WithHint("The node is starting; try again in a moment.")
 	}
-	parts, keys, err := q.partitions(rel)
+	parts, keys, err := q.partitions(rel, query)
 	if err != nil || len(parts) == 0 {
 		return err
 	}
@@ -342,12 +411,12 @@ func (q *pull) scanStores(ctx context.Context) error {
 
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each.
-func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, error) {
+func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int32][][]any, error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
 	if q.plan.Partition != nil {
-		v, err := Compile(q.plan.Partition)(nil, q.env)
+		v, err := q.code.partition(nil, q.env)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -357,15 +426,13 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 		}
 		pin = int32(n)
 	}
-	var lookups [][]planner.Scalar
-	switch {
-	case q.plan.Lookup != nil:
-		lookups = [][]planner.Scalar{q.plan.Lookup}
-	case q.plan.LookupIn != nil:
-		lookups = q.plan.LookupIn
-	}
-	if lookups != nil {
-		codec := newRelCodec(rel)
+	if lookups := q.code.lookups; lookups != nil {
+		var codec *relCodec
+		if query != nil && query.Rel == rel {
+			codec, _ = query.handles(q.rt.opts.DB)
+		} else {
+			codec = newRelCodec(rel)
+		}
 		keys := map[int32][][]any{}
 		seen := map[string]bool{}
 		var parts []int32
@@ -373,7 +440,7 @@ func (q *pull) partitions(rel *catalog.Relation) ([]int32, map[int32][][]any, er
 		for _, l := range lookups {
 			key := make([]any, len(l))
 			for i, e := range l {
-				v, err := Compile(e)(nil, q.env)
+				v, err := e(nil, q.env)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -489,19 +556,24 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 			return err
 		}
 	}
-	store := q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	var store *materialize.Store
+	if _, stores := query.handles(q.rt.opts.DB); int(p) < len(stores) {
+		store = stores[p]
+	} else {
+		store = q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	}
 	// The position the task published with its last commit is the
 	// store's; only before the first does the checkpoint say.
-	pos, ok := ts.positionToken()
+	parsed, pos, ok := ts.positionAndToken()
 	if !ok {
 		cp, err := store.Checkpoint()
 		if err != nil {
 			return err
 		}
-		pos = cp.Position.String()
+		pos, parsed = cp.Position.String(), cp.Position
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
 	served(read)
 	base := make(catalog.Row, ncols+len(planner.PseudoColumns))
 	base[ncols+planner.PseudoPartition] = int64(p)
@@ -510,23 +582,32 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
 	base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
 	base[ncols+planner.PseudoPosition] = read.Position
-	// scratch holds each stored value's presence flag and columns; the
-	// aggregate state after them is not decoded.
-	var scratch []any
+	// A stored value is its presence flag, the columns, then aggregate
+	// state (not decoded): it is decoded straight into a new row with
+	// one slot before it for the flag, and the pseudo-columns are set
+	// after the columns. A value whose flag is false (a group HAVING
+	// drops) leaves its slots to the next.
+	var rows RowAlloc
+	var spare catalog.Row
 	emitStored := func(v []byte) error {
-		var err error
-		if scratch, err = materialize.DecodeRowPrefix(scratch, v, 1+ncols); err != nil {
+		buf := spare
+		if buf == nil {
+			buf = rows.next(1 + len(base))
+		}
+		vals, err := materialize.DecodeRowPrefix(buf[:0], v, 1+ncols)
+		if err != nil {
 			return err
 		}
-		if len(scratch) < 1+ncols {
-			return fmt.Errorf("exec: stored row of %s has %d values, want at least %d", rel.Name, len(scratch), 1+ncols)
+		if len(vals) < 1+ncols {
+			return fmt.Errorf("exec: stored row of %s has %d values, want at least %d", rel.Name, len(vals), 1+ncols)
 		}
-		if present, _ := scratch[0].(bool); !present {
+		if present, _ := vals[0].(bool); !present {
+			spare = buf
 			return nil
 		}
-		row := make(catalog.Row, len(base))
-		copy(row, base)
-		copy(row, scratch[1:])
+		spare = nil
+		row := buf[1:]
+		copy(row[ncols:], base[ncols:])
 		return emit(row)
 	}
 	if keys != nil {
@@ -811,4 +892,30 @@ func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) er
 				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off / basin.monotonic_reads = off to read what is there.")
 		}
 	}
+}
+
+// RowAlloc hands out rows carved from larger blocks, for readers that
+// emit many rows nobody reuses: the blocks double from one row up to
+// rowAllocBlock rows, so a key lookup allocates its one row and a scan
+// one block per rowAllocBlock rows. A row handed out is the caller's: it
+// never overlaps another.
+type RowAlloc struct {
+	buf  []any
+	rows int // rows in the next block
+}
+
+// rowAllocBlock is the most rows one block holds.
+const rowAllocBlock = 128
+
+// Next returns a new row of n nil values.
+func (a *RowAlloc) Next(n int) catalog.Row { return a.next(n) }
+
+func (a *RowAlloc) next(n int) catalog.Row {
+	if len(a.buf) < n {
+		a.rows = min(max(2*a.rows, 1), rowAllocBlock)
+		a.buf = make([]any, n*a.rows)
+	}
+	r := a.buf[:n:n]
+	a.buf = a.buf[n:]
+	return r
 }

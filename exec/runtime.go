@@ -100,6 +100,24 @@ type Query struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	// The handles reads use, made once rather than per read.
+	handlesOnce sync.Once
+	codec       *relCodec
+	stores      []*materialize.Store // by partition
+}
+
+// handles returns the relation's record codec and its stores' handles.
+func (q *Query) handles(db *materialize.DB) (*relCodec, []*materialize.Store) {
+	q.handlesOnce.Do(func() {
+		q.codec = newRelCodec(q.Rel)
+		name := q.Rel.StoreName()
+		q.stores = make([]*materialize.Store, q.Rel.Partitions)
+		for p := range q.stores {
+			q.stores[p] = db.Store(materialize.StoreID{View: name, Partition: int32(p)})
+		}
+	})
+	return q.codec, q.stores
 }
 
 // TaskState is the observable state of one task, read by pull queries
@@ -117,11 +135,8 @@ type TaskState struct {
 	// position is the source position of the last commit; sources, for a
 	// task behind a repartition topic, the source ends it is measured
 	// against.
-	position atomic.Pointer[materialize.Position]
-	// positionText is position's token, made once per commit rather
-	// than per read.
-	positionText atomic.Pointer[string]
-	sources      *sourceEnds
+	position atomic.Pointer[published]
+	sources  *sourceEnds
 	// posCh is closed (and replaced) when position changes; readers
 	// waiting for a position select on it.
 	posMu     sync.Mutex
@@ -145,7 +160,7 @@ type TaskState struct {
 // not yet re-keyed count too.
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	if t.sources != nil {
-		pos := t.position.Load()
+		pos := t.positionPtr()
 		for sp := range t.sources.ends {
 			var seen int64
 			if pos != nil {
@@ -180,8 +195,7 @@ type sourceEnds struct {
 // readers waiting for one.
 func (t *TaskState) publishPosition(p materialize.Position) {
 	text := p.String()
-	t.positionText.Store(&text)
-	t.position.Store(&p)
+	t.position.Store(&published{pos: p, text: text})
 	t.posMu.Lock()
 	defer t.posMu.Unlock()
 	if t.posCh != nil {
@@ -200,11 +214,36 @@ func (t *TaskState) positionChanged() <-chan struct{} {
 	return t.posCh
 }
 
+// published is a position a task published, with its token made once
+// per commit rather than per read.
+type published struct {
+	pos  materialize.Position
+	text string
+}
+
+// positionPtr returns a pointer to the last published position, nil
+// before the first.
+func (t *TaskState) positionPtr() *materialize.Position {
+	if p := t.position.Load(); p != nil {
+		return &p.pos
+	}
+	return nil
+}
+
+// positionAndToken returns the last published position and its token,
+// as one publication, and false before the first.
+func (t *TaskState) positionAndToken() (materialize.Position, string, bool) {
+	if p := t.position.Load(); p != nil {
+		return p.pos, p.text, true
+	}
+	return nil, "", false
+}
+
 // positionToken returns the token of the task's last published
 // position, and false before the first.
 func (t *TaskState) positionToken() (string, bool) {
-	if p := t.positionText.Load(); p != nil {
-		return *p, true
+	if p := t.position.Load(); p != nil {
+		return p.text, true
 	}
 	return "", false
 }
@@ -212,7 +251,7 @@ func (t *TaskState) positionToken() (string, bool) {
 // Position returns the source position of the task's last commit.
 func (t *TaskState) Position() materialize.Position {
 	if p := t.position.Load(); p != nil {
-		return *p
+		return p.pos
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ type Engine struct {
 	pids     atomic.Int32
 	rrCount  atomic.Uint32
 	sessions sync.Map // PID → *Session, for pg_stat_activity
+
+	planCache planCacheCounters
 }
 
 // Session is one client connection's state.
@@ -91,6 +93,11 @@ type Session struct {
 	act     activity
 	// lastRead is where the last SELECT's partitions were read.
 	lastRead []PartitionRead
+	// plans is the plan cache of simple queries (plancache.go).
+	plans map[string]*cachedShape
+	// reported is what ParameterStatus last returned (callers must not
+	// modify it).
+	reported map[string]string
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -157,6 +164,7 @@ var defaultSettings = map[string]string{
 	"basin.freshness_notices":     "off",
 	"basin.read_your_writes":      "on",
 	"basin.monotonic_reads":       "off",
+	settingPlanCache:              "on",
 	// basin.last_write_position is read-only: the token of the
 	// session's writes so far (positions.go).
 	"basin.last_write_position": "",
@@ -183,7 +191,26 @@ var reportedNames = map[string]string{"datestyle": "DateStyle", "timezone": "Tim
 
 // ParameterStatus returns the settings reported to the client.
 func (s *Session) ParameterStatus() map[string]string {
-	out := make(map[string]string, len(reportedSettings))
+	// Called at every Sync: while nothing reported changed, the last map
+	// is returned again instead of building one per statement.
+	if s.reported != nil && s.reported["session_authorization"] == s.user {
+		same := true
+		for _, k := range reportedSettings {
+			name := k
+			if n, ok := reportedNames[k]; ok {
+				name = n
+			}
+			if s.reported[name] != s.vars[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return s.reported
+		}
+	}
+	out := make(map[string]string, len(reportedSettings)+1)
+	defer func() { s.reported = out }()
 	for _, k := range reportedSettings {
 		name := k
 		if n, ok := reportedNames[k]; ok {
@@ -201,9 +228,12 @@ func (s *Session) PID() int32 { return s.pid }
 // Close ends the session.
 func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 
+// versionText is what version() returns.
+var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
+
 func (s *Session) env() *Env {
 	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version), Session: s, Backends: s.e.Backends}
+		Version: versionText, Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
 	env.NoForward = s.vars["basin.forwarded"] != "off"
 	env.ServeRestoring = s.vars["basin.forwarded"] == "restoring"
@@ -216,6 +246,20 @@ func (s *Session) env() *Env {
 
 // Query runs the statements of a simple Query message.
 func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
+	ran, learn, err := s.cachedQuery(ctx, text, w)
+	if ran {
+		return err
+	}
+	if err := s.query(ctx, text, w); err != nil {
+		return err
+	}
+	if learn != nil {
+		learn()
+	}
+	return nil
+}
+
+func (s *Session) query(ctx context.Context, text string, w ResultWriter) error {
 	stmts, err := sql.ParseStatements(text)
 	if err != nil {
 		return s.failTxn(err)

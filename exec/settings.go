@@ -114,7 +114,7 @@ func normalizeSetting(name, v string) (string, error) {
 			return "restoring", nil
 		}
 		fallthrough
-	case "basin.freshness_notices", "basin.read_your_writes", "basin.monotonic_reads":
+	case "basin.freshness_notices", "basin.read_your_writes", "basin.monotonic_reads", settingPlanCache:
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
 			return "on", nil

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -64,12 +65,18 @@ func Open(opts Options) (*DB, error) {
 
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	pdb, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		Cache:              cache,
 		Lock:               lock,
 		Logger:             pebbleLogger{log},
 		FormatMajorVersion: pebble.FormatNewest,
-	})
+	}
+	// Bloom filters on every level (later levels inherit L0's): a key
+	// lookup then reads only the sstables that may hold its key instead
+	// of every overlapping one, which matters while views are loading and
+	// L0 holds many small files.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
 		if pebble.IsCorruptionError(err) {

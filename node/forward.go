@@ -536,11 +536,12 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	defer rows.Close()
 	cols := rel.Schema.Columns
 	fds := rows.FieldDescriptions()
+	var alloc exec.RowAlloc
 	for rows.Next() {
 		// The common types are decoded straight from the wire; a row
 		// with any other goes through pgx.
 		raw := rows.RawValues()
-		row := make(catalog.Row, len(raw))
+		row := alloc.Next(len(raw))
 		fast := len(fds) == len(raw)
 		for i := 0; fast && i < len(raw); i++ {
 			row[i], fast = decodeWire(fds[i], raw[i])

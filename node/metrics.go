@@ -101,6 +101,8 @@ var (
 		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
 	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
 		"Time since the peer's last heartbeat arrived.", []string{"peer"}, nil)
+	planCacheDesc = prometheus.NewDesc("basin_plan_cache_total",
+		"What the simple-query plan caches of this node's sessions did: hit (a query ran from a cached plan), cached (a query shape was cached), uncacheable (a shape was found not cacheable).", []string{"result"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -108,10 +110,17 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- taskTimeLagDesc
 	ch <- peerAliveDesc
 	ch <- peerHeartbeatAgeDesc
+	ch <- planCacheDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
+	if e := c.n.engine; e != nil {
+		pc := e.PlanCacheStats()
+		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Hits), "hit")
+		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Cached), "cached")
+		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Uncacheable), "uncacheable")
+	}
 	if c.n.rt != nil {
 		for _, t := range c.n.rt.Tasks(now) {
 			labels := []string{t.Task, t.Relation, t.Role, t.State}

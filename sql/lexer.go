@@ -535,6 +535,13 @@ func (l *lexer) number(start int) *pgerr.Error {
 		return l.trailingJunk(start)
 	}
 	if isInt {
+		if len(intPart) <= 18 { // fits int64: no big.Int
+			l.toks = append(l.toks, token{kind: tokNumber, val: strings.TrimLeft(intPart, "0"), pos: start, end: l.i, isInt: true})
+			if l.toks[len(l.toks)-1].val == "" {
+				l.toks[len(l.toks)-1].val = "0"
+			}
+			return nil
+		}
 		v, _ := new(big.Int).SetString(intPart, 10)
 		l.emitInt(v, start)
 		return nil
@@ -553,6 +560,15 @@ func (l *lexer) number(start int) *pgerr.Error {
 // them, and returns them without the underscores.
 func (l *lexer) digits(ok func(byte) bool) string {
 	t := l.text
+	// Most constants have no underscores: their digits are the text.
+	start := l.i
+	for l.i < len(t) && ok(t[l.i]) {
+		l.i++
+	}
+	if l.i >= len(t) || t[l.i] != '_' {
+		return t[start:l.i]
+	}
+	l.i = start
 	var b strings.Builder
 	for l.i < len(t) {
 		c := t[l.i]

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -112,6 +113,13 @@ func newServe() *cobra.Command {
 		log, err := logger(v.GetString("log-level"))
 		if err != nil {
 			return err
+		}
+		if os.Getenv("GOGC") == "" {
+			// Reads allocate short-lived rows at a high rate over a small
+			// live heap: the default (100) collects several times a second
+			// under load and returns memory to the OS only to fault it
+			// back in. GOGC in the environment overrides this.
+			debug.SetGCPercent(serveGCPercent)
 		}
 		users, err := usersSetting(v)
 		if err != nil {
@@ -329,3 +337,7 @@ func port(addr string) string {
 	}
 	return ""
 }
+
+// serveGCPercent is the Go collector's GOGC of basin serve unless the
+// environment sets one (docs/operations.md).
+const serveGCPercent = 200

@@ -1,0 +1,83 @@
+package sql
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Shape is a one-statement query with its integer and string constants
+// lifted out as parameters: "SELECT a FROM t WHERE id = 42" has the text
+// "SELECT a FROM t WHERE id = $1" and the argument int64(42). Queries
+// that differ only in those constants have the same Key, which is what a
+// plan cache for the simple query protocol looks plans up by.
+type Shape struct {
+	// Text is the query with each lifted constant replaced by $1, $2, ...
+	// in order; everything else is as written.
+	Text string
+	// Key is Text plus the kind of each argument: "id = 5" and
+	// "id = '5'" are planned differently.
+	Key string
+	// Args are the lifted constants: int64 for an integer that fits
+	// int64, string for a string constant.
+	Args []any
+}
+
+// ShapeOf returns the shape of text. ok is false when text cannot have
+// one: it does not lex (the parser reports why), it holds more than one
+// statement, or it already has parameters ($n in the simple protocol is
+// an error the parser reports).
+func ShapeOf(text string) (sh Shape, ok bool) {
+	toks, err := lex(text)
+	if err != nil || len(toks) == 0 {
+		return Shape{}, false
+	}
+	if last := toks[len(toks)-1]; last.isOp(";") {
+		toks = toks[:len(toks)-1]
+	}
+	var b strings.Builder
+	b.Grow(len(text) + 8)
+	kinds := make([]byte, 0, 4)
+	from := 0
+	for _, t := range toks {
+		var arg any
+		switch t.kind {
+		case tokParam:
+			return Shape{}, false
+		case tokOp:
+			if t.val == ";" {
+				return Shape{}, false
+			}
+		case tokNumber:
+			if t.isInt {
+				n, err := strconv.ParseInt(t.val, 10, 64)
+				if err != nil {
+					return Shape{}, false
+				}
+				arg = n
+			}
+		case tokString:
+			arg = t.val
+		}
+		if arg == nil {
+			continue
+		}
+		sh.Args = append(sh.Args, arg)
+		b.WriteString(text[from:t.pos])
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(len(sh.Args)))
+		from = t.end
+		if _, isInt := arg.(int64); isInt {
+			kinds = append(kinds, 'i')
+		} else {
+			kinds = append(kinds, 's')
+		}
+	}
+	end := len(text)
+	if len(toks) > 0 {
+		end = toks[len(toks)-1].end
+	}
+	b.WriteString(text[from:end])
+	sh.Text = b.String()
+	sh.Key = sh.Text + "\x00" + string(kinds)
+	return sh, true
+}
