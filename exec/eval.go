@@ -44,6 +44,10 @@ type Env struct {
 	// is still restoring; without it such a read fails with 55000 so the
 	// forwarding node tries a caught-up replica first.
 	ServeRestoring bool
+	// Raw, when set, takes result rows already encoded for the wire (see
+	// RawRows); a scatter-gather then uses it instead of the row
+	// callback where it can.
+	Raw RawRows
 
 	// query is set while a catalog query runs (query.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -63,6 +65,14 @@ type ReadRequest struct {
 	// current one needs.
 	Ahead    bool
 	WaitTurn func(context.Context) error
+	// RawFormats, when set, asks for the relation's first
+	// len(RawFormats) columns as wire values in these formats (0 text,
+	// 1 binary), each row handed to RawRow instead of the row callback:
+	// the gathering node passes them to its client as they are. Only
+	// for a read of a whole partition (no Keys) whose filter, if any,
+	// is all in Where.
+	RawFormats []int16
+	RawRow     func(vals [][]byte) error
 }
 
 // LocalReplica is this node's replica of a partition as the router sees
@@ -101,4 +111,38 @@ func ReadFromRow(p int32, row catalog.Row, ncols int) PartitionRead {
 	read.TimeLagMs, _ = row[ncols+planner.PseudoTimeLag].(int64)
 	read.Position, _ = row[ncols+planner.PseudoPosition].(string)
 	return read
+}
+
+// RawRows is implemented by a ResultWriter that takes rows already
+// encoded for the wire (pgwire's). A scatter-gather whose rows go out as
+// read (SELECT * or leading columns, no sorting, grouping, DISTINCT or
+// OFFSET) then encodes each partition's rows in the goroutine reading
+// it, and passes rows a peer sent in the client's formats on without
+// decoding them.
+type RawRows interface {
+	// WireFormats is each result column's format: 0 text, 1 binary.
+	WireFormats() []int16
+	// AppendRow appends the DataRow message of vals to dst; it may be
+	// called from several goroutines at once.
+	AppendRow(dst []byte, vals []any) ([]byte, error)
+	// WriteRows writes DataRow messages, rows of them.
+	WriteRows(b []byte, rows int) error
+}
+
+// appendDataRow appends the DataRow message of wire values (nil for
+// NULL) to dst.
+func appendDataRow(dst []byte, vals [][]byte) []byte {
+	start := len(dst)
+	dst = append(dst, 'D', 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(vals)))
+	for _, v := range vals {
+		if v == nil {
+			dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32)
+			continue
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	return dst
 }

@@ -631,7 +631,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 		return w.Empty()
 	case *sql.Select:
 		n := 0
-		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
+		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, withRaw(pt.env, w, &n), func(r catalog.Row) error {
 			n++
 			return w.Row(r)
 		})
@@ -788,4 +788,27 @@ func (ps *pullSource) close() {
 		ps.cancel()
 		<-ps.done
 	})
+}
+
+// withRaw returns env with Raw set when w takes raw rows, counting them
+// into n with the rows emitted one by one.
+func withRaw(env *Env, w ResultWriter, n *int) *Env {
+	raw, ok := w.(RawRows)
+	if !ok {
+		return env
+	}
+	e := *env
+	e.Raw = countedRaw{RawRows: raw, n: n}
+	return &e
+}
+
+// countedRaw counts the rows written raw.
+type countedRaw struct {
+	RawRows
+	n *int
+}
+
+func (c countedRaw) WriteRows(b []byte, rows int) error {
+	*c.n += rows
+	return c.RawRows.WriteRows(b, rows)
 }

@@ -399,7 +399,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 			served := func(r PartitionRead) { read = r }
 			if err := q.readPartition(ctx, query, fwd, p, keys[p], nil, served, func(row catalog.Row) error {
 				return q.input(ctx, row)
-			}); err != nil {
+			}, nil); err != nil {
 				return err
 			}
 			q.reads = append(q.reads, read)
@@ -484,10 +484,10 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int
 // else wherever the Forwarder routes it. turn, when not nil, is how a
 // read ahead of the one being consumed waits for its turn.
 func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
-	served func(PartitionRead), emit func(catalog.Row) error) error {
+	served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
-	local := func(ctx context.Context) error { return q.readLocal(ctx, query, p, keys, served, emit) }
+	local := func(ctx context.Context) error { return q.readLocal(ctx, query, p, keys, served, emit, sink) }
 	if fwd == nil {
 		switch {
 		case !ts.Held():
@@ -508,6 +508,9 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 	}
 	req := q.request(query, p, keys)
 	req.Ahead, req.WaitTurn = turn != nil, turn
+	if sink != nil && sink.fwd {
+		req.RawFormats, req.RawRow = sink.formats, sink.wire
+	}
 	req.Local = localReplica(ts, local)
 	return fwd.ReadPartition(ctx, req, q.env, served, emit)
 }
@@ -547,7 +550,7 @@ func (q *pull) request(query *Query, p int32, keys [][]any) *ReadRequest {
 
 // readLocal reads partition p (only keys, when not nil) from this node's
 // replica, once it reflects the read's position bound.
-func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error) error {
+func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
@@ -589,6 +592,12 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	// drops) leaves its slots to the next.
 	var rows RowAlloc
 	var spare catalog.Row
+	if sink != nil {
+		// Raw mode: the rows are filtered and encoded here, so one row
+		// is decoded into again and again.
+		spare = make(catalog.Row, 1+len(base))
+		copy(spare[1+ncols:], base[ncols:])
+	}
 	emitStored := func(v []byte) error {
 		buf := spare
 		if buf == nil {
@@ -604,6 +613,16 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		if present, _ := vals[0].(bool); !present {
 			spare = buf
 			return nil
+		}
+		if sink != nil {
+			row := buf[1:]
+			if q.code.filter != nil {
+				ok, err := q.code.filter(row, q.env)
+				if err != nil || !Truthy(ok) {
+					return err
+				}
+			}
+			return sink.row(row[:sink.n])
 		}
 		spare = nil
 		row := buf[1:]
@@ -655,11 +674,93 @@ const (
 
 // prefetch is one partition's read in a scatter-gather.
 type prefetch struct {
-	rows chan []catalog.Row // closed when the read ends
+	rows chan prefetchBatch // closed when the read ends
 	turn chan struct{}      // closed when the consumer reaches it
 	// read and err are set before rows is closed.
 	read PartitionRead
 	err  error
+}
+
+// prefetchBatch is rows of a partition read ahead: Go rows, or (raw
+// mode, see RawRows) DataRow messages with the end of each.
+type prefetchBatch struct {
+	rows []catalog.Row
+	raw  []byte
+	ends []int
+}
+
+// rawMode reports whether the query's rows may go to the client encoded
+// by the partitions' readers: the writer takes raw rows, and rows go out
+// as read, each the leading columns of the relation's row.
+func (q *pull) rawMode() bool {
+	p := q.plan
+	return q.env != nil && q.env.Raw != nil && q.streaming() && !p.Distinct && p.Offset == 0 &&
+		q.code.passThrough && p.Rel != nil && len(q.output) <= len(p.Rel.Schema.Columns) &&
+		len(q.env.Raw.WireFormats()) == len(q.output)
+}
+
+// rawSink collects one partition's rows as DataRow messages, in batches
+// of gatherBatch rows handed to flush.
+type rawSink struct {
+	w       RawRows
+	formats []int16
+	n       int  // columns
+	fwd     bool // a peer may send its rows raw (ReadRequest.RawFormats)
+	b       prefetchBatch
+	flush   func(prefetchBatch) error
+}
+
+// row adds a row of Go values.
+func (s *rawSink) row(vals []any) error {
+	var err error
+	if s.b.raw, err = s.w.AppendRow(s.b.raw, vals); err != nil {
+		return err
+	}
+	return s.added()
+}
+
+// wire adds a row of wire values a peer sent in s.formats.
+func (s *rawSink) wire(vals [][]byte) error {
+	if len(vals) != s.n {
+		return fmt.Errorf("exec: a forwarded row has %d columns, want %d", len(vals), s.n)
+	}
+	s.b.raw = appendDataRow(s.b.raw, vals)
+	return s.added()
+}
+
+func (s *rawSink) added() error {
+	if s.b.ends = append(s.b.ends, len(s.b.raw)); len(s.b.ends) >= gatherBatch {
+		return s.send()
+	}
+	return nil
+}
+
+// send hands on the rows collected so far.
+func (s *rawSink) send() error {
+	if len(s.b.ends) == 0 {
+		return nil
+	}
+	b := s.b
+	s.b = prefetchBatch{raw: make([]byte, 0, cap(b.raw)), ends: make([]int, 0, gatherBatch)}
+	return s.flush(b)
+}
+
+// sendRaw writes a raw batch to the client, as far as LIMIT allows.
+func (q *pull) sendRaw(b prefetchBatch) error {
+	k := len(b.ends)
+	if q.plan.Limit >= 0 {
+		k = int(min(int64(k), q.plan.Limit-q.emitted))
+	}
+	if k > 0 {
+		if err := q.env.Raw.WriteRows(b.raw[:b.ends[k-1]], k); err != nil {
+			return err
+		}
+		q.emitted += int64(k)
+	}
+	if q.plan.Limit >= 0 && q.emitted >= q.plan.Limit {
+		return errLimitReached
+	}
+	return nil
 }
 
 // gather reads parts in parallel (gatherWindow at a time, each at most
@@ -676,9 +777,16 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		cancel()
 		wg.Wait()
 	}()
+	raw := q.rawMode()
+	var formats []int16
+	if raw {
+		formats = q.env.Raw.WireFormats()
+	}
+	// Peers may send rows raw when they filter them all.
+	fwdRaw := raw && keys == nil && (q.plan.Filter == nil || q.plan.Where != "")
 	pfs := make([]*prefetch, len(parts))
 	start := func(i int) {
-		pf := &prefetch{rows: make(chan []catalog.Row, gatherBatches), turn: make(chan struct{})}
+		pf := &prefetch{rows: make(chan prefetchBatch, gatherBatches), turn: make(chan struct{})}
 		pfs[i] = pf
 		var turn func(context.Context) error
 		if i > 0 {
@@ -695,15 +803,23 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		go func() {
 			defer wg.Done()
 			defer close(pf.rows)
-			var batch []catalog.Row
-			flush := func() error {
+			hand := func(b prefetchBatch) error {
 				select {
-				case pf.rows <- batch:
-					batch = nil
+				case pf.rows <- b:
 					return nil
 				case <-ctx.Done():
 					return ctx.Err()
 				}
+			}
+			var batch []catalog.Row
+			flush := func() error {
+				err := hand(prefetchBatch{rows: batch})
+				batch = nil
+				return err
+			}
+			var sink *rawSink
+			if raw {
+				sink = &rawSink{w: q.env.Raw, formats: formats, n: len(q.output), fwd: fwdRaw, flush: hand}
 			}
 			err := q.readPartition(ctx, query, fwd, parts[i], keys[parts[i]], turn,
 				func(r PartitionRead) { pf.read = r },
@@ -712,9 +828,12 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 						return flush()
 					}
 					return nil
-				})
+				}, sink)
 			if err == nil && len(batch) > 0 {
 				err = flush()
+			}
+			if err == nil && sink != nil {
+				err = sink.send()
 			}
 			pf.err = err
 		}()
@@ -727,8 +846,14 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		}
 		pf := pfs[i]
 		close(pf.turn)
-		for batch := range pf.rows {
-			for _, row := range batch {
+		for b := range pf.rows {
+			if b.raw != nil {
+				if err := q.sendRaw(b); err != nil {
+					return err
+				}
+				continue
+			}
+			for _, row := range b.rows {
 				if err := q.input(ctx, row); err != nil {
 					return err
 				}

@@ -336,7 +336,7 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 		return err
 	}
 	n := 0
-	reads, err := s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
+	reads, err := s.e.Runtime.Pull(ctx, plan, withRaw(s.env(), w, &n), func(r catalog.Row) error {
 		n++
 		return w.Row(r)
 	})

@@ -491,12 +491,23 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 			}
 		}()
 	}
-	sent, err = f.read(actx, conn.Conn(), query, args, req.Rel, func(row catalog.Row) error {
-		mu.Lock()
-		started = true
-		mu.Unlock()
-		return emit(row)
-	})
+	first := true
+	onRow := func() {
+		if first {
+			first = false
+			mu.Lock()
+			started = true
+			mu.Unlock()
+		}
+	}
+	if req.RawRow != nil {
+		sent, err = readRaw(actx, conn.Conn(), query, args, req, onRow)
+	} else {
+		sent, err = f.read(actx, conn.Conn(), query, args, req.Rel, func(row catalog.Row) error {
+			onRow()
+			return emit(row)
+		})
+	}
 	if err != nil && !sent {
 		return sent, fail(err)
 	}
@@ -574,6 +585,50 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 		}
 	}
 	return sent, peerError(rows.Err())
+}
+
+// readRaw runs a raw read (exec.ReadRequest.RawFormats): the rows come
+// in the client's formats and go to req.RawRow as wire values, never
+// decoded. The columns must be the relation's as this node knows them:
+// a peer on another catalog version fails the read rather than send
+// bytes of other types.
+func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req *exec.ReadRequest, onRow func()) (sent bool, err error) {
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		n, ok := a.(int64)
+		if !ok {
+			return false, fmt.Errorf("raw forwarded read: parameter %d is a %T", i+1, a)
+		}
+		params[i] = strconv.AppendInt(nil, n, 10)
+	}
+	rr := conn.PgConn().ExecParams(ctx, query, params, nil, nil, req.RawFormats)
+	cols := req.Rel.Schema.Columns
+	checked := false
+	for rr.NextRow() {
+		if !checked {
+			fds := rr.FieldDescriptions()
+			if len(fds) != len(req.RawFormats) {
+				_, _ = rr.Close()
+				return false, fmt.Errorf("a forwarded read of %s returned %d columns, want %d", req.Rel.Name, len(fds), len(req.RawFormats))
+			}
+			for i, fd := range fds {
+				if fd.DataTypeOID != cols[i].Type.OID() || fd.Format != req.RawFormats[i] {
+					_, _ = rr.Close()
+					return false, fmt.Errorf("a forwarded read of %s returned column %s as type %d format %d, want %d format %d",
+						req.Rel.Name, fd.Name, fd.DataTypeOID, fd.Format, cols[i].Type.OID(), req.RawFormats[i])
+				}
+			}
+			checked = true
+		}
+		onRow()
+		sent = true
+		if err := req.RawRow(rr.Values()); err != nil {
+			_, _ = rr.Close()
+			return sent, err
+		}
+	}
+	_, err = rr.Close()
+	return sent, peerError(err)
 }
 
 // pgEpoch is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
@@ -654,18 +709,24 @@ func forwardQuery(req *exec.ReadRequest) (string, []any) {
 	rel := req.Rel
 	var b strings.Builder
 	b.WriteString("SELECT ")
-	for i, c := range rel.Schema.Columns {
+	cols := rel.Schema.Columns
+	if req.RawFormats != nil {
+		cols = cols[:len(req.RawFormats)] // the client's columns, as they are
+	}
+	for i, c := range cols {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if req.Needed != nil && !req.Needed[i] && !c.Key {
+		if req.Needed != nil && !req.Needed[i] && !c.Key && req.RawFormats == nil {
 			b.WriteString("NULL")
 			continue
 		}
 		b.WriteString(sql.QuoteIdent(c.Name))
 	}
-	for _, c := range planner.PseudoColumns {
-		b.WriteString(", " + c.Name)
+	if req.RawFormats == nil {
+		for _, c := range planner.PseudoColumns {
+			b.WriteString(", " + c.Name)
+		}
 	}
 	fmt.Fprintf(&b, " FROM %s", sql.QuoteIdent(rel.Name))
 	if req.Alias != "" {

@@ -1,8 +1,10 @@
 package pgwire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -179,6 +181,60 @@ func (r *resultWriter) Row(vals []any) error {
 	r.vals = out
 	r.row.Values = out
 	return r.w.send(&r.row)
+}
+
+// WireFormats implements exec.RawRows: each result column's format
+// code, 0 for text and 1 for binary.
+func (r *resultWriter) WireFormats() []int16 {
+	out := make([]int16, len(r.types))
+	for i := range out {
+		if r.formats != nil && r.formats[i] == formatBinary {
+			out[i] = formatBinary
+		}
+	}
+	return out
+}
+
+// AppendRow implements exec.RawRows: it appends the DataRow message of
+// vals, in the result's column types and formats, to dst. It reads only
+// those, which are fixed while the statement runs, so the readers of a
+// scatter-gather encode their rows at the same time.
+func (r *resultWriter) AppendRow(dst []byte, vals []any) ([]byte, error) {
+	if len(vals) != len(r.types) {
+		return dst, fmt.Errorf("pgwire: AppendRow has %d values for %d columns", len(vals), len(r.types))
+	}
+	start := len(dst)
+	dst = append(dst, 'D', 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(vals)))
+	for i, v := range vals {
+		if v == nil {
+			dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32) // -1: NULL
+			continue
+		}
+		at := len(dst)
+		dst = append(dst, 0, 0, 0, 0)
+		var err error
+		if r.formats != nil && r.formats[i] == formatBinary {
+			dst, err = appendBinary(dst, r.types[i], v)
+		} else {
+			dst, err = appendText(dst, r.types[i], v)
+		}
+		if err != nil {
+			return dst[:start], fmt.Errorf("pgwire: AppendRow: column %d: %w", i+1, err)
+		}
+		binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	}
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	return dst, nil
+}
+
+// WriteRows implements exec.RawRows: it writes DataRow messages that
+// AppendRow encoded, or that a peer sent in the same types and formats.
+func (r *resultWriter) WriteRows(b []byte, _ int) error {
+	if !r.inResult {
+		return errNoColumns
+	}
+	return r.w.sendRaw(b)
 }
 
 // Complete implements ResultWriter.

@@ -47,6 +47,18 @@ func (w *writer) send(msg pgproto3.BackendMessage) error {
 	return nil
 }
 
+// sendRaw adds already encoded messages.
+func (w *writer) sendRaw(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = append(w.buf, b...)
+	if len(w.buf) >= flushThreshold {
+		return w.flush()
+	}
+	return nil
+}
+
 // flush writes whatever is buffered.
 func (w *writer) flush() error {
 	if w.err != nil {
