@@ -294,6 +294,13 @@ func TestB2Ingest(t *testing.T) {
 	rawRate := float64(ingestRecords) / rawEl.Seconds()
 	t.Logf("raw franz-go consumer: %d records in %v: %.0f records/s", ingestRecords, rawEl.Round(time.Millisecond), rawRate)
 
+	// (a') the floor of a re-keyed view: the same Kafka reads and
+	// writes, without SQL or storage.
+	floorEl := kafkaPipeline(t, c)
+	floorRate := float64(ingestRecords) / floorEl.Seconds()
+	t.Logf("Kafka-only pipeline (re-key, then one changelog record per group and fetch, transactions): %d records in %v: %.0f records/s",
+		ingestRecords, floorEl.Round(time.Millisecond), floorRate)
+
 	// (b) basin.
 	conn := n.Conn(t)
 	n.Exec(t, createOrders)
@@ -324,9 +331,115 @@ func TestB2Ingest(t *testing.T) {
 		Basin: basinRate, Ref: rawRate, Unit: "records/s", RefName: "raw franz-go consumer", HigherBetter: true,
 		Target: "≥ 0.5×", Met: basinRate >= 0.5*rawRate, Note: note})
 	theReport.add(t, result{Bench: "B2", What: "ingest 1M records into a 100k-group view",
+		Basin: basinRate, Ref: floorRate, Unit: "records/s", RefName: "Kafka-only pipeline of a re-keyed view", HigherBetter: true,
+		Target: "",
+		Note: fmt.Sprintf("the same Kafka work without SQL or storage: %.1fs; the raw consumer's rate is %.2f× this", floorEl.Seconds(), rawRate/floorRate)})
+	theReport.add(t, result{Bench: "B2", What: "ingest 1M records into a 100k-group view",
 		Basin: basinRate, Ref: pgRate, Unit: "records/s", RefName: "PostgreSQL upserts, one transaction per batch", HigherBetter: true,
 		Target: "≥ 2×", Met: basinRate >= 2*pgRate,
 		Note: fmt.Sprintf("PostgreSQL %.1fs, peak RSS %d MiB (defaults: synchronous_commit on, fsync on); basin peak RSS %d MiB", pgEl.Seconds(), pgRSS>>20, basinRSS>>20)})
+}
+
+// kafkaPipeline does the Kafka reads and writes a re-keyed GROUP BY view
+// must do, with no SQL and no storage, and returns the time until the
+// last stage has read every record: it is the floor of B2 on this
+// broker. Stage one reads the source and, in one transaction per fetch,
+// writes each record to a repartition topic keyed by its group (as the
+// re-keying tasks do); stage two reads that topic read_committed and, in
+// one transaction per fetch, writes one changelog record per group the
+// fetch changed (as the view's tasks do). One transactional producer per
+// stage, where basin has one per task: fewer transactions, so the floor
+// is if anything lower than basin's.
+func kafkaPipeline(t *testing.T, c *testcluster.Cluster) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
+	defer cancel()
+	const repartition, changelog = "floor-repartition", "floor-changelog"
+	adm := kadm.NewClient(c.Client(t))
+	for _, topic := range []string{repartition, changelog} {
+		resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("creating topic %s: %v", topic, err)
+		}
+	}
+	stage := func(name, in, out string, readCommitted bool, each func(recs []*kgo.Record) []*kgo.Record, until int) error {
+		opts := []kgo.Opt{
+			kgo.SeedBrokers(c.Broker()),
+			kgo.ConsumeTopics(in),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.TransactionalID("floor-" + name),
+			kgo.DefaultProduceTopic(out),
+			kgo.ProducerBatchMaxBytes(4 << 20),
+			kgo.MaxBufferedRecords(200_000),
+		}
+		if readCommitted {
+			opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		for got := 0; got < until; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%s: %d of %d records: %w", name, got, until, err)
+			}
+			var ferr error
+			fs.EachError(func(topic string, p int32, err error) { ferr = fmt.Errorf("%s: %s/%d: %w", name, topic, p, err) })
+			if ferr != nil {
+				return ferr
+			}
+			recs := fs.Records()
+			if len(recs) == 0 {
+				continue
+			}
+			got += len(recs)
+			if err := cl.BeginTransaction(); err != nil {
+				return err
+			}
+			if err := cl.ProduceSync(ctx, each(recs)...).FirstErr(); err != nil {
+				return err
+			}
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rekey := func(recs []*kgo.Record) []*kgo.Record {
+		out := make([]*kgo.Record, 0, len(recs))
+		for _, r := range recs {
+			var v orderValue
+			_ = json.Unmarshal(r.Value, &v)
+			out = append(out, &kgo.Record{Key: binary.BigEndian.AppendUint64(nil, uint64(v.Grp)), Value: r.Value})
+		}
+		return out
+	}
+	aggregate := func(recs []*kgo.Record) []*kgo.Record {
+		seen := make(map[string]bool, len(recs))
+		out := make([]*kgo.Record, 0, len(recs))
+		for _, r := range recs {
+			if !seen[string(r.Key)] {
+				seen[string(r.Key)] = true
+				out = append(out, &kgo.Record{Key: r.Key, Value: r.Value, Partition: r.Partition})
+			}
+		}
+		return out
+	}
+	start := time.Now()
+	errs := make(chan error, 2)
+	go func() { errs <- stage("rekey", ingestTopic, repartition, false, rekey, ingestRecords) }()
+	go func() { errs <- stage("aggregate", repartition, changelog, true, aggregate, ingestRecords) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("Kafka pipeline: %v", err)
+		}
+	}
+	return time.Since(start)
 }
 
 // pgIngest keeps per_grp in PostgreSQL from the orders topic: each fetch
@@ -465,6 +578,7 @@ func TestB4Restore(t *testing.T) {
 	start = time.Now()
 	n.Restart(t)
 	ready := time.Since(start)
+	defer profileDuring(t, n, "b4-restore", 2)()
 	conn, err = n.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +586,7 @@ func TestB4Restore(t *testing.T) {
 	defer closeConn(conn)
 	var last string
 	lastLog := time.Now()
-	restored := pollUntil(t, ingestTimeout, 200*time.Millisecond, func() (bool, error) {
+	restored := pollUntil(t, ingestTimeout, 20*time.Millisecond, func() (bool, error) {
 		ok, desc, err := caughtUp(conn, "per_id")
 		if err != nil {
 			return false, err
@@ -483,14 +597,17 @@ func TestB4Restore(t *testing.T) {
 		}
 		return ok, nil
 	})
+	// From the restart, and from when the node is up (accepting
+	// connections) to when the view is whole again: the rebuild proper.
 	restoreEl := restored.Sub(start)
+	rebuildEl := restoreEl - ready
 	rss := peakRSS(n.PID())
 	if rows, sum, err := countAndSum(conn, "per_id", "n"); err != nil || rows != ingestRecords || sum != ingestRecords {
 		t.Fatalf("per_id after the restore: %d rows, sum(n) %d (%v); want %d, %d", rows, sum, err, ingestRecords, ingestRecords)
 	}
-	basinRate := float64(records) / restoreEl.Seconds()
-	t.Logf("basin: restored per_id (%d changelog records) in %v (node ready after %v): %.0f records/s, peak RSS %d MiB",
-		records, restoreEl.Round(time.Millisecond), ready.Round(time.Millisecond), basinRate, rss>>20)
+	basinRate := float64(records) / rebuildEl.Seconds()
+	t.Logf("basin: restored per_id (%d changelog records) in %v from the restart, %v from the node being up: %.0f records/s, peak RSS %d MiB",
+		records, restoreEl.Round(time.Millisecond), rebuildEl.Round(time.Millisecond), basinRate, rss>>20)
 
 	rawEl := rawConsume(t, c, changelog, records, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	rawRate := float64(records) / rawEl.Seconds()
@@ -499,7 +616,8 @@ func TestB4Restore(t *testing.T) {
 	theReport.add(t, result{Bench: "B4", What: "restore a 1M-key view from its changelog",
 		Basin: basinRate, Ref: rawRate, Unit: "records/s", RefName: "raw franz-go consumer of the changelog", HigherBetter: true,
 		Target: "≥ 0.5×", Met: basinRate >= 0.5*rawRate,
-		Note: fmt.Sprintf("%d records restored in %.1fs from the restart (ready after %.1fs), peak RSS %d MiB", records, restoreEl.Seconds(), ready.Seconds(), rss>>20)})
+		Note: fmt.Sprintf("%d records restored in %.2fs from the node being up (it was up %.2fs after the restart; %.2fs in all; %.0f records/s counting the start), peak RSS %d MiB",
+			records, rebuildEl.Seconds(), ready.Seconds(), restoreEl.Seconds(), float64(records)/restoreEl.Seconds(), rss>>20)})
 }
 
 // changelogTopic finds the changelog topic of view (its name holds the

@@ -24,7 +24,8 @@ type result struct {
 	RefName      string
 	HigherBetter bool
 	// Target is the ratio basin must reach ("≥ 1.0×"), Met whether it
-	// did; Note says anything else (peak RSS, p99s).
+	// did; Note says anything else (peak RSS, p99s). An empty Target is
+	// a reference given for comparison only.
 	Target string
 	Met    bool
 	Note   string
@@ -74,12 +75,15 @@ func (rp *report) markdown() string {
 	b.WriteString("| bench | measure | basin | reference | ratio (>1: basin better) | target | met | notes |\n")
 	b.WriteString("|---|---|---:|---:|---:|---|---|---|\n")
 	for _, r := range rp.results {
-		met := "yes"
-		if !r.Met {
+		met, target := "yes", r.Target
+		switch {
+		case target == "":
+			met, target = "—", "—"
+		case !r.Met:
 			met = "**no**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.4g %s | %.4g %s (%s) | %.2f× | %s | %s | %s |\n",
-			r.Bench, r.What, r.Basin, r.Unit, r.Ref, r.Unit, r.RefName, r.Ratio(), r.Target, met, r.Note)
+			r.Bench, r.What, r.Basin, r.Unit, r.Ref, r.Unit, r.RefName, r.Ratio(), target, met, r.Note)
 	}
 	for _, n := range rp.notes {
 		b.WriteString("\n" + n + "\n")

@@ -76,6 +76,11 @@ func Open(opts Options) (*DB, error) {
 	// of every overlapping one, which matters while views are loading and
 	// L0 holds many small files.
 	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	// Memtables of 32 MiB rather than Pebble's 4 MiB: a view taking in
+	// its input or a restore writes tens of MiB a second, and each flush
+	// of a small memtable is another L0 file to compact. The first
+	// memtable starts small and doubles, so an idle store stays small.
+	popts.MemTableSize = memTableSize
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
@@ -96,6 +101,9 @@ func Open(opts Options) (*DB, error) {
 	log.Debug("opened view store", "cache_size", opts.CacheSize, "sync", !opts.NoSync)
 	return db, nil
 }
+
+// memTableSize is the size of a full Pebble memtable.
+const memTableSize = 32 << 20
 
 // prepareDir creates dir and returns its absolute, symlink-free path.
 func prepareDir(dir string) (string, error) {
