@@ -394,13 +394,25 @@ func (q *pull) scanStores(ctx context.Context) error {
 		fwd = nil
 	}
 	if fwd == nil || len(parts) == 1 {
+		// One partition at a time on this goroutine; raw rows go to the
+		// client batch by batch.
+		var sink *rawSink
+		if q.rawMode() {
+			sink = &rawSink{w: q.env.Raw, formats: q.env.Raw.WireFormats(), n: len(q.output),
+				fwd: keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), flush: q.sendRaw}
+		}
 		for _, p := range parts {
 			var read PartitionRead
 			served := func(r PartitionRead) { read = r }
 			if err := q.readPartition(ctx, query, fwd, p, keys[p], nil, served, func(row catalog.Row) error {
 				return q.input(ctx, row)
-			}, nil); err != nil {
+			}, sink); err != nil {
 				return err
+			}
+			if sink != nil {
+				if err := sink.send(); err != nil {
+					return err
+				}
 			}
 			q.reads = append(q.reads, read)
 		}
