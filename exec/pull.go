@@ -398,8 +398,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		// client batch by batch.
 		var sink *rawSink
 		if q.rawMode() {
-			sink = &rawSink{w: q.env.Raw, formats: q.env.Raw.WireFormats(), n: len(q.output),
-				fwd: keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), flush: q.sendRaw}
+			sink = q.newRawSink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
 		}
 		for _, p := range parts {
 			var read PartitionRead
@@ -611,6 +610,11 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		copy(spare[1+ncols:], base[ncols:])
 	}
 	emitStored := func(v []byte) error {
+		if sink != nil && sink.enc != nil {
+			if ok, err := sink.stored(v); ok || err != nil {
+				return err
+			}
+		}
 		buf := spare
 		if buf == nil {
 			buf = rows.next(1 + len(base))
@@ -718,8 +722,39 @@ type rawSink struct {
 	formats []int16
 	n       int  // columns
 	fwd     bool // a peer may send its rows raw (ReadRequest.RawFormats)
-	b       prefetchBatch
-	flush   func(prefetchBatch) error
+	// enc encodes stored rows without decoding them first; nil when a
+	// column is of a type it does not know, or the query has a filter
+	// (that needs the values).
+	enc   *wireEncoder
+	b     prefetchBatch
+	flush func(prefetchBatch) error
+}
+
+// newRawSink is the sink of a partition read in raw mode; fwd says
+// whether a peer may send its rows raw.
+func (q *pull) newRawSink(fwd bool, flush func(prefetchBatch) error) *rawSink {
+	formats := q.env.Raw.WireFormats()
+	s := &rawSink{w: q.env.Raw, formats: formats, n: len(q.output), fwd: fwd, flush: flush}
+	if q.code.filter == nil {
+		s.enc = newWireEncoder(q.plan.Rel.Schema.Columns[:s.n], formats)
+	}
+	return s
+}
+
+// stored adds a stored value (see wireEncoder.appendStored); ok is false
+// when it must take the ordinary path.
+func (s *rawSink) stored(v []byte) (ok bool, err error) {
+	out, present, err := s.enc.appendStored(s.b.raw, v)
+	switch {
+	case err == errNotWire:
+		return false, nil
+	case err != nil:
+		return false, err
+	case !present:
+		return true, nil
+	}
+	s.b.raw = out
+	return true, s.added()
 }
 
 // row adds a row of Go values.
@@ -790,10 +825,6 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		wg.Wait()
 	}()
 	raw := q.rawMode()
-	var formats []int16
-	if raw {
-		formats = q.env.Raw.WireFormats()
-	}
 	// Peers may send rows raw when they filter them all.
 	fwdRaw := raw && keys == nil && (q.plan.Filter == nil || q.plan.Where != "")
 	pfs := make([]*prefetch, len(parts))
@@ -831,7 +862,7 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 			}
 			var sink *rawSink
 			if raw {
-				sink = &rawSink{w: q.env.Raw, formats: formats, n: len(q.output), fwd: fwdRaw, flush: hand}
+				sink = q.newRawSink(fwdRaw, hand)
 			}
 			err := q.readPartition(ctx, query, fwd, parts[i], keys[parts[i]], turn,
 				func(r PartitionRead) { pf.read = r },

@@ -216,3 +216,101 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 	}
 	return dst, nil
 }
+
+// RowKind is the kind of a RowValue.
+type RowKind uint8
+
+// The kinds of row values.
+const (
+	RowNull RowKind = iota
+	RowBool
+	RowInt
+	RowFloat
+	RowString
+	RowTime
+)
+
+// RowValue is one value of an encoded row, as VisitRowPrefix hands it
+// over: unboxed, its string bytes aliasing the encoding.
+type RowValue struct {
+	Kind  RowKind
+	Bool  bool
+	Int   int64
+	Float float64
+	Bytes []byte
+	Time  time.Time
+}
+
+// VisitRowPrefix calls fn with each of the first limit values of the
+// encoded row b (all of them when it has fewer), in order, without
+// allocating: the fast way from a stored row to another encoding. v is
+// reused between calls. It returns how many values it visited; an error
+// of fn stops it and is returned.
+func VisitRowPrefix(b []byte, limit int, fn func(i int, v *RowValue) error) (int, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, fmt.Errorf("%w: bad row header", ErrBadEncoding)
+	}
+	b = b[k:]
+	if limit >= 0 && uint64(limit) < n {
+		n = uint64(limit)
+	}
+	var v RowValue
+	for i := uint64(0); i < n; i++ {
+		if len(b) == 0 {
+			return int(i), fmt.Errorf("%w: row truncated at column %d", ErrBadEncoding, i)
+		}
+		tag := b[0]
+		b = b[1:]
+		switch tag {
+		case rowNull:
+			v.Kind = RowNull
+		case rowFalse, rowTrue:
+			v.Kind, v.Bool = RowBool, tag == rowTrue
+		case rowInt:
+			x, k := binary.Varint(b)
+			if k <= 0 {
+				return int(i), fmt.Errorf("%w: bad int at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Int = RowInt, x
+			b = b[k:]
+		case rowFloat:
+			if len(b) < 8 {
+				return int(i), fmt.Errorf("%w: truncated float at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Float = RowFloat, math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		case rowString:
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return int(i), fmt.Errorf("%w: bad string at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Bytes = RowString, b[k:k+int(l)]
+			b = b[k+int(l):]
+		case rowTimeUsec:
+			x, k := binary.Varint(b)
+			if k <= 0 {
+				return int(i), fmt.Errorf("%w: bad timestamp at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Time = RowTime, time.UnixMicro(x).UTC()
+			b = b[k:]
+		case rowTimeNsec:
+			sec, k := binary.Varint(b)
+			if k <= 0 {
+				return int(i), fmt.Errorf("%w: bad timestamp at column %d", ErrBadEncoding, i)
+			}
+			nsec, k2 := binary.Uvarint(b[k:])
+			if k2 <= 0 || nsec >= 1e9 {
+				return int(i), fmt.Errorf("%w: bad timestamp at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Time = RowTime, time.Unix(sec, int64(nsec)).UTC()
+			b = b[k+k2:]
+		default:
+			return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+		}
+		if err := fn(int(i), &v); err != nil {
+			return int(i), err
+		}
+	}
+	return int(n), nil
+}

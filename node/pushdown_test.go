@@ -80,7 +80,8 @@ func TestClusterPushdownAndExplain(t *testing.T) {
 }
 
 // TestClusterRawRows reads a table of every common type across two
-// nodes, in text (simple protocol) and binary (extended) formats. Rows
+// nodes, in text (simple protocol, pgx's Exec mode) and binary (pgx's
+// statement cache) formats. Rows
 // that go out as read are encoded by the partitions' readers and a
 // peer's are passed on as it sent them (exec.RawRows); the answers must
 // be those of the same queries sorted, which take the row path.
@@ -108,13 +109,14 @@ func TestClusterRawRows(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+	// Simple protocol and Exec mode take text results, CacheStatement
+	// binary ones.
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec, pgx.QueryExecModeCacheStatement} {
 		t.Run(mode.String(), func(t *testing.T) {
 			conn := n.Conn(t)
-			conn.Config().DefaultQueryExecMode = mode
 			read := func(q string, args ...any) []string {
 				t.Helper()
-				rows, err := conn.Query(ctx, q, args...)
+				rows, err := conn.Query(ctx, q, append([]any{mode}, args...)...)
 				if err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
@@ -159,7 +161,7 @@ func TestClusterRawRows(t *testing.T) {
 					t.Errorf("LIMIT 17 row %q is not a row of the table", r)
 				}
 			}
-			if tag, err := conn.Exec(ctx, "SELECT * FROM kinds"); err != nil || tag.String() != "SELECT 200" {
+			if tag, err := conn.Exec(ctx, "SELECT * FROM kinds", mode); err != nil || tag.String() != "SELECT 200" {
 				t.Errorf("SELECT * FROM kinds: tag %q, %v", tag, err)
 			}
 		})

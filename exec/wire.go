@@ -1,0 +1,136 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/materialize"
+)
+
+// wireEncoder turns stored rows straight into DataRow messages, without
+// decoding them into Go values first, for the column types and formats
+// whose wire form it knows: every common type in binary, and booleans,
+// integers and text in text format (the text forms of doubles and
+// timestamps are pgwire's alone). It must agree byte for byte with
+// pgwire's encoders (TestWireEncoderMatchesAppendRow).
+type wireEncoder struct {
+	types   []catalog.Type
+	formats []int16
+}
+
+// errNotWire says a stored value is not of the kind its column's wire
+// encoding expects (a row written before the column changed): the row
+// takes the ordinary path.
+var errNotWire = errors.New("exec: stored value needs the ordinary encoder")
+
+// pgEpochUnix is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
+// seconds.
+const pgEpochUnix = 946684800
+
+// newWireEncoder returns the encoder of cols in formats, nil when a
+// column's type and format are not ones it knows.
+func newWireEncoder(cols []catalog.Column, formats []int16) *wireEncoder {
+	e := &wireEncoder{formats: formats}
+	for i, c := range cols {
+		switch c.Type {
+		case catalog.Boolean, catalog.Int, catalog.BigInt, catalog.Varchar:
+		case catalog.Double, catalog.Timestamp:
+			if formats[i] != 1 {
+				return nil
+			}
+		default:
+			return nil
+		}
+		e.types = append(e.types, c.Type)
+	}
+	return e
+}
+
+// appendStored appends the DataRow message of stored, a stored value
+// (its presence flag, then the columns, then any aggregate state), to
+// dst. present is false, and dst unchanged, for a value HAVING drops.
+// errNotWire leaves dst unchanged too.
+func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool, err error) {
+	start := len(dst)
+	n := len(e.types)
+	present = true
+	visited, err := materialize.VisitRowPrefix(stored, 1+n, func(i int, v *materialize.RowValue) error {
+		if i == 0 {
+			if v.Kind != materialize.RowBool || !v.Bool {
+				present = false
+				return errStop
+			}
+			dst = append(dst, 'D', 0, 0, 0, 0)
+			dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+			return nil
+		}
+		var err error
+		dst, err = e.appendValue(dst, i-1, v)
+		return err
+	})
+	switch {
+	case err == errStop:
+		return dst[:start], false, nil
+	case err != nil:
+		return dst[:start], false, err
+	case visited < 1+n:
+		return dst[:start], false, errNotWire // fewer values than columns
+	}
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	return dst, present, nil
+}
+
+// errStop ends a visit early.
+var errStop = errors.New("stop")
+
+// appendValue appends column c's length and wire form of v.
+func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([]byte, error) {
+	if v.Kind == materialize.RowNull {
+		return binary.BigEndian.AppendUint32(dst, math.MaxUint32), nil
+	}
+	binFmt := e.formats[c] == 1
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	switch t := e.types[c]; {
+	case t == catalog.Boolean && v.Kind == materialize.RowBool:
+		switch {
+		case binFmt && v.Bool:
+			dst = append(dst, 1)
+		case binFmt:
+			dst = append(dst, 0)
+		case v.Bool:
+			dst = append(dst, 't')
+		default:
+			dst = append(dst, 'f')
+		}
+	case (t == catalog.Int || t == catalog.BigInt) && v.Kind == materialize.RowInt:
+		switch {
+		case !binFmt:
+			dst = strconv.AppendInt(dst, v.Int, 10)
+		case t == catalog.Int:
+			if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
+				return dst[:at], errNotWire // pgwire reports it
+			}
+			dst = binary.BigEndian.AppendUint32(dst, uint32(int32(v.Int)))
+		default:
+			dst = binary.BigEndian.AppendUint64(dst, uint64(v.Int))
+		}
+	case t == catalog.Double && v.Kind == materialize.RowFloat:
+		dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(v.Float))
+	case t == catalog.Varchar && v.Kind == materialize.RowString:
+		dst = append(dst, v.Bytes...)
+	case t == catalog.Timestamp && v.Kind == materialize.RowTime:
+		secs := v.Time.Unix() - pgEpochUnix
+		if secs > math.MaxInt64/1000000-1 || secs < math.MinInt64/1000000+1 {
+			return dst[:at], errNotWire // pgwire reports it
+		}
+		dst = binary.BigEndian.AppendUint64(dst, uint64(secs*1e6+int64(v.Time.Nanosecond()/1000)))
+	default:
+		return dst[:at], errNotWire
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	return dst, nil
+}
