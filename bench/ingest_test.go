@@ -333,7 +333,7 @@ func TestB2Ingest(t *testing.T) {
 	theReport.add(t, result{Bench: "B2", What: "ingest 1M records into a 100k-group view",
 		Basin: basinRate, Ref: floorRate, Unit: "records/s", RefName: "Kafka-only pipeline of a re-keyed view", HigherBetter: true,
 		Target: "",
-		Note: fmt.Sprintf("the same Kafka work without SQL or storage: %.1fs; the raw consumer's rate is %.2f× this", floorEl.Seconds(), rawRate/floorRate)})
+		Note:   fmt.Sprintf("the same Kafka work without SQL or storage: %.1fs; the raw consumer's rate is %.2f× this", floorEl.Seconds(), rawRate/floorRate)})
 	theReport.add(t, result{Bench: "B2", What: "ingest 1M records into a 100k-group view",
 		Basin: basinRate, Ref: pgRate, Unit: "records/s", RefName: "PostgreSQL upserts, one transaction per batch", HigherBetter: true,
 		Target: "≥ 2×", Met: basinRate >= 2*pgRate,
