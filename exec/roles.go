@@ -206,9 +206,16 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 	}
 }
 
+// changelogWriter is where applyChangelog writes: a materialize.Batch,
+// or a materialize.Loader.
+type changelogWriter interface {
+	Set(key, value []byte)
+	Delete(key []byte)
+}
+
 // applyChangelog adds the changelog records of fetches to b and advances
 // cp past them; a marker sets cp's input, position and update time.
-func applyChangelog(b *materialize.Batch, cp *materialize.Checkpoint, fetches kgo.Fetches) error {
+func applyChangelog(b changelogWriter, cp *materialize.Checkpoint, fetches kgo.Fetches) error {
 	var merr error
 	fetches.EachRecord(func(r *kgo.Record) {
 		if merr != nil {

@@ -222,6 +222,10 @@ func fetchErr(fetches kgo.Fetches) error {
 	return err
 }
 
+// loadFlushSize is how much of a changelog a restore into an empty store
+// collects before loading it into the store.
+const loadFlushSize = 32 << 20
+
 // restore applies the changelog partition from the store's checkpoint to
 // the changelog's end, so the store reflects every committed transaction.
 // Markers carry the input and position of the transaction they end.
@@ -243,6 +247,13 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 		return cp, err
 	}
 	defer cl.Close()
+	// Into an empty store (no checkpoint yet: nothing was ever applied),
+	// the changelog is loaded as sstables rather than written batch by
+	// batch (materialize.Loader).
+	var ld *materialize.Loader
+	if cp.ChangelogOffset == 0 {
+		ld = store.NewLoader()
+	}
 	for cp.ChangelogOffset < end {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -250,6 +261,17 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 		}
 		if err := fetchErr(fetches); err != nil {
 			return cp, err
+		}
+		if ld != nil {
+			if err := applyChangelog(ld, &cp, fetches); err != nil {
+				return cp, fmt.Errorf("restoring %s/%d: %w", topic, p, err)
+			}
+			if ld.Size() >= loadFlushSize || cp.ChangelogOffset >= end {
+				if err := ld.Flush(cp); err != nil {
+					return cp, err
+				}
+			}
+			continue
 		}
 		b := store.NewBatch()
 		if err := applyChangelog(b, &cp, fetches); err != nil {

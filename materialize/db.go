@@ -27,7 +27,10 @@ type DB struct {
 	dir  string // absolute, symlinks resolved
 	log  *slog.Logger
 	pdb  *pebble.DB
-	lock *pebble.Lock
+	// popts are the options pdb was opened with, defaults filled in (a
+	// Loader writes sstables with them).
+	popts *pebble.Options
+	lock  *pebble.Lock
 	// wo is the write options of every commit: Sync unless Options.NoSync.
 	wo     *pebble.WriteOptions
 	closed atomic.Bool
@@ -81,6 +84,13 @@ func Open(opts Options) (*DB, error) {
 	// of a small memtable is another L0 file to compact. The first
 	// memtable starts small and doubles, so an idle store stays small.
 	popts.MemTableSize = memTableSize
+	popts.EnsureDefaults()
+	// A Loader's table left by a crash before its ingestion.
+	if left, err := filepath.Glob(filepath.Join(dir, "load-*.sst")); err == nil {
+		for _, f := range left {
+			_ = os.Remove(f)
+		}
+	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
@@ -89,7 +99,7 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; if the directory is damaged, move it aside and restart: views are restored from their changelogs", dir, err)
 	}
-	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, lock: lock, wo: pebble.Sync}
+	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync}
 	if opts.NoSync {
 		db.wo = pebble.NoSync
 	}
