@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -120,6 +121,15 @@ func newServe() *cobra.Command {
 			// under load and returns memory to the OS only to fault it
 			// back in. GOGC in the environment overrides this.
 			debug.SetGCPercent(serveGCPercent)
+		}
+		if os.Getenv("GOMAXPROCS") == "" {
+			// Twice as many Ps as the runtime's default (the CPUs it may
+			// use): when the kernel deschedules a thread running a P in
+			// favour of another process (a client on the same machine, the
+			// broker), the goroutines queued on that P wait for it to run
+			// again; with more Ps, other threads take them. Under B1's
+			// load this halves the p99 latency of point lookups.
+			runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
 		}
 		users, err := usersSetting(v)
 		if err != nil {
