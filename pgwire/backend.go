@@ -47,7 +47,10 @@ type Session interface {
 	// CancelRequest or when the connection drops.
 	Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (PreparedStatement, error)
 	// ParameterStatus returns the parameters to report at startup and
-	// after SET (server_version, client_encoding, DateStyle, ...).
+	// after SET (server_version, client_encoding, DateStyle, ...). It is
+	// called at every Sync and Query: it may return the map it returned
+	// the last time only if nothing in it changed, and pgwire then
+	// compares nothing; it never modifies a map it returned.
 	ParameterStatus() map[string]string
 	// TxnStatus is the transaction status for ReadyForQuery: 'I' outside
 	// a transaction block, 'T' inside one, 'E' inside a failed one. When

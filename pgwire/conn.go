@@ -49,8 +49,10 @@ type conn struct {
 	w    writer
 	rw   resultWriter
 	sess Session
-	// reported is the ParameterStatus last sent for each name.
-	reported map[string]string
+	// reported is the ParameterStatus last sent for each name; lastStatus
+	// is the map the session's ParameterStatus last returned.
+	reported   map[string]string
+	lastStatus map[string]string
 	// stmts and portals are the prepared statements and portals of the
 	// extended protocol, by name (extended.go).
 	stmts   map[string]*statement

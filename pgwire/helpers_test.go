@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"runtime"
@@ -249,7 +250,7 @@ func selectOne(w ResultWriter) error {
 	return w.Complete("SELECT 1")
 }
 
-func (s *fakeSession) ParameterStatus() map[string]string { return s.params }
+func (s *fakeSession) ParameterStatus() map[string]string { return maps.Clone(s.params) }
 
 func (s *fakeSession) TxnStatus() byte {
 	if s.inTxn {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -262,6 +263,12 @@ func (c *conn) reportParameters() error {
 		c.internalError(err)
 		return nil // the client just misses an update; not worth the connection
 	}
+	// A session may return the very map it returned last time when
+	// nothing changed (exec's does): then there is nothing to compare.
+	if ps != nil && c.lastStatus != nil && reflect.ValueOf(ps).UnsafePointer() == reflect.ValueOf(c.lastStatus).UnsafePointer() {
+		return nil
+	}
+	c.lastStatus = ps
 	if c.reported == nil {
 		c.reported = make(map[string]string, len(ps))
 	}
