@@ -1,8 +1,8 @@
 package catalog
 
 import (
-	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,7 +54,7 @@ func (r *Relation) Materialized() bool { return r.Kind == KindTable || r.Kind ==
 
 // StoreName is the name of the relation's state in materialize: unique
 // across drops and re-creates of the same name.
-func (r *Relation) StoreName() string { return fmt.Sprintf("%s@%d", r.Name, r.Version) }
+func (r *Relation) StoreName() string { return r.Name + "@" + strconv.FormatInt(int64(r.Version), 10) }
 
 // Option returns the WITH option key, or def when absent.
 func (r *Relation) Option(key, def string) string {

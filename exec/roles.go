@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,9 +52,9 @@ type TaskKey struct {
 
 func (k TaskKey) String() string {
 	if k.Rekey {
-		return fmt.Sprintf("%s/rekey/%d", k.Store, k.Partition)
+		return k.Store + "/rekey/" + strconv.Itoa(int(k.Partition))
 	}
-	return fmt.Sprintf("%s/%d", k.Store, k.Partition)
+	return k.Store + "/" + strconv.Itoa(int(k.Partition))
 }
 
 // Roles are the tasks this node holds, each with its role; a task not

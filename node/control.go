@@ -12,6 +12,7 @@ import (
 
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/materialize"
 )
 
 // The control plane between the nodes of a cluster (KLIP-12): every node
@@ -47,6 +48,9 @@ type lagReport struct {
 	Tasks      []exec.TaskStatus `json:"tasks"`
 	// Received is when this node received it (not sent).
 	Received time.Time `json:"-"`
+	// positions are the tasks' positions, parsed once on receipt rather
+	// than at every read routed with the report.
+	positions map[string]materialize.Position
 }
 
 // startControl prepares the control plane; control.start starts its
@@ -190,6 +194,12 @@ func (c *control) handleLag(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lr.Received = time.Now()
+	lr.positions = make(map[string]materialize.Position, len(lr.Tasks))
+	for _, t := range lr.Tasks {
+		if pos, err := materialize.ParsePosition(t.Position); err == nil {
+			lr.positions[t.Task] = pos
+		}
+	}
 	c.n.metrics.lagReports.WithLabelValues(lr.Node).Inc()
 	c.mu.Lock()
 	c.lags[lr.Node] = lr

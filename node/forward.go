@@ -20,7 +20,6 @@ import (
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -309,7 +308,7 @@ func (f *forwarder) replicas(a ha.Assignment, req *exec.ReadRequest, now time.Ti
 					if t.Role == "active" && t.State == "RESTORING" {
 						ri.Role = ha.RoleRestoring
 					}
-					if pos, err := materialize.ParsePosition(t.Position); err == nil {
+					if pos, ok := lr.positions[t.Task]; ok {
 						ri.Position = pos
 					}
 				}
