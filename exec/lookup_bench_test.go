@@ -8,10 +8,6 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/kafka"
-	"github.com/basindb/basin/materialize"
-	"github.com/basindb/basin/planner"
-	"github.com/basindb/basin/sql"
 )
 
 // lookupBenchRows is the size of the table the lookup benchmarks read.
@@ -24,45 +20,7 @@ func benchLookupSession(b *testing.B) *Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	b.Cleanup(cancel)
-	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = broker.Close() })
-	db, err := materialize.Open(materialize.Options{Dir: b.TempDir(), NoSync: true, CacheSize: 32 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
-	rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "b", Node: "a", DB: db})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(rt.Close)
-	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), ClientID: "bench"}, kafka.ProducerOpts()...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(prod.Close)
-	cat := catalog.New()
-	text := "CREATE TABLE items (id BIGINT PRIMARY KEY, name VARCHAR, amount DOUBLE) WITH (kafka_topic = 'items', value_format = 'json', partitions = 4)"
-	st, err := sql.Parse(text)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rel, err := planner.PlanCreateSource(cat, st[0].(*sql.CreateSource), text)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cat.Apply(1, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
-	rel, _ = cat.Lookup("items")
-	if _, _, err := kafka.EnsureTopic(ctx, rt.Admin(), "items", 4, nil); err != nil {
-		b.Fatal(err)
-	}
-	if err := rt.StartTable(rel); err != nil {
-		b.Fatal(err)
-	}
-	e := &Engine{Catalog: cat, Runtime: rt, Producer: prod, Cluster: "b", Node: "a"}
+	e := startTableEngine(ctx, b, "CREATE TABLE items (id BIGINT PRIMARY KEY, name VARCHAR, amount DOUBLE) WITH (kafka_topic = 'items', value_format = 'json', partitions = 4)")
 	s := e.NewSession(map[string]string{"user": "bench"}, Client{})
 	b.Cleanup(s.Close)
 	for start := 0; start < lookupBenchRows; start += 500 {

@@ -77,46 +77,7 @@ func TestMinPosition(t *testing.T) {
 func TestPositions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
-	db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), ClientID: "test"}, kafka.ProducerOpts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-
-	cat := catalog.New()
-	text := "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 1)"
-	st, err := sql.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := planner.PlanCreateSource(cat, st[0].(*sql.CreateSource), text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat.Apply(1, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
-	rel, _ = cat.Lookup("t")
-	if _, _, err := kafka.EnsureTopic(ctx, rt.Admin(), "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.StartTable(rel); err != nil {
-		t.Fatal(err)
-	}
-	e := &Engine{Catalog: cat, Runtime: rt, Producer: prod, Cluster: "t", Node: "a"}
+	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 1)")
 	writer := e.NewSession(map[string]string{"user": "w"}, Client{})
 	defer writer.Close()
 	reader := e.NewSession(map[string]string{"user": "r"}, Client{})
@@ -263,3 +224,49 @@ func (w *testWriter) Row(r []any) error {
 func (w *testWriter) Complete(tag string) error   { w.tag = tag; return nil }
 func (w *testWriter) Empty() error                { return errors.New("empty query") }
 func (w *testWriter) Notice(n *pgerr.Error) error { w.notices = append(w.notices, n); return nil }
+
+// startTableEngine starts a broker, a runtime over a Pebble database in a
+// temporary directory and an engine whose catalog holds the one table
+// create declares (the topic made, its tasks running), all closed when
+// tb ends: the engine of a single node below the wire protocol.
+func startTableEngine(ctx context.Context, tb testing.TB, create string) *Engine {
+	tb.Helper()
+	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = broker.Close() })
+	db, err := materialize.Open(materialize.Options{Dir: tb.TempDir(), NoSync: true, CacheSize: 32 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(rt.Close)
+	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), ClientID: "test"}, kafka.ProducerOpts()...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(prod.Close)
+	cat := catalog.New()
+	st, err := sql.Parse(create)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rel, err := planner.PlanCreateSource(cat, st[0].(*sql.CreateSource), create)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cat.Apply(1, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
+	rel, _ = cat.Lookup(rel.Name)
+	if _, _, err := kafka.EnsureTopic(ctx, rt.Admin(), rel.Topic, rel.Partitions, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if err := rt.StartTable(rel); err != nil {
+		tb.Fatal(err)
+	}
+	return &Engine{Catalog: cat, Runtime: rt, Producer: prod, Cluster: "t", Node: "a"}
+}
