@@ -22,8 +22,9 @@ import (
 const goodbyeGrace = time.Second
 
 // conn is one client connection. serve runs it on the goroutine the
-// server started for it; after startup a second goroutine, the reader,
-// owns the socket's read side (see run).
+// server started for it, which reads every message and writes every
+// answer; while a statement runs long, a second goroutine watches the
+// socket for the client going away (see run and peerWatch).
 type conn struct {
 	srv *Server
 	log *slog.Logger
@@ -43,9 +44,10 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// The fields below belong to the processing goroutine (serve).
-	be   *pgproto3.Backend // the reader goroutine's, after startup
-	rd   *ioErrReader      // the reader goroutine's, after startup
+	// The fields below belong to the connection's goroutine (serve).
+	be   *pgproto3.Backend
+	rd   *ioErrReader
+	peer peerWatch
 	w    writer
 	rw   resultWriter
 	sess Session
@@ -122,58 +124,41 @@ func (c *conn) expireDeadlines() {
 	_ = c.raw.SetWriteDeadline(now.Add(goodbyeGrace))
 }
 
-// input is what the reader goroutine hands to the processing goroutine:
-// a message, or the protocol error that ended reading.
-type input struct {
-	msg pgproto3.FrontendMessage
-	err error
-}
-
-// run is the command loop. The reader goroutine receives and decodes
-// messages and passes them on one at a time over an unbuffered channel,
-// so it is at most one message ahead of processing; while a statement
-// runs, the reader is therefore usually blocked in a read, and a client
-// that disconnects cancels the statement at once rather than when its
-// next result is written.
+// run is the command loop: it reads a message, handles it, and reads
+// the next. While a statement runs past watchAfter, peerWatch watches the
+// socket, so that a client that hangs up cancels the statement at once
+// rather than when it next writes; the messages a client sends meanwhile
+// (pipelining) wait in the socket.
 func (c *conn) run() {
-	// pgproto3.Backend is used only to receive; the writer sends.
 	c.rd = &ioErrReader{r: c.nc}
 	c.be = pgproto3.NewBackend(c.rd, c.nc)
 	c.be.SetMaxBodyLen(c.srv.opts.MaxMessageSize)
-
-	in := make(chan input)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		c.readLoop(in)
-	}()
+	c.peer.init(c)
 	defer func() {
-		c.cancel(errConnDone) // unblocks the reader: its read deadline passes
-		<-readerDone
 		if c.linger {
-			c.lingerClose() // only now is nobody else reading
+			c.lingerClose()
 		}
 	}()
-
-	for c.processOne(in) {
+	for c.ctx.Err() == nil {
+		msg, err := c.be.Receive()
+		if err != nil {
+			if c.rd.err != nil {
+				// The socket failed (EOF, reset, our own deadline): there
+				// is no client left to answer.
+				c.cancel(errClientGone)
+				break
+			}
+			// The bytes were malformed: the stream cannot be trusted past
+			// this point.
+			c.protocolViolation(err)
+			break
+		}
+		if !c.dispatch(ownMessage(msg)) {
+			break
+		}
 	}
 	if cause := context.Cause(c.ctx); errors.Is(cause, ErrServerClosed) || errors.Is(cause, errTerminated) {
 		c.fatal(errAdminShutdown)
-	}
-}
-
-// processOne waits for and handles one input. It reports false when the
-// connection must end.
-func (c *conn) processOne(in <-chan input) bool {
-	select {
-	case <-c.ctx.Done():
-		return false
-	case m := <-in:
-		if m.err != nil {
-			c.protocolViolation(m.err)
-			return false
-		}
-		return c.dispatch(m.msg)
 	}
 }
 
@@ -225,38 +210,6 @@ func (c *conn) dispatch(msg pgproto3.FrontendMessage) bool {
 	return true
 }
 
-// readLoop is the reader goroutine. It stops after Terminate, at the
-// first error, or when ctx ends.
-func (c *conn) readLoop(out chan<- input) {
-	for {
-		msg, err := c.be.Receive()
-		if err != nil {
-			if c.rd.err != nil {
-				// The socket failed (EOF, reset, our own deadline): there
-				// is no client left to answer, so end everything now.
-				c.cancel(errClientGone)
-				return
-			}
-			// The bytes were malformed. The stream cannot be trusted past
-			// this point; processing reports it after what came before.
-			select {
-			case out <- input{err: err}:
-			case <-c.ctx.Done():
-			}
-			return
-		}
-		m := ownMessage(msg)
-		select {
-		case out <- input{msg: m}:
-		case <-c.ctx.Done():
-			return
-		}
-		if _, ok := m.(*pgproto3.Terminate); ok {
-			return
-		}
-	}
-}
-
 // ioErrReader records the first error of the socket, so the reader can
 // tell a dead socket from malformed bytes: pgproto3 returns both from
 // Receive.
@@ -275,9 +228,9 @@ func (r *ioErrReader) Read(p []byte) (int, error) {
 
 // ownMessage returns msg in memory the caller owns. pgproto3.Backend
 // decodes into one value per message kind, reused by the next Receive,
-// and some fields alias its read buffer; the reader hands messages to
-// another goroutine and reads on, so it must copy. Strings are already
-// copies; byte slices are not.
+// and some fields alias its read buffer; handlers keep parts of messages
+// (a Bind's format codes in its portal), so they get copies. Strings are
+// already copies; byte slices are not.
 func ownMessage(msg pgproto3.FrontendMessage) pgproto3.FrontendMessage {
 	switch m := msg.(type) {
 	case *pgproto3.Query:

@@ -93,22 +93,27 @@ and binary encoders and decoders in types.go produce and accept.
 
 # Two goroutines per connection
 
-The reader goroutine owns the socket's read side: it receives a message
-with pgproto3.Backend, copies it out of pgproto3's reused buffers
-(ownMessage) and passes it over an unbuffered channel. The connection's
-goroutine does everything else, including all writes, so output needs no
-lock. The reader is thus at most one message ahead, which bounds memory
-to two messages (each at most MaxMessageSize), and while a statement runs
-it is usually blocked in a read: a client that hangs up ends the
-connection's context at once, which cancels the statement, instead of the
-statement running on until it next writes. (So a client that pipelines a
-Query and disconnects without Terminate loses that statement, as it would
-on Postgres once the server noticed.) This is CockroachDB's split between
-its reader and the connExecutor, without the statement buffer: the
-Session executes synchronously on the connection's goroutine.
+The connection's goroutine does everything: it receives a message with
+pgproto3.Backend, copies the parts handlers keep out of pgproto3's reused
+buffers (ownMessage), handles it, and receives the next; all writes are
+its own, so output needs no lock. A client that pipelines has its later
+messages wait in the socket, which bounds memory to one message (at most
+MaxMessageSize). While a statement runs past watchAfter (20 ms), a
+second goroutine watches the socket (peerWatch): it waits in the
+runtime's poller until the socket is readable and peeks at it with
+MSG_PEEK, taking nothing; end of stream or a reset ends the connection's
+context, which cancels the statement at once instead of letting it run
+until it next writes. (So a client that pipelines a Query and
+disconnects without Terminate loses that statement, as it would on
+Postgres once the server noticed.) Statements shorter than that cost no
+goroutine and no hand-off; a client that hangs up during one is noticed
+at the next read. This replaced a reader goroutine that handed every
+message over a channel to the connection's: one send and one wake-up of
+another goroutine per message, about 6 % of the node's CPU in channel
+selects alone under B1's point lookups (BENCHMARKS.md).
 
-Malformed input is reported by the reader in order, after the messages
-before it have been processed; it is logged as a warning, answered with
+Malformed input is reported in order, after the messages before it
+have been processed; it is logged as a warning, answered with
 FATAL 08P01 and ends the connection, never the server. Any length above
 MaxMessageSize (default 64 MiB) is refused before its body is read. Before
 closing after a violation the server half-closes a plaintext TCP

@@ -67,7 +67,9 @@ func (c *conn) callEngine(f func(ctx context.Context) error) (err, cause, end er
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	defer cancel(nil)
 	c.setCancel(cancel)
+	c.peer.start()
 	err = callSafely(func() error { return f(ctx) })
+	c.peer.stop()
 	c.setCancel(nil)
 	cause = context.Cause(ctx)
 	if c.w.err != nil {

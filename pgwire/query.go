@@ -21,7 +21,9 @@ func (c *conn) handleQuery(text string) error {
 	defer cancel(nil)
 	c.setCancel(cancel)
 	c.rw.reset()
+	c.peer.start()
 	err := callSafely(func() error { return c.sess.Query(ctx, text, &c.rw) })
+	c.peer.stop()
 	c.setCancel(nil)
 	cause := context.Cause(ctx)
 
