@@ -86,7 +86,9 @@ func (w *peerWatch) stop() {
 // end the connection.
 func (w *peerWatch) watch() {
 	w.mu.Lock()
-	if w.ended {
+	// A firing of the timer that ran late may find the next statement
+	// already started, and its watch under way: one watch at a time.
+	if w.ended || w.watching {
 		w.mu.Unlock()
 		return
 	}
