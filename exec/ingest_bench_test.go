@@ -11,10 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
-	"github.com/basindb/basin/sql"
 )
 
 // Benchmarks of the per-record work of the tasks of bench/'s B2: a
@@ -37,31 +35,13 @@ const (
 
 // b2Plan plans B2's view over its orders stream.
 func b2Plan() (*planner.ViewPlan, error) {
-	cat := catalog.New()
-	var plan *planner.ViewPlan
-	for i, text := range []string{
+	plans, err := planStatements(
 		`CREATE STREAM orders (id BIGINT KEY, grp BIGINT, amount BIGINT) WITH (kafka_topic='orders', value_format='json', partitions=4)`,
-		`CREATE TABLE per_grp AS SELECT grp, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY grp`,
-	} {
-		st, err := sql.Parse(text)
-		if err != nil {
-			return nil, err
-		}
-		var rel *catalog.Relation
-		switch st := st[0].(type) {
-		case *sql.CreateSource:
-			rel, err = planner.PlanCreateSource(cat, st, text)
-		case *sql.CreateTableAs:
-			if plan, err = planner.PlanView(cat, st, text); err == nil {
-				rel = plan.View
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		cat.Apply(int64(i+1), &catalog.Command{Op: catalog.OpCreate, Relation: rel})
+		`CREATE TABLE per_grp AS SELECT grp, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY grp`)
+	if err != nil {
+		return nil, err
 	}
-	plan.View, _ = cat.Lookup(plan.View.Name)
+	plan := plans["per_grp"]
 	if !plan.Repartition || plan.View.Partitions != b2Partitions {
 		return nil, fmt.Errorf("plan: repartition %v, %d partitions", plan.Repartition, plan.View.Partitions)
 	}

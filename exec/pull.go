@@ -33,21 +33,12 @@ type PartitionRead struct {
 
 // pull is one executing pull query.
 type pull struct {
-	rt     *Runtime
-	plan   *planner.PullPlan
-	code   *PullCode
-	env    *Env
-	filter Expr
-	output []Expr
-	// passThrough is set when the output is the input row's first
-	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
-	// project slices the row instead of evaluating a copy.
-	passThrough bool
-	order       []Expr
-	groups      []Expr
-	having      Expr
-	agg         *Aggregator
-	emit        func(catalog.Row) error
+	rt   *Runtime
+	plan *planner.PullPlan
+	code *PullCode // plan's expressions
+	env  *Env
+	agg  *Aggregator
+	emit func(catalog.Row) error
 
 	// streaming state when neither sorting nor grouping
 	skipped, emitted int64
@@ -133,8 +124,11 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, e
 // keep no state between calls, so one PullCode serves every execution of
 // its plan (a prepared statement's), concurrent ones included.
 type PullCode struct {
-	filter      Expr
-	output      []Expr
+	filter Expr
+	output []Expr
+	// passThrough is set when the output is the input row's first
+	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
+	// project slices the row instead of evaluating a copy.
 	passThrough bool
 	order       []Expr
 	groups      []Expr
@@ -205,10 +199,8 @@ func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, cod
 	if code == nil {
 		code = CompilePull(plan)
 	}
-	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit,
-		filter: code.filter, output: code.output, passThrough: code.passThrough, order: code.order}
+	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
 	if plan.Grouped {
-		q.groups, q.having = code.groups, code.having
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
 	}
@@ -237,8 +229,8 @@ func (q *pull) streaming() bool { return !q.plan.Grouped && len(q.plan.Order) ==
 
 // input takes one input row (the relation's columns then pseudo-columns).
 func (q *pull) input(ctx context.Context, row catalog.Row) error {
-	if q.filter != nil {
-		ok, err := q.filter(row, q.env)
+	if q.code.filter != nil {
+		ok, err := q.code.filter(row, q.env)
 		if err != nil {
 			return err
 		}
@@ -247,7 +239,7 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		}
 	}
 	if q.plan.Grouped {
-		groups, err := EvalAll(q.groups, row, q.env)
+		groups, err := EvalAll(q.code.groups, row, q.env)
 		if err != nil {
 			return err
 		}
@@ -272,11 +264,11 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 // or collects the result.
 func (q *pull) project(row catalog.Row) error {
 	var out catalog.Row
-	if n := len(q.output); q.passThrough && n <= len(row) {
+	if n := len(q.code.output); q.code.passThrough && n <= len(row) {
 		out = row[:n:n] // rows are never reused by their readers
 	} else {
 		var err error
-		if out, err = EvalAll(q.output, row, q.env); err != nil {
+		if out, err = EvalAll(q.code.output, row, q.env); err != nil {
 			return err
 		}
 	}
@@ -293,7 +285,7 @@ func (q *pull) project(row catalog.Row) error {
 	if q.streaming() {
 		return q.send(out)
 	}
-	keys, err := EvalAll(q.order, row, q.env)
+	keys, err := EvalAll(q.code.order, row, q.env)
 	if err != nil {
 		return err
 	}
@@ -328,8 +320,8 @@ func (q *pull) finish() error {
 		}
 		for _, gs := range q.horde {
 			row := q.agg.Results(append(catalog.Row{}, gs.groups...), gs.state)
-			if q.having != nil {
-				ok, err := q.having(row, q.env)
+			if q.code.having != nil {
+				ok, err := q.code.having(row, q.env)
 				if err != nil {
 					return err
 				}
@@ -397,8 +389,8 @@ func (q *pull) scanStores(ctx context.Context) error {
 		// One partition at a time on this goroutine; raw rows go to the
 		// client batch by batch.
 		var sink *rawSink
-		if q.rawMode() {
-			sink = q.newRawSink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
+		if t := q.rawSinks(); t != nil {
+			sink = t.sink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
 		}
 		for _, p := range parts {
 			var read PartitionRead
@@ -705,14 +697,25 @@ type prefetchBatch struct {
 	ends []int
 }
 
-// rawMode reports whether the query's rows may go to the client encoded
-// by the partitions' readers: the writer takes raw rows, and rows go out
-// as read, each the leading columns of the relation's row.
-func (q *pull) rawMode() bool {
+// rawSinks returns the template of the query's raw sinks (see RawRows),
+// or nil when its rows may not go to the client encoded by the
+// partitions' readers: that needs a writer taking raw rows, and rows
+// that go out as read, each the leading columns of the relation's row.
+func (q *pull) rawSinks() *rawSink {
 	p := q.plan
-	return q.env != nil && q.env.Raw != nil && q.streaming() && !p.Distinct && p.Offset == 0 &&
-		q.code.passThrough && p.Rel != nil && len(q.output) <= len(p.Rel.Schema.Columns) &&
-		len(q.env.Raw.WireFormats()) == len(q.output)
+	if q.env == nil || q.env.Raw == nil || !q.streaming() || p.Distinct || p.Offset != 0 ||
+		!q.code.passThrough || p.Rel == nil || len(q.code.output) > len(p.Rel.Schema.Columns) {
+		return nil
+	}
+	formats := q.env.Raw.WireFormats()
+	if len(formats) != len(q.code.output) {
+		return nil
+	}
+	s := &rawSink{w: q.env.Raw, formats: formats, n: len(formats)}
+	if q.code.filter == nil {
+		s.enc = newWireEncoder(p.Rel.Schema.Columns[:s.n], formats)
+	}
+	return s
 }
 
 // rawSink collects one partition's rows as DataRow messages, in batches
@@ -730,15 +733,12 @@ type rawSink struct {
 	flush func(prefetchBatch) error
 }
 
-// newRawSink is the sink of a partition read in raw mode; fwd says
-// whether a peer may send its rows raw.
-func (q *pull) newRawSink(fwd bool, flush func(prefetchBatch) error) *rawSink {
-	formats := q.env.Raw.WireFormats()
-	s := &rawSink{w: q.env.Raw, formats: formats, n: len(q.output), fwd: fwd, flush: flush}
-	if q.code.filter == nil {
-		s.enc = newWireEncoder(q.plan.Rel.Schema.Columns[:s.n], formats)
-	}
-	return s
+// sink is a sink like template t (shared: its encoder keeps no state)
+// for one partition read; fwd says whether a peer may send its rows raw.
+func (t *rawSink) sink(fwd bool, flush func(prefetchBatch) error) *rawSink {
+	s := *t
+	s.fwd, s.flush = fwd, flush
+	return &s
 }
 
 // stored adds a stored value (see wireEncoder.appendStored); ok is false
@@ -824,9 +824,9 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		cancel()
 		wg.Wait()
 	}()
-	raw := q.rawMode()
+	raw := q.rawSinks()
 	// Peers may send rows raw when they filter them all.
-	fwdRaw := raw && keys == nil && (q.plan.Filter == nil || q.plan.Where != "")
+	fwdRaw := raw != nil && keys == nil && (q.plan.Filter == nil || q.plan.Where != "")
 	pfs := make([]*prefetch, len(parts))
 	start := func(i int) {
 		pf := &prefetch{rows: make(chan prefetchBatch, gatherBatches), turn: make(chan struct{})}
@@ -861,8 +861,8 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 				return err
 			}
 			var sink *rawSink
-			if raw {
-				sink = q.newRawSink(fwdRaw, hand)
+			if raw != nil {
+				sink = raw.sink(fwdRaw, hand)
 			}
 			err := q.readPartition(ctx, query, fwd, parts[i], keys[parts[i]], turn,
 				func(r PartitionRead) { pf.read = r },

@@ -21,12 +21,21 @@ import (
 // AS ones, returning the view plans by name.
 func planDDL(t testing.TB, stmts ...string) map[string]*planner.ViewPlan {
 	t.Helper()
+	plans, err := planStatements(stmts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plans
+}
+
+// planStatements is planDDL for callers without a testing.TB.
+func planStatements(stmts ...string) (map[string]*planner.ViewPlan, error) {
 	cat := catalog.New()
 	plans := map[string]*planner.ViewPlan{}
 	for i, text := range stmts {
 		st, err := sql.Parse(text)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var rel *catalog.Relation
 		var plan *planner.ViewPlan
@@ -39,7 +48,7 @@ func planDDL(t testing.TB, stmts ...string) map[string]*planner.ViewPlan {
 			}
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", text, err)
+			return nil, fmt.Errorf("%s: %w", text, err)
 		}
 		cat.Apply(int64(i+1), &catalog.Command{Op: catalog.OpCreate, Relation: rel})
 		if plan != nil {
@@ -47,7 +56,7 @@ func planDDL(t testing.TB, stmts ...string) map[string]*planner.ViewPlan {
 			plans[plan.View.Name] = plan
 		}
 	}
-	return plans
+	return plans, nil
 }
 
 // storeContents lists a store's keys and values.

@@ -31,24 +31,12 @@ func TestMetrics(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT v FROM kv WHERE k = 'a' AND v / 0 = 1"); err == nil {
 		t.Fatal("division by zero did not fail")
 	}
-	scrape := func() string {
-		resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	if resp, err := http.Get("http://" + n.HTTPAddr() + "/debug/pprof/goroutine?debug=1"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("/debug/pprof/goroutine: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
 	}
-	body := scrape()
+	body := scrapeMetrics(t, n)
 	for _, want := range []string{
 		`basin_pull_queries_total{outcome="ok",plan="lookup",route="local"} 1`,
 		`basin_pull_queries_total{outcome="ok",plan="scan",route="local"} 1`,
@@ -71,4 +59,19 @@ func TestMetrics(t *testing.T) {
 		}
 		t.Log(fmt.Sprint(strings.Join(lines, "\n")))
 	}
+}
+
+// scrapeMetrics returns n's /metrics page.
+func scrapeMetrics(t *testing.T, n *Node) string {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,20 +52,12 @@ func TestPlanCache(t *testing.T) {
 		return strings.Join(out, "; ")
 	}
 	hits := func() int {
-		resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := regexp.MustCompile(`(?m)^basin_plan_cache_total\{result="hit"\} (\d+)$`).FindSubmatch(b)
+		b := scrapeMetrics(t, n)
+		m := regexp.MustCompile(`(?m)^basin_plan_cache_total\{result="hit"\} (\d+)$`).FindStringSubmatch(b)
 		if m == nil {
 			t.Fatalf("/metrics has no basin_plan_cache_total{result=\"hit\"}:\n%s", b)
 		}
-		h, _ := strconv.Atoi(string(m[1]))
+		h, _ := strconv.Atoi(m[1])
 		return h
 	}
 	// check runs each query on both connections; wantHits is how many of

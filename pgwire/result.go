@@ -26,8 +26,8 @@ import (
 // described.
 //
 // One resultWriter lives as long as its connection and is reused for
-// every statement, with its scratch buffers, so a scan of any length
-// allocates nothing per row. Only the processing goroutine uses it.
+// every statement; rows are encoded straight into the writer's buffer,
+// so a scan of any length allocates nothing per row. Only the processing goroutine uses it.
 //
 // Misuse by the engine (Row before Columns, a value of the wrong Go type)
 // is an error the Session is expected to return, which the client sees as
@@ -50,12 +50,6 @@ type resultWriter struct {
 	described bool
 	// ended is set by Complete and Empty: the statement reported its end.
 	ended bool
-	// vals and text are DataRow scratch: text holds every value of a row
-	// (in text or binary format) back to back and vals slices it.
-	vals  [][]byte
-	ends  []int
-	text  []byte
-	row   pgproto3.DataRow
 	rdesc pgproto3.RowDescription
 }
 
@@ -138,49 +132,24 @@ func (r *resultWriter) rowDescription(cols []catalog.Column, formats []int16) (*
 // (their counts are 16-bit); Postgres's own limit is 1664.
 const maxColumns = 1<<16 - 1
 
-// Row implements ResultWriter.
+// Row implements ResultWriter: the DataRow goes into the writer's
+// buffer, encoded in place.
 func (r *resultWriter) Row(vals []any) error {
 	if !r.inResult {
 		return errNoColumns
 	}
-	if len(vals) != len(r.types) {
-		return fmt.Errorf("pgwire: Row has %d values for %d columns", len(vals), len(r.types))
+	if r.w.err != nil {
+		return r.w.err
 	}
-	// Encode every value into text first and slice afterwards: appending
-	// may move text, so slices taken along the way would go stale.
-	text := r.text[:0]
-	ends := r.ends[:0]
-	for i, v := range vals {
-		if v != nil {
-			var err error
-			if r.formats != nil && r.formats[i] == formatBinary {
-				text, err = appendBinary(text, r.types[i], v)
-			} else {
-				text, err = appendText(text, r.types[i], v)
-			}
-			if err != nil {
-				return fmt.Errorf("pgwire: Row: column %d: %w", i+1, err)
-			}
-		}
-		ends = append(ends, len(text))
+	b, err := r.appendDataRow(r.w.buf, vals, "Row")
+	r.w.buf = b
+	if err != nil {
+		return err
 	}
-	if text == nil {
-		text = make([]byte, 0, 64) // a non-nil empty slice is '', nil is NULL
+	if len(r.w.buf) >= flushThreshold {
+		return r.w.flush()
 	}
-	r.text, r.ends = text, ends
-	out := r.vals[:0]
-	start := 0
-	for i, v := range vals {
-		if v == nil {
-			out = append(out, nil)
-		} else {
-			out = append(out, text[start:ends[i]:ends[i]])
-		}
-		start = ends[i]
-	}
-	r.vals = out
-	r.row.Values = out
-	return r.w.send(&r.row)
+	return nil
 }
 
 // WireFormats implements exec.RawRows: each result column's format
@@ -200,8 +169,14 @@ func (r *resultWriter) WireFormats() []int16 {
 // those, which are fixed while the statement runs, so the readers of a
 // scatter-gather encode their rows at the same time.
 func (r *resultWriter) AppendRow(dst []byte, vals []any) ([]byte, error) {
+	return r.appendDataRow(dst, vals, "AppendRow")
+}
+
+// appendDataRow appends the DataRow message of vals to dst; on an error
+// (named after what, the caller) dst is returned as it was.
+func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byte, error) {
 	if len(vals) != len(r.types) {
-		return dst, fmt.Errorf("pgwire: AppendRow has %d values for %d columns", len(vals), len(r.types))
+		return dst, fmt.Errorf("pgwire: %s has %d values for %d columns", what, len(vals), len(r.types))
 	}
 	start := len(dst)
 	dst = append(dst, 'D', 0, 0, 0, 0)
@@ -220,7 +195,7 @@ func (r *resultWriter) AppendRow(dst []byte, vals []any) ([]byte, error) {
 			dst, err = appendText(dst, r.types[i], v)
 		}
 		if err != nil {
-			return dst[:start], fmt.Errorf("pgwire: AppendRow: column %d: %w", i+1, err)
+			return dst[:start], fmt.Errorf("pgwire: %s: column %d: %w", what, i+1, err)
 		}
 		binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 	}
