@@ -609,7 +609,7 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		}
 		buf := spare
 		if buf == nil {
-			buf = rows.next(1 + len(base))
+			buf = rows.Next(1 + len(base))
 		}
 		vals, err := materialize.DecodeRowPrefix(buf[:0], v, 1+ncols)
 		if err != nil {
@@ -1076,9 +1076,7 @@ type RowAlloc struct {
 const rowAllocBlock = 128
 
 // Next returns a new row of n nil values.
-func (a *RowAlloc) Next(n int) catalog.Row { return a.next(n) }
-
-func (a *RowAlloc) next(n int) catalog.Row {
+func (a *RowAlloc) Next(n int) catalog.Row {
 	if len(a.buf) < n {
 		a.rows = min(max(2*a.rows, 1), rowAllocBlock)
 		a.buf = make([]any, n*a.rows)

@@ -160,12 +160,9 @@ type TaskState struct {
 // not yet re-keyed count too.
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	if t.sources != nil {
-		pos := t.positionPtr()
+		pos := t.Position()
 		for sp := range t.sources.ends {
-			var seen int64
-			if pos != nil {
-				seen, _ = (*pos).Get(t.sources.topic, int32(sp))
-			}
+			seen, _ := pos.Get(t.sources.topic, int32(sp))
 			if d := t.sources.ends[sp].Load() - seen; d > 0 {
 				offsetLag += d
 			}
@@ -221,15 +218,6 @@ type published struct {
 	text string
 }
 
-// positionPtr returns a pointer to the last published position, nil
-// before the first.
-func (t *TaskState) positionPtr() *materialize.Position {
-	if p := t.position.Load(); p != nil {
-		return &p.pos
-	}
-	return nil
-}
-
 // positionAndToken returns the last published position and its token,
 // as one publication, and false before the first.
 func (t *TaskState) positionAndToken() (materialize.Position, string, bool) {
@@ -237,15 +225,6 @@ func (t *TaskState) positionAndToken() (materialize.Position, string, bool) {
 		return p.pos, p.text, true
 	}
 	return nil, "", false
-}
-
-// positionToken returns the token of the task's last published
-// position, and false before the first.
-func (t *TaskState) positionToken() (string, bool) {
-	if p := t.position.Load(); p != nil {
-		return p.text, true
-	}
-	return "", false
 }
 
 // Position returns the source position of the task's last commit.
