@@ -50,7 +50,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 		fwd = nil
 	}
 	if fwd != nil && len(parts) > 0 {
-		if req := q.request(query, parts[0], keys[parts[0]]); req.Limit >= 0 {
+		if req := q.request(query, parts[0], keysOf(keys, 0)); req.Limit >= 0 {
 			pushed = append(pushed, fmt.Sprintf("LIMIT %d", req.Limit))
 		}
 		lines = append(lines, "  Forwarded reads push: "+strings.Join(pushed, "; "))
@@ -62,7 +62,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 		}
 	}
 	lines = append(lines, fmt.Sprintf("  Routing (basin.read_from = %s), %d of %d partitions:", mode, len(parts), rel.Partitions))
-	for _, p := range parts {
+	for i, p := range parts {
 		ts := query.Tasks[p]
 		var routes []string
 		if fwd == nil {
@@ -72,7 +72,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 				routes = []string{fmt.Sprintf("no replica on %s (this node)", rt.opts.Node)}
 			}
 		} else {
-			req := q.request(query, p, keys[p])
+			req := q.request(query, p, keysOf(keys, i))
 			req.Local = localReplica(ts, nil)
 			routes = fwd.Explain(req, env)
 		}

@@ -1,8 +1,9 @@
 package exec
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -19,7 +20,7 @@ func (s *Session) afterRead(reads []PartitionRead, w ResultWriter) {
 	}
 	s.noteReads(reads)
 	s.lastRead = append(s.lastRead[:0], reads...)
-	sort.SliceStable(s.lastRead, func(i, j int) bool { return s.lastRead[i].Partition < s.lastRead[j].Partition })
+	slices.SortStableFunc(s.lastRead, func(a, b PartitionRead) int { return cmp.Compare(a.Partition, b.Partition) })
 	if s.vars["basin.freshness_notices"] != "on" {
 		return
 	}

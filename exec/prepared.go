@@ -348,9 +348,10 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 	if len(params) != len(p.params) {
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
-	env := p.s.env()
-	env.Params = params
-	pt := &Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, env: env, ctx: ctx}
+	pt := &Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx}
+	pt.env = &pt.envVal
+	p.s.fillEnv(pt.env)
+	pt.env.Params = params
 	switch st := p.stmt.(type) {
 	case *sql.Select:
 		if p.s.e.Catalog.Applied() != p.planAt {
@@ -362,6 +363,10 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 			p.code, p.codeOf = CompilePull(p.plan), p.plan
 		}
 		pt.code = p.code
+		pt.plan = p.plan
+		if p.limitParam == 0 && p.offsetParam == 0 {
+			break
+		}
 		plan := *p.plan
 		if p.limitParam > 0 {
 			n, err := rowCount(params[p.limitParam-1], "LIMIT", -1)
@@ -537,7 +542,7 @@ type Portal struct {
 	stmt sql.Statement // nil: the empty statement
 	text string
 	cols []catalog.Column
-	env  *Env
+	env  *Env              // envVal, the portal's own
 	plan *planner.PullPlan // a SELECT's, with LIMIT/OFFSET parameters applied
 	code *PullCode         // plan's compiled expressions
 	// ctx is Bind's: the row-limited goroutine's parent.
@@ -550,6 +555,11 @@ type Portal struct {
 	done   bool
 	tag    string
 	failed bool
+
+	envVal Env
+	// rows counts the rows a run sent, counted the raw ones among them.
+	rows    int
+	counted countedRaw
 }
 
 var errPortalFailed = pgerr.New(pgerr.ObjectNotInPrerequisiteState, "portal cannot be run: an earlier execution of it failed")
@@ -630,16 +640,22 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 	case nil:
 		return w.Empty()
 	case *sql.Select:
-		n := 0
-		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, withRaw(pt.env, w, &n), func(r catalog.Row) error {
-			n++
+		// The portal's own Env takes the raw writer for this run.
+		pt.rows = 0
+		if raw, ok := w.(RawRows); ok {
+			pt.counted = countedRaw{RawRows: raw, n: &pt.rows}
+			pt.env.Raw = &pt.counted
+			defer func() { pt.env.Raw = nil }()
+		}
+		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
+			pt.rows++
 			return w.Row(r)
 		})
 		if err != nil {
 			return err
 		}
 		pt.s.afterRead(reads, w)
-		pt.tag = "SELECT " + strconv.Itoa(n)
+		pt.tag = selectTag(pt.rows)
 		return w.Complete(pt.tag)
 	default:
 		return pt.s.exec(ctx, st, pt.text, &tagWriter{ResultWriter: w, tag: &pt.tag})
@@ -781,7 +797,23 @@ func (ps *pullSource) next(ctx context.Context) ([]any, bool, error) {
 	}
 }
 
-func (ps *pullSource) tag(n int) string { return "SELECT " + strconv.Itoa(n) }
+func (ps *pullSource) tag(n int) string { return selectTag(n) }
+
+// selectTags are the command tags of SELECTs of few rows, made once.
+var selectTags = func() (tags [65]string) {
+	for n := range tags {
+		tags[n] = "SELECT " + strconv.Itoa(n)
+	}
+	return tags
+}()
+
+// selectTag is the command tag of a SELECT that returned n rows.
+func selectTag(n int) string {
+	if n >= 0 && n < len(selectTags) {
+		return selectTags[n]
+	}
+	return "SELECT " + strconv.Itoa(n)
+}
 
 func (ps *pullSource) close() {
 	ps.closeOnce.Do(func() {
@@ -798,7 +830,7 @@ func withRaw(env *Env, w ResultWriter, n *int) *Env {
 		return env
 	}
 	e := *env
-	e.Raw = countedRaw{RawRows: raw, n: n}
+	e.Raw = &countedRaw{RawRows: raw, n: n}
 	return &e
 }
 
@@ -808,7 +840,7 @@ type countedRaw struct {
 	n *int
 }
 
-func (c countedRaw) WriteRows(b []byte, rows int) error {
+func (c *countedRaw) WriteRows(b []byte, rows int) error {
 	*c.n += rows
 	return c.RawRows.WriteRows(b, rows)
 }

@@ -48,6 +48,12 @@ type pull struct {
 	hash  map[string]*groupState
 	horde []*groupState
 	reads []PartitionRead
+
+	envVal Env // what env points to
+	// A single-key lookup's partition and key, without allocations.
+	onePart [1]int32
+	oneKeys [1][][]any
+	oneKey  [1][]any
 }
 
 type sortRow struct {
@@ -78,17 +84,17 @@ type PullStats struct {
 
 // SetPullObserver makes every pull query report to f when it ends.
 func (rt *Runtime) SetPullObserver(f func(PullStats)) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	rt.mu.observer = f
+	if f == nil {
+		rt.observer.Store(nil)
+		return
+	}
+	rt.observer.Store(&f)
 }
 
 // observePull reports a finished pull query to the observer, if any.
 func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, start time.Time, err error) {
-	rt.mu.Lock()
-	f := rt.mu.observer
-	rt.mu.Unlock()
-	if f == nil {
+	fp := rt.observer.Load()
+	if fp == nil {
 		return
 	}
 	st := PullStats{Plan: "scan", Route: "local", Duration: time.Since(start), Err: err}
@@ -111,7 +117,7 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 			st.Route = "standby"
 		}
 	}
-	f(st)
+	(*fp)(st)
 }
 
 // Pull runs a pull query, calling emit for each result row in order. It
@@ -135,6 +141,9 @@ type PullCode struct {
 	having      Expr
 	partition   Expr
 	lookups     [][]Expr // Lookup, or the lists of LookupIn
+	// pseudo is set when the plan may read a pseudo-column (_partition,
+	// _served_by, ...): reads fill them in only then.
+	pseudo bool
 }
 
 // CompilePull compiles plan's expressions; nil for a plan the general
@@ -143,7 +152,7 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 	if plan.Query != nil {
 		return nil
 	}
-	c := &PullCode{}
+	c := &PullCode{pseudo: usesPseudo(plan)}
 	if plan.Filter != nil {
 		c.filter = Compile(plan.Filter)
 	}
@@ -183,23 +192,65 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 	return c
 }
 
+// usesPseudo reports whether any expression of plan may read a column
+// past the relation's own, a pseudo-column. It errs on the side of yes:
+// a grouped plan's output refers to its aggregated row, whose columns
+// are counted the same way.
+func usesPseudo(plan *planner.PullPlan) bool {
+	if plan.Rel == nil {
+		return true
+	}
+	ncols := len(plan.Rel.Schema.Columns)
+	found := false
+	visit := func(s planner.Scalar) {
+		planner.Walk(s, func(s planner.Scalar) {
+			if c, ok := s.(*planner.ColRef); ok && c.Idx >= ncols {
+				found = true
+			}
+		})
+	}
+	visit(plan.Filter)
+	visit(plan.Having)
+	visit(plan.Partition)
+	for _, o := range plan.Output {
+		visit(o)
+	}
+	for _, o := range plan.Order {
+		visit(o.Expr)
+	}
+	for _, g := range plan.GroupBy {
+		visit(g)
+	}
+	for _, a := range plan.Aggs {
+		visit(a.Arg)
+		visit(a.Arg2)
+	}
+	return found
+}
+
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
 func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
-	if env != nil {
-		e := *env
-		e.Ctx = ctx
-		env = &e
-	}
 	if plan.Query != nil {
+		if env != nil {
+			e := *env
+			e.Ctx = ctx
+			env = &e
+		}
 		return nil, rt.runQuery(ctx, plan, env, emit)
 	}
 	if code == nil {
 		code = CompilePull(plan)
 	}
-	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
+	q := &pull{rt: rt, plan: plan, code: code, emit: emit}
+	if env != nil {
+		// The query's own copy, with its context.
+		q.envVal = *env
+		q.envVal.Ctx = ctx
+		q.env = &q.envVal
+	}
 	if plan.Grouped {
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
@@ -392,10 +443,10 @@ func (q *pull) scanStores(ctx context.Context) error {
 		if t := q.rawSinks(); t != nil {
 			sink = t.sink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
 		}
-		for _, p := range parts {
+		for i, p := range parts {
 			var read PartitionRead
 			served := func(r PartitionRead) { read = r }
-			if err := q.readPartition(ctx, query, fwd, p, keys[p], nil, served, func(row catalog.Row) error {
+			if err := q.readPartition(ctx, query, fwd, p, keysOf(keys, i), nil, served, func(row catalog.Row) error {
 				return q.input(ctx, row)
 			}, sink); err != nil {
 				return err
@@ -413,8 +464,9 @@ func (q *pull) scanStores(ctx context.Context) error {
 }
 
 // partitions returns the partitions a read of rel needs, in order, and
-// for key lookups the keys to read in each.
-func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int32][][]any, error) {
+// for key lookups the keys to read in each (keys[i] those of parts[i];
+// nil keys when every row is read).
+func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, keys [][][]any, err error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
@@ -436,9 +488,14 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int
 		} else {
 			codec = newRelCodec(rel)
 		}
-		keys := map[int32][][]any{}
-		seen := map[string]bool{}
+		// One key, the common case, needs no sets.
+		var byPart map[int32][][]any
+		var seen map[string]bool
+		if len(lookups) > 1 {
+			byPart, seen = map[int32][][]any{}, map[string]bool{}
+		}
 		var parts []int32
+		var keys [][][]any
 	next:
 		for _, l := range lookups {
 			key := make([]any, len(l))
@@ -459,27 +516,44 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) ([]int32, map[int
 			if seen[string(kb)] {
 				continue
 			}
-			seen[string(kb)] = true
 			p := kafka.Partition(kb, rel.Partitions)
 			if pin >= 0 && p != pin {
 				continue // the filter's _partition = N would drop it
 			}
-			if keys[p] == nil {
+			if byPart == nil {
+				q.onePart[0], q.oneKeys[0], q.oneKey[0] = p, q.oneKey[:1], key
+				return q.onePart[:], q.oneKeys[:], nil
+			}
+			seen[string(kb)] = true
+			if byPart[p] == nil {
 				parts = append(parts, p)
 			}
-			keys[p] = append(keys[p], key)
+			byPart[p] = append(byPart[p], key)
 		}
 		slices.Sort(parts)
+		keys = make([][][]any, len(parts))
+		for i, p := range parts {
+			keys[i] = byPart[p]
+		}
 		return parts, keys, nil
 	}
 	if pin >= 0 {
 		return []int32{pin}, nil, nil
 	}
-	parts := make([]int32, rel.Partitions)
+	parts = make([]int32, rel.Partitions)
 	for p := range parts {
 		parts[p] = int32(p)
 	}
 	return parts, nil, nil
+}
+
+// keysOf returns the keys to read in the i-th partition of a read: nil
+// (every row) when keys is.
+func keysOf(keys [][][]any, i int) [][]any {
+	if keys == nil {
+		return nil
+	}
+	return keys[i]
 }
 
 // readPartition reads partition p (only keys, when not nil): here when
@@ -581,13 +655,18 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	lag, tlag := ts.Lag(time.Now())
 	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
 	served(read)
-	base := make(catalog.Row, ncols+len(planner.PseudoColumns))
-	base[ncols+planner.PseudoPartition] = int64(p)
-	base[ncols+planner.PseudoServedBy] = read.ServedBy
-	base[ncols+planner.PseudoRole] = read.Role
-	base[ncols+planner.PseudoOffsetLag] = read.OffsetLag
-	base[ncols+planner.PseudoTimeLag] = read.TimeLagMs
-	base[ncols+planner.PseudoPosition] = read.Position
+	// The pseudo-columns, when the query reads them.
+	var pseudo catalog.Row
+	if q.code.pseudo {
+		pseudo = make(catalog.Row, len(planner.PseudoColumns))
+		pseudo[planner.PseudoPartition] = int64(p)
+		pseudo[planner.PseudoServedBy] = read.ServedBy
+		pseudo[planner.PseudoRole] = read.Role
+		pseudo[planner.PseudoOffsetLag] = read.OffsetLag
+		pseudo[planner.PseudoTimeLag] = read.TimeLagMs
+		pseudo[planner.PseudoPosition] = read.Position
+	}
+	width := ncols + len(planner.PseudoColumns)
 	// A stored value is its presence flag, the columns, then aggregate
 	// state (not decoded): it is decoded straight into a new row with
 	// one slot before it for the flag, and the pseudo-columns are set
@@ -598,8 +677,8 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	if sink != nil {
 		// Raw mode: the rows are filtered and encoded here, so one row
 		// is decoded into again and again.
-		spare = make(catalog.Row, 1+len(base))
-		copy(spare[1+ncols:], base[ncols:])
+		spare = make(catalog.Row, 1+width)
+		copy(spare[1+ncols:], pseudo)
 	}
 	emitStored := func(v []byte) error {
 		if sink != nil && sink.enc != nil {
@@ -609,7 +688,7 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		}
 		buf := spare
 		if buf == nil {
-			buf = rows.Next(1 + len(base))
+			buf = rows.Next(1 + width)
 		}
 		vals, err := materialize.DecodeRowPrefix(buf[:0], v, 1+ncols)
 		if err != nil {
@@ -634,7 +713,7 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		}
 		spare = nil
 		row := buf[1:]
-		copy(row[ncols:], base[ncols:])
+		copy(row[ncols:], pseudo)
 		return emit(row)
 	}
 	if keys != nil {
@@ -817,7 +896,7 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 // connection to a peer before its turn (ReadRequest.Ahead): reads
 // blocked on full buffers cannot hold every connection the consumed one
 // needs, so nodes forwarding scans to each other cannot deadlock.
-func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []int32, keys map[int32][][]any) error {
+func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []int32, keys [][][]any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -864,7 +943,7 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 			if raw != nil {
 				sink = raw.sink(fwdRaw, hand)
 			}
-			err := q.readPartition(ctx, query, fwd, parts[i], keys[parts[i]], turn,
+			err := q.readPartition(ctx, query, fwd, parts[i], keysOf(keys, i), turn,
 				func(r PartitionRead) { pf.read = r },
 				func(row catalog.Row) error {
 					if batch = append(batch, row); len(batch) >= gatherBatch {

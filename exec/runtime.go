@@ -83,9 +83,10 @@ type Runtime struct {
 		rolesSet bool
 		// fwd reads partitions held elsewhere; nil on a node alone.
 		fwd Forwarder
-		// observer is told of every finished pull query (metrics).
-		observer func(PullStats)
 	}
+	// observer is told of every finished pull query (metrics); read
+	// without the lock on every query.
+	observer atomic.Pointer[func(PullStats)]
 }
 
 // Query is one running persistent query: the tasks that maintain a view

@@ -98,6 +98,12 @@ type Session struct {
 	// reported is what ParameterStatus last returned (callers must not
 	// modify it).
 	reported map[string]string
+	// positionWait is basin.position_wait as last parsed, from its text.
+	positionWait struct {
+		parsed bool
+		text   string
+		d      time.Duration
+	}
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -232,16 +238,26 @@ func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
 
 func (s *Session) env() *Env {
-	env := &Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
+	env := &Env{}
+	s.fillEnv(env)
+	return env
+}
+
+// fillEnv sets env up for a statement of the session.
+func (s *Session) fillEnv(env *Env) {
+	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
-	env.NoForward = s.vars["basin.forwarded"] != "off"
-	env.ServeRestoring = s.vars["basin.forwarded"] == "restoring"
-	env.PositionWait = 5 * time.Second
-	if d, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
-		env.PositionWait = d
+	fwd := s.vars["basin.forwarded"]
+	env.NoForward = fwd != "off"
+	env.ServeRestoring = fwd == "restoring"
+	if text := s.vars["basin.position_wait"]; !s.positionWait.parsed || text != s.positionWait.text {
+		s.positionWait.parsed, s.positionWait.text, s.positionWait.d = true, text, 5*time.Second
+		if d, err := time.ParseDuration(text); err == nil {
+			s.positionWait.d = d
+		}
 	}
-	return env
+	env.PositionWait = s.positionWait.d
 }
 
 // Query runs the statements of a simple Query message.

@@ -39,6 +39,8 @@ type cluster struct {
 		sync.Mutex
 		a   ha.Assignment
 		has bool
+		// byTask is a indexed by task, for reads.
+		byTask map[ha.TaskID]ha.Replicas
 	}
 }
 
@@ -190,8 +192,9 @@ func (c *cluster) tasksChanged() bool {
 // onAssignment runs this node's tasks in the roles the new assignment
 // gives them.
 func (c *cluster) onAssignment(a ha.Assignment) {
+	byTask := a.ByTask()
 	c.mu.Lock()
-	c.mu.a, c.mu.has = a, true
+	c.mu.a, c.mu.has, c.mu.byTask = a, true, byTask
 	c.mu.Unlock()
 	roles := exec.Roles{}
 	mine := a.Nodes[c.n.id]
@@ -216,6 +219,14 @@ func (c *cluster) assignment() (ha.Assignment, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.a, c.mu.has
+}
+
+// replicasOf returns the assignment and the replicas it gives task t,
+// and whether an assignment is known.
+func (c *cluster) replicasOf(t ha.TaskID) (ha.Assignment, ha.Replicas, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.a, c.mu.byTask[t], c.mu.has
 }
 
 // taskKey is exec's name of an ha task.

@@ -118,12 +118,12 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		return err
 	}
 	rb.MinPosition = req.MinPosition
-	a, known := f.c.assignment()
+	a, reps, known := f.c.replicasOf(ha.TaskID{View: rel.StoreName(), Partition: p})
 	if !known && req.Local == nil {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
 			WithHint("The node is joining its cluster; try again in a moment.")
 	}
-	r := ha.Route(f.replicas(a, req, now), rb.ReadBounds, now)
+	r := ha.Route(f.replicas(reps, req, now), rb.ReadBounds, now)
 	m := f.c.n.metrics
 	m.observeRouting(r)
 	rejected := r.Rejected
@@ -249,8 +249,8 @@ func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
 		return []string{err.Error()}
 	}
 	rb.MinPosition = req.MinPosition
-	a, _ := f.c.assignment()
-	r := ha.Route(f.replicas(a, req, now), rb.ReadBounds, now)
+	_, reps, _ := f.c.replicasOf(ha.TaskID{View: req.Rel.StoreName(), Partition: req.Partition})
+	r := ha.Route(f.replicas(reps, req, now), rb.ReadBounds, now)
 	var lines []string
 	for i, ri := range r.Ordered {
 		what := "candidate"
@@ -282,18 +282,18 @@ func here(local bool) string {
 // own (its role and lag as they are now), and the other nodes' from the
 // assignment, with liveness from heartbeats, and lag, role and position
 // from their lag reports.
-func (f *forwarder) replicas(a ha.Assignment, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
+func (f *forwarder) replicas(reps ha.Replicas, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
 	rel, p := req.Rel, req.Partition
-	var infos []ha.ReplicaInfo
-	if a.Nodes != nil {
-		infos = a.Replicas(ha.TaskID{View: rel.StoreName(), Partition: p}).Infos()
-	}
+	infos := reps.Infos()
 	ctl := f.c.n.controlOf()
-	task := exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
+	var task string // the task's name in lag reports, made when needed
 	out := infos[:0]
 	for _, ri := range infos {
 		if ri.Node == f.c.n.id {
 			continue
+		}
+		if task == "" {
+			task = exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
 		}
 		if ctl != nil {
 			if l, ok := ctl.live.Get(ri.Node, now); ok {

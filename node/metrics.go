@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +23,27 @@ type metrics struct {
 	hbMissed   *prometheus.CounterVec
 	hbFailed   *prometheus.CounterVec
 	lagReports *prometheus.CounterVec
+
+	// pullSeries are pulls' and pullTime's series for every plan and
+	// route a query reports, resolved once: looking a series up by its
+	// label values hashes them, per query.
+	pullSeries [len(pullPlans)][len(pullRoutes)]pullSeries
 }
 
+// pullSeries are the series of one plan and route.
+type pullSeries struct {
+	ok, failed prometheus.Counter
+	time       prometheus.Observer
+}
+
+// The plans and routes of exec.PullStats.
+var (
+	pullPlans  = [...]string{"lookup", "scan", "stream", "catalog"}
+	pullRoutes = [...]string{"local", "standby", "restoring", "forwarded"}
+)
+
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		pulls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "basin_pull_queries_total",
 			Help: "Pull queries (SELECT) run on this node, by plan (lookup, scan, stream, catalog), route (local, standby, restoring, forwarded) and outcome (ok, error).",
@@ -60,6 +78,16 @@ func newMetrics() *metrics {
 			Help: "Lag reports received, by peer.",
 		}, []string{"peer"}),
 	}
+	for i, plan := range pullPlans {
+		for j, route := range pullRoutes {
+			m.pullSeries[i][j] = pullSeries{
+				ok:     m.pulls.WithLabelValues(plan, route, "ok"),
+				failed: m.pulls.WithLabelValues(plan, route, "error"),
+				time:   m.pullTime.WithLabelValues(plan, route),
+			}
+		}
+	}
+	return m
 }
 
 // register adds the metrics, and the collector of task lags and peer
@@ -71,12 +99,24 @@ func (m *metrics) register(reg prometheus.Registerer, n *Node) {
 
 // observePull records one finished pull query.
 func (m *metrics) observePull(s exec.PullStats) {
-	outcome := "ok"
-	if s.Err != nil {
-		outcome = "error"
+	i, j := slices.Index(pullPlans[:], s.Plan), slices.Index(pullRoutes[:], s.Route)
+	if i < 0 || j < 0 {
+		// Not one of the known plans and routes: by label values.
+		outcome := "ok"
+		if s.Err != nil {
+			outcome = "error"
+		}
+		m.pulls.WithLabelValues(s.Plan, s.Route, outcome).Inc()
+		m.pullTime.WithLabelValues(s.Plan, s.Route).Observe(s.Duration.Seconds())
+		return
 	}
-	m.pulls.WithLabelValues(s.Plan, s.Route, outcome).Inc()
-	m.pullTime.WithLabelValues(s.Plan, s.Route).Observe(s.Duration.Seconds())
+	ps := &m.pullSeries[i][j]
+	if s.Err != nil {
+		ps.failed.Inc()
+	} else {
+		ps.ok.Inc()
+	}
+	ps.time.Observe(s.Duration.Seconds())
 }
 
 // observeRouting records the replicas a read passed over.

@@ -239,21 +239,11 @@ func ownMessage(msg pgproto3.FrontendMessage) pgproto3.FrontendMessage {
 	case *pgproto3.Parse:
 		c := *m
 		return &c
-	case *pgproto3.Bind:
-		c := *m
-		c.Parameters = make([][]byte, len(m.Parameters))
-		for i, p := range m.Parameters {
-			if p != nil {
-				c.Parameters[i] = append([]byte{}, p...)
-			}
-		}
-		return &c
-	case *pgproto3.Describe:
-		c := *m
-		return &c
-	case *pgproto3.Execute:
-		c := *m
-		return &c
+	case *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute:
+		// Their handlers keep nothing of them: handleBind decodes the
+		// parameters into values of their own (decodeParam never aliases
+		// its bytes) and copies the format codes it keeps.
+		return msg
 	case *pgproto3.Close:
 		c := *m
 		return &c
@@ -308,7 +298,7 @@ func (c *conn) sendReady() error {
 			c.closePortal(p)
 		}
 	}
-	if err := c.w.send(&pgproto3.ReadyForQuery{TxStatus: status}); err != nil {
+	if err := c.w.sendReadyForQuery(status); err != nil {
 		return err
 	}
 	return c.w.flush()

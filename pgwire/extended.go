@@ -127,10 +127,17 @@ func (c *conn) closeExtended() {
 	}
 }
 
+// allText is the format codes of up to 64 values all in text; nothing
+// writes to it.
+var allText [64]int16
+
 // expandFormats turns Bind's format codes into one per value: none means
 // all text, one applies to all, else there must be one per value (ok is
 // false otherwise).
 func expandFormats(codes []int16, n int) ([]int16, bool) {
+	if len(codes) == 0 && n <= len(allText) {
+		return allText[:n:n], true
+	}
 	out := make([]int16, n)
 	switch len(codes) {
 	case 0:

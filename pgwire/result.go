@@ -51,6 +51,7 @@ type resultWriter struct {
 	// ended is set by Complete and Empty: the statement reported its end.
 	ended bool
 	rdesc pgproto3.RowDescription
+	names [][]byte // rdesc's column names, reused
 }
 
 var errNoColumns = errors.New("pgwire: Row called before Columns")
@@ -116,8 +117,17 @@ func (r *resultWriter) rowDescription(cols []catalog.Column, formats []int16) (*
 		if formats != nil {
 			format = formats[i]
 		}
+		// The names' bytes are reused from the last RowDescription.
+		var name []byte
+		if i < len(r.names) {
+			name = r.names[i][:0]
+		} else {
+			r.names = append(r.names, nil)
+		}
+		name = append(name, cstring(col.Name)...)
+		r.names[i] = name
 		fields = append(fields, pgproto3.FieldDescription{
-			Name:         []byte(cstring(col.Name)),
+			Name:         name,
 			DataTypeOID:  col.Type.OID(),
 			DataTypeSize: typeLen(col.Type),
 			TypeModifier: -1,
@@ -216,7 +226,7 @@ func (r *resultWriter) WriteRows(b []byte, _ int) error {
 func (r *resultWriter) Complete(tag string) error {
 	r.reset()
 	r.ended = true
-	return r.w.send(&pgproto3.CommandComplete{CommandTag: []byte(cstring(tag))})
+	return r.w.sendCommandComplete(tag)
 }
 
 // Empty implements ResultWriter.

@@ -264,7 +264,8 @@ func appendBinary(b []byte, t catalog.Type, v any) ([]byte, error) {
 // of type oid, sent in format (text or binary), into the Go value of its
 // basin type (see paramType). A nil b is NULL. Errors are what Postgres
 // reports for the same bytes: 22P02 and friends for text, 22P03 for
-// binary.
+// binary. The value never aliases b, which is the read buffer of the
+// Bind message and reused by the next one.
 func decodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
 	if b == nil {
 		return nil, nil

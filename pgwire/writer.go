@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -41,6 +42,35 @@ func (w *writer) send(msg pgproto3.BackendMessage) error {
 		return fmt.Errorf("pgwire: encode %T: %w", msg, err)
 	}
 	w.buf = b
+	if len(w.buf) >= flushThreshold {
+		return w.flush()
+	}
+	return nil
+}
+
+// sendCommandComplete sends CommandComplete with tag (NULs dropped),
+// encoded in place: send(&pgproto3.CommandComplete{...}) would allocate
+// the message and the tag's bytes, once per statement.
+func (w *writer) sendCommandComplete(tag string) error {
+	if w.err != nil {
+		return w.err
+	}
+	tag = cstring(tag)
+	w.buf = append(w.buf, 'C')
+	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(4+len(tag)+1))
+	w.buf = append(append(w.buf, tag...), 0)
+	if len(w.buf) >= flushThreshold {
+		return w.flush()
+	}
+	return nil
+}
+
+// sendReadyForQuery sends ReadyForQuery with status, encoded in place.
+func (w *writer) sendReadyForQuery(status byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	w.buf = append(w.buf, 'Z', 0, 0, 0, 5, status)
 	if len(w.buf) >= flushThreshold {
 		return w.flush()
 	}
