@@ -722,7 +722,9 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 			if err != nil {
 				return err
 			}
-			v, ok, err := store.Get(sk)
+			// Lookup may answer from the row cache: v is shared, and
+			// decoding it copies what the row keeps.
+			v, ok, err := store.Lookup(sk)
 			if err != nil {
 				return err
 			}

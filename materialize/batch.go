@@ -20,6 +20,9 @@ type Batch struct {
 	s   *Store
 	b   *pebble.Batch // nil once ended
 	ops int
+	// ranged is set once the batch holds a range deletion, which the row
+	// cache cannot invalidate key by key.
+	ranged bool
 }
 
 var errBatchEnded = errors.New("materialize: batch already committed or closed")
@@ -66,6 +69,7 @@ func (b *Batch) DeleteRange(lower, upper []byte) {
 	}
 	_ = b.live().DeleteRange(lo, hi, nil) // only fails for indexed batches
 	b.ops++
+	b.ranged = true
 }
 
 // Len returns the number of writes in the batch.
@@ -106,6 +110,13 @@ func (b *Batch) commit(cp Checkpoint, wo *pebble.WriteOptions) error {
 	defer pb.Close()
 	if b.s.db.closed.Load() {
 		return ErrClosed
+	}
+	if st := b.s.cache; st != nil {
+		// Invalidate before the data becomes visible, and let no Lookup
+		// fill the store until it is (see rowCache).
+		st.gate.enter()
+		defer st.gate.exit()
+		b.s.db.rows.invalidateBatch(st, pb, b.ops, b.ranged)
 	}
 	enc := encodeCheckpoint(make([]byte, 0, 64), cp)
 	if err := pb.Set(b.s.cpKey, enc, nil); err != nil {

@@ -32,7 +32,9 @@ type DB struct {
 	popts *pebble.Options
 	lock  *pebble.Lock
 	// wo is the write options of every commit: Sync unless Options.NoSync.
-	wo     *pebble.WriteOptions
+	wo *pebble.WriteOptions
+	// rows is the row cache; nil when Options.RowCacheSize is 0.
+	rows   *rowCache
 	closed atomic.Bool
 }
 
@@ -103,12 +105,15 @@ func Open(opts Options) (*DB, error) {
 	if opts.NoSync {
 		db.wo = pebble.NoSync
 	}
+	if opts.RowCacheSize > 0 {
+		db.rows = newRowCache(opts.RowCacheSize)
+	}
 	if err := db.checkFormat(); err != nil {
 		_ = pdb.Close()
 		_ = lock.Close()
 		return nil, err
 	}
-	log.Debug("opened view store", "cache_size", opts.CacheSize, "sync", !opts.NoSync)
+	log.Debug("opened view store", "cache_size", opts.CacheSize, "row_cache_size", opts.RowCacheSize, "sync", !opts.NoSync)
 	return db, nil
 }
 
@@ -175,7 +180,11 @@ func (db *DB) Close() error {
 // store need not exist: an empty store has no keys and the zero
 // Checkpoint.
 func (db *DB) Store(id StoreID) *Store {
-	return &Store{StoreReader: db.reader(db.pdb, id)}
+	s := &Store{StoreReader: db.reader(db.pdb, id)}
+	if db.rows != nil {
+		s.cache = db.rows.store(id)
+	}
+	return s
 }
 
 func (db *DB) reader(r pebble.Reader, id StoreID) StoreReader {
@@ -231,18 +240,27 @@ func compareStoreIDs(a, b StoreID) int {
 // one durable batch (range deletions: O(1) to write, the space comes back
 // as Pebble compacts).
 func (db *DB) DropView(view string) error {
-	return db.dropRanges("view "+view, appendViewPrefix(nil, nsData, view), appendViewPrefix(nil, nsCheckpoint, view))
+	return db.dropRanges("view "+view, func(id StoreID) bool { return id.View == view },
+		appendViewPrefix(nil, nsData, view), appendViewPrefix(nil, nsCheckpoint, view))
 }
 
 // DropStore deletes the data and checkpoint of one store, e.g. when the
 // node is no longer assigned any replica of that partition.
 func (db *DB) DropStore(id StoreID) error {
-	return db.dropRanges("store "+id.String(), appendStorePrefix(nil, nsData, id), appendStorePrefix(nil, nsCheckpoint, id))
+	return db.dropRanges("store "+id.String(), func(s StoreID) bool { return s == id },
+		appendStorePrefix(nil, nsData, id), appendStorePrefix(nil, nsCheckpoint, id))
 }
 
-func (db *DB) dropRanges(what string, prefixes ...[]byte) error {
+// dropRanges deletes the ranges of prefixes, which hold the stores that
+// match, in one batch.
+func (db *DB) dropRanges(what string, match func(StoreID) bool, prefixes ...[]byte) error {
 	if db.closed.Load() {
 		return ErrClosed
+	}
+	if c := db.rows; c != nil {
+		c.drops.enter()
+		defer c.drops.exit() // after the commit
+		c.invalidateDropped(match)
 	}
 	b := db.pdb.NewBatch()
 	defer b.Close()

@@ -112,6 +112,19 @@
 // partitions (a scatter-gather over them), use DB.NewSnapshot, whose
 // stores' data and checkpoints are consistent as of one instant.
 //
+// Queries' point reads use Lookup, which with Options.RowCacheSize set
+// is served from the row cache (rowcache.go), a sharded hash map of
+// values in front of Pebble: a hit skips the memtable and sstable seeks.
+// It keeps both guarantees above: Lookup never returns a value older
+// than Pebble's visible one when it starts, because every write
+// invalidates the keys it changes before it becomes visible, and no
+// value read before a write is cached once the write has begun (the
+// argument is on rowCache). Writers read their state with Get, which
+// bypasses the cache, and snapshot readers never use it. RowCacheStats
+// counts hits and misses; a store that is written much and read little
+// costs the writer one atomic load per commit while nothing of it is
+// cached.
+//
 // # Durability and errors
 //
 // Options.NoSync drops the fsync of commits (tests, benchmarks): a crash

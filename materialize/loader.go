@@ -106,7 +106,7 @@ func (l *Loader) Flush(cp Checkpoint) error {
 			_ = os.Remove(path)
 			return fmt.Errorf("materialize: loading store %s: %w", l.s.id, err)
 		}
-		err := db.pdb.Ingest(context.Background(), []string{path})
+		err := l.ingest(path)
 		_ = os.Remove(path) // Ingest links the file in; the name is ours to drop
 		if err != nil {
 			return fmt.Errorf("materialize: loading store %s: %w", l.s.id, err)
@@ -115,6 +115,17 @@ func (l *Loader) Flush(cp Checkpoint) error {
 	l.entries, l.chunks, l.size = l.entries[:0], nil, 0
 	b := l.s.NewBatch()
 	return b.Commit(cp)
+}
+
+// ingest ingests the table at path into the store, invalidating the
+// store's row cache entries before they can be stale (see rowCache).
+func (l *Loader) ingest(path string) error {
+	if st := l.s.cache; st != nil {
+		st.gate.enter()
+		defer st.gate.exit()
+		invalidateStore(st)
+	}
+	return l.s.db.pdb.Ingest(context.Background(), []string{path})
 }
 
 // write writes the sorted entries, the last of each key, to an sstable

@@ -21,6 +21,13 @@ type Options struct {
 	// stores. Default 64 MiB.
 	CacheSize int64
 
+	// RowCacheSize is the size in bytes of the row cache, which keeps
+	// values of live stores in memory for StoreReader.Lookup (a query's
+	// point reads): a hit is a hash-map lookup instead of a seek in
+	// Pebble. Sizes count keys, values and about 128 bytes per entry.
+	// Default 0: no row cache, and Lookup is Get.
+	RowCacheSize int64
+
 	// NoSync turns off the fsync of every batch commit. Default false:
 	// commits are durable when Commit returns, which is what lets a node
 	// killed with SIGKILL or a power cut resume from its checkpoints. With
@@ -40,6 +47,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CacheSize < 0 {
 		return errors.New("materialize: Options.CacheSize must not be negative")
+	}
+	if o.RowCacheSize < 0 {
+		return errors.New("materialize: Options.RowCacheSize must not be negative")
 	}
 	return nil
 }

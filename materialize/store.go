@@ -18,6 +18,9 @@ type StoreReader struct {
 	id     StoreID
 	prefix []byte // data prefix of the store
 	cpKey  []byte // checkpoint key of the store
+	// cache is the store's row cache state, shared by all its live
+	// handles; nil over a snapshot or with the row cache off.
+	cache *storeCache
 }
 
 // Store is one view partition's state: a key range of the node's Pebble
@@ -35,7 +38,8 @@ func (s *StoreReader) ID() StoreID { return s.id }
 // keyBufs holds scratch buffers for building full keys on the read path.
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
 
-// Get returns a copy of the value of key, and whether it exists.
+// Get returns a copy of the value of key, and whether it exists. It
+// reads Pebble, never the row cache (see Lookup).
 func (s *StoreReader) Get(key []byte) (value []byte, ok bool, err error) {
 	if s.db.closed.Load() {
 		return nil, false, ErrClosed

@@ -141,6 +141,12 @@ var (
 		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
 	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
 		"Time since the peer's last heartbeat arrived.", []string{"peer"}, nil)
+	rowCacheDesc = prometheus.NewDesc("basin_row_cache_total",
+		"Point reads of the row cache: hit (answered from memory) or miss (read from storage, then cached).", []string{"result"}, nil)
+	rowCacheBytesDesc = prometheus.NewDesc("basin_row_cache_bytes",
+		"Memory the row cache's entries take (keys, values and per-entry overhead), at most --row-cache-mb.", nil, nil)
+	rowCacheEntriesDesc = prometheus.NewDesc("basin_row_cache_entries",
+		"Rows in the row cache.", nil, nil)
 	planCacheDesc = prometheus.NewDesc("basin_plan_cache_total",
 		"What the simple-query plan caches of this node's sessions did: hit (a query ran from a cached plan), cached (a query shape was cached), uncacheable (a shape was found not cacheable).", []string{"result"}, nil)
 )
@@ -151,6 +157,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- peerAliveDesc
 	ch <- peerHeartbeatAgeDesc
 	ch <- planCacheDesc
+	ch <- rowCacheDesc
+	ch <- rowCacheBytesDesc
+	ch <- rowCacheEntriesDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -160,6 +169,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Hits), "hit")
 		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Cached), "cached")
 		ch <- prometheus.MustNewConstMetric(planCacheDesc, prometheus.CounterValue, float64(pc.Uncacheable), "uncacheable")
+	}
+	if db := c.n.db; db != nil {
+		rc := db.RowCacheStats()
+		ch <- prometheus.MustNewConstMetric(rowCacheDesc, prometheus.CounterValue, float64(rc.Hits), "hit")
+		ch <- prometheus.MustNewConstMetric(rowCacheDesc, prometheus.CounterValue, float64(rc.Misses), "miss")
+		ch <- prometheus.MustNewConstMetric(rowCacheBytesDesc, prometheus.GaugeValue, float64(rc.Bytes))
+		ch <- prometheus.MustNewConstMetric(rowCacheEntriesDesc, prometheus.GaugeValue, float64(rc.Entries))
 	}
 	if c.n.rt != nil {
 		for _, t := range c.n.rt.Tasks(now) {

@@ -12,7 +12,8 @@ import (
 
 // TestMetrics scrapes /metrics of a node alone after a key lookup, a scan
 // and a failing query: the pull-query counters and histograms carry
-// their plan, route and outcome, and every task's lag is a gauge.
+// their plan, route and outcome, the row cache counts its hit and miss,
+// and every task's lag is a gauge.
 func TestMetrics(t *testing.T) {
 	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
 	conn := connect(t, n.PGAddr())
@@ -43,6 +44,11 @@ func TestMetrics(t *testing.T) {
 		`basin_pull_queries_total{outcome="error",plan="lookup",route="local"} 1`,
 		`basin_pull_query_duration_seconds_count{plan="lookup",route="local"} 2`,
 		`basin_pull_query_duration_seconds_count{plan="scan",route="local"} 1`,
+		// The first lookup of 'a' read storage and cached the row; the
+		// failing one read it from the cache.
+		`basin_row_cache_total{result="miss"} 1`,
+		`basin_row_cache_total{result="hit"} 1`,
+		`basin_row_cache_entries 1`,
 		`basin_task_offset_lag{relation="kv",role="active",state="RUNNING",task="kv@1/0"} 0`,
 		`basin_task_offset_lag{relation="kv",role="active",state="RUNNING",task="kv@1/1"} 0`,
 	} {

@@ -127,7 +127,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		brokers = n.broker.Addrs()
 		n.log.Info("embedded broker started", "addrs", strings.Join(brokers, ","))
 	}
-	if n.db, err = materialize.Open(materialize.Options{Dir: filepath.Join(opts.DataDir, "state"), Logger: n.log}); err != nil {
+	if n.db, err = materialize.Open(materialize.Options{Dir: filepath.Join(opts.DataDir, "state"), Logger: n.log,
+		RowCacheSize: int64(max(opts.RowCacheMB, 0)) << 20}); err != nil {
 		return nil, err
 	}
 	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,

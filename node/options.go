@@ -104,6 +104,11 @@ type Options struct {
 	// loopback (--allow-trust-remote), for networks where every client
 	// that can reach the address is trusted. Default false.
 	AllowTrustRemote bool
+	// RowCacheMB is the size in MiB of the row cache, which keeps the
+	// stored rows that point reads (WHERE key = ...) returned in memory
+	// (materialize.Options.RowCacheSize). Default DefaultRowCacheMB;
+	// negative turns it off.
+	RowCacheMB int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -123,6 +128,7 @@ const (
 	DefaultSessionTimeout        = 6 * time.Second
 	DefaultHeartbeatInterval     = 100 * time.Millisecond
 	DefaultLagReportInterval     = time.Second
+	DefaultRowCacheMB            = 64
 )
 
 // ensureDefaults fills unset fields with their defaults; it is the one
@@ -169,6 +175,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.LagReportInterval <= 0 {
 		o.LagReportInterval = DefaultLagReportInterval
+	}
+	if o.RowCacheMB == 0 {
+		o.RowCacheMB = DefaultRowCacheMB
 	}
 	if o.Auth == "" {
 		o.Auth = pgwire.AuthTrust.String()

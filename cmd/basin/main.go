@@ -99,6 +99,7 @@ func newServe() *cobra.Command {
 	f.Duration("session-timeout", node.DefaultSessionTimeout, "how long a silent node keeps its tasks (failover time; restart window of a static member)")
 	f.Duration("heartbeat-interval", node.DefaultHeartbeatInterval, "how often a node sends heartbeats to the others (down after 5 missed)")
 	f.Duration("lag-report-interval", node.DefaultLagReportInterval, "how often a node sends its tasks' lags to the others")
+	f.Int("row-cache-mb", node.DefaultRowCacheMB, "MiB of memory for the rows point reads returned, served again without a storage read (0 turns it off)")
 	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
 	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
@@ -135,6 +136,13 @@ func newServe() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		rowCacheMB := v.GetInt("row-cache-mb")
+		switch {
+		case rowCacheMB < 0:
+			return fmt.Errorf("row-cache-mb = %d: give a size in MiB, or 0 to turn the row cache off", rowCacheMB)
+		case rowCacheMB == 0:
+			rowCacheMB = -1 // node.Options: off
+		}
 		var brokers []string
 		for _, b := range strings.Split(v.GetString("brokers"), ",") {
 			if b = strings.TrimSpace(b); b != "" {
@@ -160,6 +168,7 @@ func newServe() *cobra.Command {
 			SessionTimeout:        v.GetDuration("session-timeout"),
 			HeartbeatInterval:     v.GetDuration("heartbeat-interval"),
 			LagReportInterval:     v.GetDuration("lag-report-interval"),
+			RowCacheMB:            rowCacheMB,
 			TLSCert:               v.GetString("tls-cert"),
 			TLSKey:                v.GetString("tls-key"),
 			Auth:                  v.GetString("auth"),
