@@ -54,6 +54,7 @@ type pull struct {
 	onePart [1]int32
 	oneKeys [1][][]any
 	oneKey  [1][]any
+	oneRead [1]PartitionRead
 }
 
 type sortRow struct {
@@ -443,12 +444,15 @@ func (q *pull) scanStores(ctx context.Context) error {
 		if t := q.rawSinks(); t != nil {
 			sink = t.sink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
 		}
+		var read PartitionRead
+		served := func(r PartitionRead) { read = r }
+		input := func(row catalog.Row) error { return q.input(ctx, row) }
+		if len(parts) == 1 {
+			q.reads = q.oneRead[:0]
+		}
 		for i, p := range parts {
-			var read PartitionRead
-			served := func(r PartitionRead) { read = r }
-			if err := q.readPartition(ctx, query, fwd, p, keysOf(keys, i), nil, served, func(row catalog.Row) error {
-				return q.input(ctx, row)
-			}, sink); err != nil {
+			read = PartitionRead{}
+			if err := q.readPartition(ctx, query, fwd, p, keysOf(keys, i), nil, served, input, sink); err != nil {
 				return err
 			}
 			if sink != nil {

@@ -133,9 +133,10 @@ var allText [64]int16
 
 // expandFormats turns Bind's format codes into one per value: none means
 // all text, one applies to all, else there must be one per value (ok is
-// false otherwise).
+// false otherwise). The result must not be modified: all-text results
+// share one array.
 func expandFormats(codes []int16, n int) ([]int16, bool) {
-	if len(codes) == 0 && n <= len(allText) {
+	if n <= len(allText) && (len(codes) == 0 || len(codes) == 1 && codes[0] == formatText) {
 		return allText[:n:n], true
 	}
 	out := make([]int16, n)
