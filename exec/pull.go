@@ -154,7 +154,7 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		return nil
 	}
 	c := &PullCode{pseudo: usesPseudo(plan)}
-	if plan.Filter != nil {
+	if plan.Filter != nil && !pinOnly(plan) {
 		c.filter = Compile(plan.Filter)
 	}
 	c.passThrough = len(plan.Output) > 0
@@ -191,6 +191,15 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		c.lookups = append(c.lookups, key)
 	}
 	return c
+}
+
+// pinOnly reports whether plan's filter is nothing but its partition pin
+// (_partition = N, as a forwarded read asks for a partition): reading
+// only that partition is the whole filter, so rows need not be decoded
+// to test it and can go out as stored (RawRows).
+func pinOnly(plan *planner.PullPlan) bool {
+	b, ok := plan.Filter.(*planner.Binary)
+	return ok && plan.Partition != nil && b.Op == "="
 }
 
 // usesPseudo reports whether any expression of plan may read a column
@@ -442,7 +451,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		// client batch by batch.
 		var sink *rawSink
 		if t := q.rawSinks(); t != nil {
-			sink = t.sink(keys == nil && (q.plan.Filter == nil || q.plan.Where != ""), q.sendRaw)
+			sink = t.sink(keys == nil && (q.code.filter == nil || q.plan.Where != ""), q.sendRaw)
 		}
 		var read PartitionRead
 		served := func(r PartitionRead) { read = r }
@@ -617,7 +626,7 @@ func (q *pull) request(query *Query, p int32, keys [][]any) *ReadRequest {
 	plan := q.plan
 	req := &ReadRequest{Rel: query.Rel, Partition: p, Keys: keys, Where: plan.Where, Alias: plan.Alias,
 		Needed: plan.Needed, Limit: -1, PositionWait: q.env.PositionWait}
-	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (plan.Filter == nil || plan.Where != "") {
+	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (q.code.filter == nil || plan.Where != "") {
 		req.Limit = plan.Limit + plan.Offset
 	}
 	if len(q.env.MinPosition) > 0 {
@@ -911,7 +920,7 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 	}()
 	raw := q.rawSinks()
 	// Peers may send rows raw when they filter them all.
-	fwdRaw := raw != nil && keys == nil && (q.plan.Filter == nil || q.plan.Where != "")
+	fwdRaw := raw != nil && keys == nil && (q.code.filter == nil || q.plan.Where != "")
 	pfs := make([]*prefetch, len(parts))
 	start := func(i int) {
 		pf := &prefetch{rows: make(chan prefetchBatch, gatherBatches), turn: make(chan struct{})}
