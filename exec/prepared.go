@@ -207,54 +207,11 @@ func paramOf(e sql.Expr) int {
 
 // visitParams calls fn for every parameter reference in plan.
 func visitParams(plan *planner.PullPlan, fn func(*planner.ParamRef)) {
-	var visit func(s planner.Scalar)
-	visit = func(s planner.Scalar) {
-		switch s := s.(type) {
-		case *planner.ParamRef:
-			fn(s)
-		case *planner.Unary:
-			visit(s.X)
-		case *planner.Binary:
-			visit(s.L)
-			visit(s.R)
-		case *planner.IsNull:
-			visit(s.X)
-		case *planner.In:
-			visit(s.X)
-			for _, x := range s.List {
-				visit(x)
-			}
-		case *planner.Cast:
-			visit(s.X)
-		case *planner.Case:
-			for _, a := range s.Arms {
-				visit(a.Cond)
-				visit(a.Result)
-			}
-			visit(s.Else)
-		case *planner.Call:
-			for _, a := range s.Args {
-				visit(a)
-			}
+	plan.Walk(func(s planner.Scalar) {
+		if r, ok := s.(*planner.ParamRef); ok {
+			fn(r)
 		}
-	}
-	visit(plan.Filter)
-	for _, l := range plan.Lookup {
-		visit(l)
-	}
-	for _, g := range plan.GroupBy {
-		visit(g)
-	}
-	for _, a := range plan.Aggs {
-		visit(a.Arg)
-	}
-	visit(plan.Having)
-	for _, o := range plan.Output {
-		visit(o)
-	}
-	for _, k := range plan.Order {
-		visit(k.Expr)
-	}
+	})
 }
 
 // insertParams notes the types of an INSERT's parameters as the values

@@ -212,29 +212,11 @@ func usesPseudo(plan *planner.PullPlan) bool {
 	}
 	ncols := len(plan.Rel.Schema.Columns)
 	found := false
-	visit := func(s planner.Scalar) {
-		planner.Walk(s, func(s planner.Scalar) {
-			if c, ok := s.(*planner.ColRef); ok && c.Idx >= ncols {
-				found = true
-			}
-		})
-	}
-	visit(plan.Filter)
-	visit(plan.Having)
-	visit(plan.Partition)
-	for _, o := range plan.Output {
-		visit(o)
-	}
-	for _, o := range plan.Order {
-		visit(o.Expr)
-	}
-	for _, g := range plan.GroupBy {
-		visit(g)
-	}
-	for _, a := range plan.Aggs {
-		visit(a.Arg)
-		visit(a.Arg2)
-	}
+	plan.Walk(func(s planner.Scalar) {
+		if c, ok := s.(*planner.ColRef); ok && c.Idx >= ncols {
+			found = true
+		}
+	})
 	return found
 }
 

@@ -199,6 +199,38 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 
 // neededColumns marks the columns of Rel that the plan's expressions
 // over the input row read.
+// Walk calls fn, through the package's Walk, for every expression of p
+// and each of their subexpressions: the filter, the partition pin, the
+// key lookups, the grouping, the aggregates' arguments, HAVING, the
+// output and the ordering. Expressions the plan holds twice (a lookup is
+// also part of the filter) are visited twice.
+func (p *PullPlan) Walk(fn func(Scalar)) {
+	Walk(p.Filter, fn)
+	Walk(p.Partition, fn)
+	for _, l := range p.Lookup {
+		Walk(l, fn)
+	}
+	for _, in := range p.LookupIn {
+		for _, l := range in {
+			Walk(l, fn)
+		}
+	}
+	for _, g := range p.GroupBy {
+		Walk(g, fn)
+	}
+	for _, a := range p.Aggs {
+		Walk(a.Arg, fn)
+		Walk(a.Arg2, fn)
+	}
+	Walk(p.Having, fn)
+	for _, o := range p.Output {
+		Walk(o, fn)
+	}
+	for _, o := range p.Order {
+		Walk(o.Expr, fn)
+	}
+}
+
 func (p *PullPlan) neededColumns() []bool {
 	need := make([]bool, len(p.Rel.Schema.Columns))
 	mark := func(s Scalar) {
