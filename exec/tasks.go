@@ -226,6 +226,10 @@ func fetchErr(fetches kgo.Fetches) error {
 // collects before loading it into the store.
 const loadFlushSize = 32 << 20
 
+// loadGrowMax bounds the writes a restore makes room for in its loader
+// at once (16 bytes of index each).
+const loadGrowMax = 1 << 20
+
 // restore applies the changelog partition from the store's checkpoint to
 // the changelog's end, so the store reflects every committed transaction.
 // Markers carry the input and position of the transaction they end.
@@ -253,6 +257,9 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 	var ld *materialize.Loader
 	if cp.ChangelogOffset == 0 {
 		ld = store.NewLoader()
+		// One write per changelog record at most (transaction markers
+		// take offsets too), up to what one load collects.
+		ld.Grow(int(min(end-cp.ChangelogOffset, loadGrowMax)))
 	}
 	for cp.ChangelogOffset < end {
 		fetches := cl.PollFetches(ctx)

@@ -76,6 +76,11 @@ func (l *Loader) add(key, value []byte, del bool) {
 	l.size += n + 16
 }
 
+// Grow makes room for n more writes, so that the index of the writes
+// does not grow, copying itself, as they come: a restore knows about how
+// many changelog records it will read.
+func (l *Loader) Grow(n int) { l.entries = slices.Grow(l.entries, n) }
+
 // NewLoader starts a loader of s.
 func (s *Store) NewLoader() *Loader { return &Loader{s: s} }
 
