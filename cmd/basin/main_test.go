@@ -123,3 +123,12 @@ func TestServeRefusesRemoteTrust(t *testing.T) {
 		t.Fatalf("password without TLS: %v", err)
 	}
 }
+
+// TestServeRefusesNegativeRowCache checks that --row-cache-mb below 0 is
+// refused at start, naming the setting and what to give instead.
+func TestServeRefusesNegativeRowCache(t *testing.T) {
+	_, err := execute([]string{"serve", "--row-cache-mb", "-1", "--data-dir", t.TempDir(), "--http-addr", "off"}, "")
+	if err == nil || !strings.Contains(err.Error(), "row-cache-mb = -1") || !strings.Contains(err.Error(), "0 to turn the row cache off") {
+		t.Fatalf("got %v", err)
+	}
+}
