@@ -597,8 +597,10 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 	case nil:
 		return w.Empty()
 	case *sql.Select:
-		// The portal's own Env takes the raw writer for this run.
+		// The portal's own Env takes the context and the raw writer of
+		// this run.
 		pt.rows = 0
+		pt.env.Ctx = ctx
 		if raw, ok := w.(RawRows); ok {
 			pt.counted = countedRaw{RawRows: raw, n: &pt.rows}
 			pt.env.Raw = &pt.counted

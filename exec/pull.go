@@ -49,7 +49,6 @@ type pull struct {
 	horde []*groupState
 	reads []PartitionRead
 
-	envVal Env // what env points to
 	// A single-key lookup's partition and key, without allocations.
 	onePart [1]int32
 	oneKeys [1][][]any
@@ -236,12 +235,13 @@ func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, cod
 	if code == nil {
 		code = CompilePull(plan)
 	}
-	q := &pull{rt: rt, plan: plan, code: code, emit: emit}
-	if env != nil {
-		// The query's own copy, with its context.
-		q.envVal = *env
-		q.envVal.Ctx = ctx
-		q.env = &q.envVal
+	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
+	if env != nil && env.Ctx != ctx {
+		// A copy with the query's context (a portal sets its own Env's
+		// beforehand and saves the copy).
+		e := *env
+		e.Ctx = ctx
+		q.env = &e
 	}
 	if plan.Grouped {
 		q.agg = NewAggregator(plan.Aggs)
