@@ -3,7 +3,6 @@ package materialize
 import (
 	"fmt"
 	"testing"
-	"time"
 )
 
 // Benchmarks of the row cache: point reads of a 100k-row store written
@@ -11,40 +10,14 @@ import (
 // keeps taking input, through Get (Pebble) and Lookup (the cache, warm).
 // Run with: go test -run '^$' -bench 'Lookup|Get$' -benchmem ./materialize/
 
-// benchCachedStore fills a store of a DB with a row cache as benchStore
-// does, and returns it with the keys in a scattered order.
-func benchCachedStore(b *testing.B, n int) (*Store, [][]byte) {
-	db, err := Open(Options{Dir: b.TempDir(), Logger: quietLogger(), NoSync: true, RowCacheSize: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	s := db.Store(StoreID{"bench", 0})
-	batch := s.NewBatch()
-	for i := range n {
-		row, _ := EncodeRow([]any{fmt.Sprintf("customer-%06d", i), int64(i), float64(i) * 1.5, time.Unix(1700000000+int64(i), 0)})
-		batch.Set(mustKey(b, int64(i)), row)
-		if batch.Len() == 10000 {
-			if err := batch.Commit(Checkpoint{ChangelogOffset: int64(i + 1)}); err != nil {
-				b.Fatal(err)
-			}
-			batch = s.NewBatch()
-		}
-	}
-	if err := batch.Commit(Checkpoint{ChangelogOffset: int64(n)}); err != nil {
-		b.Fatal(err)
-	}
-	keys := make([][]byte, n)
-	for i := range keys {
-		keys[i] = mustKey(b, int64((i*7919)%n))
-	}
-	return s, keys
-}
-
 // BenchmarkLookup reads every key of the store in turn, from a warm cache
 // (every row fits), next to the same reads through Get.
 func BenchmarkLookup(b *testing.B) {
-	s, keys := benchCachedStore(b, benchKeys)
+	s := benchStore(b, benchKeys, 64<<20)
+	keys := make([][]byte, benchKeys)
+	for i := range keys {
+		keys[i] = mustKey(b, fmt.Sprintf("customer-%06d", (i*7919)%benchKeys))
+	}
 	for _, k := range keys {
 		if _, ok, err := s.Lookup(k); !ok || err != nil {
 			b.Fatal(ok, err)

@@ -796,8 +796,10 @@ func TestFormatKey(t *testing.T) {
 	}
 }
 
-func benchStore(b *testing.B, n int) *Store {
-	db, err := Open(Options{Dir: b.TempDir(), Logger: quietLogger(), NoSync: true})
+// benchStore writes n rows keyed customer-000000, ... into a store
+// through batches of 10,000, with a row cache of rowCache bytes.
+func benchStore(b *testing.B, n int, rowCache int64) *Store {
+	db, err := Open(Options{Dir: b.TempDir(), Logger: quietLogger(), NoSync: true, RowCacheSize: rowCache})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -823,7 +825,7 @@ func benchStore(b *testing.B, n int) *Store {
 const benchKeys = 100_000
 
 func BenchmarkGet(b *testing.B) {
-	s := benchStore(b, benchKeys)
+	s := benchStore(b, benchKeys, 0)
 	keys := make([][]byte, 1024)
 	for i := range keys {
 		keys[i] = mustKey(b, fmt.Sprintf("customer-%06d", (i*7919)%benchKeys))
@@ -839,7 +841,7 @@ func BenchmarkGet(b *testing.B) {
 }
 
 func BenchmarkScan(b *testing.B) {
-	s := benchStore(b, benchKeys)
+	s := benchStore(b, benchKeys, 0)
 	b.ReportAllocs()
 	for b.Loop() {
 		it, err := s.NewIter(nil, nil)

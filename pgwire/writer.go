@@ -42,10 +42,7 @@ func (w *writer) send(msg pgproto3.BackendMessage) error {
 		return fmt.Errorf("pgwire: encode %T: %w", msg, err)
 	}
 	w.buf = b
-	if len(w.buf) >= flushThreshold {
-		return w.flush()
-	}
-	return nil
+	return w.added()
 }
 
 // sendCommandComplete sends CommandComplete with tag (NULs dropped),
@@ -59,10 +56,7 @@ func (w *writer) sendCommandComplete(tag string) error {
 	w.buf = append(w.buf, 'C')
 	w.buf = binary.BigEndian.AppendUint32(w.buf, uint32(4+len(tag)+1))
 	w.buf = append(append(w.buf, tag...), 0)
-	if len(w.buf) >= flushThreshold {
-		return w.flush()
-	}
-	return nil
+	return w.added()
 }
 
 // sendReadyForQuery sends ReadyForQuery with status, encoded in place.
@@ -71,6 +65,12 @@ func (w *writer) sendReadyForQuery(status byte) error {
 		return w.err
 	}
 	w.buf = append(w.buf, 'Z', 0, 0, 0, 5, status)
+	return w.added()
+}
+
+// added flushes once the buffer has grown past flushThreshold, after a
+// message was added.
+func (w *writer) added() error {
 	if len(w.buf) >= flushThreshold {
 		return w.flush()
 	}
@@ -83,10 +83,7 @@ func (w *writer) sendRaw(b []byte) error {
 		return w.err
 	}
 	w.buf = append(w.buf, b...)
-	if len(w.buf) >= flushThreshold {
-		return w.flush()
-	}
-	return nil
+	return w.added()
 }
 
 // flush writes whatever is buffered.
