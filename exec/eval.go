@@ -61,6 +61,10 @@ type SettingsAccess interface {
 	// SetConfig sets a setting (for the transaction when local) and
 	// returns its new value.
 	SetConfig(name, value string, local bool) (string, error)
+	// Memo returns what build returned for key since the settings last
+	// changed, calling build when nothing is kept for key; key names
+	// whatever else the value is derived from, which must not change.
+	Memo(key any, build func() (any, error)) (any, error)
 }
 
 // Expr is a compiled expression.

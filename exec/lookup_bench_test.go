@@ -14,8 +14,8 @@ import (
 const lookupBenchRows = 10_000
 
 // benchLookupSession starts a broker, a runtime and a 4-partition table
-// of lookupBenchRows rows, and returns a session on it once every row is
-// readable: the whole read path of B1 below the wire protocol.
+// of lookupBenchRows rows, and returns a new session on it once every row
+// is readable: the whole read path of B1 below the wire protocol.
 func benchLookupSession(b *testing.B) *Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -39,7 +39,11 @@ func benchLookupSession(b *testing.B) *Session {
 	if err := s.Query(ctx, "SELECT count(*) FROM items", w); err != nil || w.last != int64(lookupBenchRows) {
 		b.Fatalf("count: %v %v", w.last, err)
 	}
-	return s
+	// A session of its own for the reads, as pgbench's: the loading
+	// session's writes would make each of its reads wait for them.
+	r := e.NewSession(map[string]string{"user": "bench"}, Client{})
+	b.Cleanup(r.Close)
+	return r
 }
 
 // BenchmarkPreparedLookup is one Bind and Execute of a prepared key

@@ -43,7 +43,7 @@ func (s *Session) noteWrites(p materialize.Position) {
 	s.writes.Merge(p)
 	// The setting is kept in step so that SHOW, SHOW ALL,
 	// current_setting() and pg_settings all read it as a setting.
-	s.vars["basin.last_write_position"] = s.writes.String()
+	s.setVar("basin.last_write_position", s.writes.String())
 }
 
 // noteReads records the positions a read's partitions were served at.

@@ -95,14 +95,18 @@ type Session struct {
 	lastRead []PartitionRead
 	// plans is the plan cache of simple queries (plancache.go).
 	plans map[string]*cachedShape
-	// reported is what ParameterStatus last returned (callers must not
-	// modify it).
-	reported map[string]string
-	// positionWait is basin.position_wait as last parsed, from its text.
-	positionWait struct {
-		parsed bool
-		text   string
-		d      time.Duration
+	// varsGen counts changes to vars after the session started (setVar):
+	// what is derived from the settings is kept until it moves.
+	varsGen atomic.Uint64
+	// derived are the settings every statement reads, parsed as of
+	// varsGen derived.gen (derivedSettings).
+	derived derived
+	// memo holds what reads derive from the settings and a relation
+	// (Memo), while varsGen stays at memo.gen.
+	memo struct {
+		sync.Mutex
+		gen uint64
+		m   map[any]any
 	}
 }
 
@@ -197,35 +201,9 @@ var reportedNames = map[string]string{"datestyle": "DateStyle", "timezone": "Tim
 
 // ParameterStatus returns the settings reported to the client.
 func (s *Session) ParameterStatus() map[string]string {
-	// Called at every Sync: while nothing reported changed, the last map
-	// is returned again instead of building one per statement.
-	if s.reported != nil && s.reported["session_authorization"] == s.user {
-		same := true
-		for _, k := range reportedSettings {
-			name := k
-			if n, ok := reportedNames[k]; ok {
-				name = n
-			}
-			if s.reported[name] != s.vars[k] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return s.reported
-		}
-	}
-	out := make(map[string]string, len(reportedSettings)+1)
-	defer func() { s.reported = out }()
-	for _, k := range reportedSettings {
-		name := k
-		if n, ok := reportedNames[k]; ok {
-			name = n
-		}
-		out[name] = s.vars[k]
-	}
-	out["session_authorization"] = s.user
-	return out
+	// Called at every Sync: while no setting changed, the map made at
+	// the last change is returned again.
+	return s.derivedSettings().reported
 }
 
 // PID is the session's backend process id.
@@ -251,13 +229,7 @@ func (s *Session) fillEnv(env *Env) {
 	fwd := s.vars["basin.forwarded"]
 	env.NoForward = fwd != "off"
 	env.ServeRestoring = fwd == "restoring"
-	if text := s.vars["basin.position_wait"]; !s.positionWait.parsed || text != s.positionWait.text {
-		s.positionWait.parsed, s.positionWait.text, s.positionWait.d = true, text, 5*time.Second
-		if d, err := time.ParseDuration(text); err == nil {
-			s.positionWait.d = d
-		}
-	}
-	env.PositionWait = s.positionWait.d
+	env.PositionWait = s.derivedSettings().positionWait
 }
 
 // Query runs the statements of a simple Query message.

@@ -30,7 +30,7 @@ func (s *Session) set(st *sql.Set, w ResultWriter) error {
 	if name == "all" && st.Reset {
 		for k := range defaultSettings {
 			if !readOnlySettings[k] {
-				s.vars[k] = s.initial[k]
+				s.setVar(k, s.initial[k])
 			}
 		}
 		return w.Complete("RESET")
@@ -66,7 +66,7 @@ func (s *Session) set(st *sql.Set, w ResultWriter) error {
 		return w.Complete("SET")
 	}
 	delete(s.txnSaved, name) // a session-level SET outlives the transaction
-	s.vars[name] = v
+	s.setVar(name, v)
 	return w.Complete("SET")
 }
 
@@ -74,7 +74,7 @@ func (s *Session) set(st *sql.Set, w ResultWriter) error {
 func (s *Session) endTxn() {
 	s.inTxn, s.txnFailed, s.txnWarned = false, false, false
 	for k, v := range s.txnSaved {
-		s.vars[k] = v
+		s.setVar(k, v)
 	}
 	s.txnSaved = nil
 }
@@ -202,11 +202,11 @@ func formatMillis(ms int64) string {
 // statementContext bounds a statement by statement_timeout. The returned
 // error mapper turns the timeout into 57014 as Postgres reports it.
 func (s *Session) statementContext(ctx context.Context) (context.Context, context.CancelFunc, func(error) error) {
-	ms, _ := parseMillis(s.vars["statement_timeout"])
-	if ms <= 0 {
+	timeout := s.derivedSettings().statementTimeout
+	if timeout <= 0 {
 		return ctx, func() {}, func(err error) error { return err }
 	}
-	tctx, cancel := context.WithTimeoutCause(ctx, time.Duration(ms)*time.Millisecond, errStatementTimeout)
+	tctx, cancel := context.WithTimeoutCause(ctx, timeout, errStatementTimeout)
 	return tctx, cancel, func(err error) error {
 		if err != nil && context.Cause(tctx) == errStatementTimeout && ctx.Err() == nil {
 			return pgerr.New(pgerr.QueryCanceled, "canceling statement due to statement timeout")
@@ -267,7 +267,7 @@ func (s *Session) discard(st *sql.Discard, w ResultWriter) error {
 	}
 	for k := range defaultSettings {
 		if !readOnlySettings[k] {
-			s.vars[k] = s.initial[k]
+			s.setVar(k, s.initial[k])
 		}
 	}
 	if c := closerOf(w); c != nil {
@@ -275,6 +275,86 @@ func (s *Session) discard(st *sql.Discard, w ResultWriter) error {
 	}
 	return w.Complete("DISCARD ALL")
 }
+
+// setVar changes a setting after the session started; every such change
+// goes through it, so that what derivedSettings and Memo keep is made
+// again after it.
+func (s *Session) setVar(name, value string) {
+	s.vars[name] = value
+	s.varsGen.Add(1)
+}
+
+// derived are the settings every statement reads, parsed.
+type derived struct {
+	valid bool
+	gen   uint64 // the session's varsGen they were made at
+	// reported is what ParameterStatus returns (callers must not modify
+	// it).
+	reported map[string]string
+	// positionWait is basin.position_wait, statementTimeout
+	// statement_timeout (0: none).
+	positionWait, statementTimeout time.Duration
+}
+
+// derivedSettings are the settings every statement reads, parsed once per
+// change of the settings rather than once per statement.
+func (s *Session) derivedSettings() *derived {
+	d := &s.derived
+	if gen := s.varsGen.Load(); !d.valid || d.gen != gen {
+		d.valid, d.gen = true, gen
+		d.reported = make(map[string]string, len(reportedSettings)+1)
+		for _, k := range reportedSettings {
+			name := k
+			if n, ok := reportedNames[k]; ok {
+				name = n
+			}
+			d.reported[name] = s.vars[k]
+		}
+		d.reported["session_authorization"] = s.user
+		d.positionWait = 5 * time.Second
+		if w, err := time.ParseDuration(s.vars["basin.position_wait"]); err == nil {
+			d.positionWait = w
+		}
+		ms, _ := parseMillis(s.vars["statement_timeout"])
+		d.statementTimeout = time.Duration(ms) * time.Millisecond
+	}
+	return d
+}
+
+// Memo returns what build returned for key since the session's settings
+// last changed, calling build when nothing is kept for key: for values a
+// read derives from the settings alone and immutable things named by key
+// (a relation's read bounds). An error is returned and not kept. It is
+// safe for concurrent use (the partitions of one read run in parallel).
+func (s *Session) Memo(key any, build func() (any, error)) (any, error) {
+	gen := s.varsGen.Load()
+	m := &s.memo
+	m.Lock()
+	if m.gen != gen || len(m.m) >= maxMemo {
+		m.gen, m.m = gen, nil
+	}
+	if v, ok := m.m[key]; ok {
+		m.Unlock()
+		return v, nil
+	}
+	m.Unlock()
+	v, err := build()
+	if err != nil {
+		return nil, err
+	}
+	m.Lock()
+	if m.gen == gen {
+		if m.m == nil {
+			m.m = make(map[any]any)
+		}
+		m.m[key] = v
+	}
+	m.Unlock()
+	return v, nil
+}
+
+// maxMemo bounds what a session's Memo keeps: past it, it starts over.
+const maxMemo = 64
 
 // Setting implements SettingsAccess.
 func (s *Session) Setting(name string) (string, bool) {

@@ -108,7 +108,7 @@ func (s *Session) setForTxn(name, value string) {
 	if _, saved := s.txnSaved[name]; !saved {
 		s.txnSaved[name] = s.vars[name]
 	}
-	s.vars[name] = value
+	s.setVar(name, value)
 }
 
 // checkWrite is called before a statement that changes something (what

@@ -123,7 +123,11 @@ type rowShard struct {
 	budget int64 // bytes
 	mu     struct {
 		sync.Mutex
-		m      map[string]uint32 // key -> index in slots
+		// m indexes slots by the key's hash (rowCache.shard), which is
+		// all a lookup hashes: it holds no pointers for the GC to scan.
+		// Two keys of one hash share the index entry; the slot's key
+		// tells them apart, and the later one replaces the earlier.
+		m      map[uint64]uint32
 		slots  []rowEntry
 		free   []uint32 // emptied slots
 		hand   int
@@ -135,6 +139,7 @@ type rowShard struct {
 }
 
 type rowEntry struct {
+	hash  uint64 // of key, its index in rowShard.mu.m
 	key   string
 	value []byte      // never modified; Lookup returns it
 	st    *storeCache // nil: a free slot
@@ -162,7 +167,7 @@ func newRowCache(size int64) *rowCache {
 	}
 	c := &rowCache{seed: maphash.MakeSeed(), shards: make([]rowShard, n)}
 	for i := range c.shards {
-		c.shards[i].mu.m = make(map[string]uint32)
+		c.shards[i].mu.m = make(map[uint64]uint32)
 		c.shards[i].budget = size / int64(n)
 	}
 	return c
@@ -177,8 +182,11 @@ func (c *rowCache) store(id StoreID) *storeCache {
 	return st.(*storeCache)
 }
 
-func (c *rowCache) shard(k []byte) *rowShard {
-	return &c.shards[maphash.Bytes(c.seed, k)&uint64(len(c.shards)-1)]
+// shard returns the shard of the full key k, and k's hash, which keys it
+// in the shard.
+func (c *rowCache) shard(k []byte) (*rowShard, uint64) {
+	h := maphash.Bytes(c.seed, k)
+	return &c.shards[h&uint64(len(c.shards)-1)], h
 }
 
 // invalidateBatch makes the entries that the writes of pb may change
@@ -205,7 +213,8 @@ func (c *rowCache) invalidateBatch(st *storeCache, pb *pebble.Batch, n int, rang
 		if !ok {
 			return
 		}
-		c.shard(k).remove(k)
+		sh, h := c.shard(k)
+		sh.remove(h, k)
 	}
 }
 
@@ -230,9 +239,9 @@ func (c *rowCache) invalidateDropped(match func(StoreID) bool) {
 
 // get returns the value of k if it is cached with st's current epoch,
 // and counts the hit or miss. A stale entry is removed.
-func (sh *rowShard) get(k []byte, st *storeCache) ([]byte, bool) {
+func (sh *rowShard) get(h uint64, k []byte, st *storeCache) ([]byte, bool) {
 	sh.mu.Lock()
-	if i, ok := sh.mu.m[string(k)]; ok {
+	if i, ok := sh.mu.m[h]; ok && sh.mu.slots[i].key == string(k) {
 		e := &sh.mu.slots[i]
 		if e.epoch == st.epoch.Load() {
 			if !e.ref {
@@ -269,7 +278,7 @@ func (c *rowCache) ticket(st *storeCache) fillTicket {
 // insert caches value, read from Pebble for the full key key after t was
 // taken, if no write may have changed it since. It keeps value, which
 // must not be modified afterwards.
-func (c *rowCache) insert(sh *rowShard, key, value []byte, t fillTicket) {
+func (c *rowCache) insert(sh *rowShard, h uint64, key, value []byte, t fillTicket) {
 	cost := rowEntryCost(len(key), len(value))
 	if !t.gatesIdle || cost > sh.budget {
 		return
@@ -285,7 +294,9 @@ func (c *rowCache) insert(sh *rowShard, key, value []byte, t fillTicket) {
 		st.entries.Add(-1)
 		return
 	}
-	if i, ok := sh.mu.m[ks]; ok {
+	if i, ok := sh.mu.m[h]; ok && sh.mu.slots[i].key != ks {
+		sh.removeLocked(i) // another key of the same hash
+	} else if ok {
 		// Another Lookup filled the key first, from an earlier read.
 		e := &sh.mu.slots[i]
 		sh.mu.bytes += cost - rowEntryCost(len(e.key), len(e.value))
@@ -307,15 +318,15 @@ func (c *rowCache) insert(sh *rowShard, key, value []byte, t fillTicket) {
 		i = uint32(len(sh.mu.slots))
 		sh.mu.slots = append(sh.mu.slots, rowEntry{})
 	}
-	sh.mu.slots[i] = rowEntry{key: ks, value: value, st: st, epoch: t.epoch}
-	sh.mu.m[ks] = i
+	sh.mu.slots[i] = rowEntry{hash: h, key: ks, value: value, st: st, epoch: t.epoch}
+	sh.mu.m[h] = i
 	sh.mu.bytes += cost
 }
 
-// remove deletes k from the shard if it is there.
-func (sh *rowShard) remove(k []byte) {
+// remove deletes k, of hash h, from the shard if it is there.
+func (sh *rowShard) remove(h uint64, k []byte) {
 	sh.mu.Lock()
-	if i, ok := sh.mu.m[string(k)]; ok {
+	if i, ok := sh.mu.m[h]; ok && sh.mu.slots[i].key == string(k) {
 		sh.removeLocked(i)
 	}
 	sh.mu.Unlock()
@@ -324,7 +335,7 @@ func (sh *rowShard) remove(k []byte) {
 // removeLocked removes the entry in slot i.
 func (sh *rowShard) removeLocked(i uint32) {
 	e := &sh.mu.slots[i]
-	delete(sh.mu.m, e.key)
+	delete(sh.mu.m, e.hash)
 	sh.mu.bytes -= rowEntryCost(len(e.key), len(e.value))
 	e.st.entries.Add(-1)
 	*e = rowEntry{}
@@ -405,15 +416,15 @@ func (s *StoreReader) Lookup(key []byte) (value []byte, ok bool, err error) {
 	// Build the full key on the stack: the hit path must not allocate.
 	var buf [128]byte
 	k := append(append(buf[:0], s.prefix...), key...)
-	sh := s.db.rows.shard(k)
-	if v, ok := sh.get(k, st); ok {
+	sh, h := s.db.rows.shard(k)
+	if v, ok := sh.get(h, k, st); ok {
 		return v, true, nil
 	}
-	return s.fill(sh, k)
+	return s.fill(sh, h, k)
 }
 
-// fill reads k, a full key, from Pebble and caches its value.
-func (s *StoreReader) fill(sh *rowShard, key []byte) ([]byte, bool, error) {
+// fill reads k, a full key of hash h, from Pebble and caches its value.
+func (s *StoreReader) fill(sh *rowShard, h uint64, key []byte) ([]byte, bool, error) {
 	c := s.db.rows
 	t := c.ticket(s.cache)
 	bp := keyBufs.Get().(*[]byte)
@@ -428,6 +439,6 @@ func (s *StoreReader) fill(sh *rowShard, key []byte) ([]byte, bool, error) {
 	}
 	value := bytes.Clone(v)
 	_ = closer.Close()
-	c.insert(sh, k, value, t)
+	c.insert(sh, h, k, value, t)
 	return value, true, nil
 }

@@ -435,7 +435,8 @@ func TestRowCacheFillRacesWrite(t *testing.T) {
 			ticket := c.ticket(s.cache)
 			old, _ := get(t, &s.StoreReader, []byte("k1"))
 			tc.write(t, db)
-			c.insert(c.shard(k), k, []byte(old), ticket)
+			sh, h := c.shard(k)
+			c.insert(sh, h, k, []byte(old), ticket)
 			want, wantOK := "new", true
 			if tc.deleted {
 				want, wantOK = "", false
@@ -465,7 +466,8 @@ func TestRowCacheFillDuringWrite(t *testing.T) {
 			gate.enter()
 			ticket := c.ticket(st)
 			old, _ := get(t, &s.StoreReader, []byte("k1"))
-			c.insert(c.shard(k), k, []byte(old), ticket)
+			sh, h := c.shard(k)
+			c.insert(sh, h, k, []byte(old), ticket)
 			// Its data becomes visible, then it exits.
 			if err := db.pdb.Set(k, []byte("new"), nil); err != nil {
 				t.Fatal(err)
@@ -473,5 +475,49 @@ func TestRowCacheFillDuringWrite(t *testing.T) {
 			gate.exit()
 			wantLookup(t, &s.StoreReader, "k1", "new", true)
 		})
+	}
+}
+
+// TestRowCacheHashCollision gives two keys the same hash by hand (a shard
+// indexes its entries by the key's 64-bit hash): each lookup must find
+// only its own key, the later fill replaces the earlier, and removing
+// one key leaves the other.
+func TestRowCacheHashCollision(t *testing.T) {
+	db := openRowCache(t, 1<<20)
+	s := db.Store(StoreID{"v", 0})
+	c, st := db.rows, s.cache
+	a, b := []byte("key-a"), []byte("key-b")
+	sh, _ := c.shard(a)
+	const h = 42
+	c.insert(sh, h, a, []byte("A"), c.ticket(st))
+	if v, ok := sh.get(h, a, st); !ok || string(v) != "A" {
+		t.Fatalf("get(a) = %q %v, want A", v, ok)
+	}
+	if v, ok := sh.get(h, b, st); ok {
+		t.Fatalf("get(b) = %q from a's entry, want a miss", v)
+	}
+	sh.remove(h, b) // not cached: must not remove a
+	if _, ok := sh.get(h, a, st); !ok {
+		t.Fatal("removing b removed a")
+	}
+	c.insert(sh, h, b, []byte("B"), c.ticket(st))
+	if _, ok := sh.get(h, a, st); ok {
+		t.Fatal("a is still found after b, of the same hash, replaced it")
+	}
+	if v, ok := sh.get(h, b, st); !ok || string(v) != "B" {
+		t.Fatalf("get(b) = %q %v, want B", v, ok)
+	}
+	if n := st.entries.Load(); n != 1 {
+		t.Fatalf("the store counts %d entries, want 1", n)
+	}
+	sh.remove(h, b)
+	if _, ok := sh.get(h, b, st); ok {
+		t.Fatal("b is found after its removal")
+	}
+	if n := st.entries.Load(); n != 0 {
+		t.Fatalf("the store counts %d entries after removing all, want 0", n)
+	}
+	if got := db.RowCacheStats(); got.Entries != 0 || got.Bytes != 0 {
+		t.Fatalf("stats after removing all: %+v", got)
 	}
 }

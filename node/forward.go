@@ -337,6 +337,26 @@ const defaultForwardTimeout = 2 * time.Second
 // basin.acceptable_offset_lag, else the view's acceptable.offset.lag;
 // basin.acceptable_time_lag; basin.read_from.
 func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
+	if env == nil || env.Session == nil {
+		return f.makeBounds(rel, env)
+	}
+	// Made once per relation while the session's settings stay as they
+	// are (a relation's options never change), not once per read.
+	v, err := env.Session.Memo(boundsKey{f, rel}, func() (any, error) { return f.makeBounds(rel, env) })
+	if err != nil {
+		return readBounds{}, err
+	}
+	return v.(readBounds), nil
+}
+
+// boundsKey keys a relation's read bounds in a session's Memo.
+type boundsKey struct {
+	f   *forwarder
+	rel *catalog.Relation
+}
+
+// makeBounds makes what bounds returns.
+func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
 	b := readBounds{ReadBounds: ha.ReadBounds{MaxOffsetLag: ha.NoOffsetLagBound, MaxLagAge: 3 * f.c.n.opts.LagReportInterval},
 		forwardTimeout: defaultForwardTimeout}
 	setting := func(name string) string {
