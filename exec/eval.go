@@ -61,10 +61,11 @@ type SettingsAccess interface {
 	// SetConfig sets a setting (for the transaction when local) and
 	// returns its new value.
 	SetConfig(name, value string, local bool) (string, error)
-	// Memo returns what build returned for key since the settings last
-	// changed, calling build when nothing is kept for key; key names
-	// whatever else the value is derived from, which must not change.
-	Memo(key any, build func() (any, error)) (any, error)
+	// Memo returns what MemoPut kept for key since the settings last
+	// changed. A value kept is derived from the settings and from what
+	// key names, which must not change.
+	Memo(key any) (any, bool)
+	MemoPut(key, value any)
 }
 
 // Expr is a compiled expression.

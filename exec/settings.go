@@ -321,36 +321,35 @@ func (s *Session) derivedSettings() *derived {
 	return d
 }
 
-// Memo returns what build returned for key since the session's settings
-// last changed, calling build when nothing is kept for key: for values a
-// read derives from the settings alone and immutable things named by key
-// (a relation's read bounds). An error is returned and not kept. It is
-// safe for concurrent use (the partitions of one read run in parallel).
-func (s *Session) Memo(key any, build func() (any, error)) (any, error) {
-	gen := s.varsGen.Load()
+// Memo returns what MemoPut kept for key since the session's settings
+// last changed: values a read derives from the settings and immutable
+// things named by key (a relation's read bounds), made once per change of
+// the settings rather than once per read. Memo and MemoPut are safe for
+// concurrent use (the partitions of one read run in parallel).
+func (s *Session) Memo(key any) (any, bool) {
 	m := &s.memo
 	m.Lock()
-	if m.gen != gen || len(m.m) >= maxMemo {
+	defer m.Unlock()
+	if m.gen != s.varsGen.Load() {
+		return nil, false
+	}
+	v, ok := m.m[key]
+	return v, ok
+}
+
+// MemoPut keeps value for key until the session's settings change; value
+// must have been derived from the settings as they are.
+func (s *Session) MemoPut(key, value any) {
+	m := &s.memo
+	m.Lock()
+	defer m.Unlock()
+	if gen := s.varsGen.Load(); m.gen != gen || len(m.m) >= maxMemo {
 		m.gen, m.m = gen, nil
 	}
-	if v, ok := m.m[key]; ok {
-		m.Unlock()
-		return v, nil
+	if m.m == nil {
+		m.m = make(map[any]any)
 	}
-	m.Unlock()
-	v, err := build()
-	if err != nil {
-		return nil, err
-	}
-	m.Lock()
-	if m.gen == gen {
-		if m.m == nil {
-			m.m = make(map[any]any)
-		}
-		m.m[key] = v
-	}
-	m.Unlock()
-	return v, nil
+	m.m[key] = value
 }
 
 // maxMemo bounds what a session's Memo keeps: past it, it starts over.

@@ -342,18 +342,19 @@ func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, er
 	}
 	// Made once per relation while the session's settings stay as they
 	// are (a relation's options never change), not once per read.
-	v, err := env.Session.Memo(boundsKey{f, rel}, func() (any, error) { return f.makeBounds(rel, env) })
-	if err != nil {
-		return readBounds{}, err
+	key := boundsKey{rel} // one pointer: no allocation as an interface
+	if v, ok := env.Session.Memo(key); ok {
+		return v.(readBounds), nil
 	}
-	return v.(readBounds), nil
+	b, err := f.makeBounds(rel, env)
+	if err == nil {
+		env.Session.MemoPut(key, b)
+	}
+	return b, err
 }
 
 // boundsKey keys a relation's read bounds in a session's Memo.
-type boundsKey struct {
-	f   *forwarder
-	rel *catalog.Relation
-}
+type boundsKey struct{ rel *catalog.Relation }
 
 // makeBounds makes what bounds returns.
 func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
