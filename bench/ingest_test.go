@@ -578,7 +578,7 @@ func TestB4Restore(t *testing.T) {
 	start = time.Now()
 	n.Restart(t)
 	ready := time.Since(start)
-	defer profileDuring(t, n, "b4-restore", 2)()
+	defer profileDuring(t, n, "b4-restore", 1)() // the restore takes about a second
 	conn, err = n.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)

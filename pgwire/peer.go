@@ -22,16 +22,25 @@ const watchAfter = 20 * time.Millisecond
 // start and stop bracket each statement, on the connection's goroutine;
 // the watch itself runs on the timer's goroutine, and stop interrupts it
 // with a read deadline in the past.
+//
+// The timer is not set and stopped for every statement: at thousands of
+// short statements a second, that was a good part of the runtime's work
+// for each. start sets it only when it is not already set; when it fires
+// with no statement running it stays unset until the next start, and
+// when the running statement started after it was set, it is set again
+// for the rest of that statement's watchAfter.
 type peerWatch struct {
 	c  *conn
 	rc syscall.RawConn // nil: the socket has none (no watching)
 
 	timer *time.Timer
 	mu    sync.Mutex
-	// ended is set by stop; watching is set while a watch runs, done is
-	// closed when it returns.
-	ended, watching bool
-	done            chan struct{}
+	// running is set from start to stop, since is when the statement
+	// started; armed is set while the timer is; watching is set while a
+	// watch runs, done is closed when it returns.
+	running, armed, watching bool
+	since                    time.Time
+	done                     chan struct{}
 }
 
 func (w *peerWatch) init(c *conn) {
@@ -52,10 +61,15 @@ func (w *peerWatch) start() {
 	if w.rc == nil {
 		return
 	}
+	now := time.Now()
 	w.mu.Lock()
-	w.ended = false
+	w.running, w.since = true, now
+	arm := !w.armed
+	w.armed = true
 	w.mu.Unlock()
-	w.timer.Reset(watchAfter)
+	if arm {
+		w.timer.Reset(watchAfter)
+	}
 }
 
 // stop ends a statement, and a watch that runs.
@@ -63,9 +77,8 @@ func (w *peerWatch) stop() {
 	if w.rc == nil {
 		return
 	}
-	w.timer.Stop()
 	w.mu.Lock()
-	w.ended = true
+	w.running = false
 	watching, done := w.watching, w.done
 	w.watching = false
 	w.mu.Unlock()
@@ -86,12 +99,19 @@ func (w *peerWatch) stop() {
 // end the connection.
 func (w *peerWatch) watch() {
 	w.mu.Lock()
-	// A firing of the timer that ran late may find the next statement
-	// already started, and its watch under way: one watch at a time.
-	if w.ended || w.watching {
+	if !w.running || w.watching {
+		w.armed = false // the next start sets the timer
 		w.mu.Unlock()
 		return
 	}
+	if rest := watchAfter - time.Since(w.since); rest > 0 {
+		// Set for an earlier statement: this one has not run for
+		// watchAfter yet.
+		w.timer.Reset(rest)
+		w.mu.Unlock()
+		return
+	}
+	w.armed = false
 	w.watching, w.done = true, make(chan struct{})
 	done := w.done
 	w.mu.Unlock()

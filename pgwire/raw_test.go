@@ -156,6 +156,39 @@ func TestClientDisconnectCancelsStatement(t *testing.T) {
 	eventually(t, "the session to be unregistered", func() bool { return ts.sessionCount() == 0 })
 }
 
+// TestClientDisconnectAfterShortStatements runs short statements for a
+// few times watchAfter, then a slow one, and hangs up during it: the
+// watch's timer, set by an earlier statement and not for each, must
+// still watch the slow one.
+func TestClientDisconnectAfterShortStatements(t *testing.T) {
+	ts := startServer(t, Options{})
+	nc := ts.dial(t)
+	fe, _ := rawStartup(t, nc)
+	query := func(q string) {
+		t.Helper()
+		fe.Send(&pgproto3.Query{String: q})
+		if err := fe.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for start := time.Now(); time.Since(start) < 3*watchAfter; {
+		query("select 1")
+		for {
+			msg, err := fe.Receive()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+	}
+	query("slow")
+	ts.waitStarted(t, "slow")
+	nc.Close()
+	ts.waitClosed(t)
+}
+
 // TestStartupTimeout connects and says nothing: the server hangs up after
 // StartupTimeout.
 func TestStartupTimeout(t *testing.T) {
