@@ -66,7 +66,18 @@ type lexer struct {
 // lex tokenizes the whole text. Statements are split afterwards, on the
 // ";" tokens, so a semicolon inside a string or comment never splits.
 func lex(text string) ([]token, *pgerr.Error) {
-	l := &lexer{text: text}
+	return lexInto(make([]token, 0, lexEstimate(text)), text)
+}
+
+// lexEstimate is how many tokens to make room for at first: about one
+// per four bytes of a short text (a token and the space after it), so
+// that a statement's tokens are one allocation rather than a doubling
+// series; a long text (a large INSERT) grows from a bounded start.
+func lexEstimate(text string) int { return min(len(text)/4+4, 256) }
+
+// lexInto is lex appending the tokens to toks.
+func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
+	l := &lexer{text: text, toks: toks}
 	for {
 		if err := l.skipSpace(); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package sql
 import (
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Shape is a one-statement query with its integer and string constants
@@ -22,12 +23,29 @@ type Shape struct {
 	Args []any
 }
 
+// shapeToks holds token buffers for ShapeOf; maxPooledToks bounds what
+// goes back (a huge statement's buffer is left to the GC).
+var shapeToks = sync.Pool{New: func() any { b := make([]token, 0, 64); return &b }}
+
+const maxPooledToks = 1024
+
 // ShapeOf returns the shape of text. ok is false when text cannot have
 // one: it does not lex (the parser reports why), it holds more than one
 // statement, or it already has parameters ($n in the simple protocol is
 // an error the parser reports).
 func ShapeOf(text string) (sh Shape, ok bool) {
-	toks, err := lex(text)
+	// The tokens are not kept past the call: their buffer is reused by
+	// the next (strings in them are the text's or their own).
+	bp := shapeToks.Get().(*[]token)
+	all, err := lexInto((*bp)[:0], text)
+	defer func() {
+		if cap(all) <= maxPooledToks {
+			clear(all) // keep no string (nor the text) alive
+			*bp = all[:0]
+			shapeToks.Put(bp)
+		}
+	}()
+	toks := all
 	if err != nil || len(toks) == 0 {
 		return Shape{}, false
 	}
