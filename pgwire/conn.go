@@ -40,9 +40,14 @@ type conn struct {
 	// ctx ends the connection: Close (cause ErrServerClosed),
 	// TerminateBackend (errTerminated), a dead socket (errClientGone)
 	// or serve returning (errConnDone). Every
-	// statement's context is a child of it.
+	// statement's context ends with it (statementContext).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// stmtParent is ctx's values without its cancellation: statements'
+	// contexts derive from it so that making one does not register a
+	// child with ctx (a lock and a map entry per statement); ctx's end
+	// cancels the running statement instead (statementContext).
+	stmtParent context.Context
 
 	// The fields below belong to the connection's goroutine (serve).
 	be   *pgproto3.Backend
@@ -83,6 +88,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log: s.log.With("remote", nc.RemoteAddr().String()),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
+	c.stmtParent = context.WithoutCancel(c.ctx)
 	c.w.w = nc
 	c.rw.w = &c.w
 	c.rw.c = c
@@ -94,7 +100,10 @@ func (c *conn) serve() {
 	// When ctx ends, unblock the reads and bound the writes. Whoever
 	// sets deadlines later (startup) re-checks ctx afterwards, so this
 	// cannot be overtaken.
-	stop := context.AfterFunc(c.ctx, c.expireDeadlines)
+	stop := context.AfterFunc(c.ctx, func() {
+		c.cancelStatement(context.Cause(c.ctx))
+		c.expireDeadlines()
+	})
 	defer func() {
 		stop()
 		c.cancel(errConnDone)
@@ -351,12 +360,29 @@ const lingerLimit = 256 << 10
 
 // cancelQuery cancels the running statement, if any. It is called by
 // the goroutine serving a CancelRequest.
-func (c *conn) cancelQuery() {
+func (c *conn) cancelQuery() { c.cancelStatement(errCancelRequested) }
+
+// cancelStatement cancels the running statement, if any, with cause.
+func (c *conn) cancelStatement(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.cancelStatement != nil {
-		c.mu.cancelStatement(errCancelRequested)
+		c.mu.cancelStatement(cause)
 	}
+}
+
+// statementContext makes the context of a statement about to run and
+// installs its cancel function (setCancel(nil) uninstalls it). It ends
+// when the connection's context does, with its cause, as a child of it
+// would: the connection's end cancels the installed statement, and one
+// installed after that is cancelled here.
+func (c *conn) statementContext() (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(c.stmtParent)
+	c.setCancel(cancel)
+	if c.ctx.Err() != nil {
+		cancel(context.Cause(c.ctx))
+	}
+	return ctx, cancel
 }
 
 // setCancel installs or, with nil, clears the running statement's cancel

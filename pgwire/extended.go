@@ -64,9 +64,8 @@ func (c *conn) extendedError(err, cause error) error {
 // cause; end is set when the connection must end instead (the socket
 // failed, or the connection's context ended).
 func (c *conn) callEngine(f func(ctx context.Context) error) (err, cause, end error) {
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := c.statementContext()
 	defer cancel(nil)
-	c.setCancel(cancel)
 	c.peer.start()
 	err = callSafely(func() error { return f(ctx) })
 	c.peer.stop()

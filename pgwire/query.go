@@ -9,17 +9,16 @@ import (
 // resultWriter as it goes; then come the error, if any, the parameters
 // the statements changed, and ReadyForQuery.
 //
-// The statement's context is a child of the connection's, cancelled by a
-// CancelRequest with this connection's key (cause errCancelRequested), by
-// Close and by the client going away. A returned error means the
+// The statement's context ends with the connection's (statementContext),
+// and is cancelled by a CancelRequest with this connection's key (cause
+// errCancelRequested), by Close and by the client going away. A returned error means the
 // connection must end: the socket failed or the connection's context did.
 func (c *conn) handleQuery(text string) error {
 	// As in Postgres, a simple query replaces the unnamed statement and
 	// portal.
 	c.closeUnnamed()
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := c.statementContext()
 	defer cancel(nil)
-	c.setCancel(cancel)
 	c.rw.reset()
 	c.peer.start()
 	err := callSafely(func() error { return c.sess.Query(ctx, text, &c.rw) })

@@ -466,6 +466,23 @@ func castable(from, to catalog.Type) bool {
 // ConvertValue converts a non-NULL value to type t, as a cast would. It is
 // shared by planning (constant folding) and execution.
 func ConvertValue(v any, t catalog.Type) (any, error) {
+	// A value already of the type is returned as it came, not boxed
+	// again: a parameter converted to its column's type on every
+	// execution would otherwise allocate each time.
+	switch x := v.(type) {
+	case string:
+		if t == catalog.Varchar {
+			return v, nil
+		}
+	case int64:
+		if t == catalog.BigInt || t == catalog.Int && x <= 1<<31-1 && x >= -1<<31 {
+			return v, nil
+		}
+	case float64:
+		if t == catalog.Double {
+			return v, nil
+		}
+	}
 	switch t {
 	case catalog.Varchar:
 		return FormatValue(v), nil
