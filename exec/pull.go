@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -54,6 +55,8 @@ type pull struct {
 	oneKeys [1][][]any
 	oneKey  [1][]any
 	oneRead [1]PartitionRead
+	// rawT is rawSinks' template, made once per query.
+	rawT rawSink
 }
 
 type sortRow struct {
@@ -136,11 +139,18 @@ type PullCode struct {
 	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
 	// project slices the row instead of evaluating a copy.
 	passThrough bool
-	order       []Expr
-	groups      []Expr
-	having      Expr
-	partition   Expr
-	lookups     [][]Expr // Lookup, or the lists of LookupIn
+	// cols, when every output column is one of the relation's stored
+	// columns (SELECT b, a of a relation (a, b, c)), are their indexes:
+	// rows can then go out encoded from the stored bytes (rawSinks).
+	cols []int
+	// enc is the last encoder of stored rows made for cols (rawSinks),
+	// kept for the next execution in the same formats.
+	enc       atomic.Pointer[wireEncoder]
+	order     []Expr
+	groups    []Expr
+	having    Expr
+	partition Expr
+	lookups   [][]Expr // Lookup, or the lists of LookupIn
 	// pseudo is set when the plan may read a pseudo-column (_partition,
 	// _served_by, ...): reads fill them in only then.
 	pseudo bool
@@ -153,7 +163,7 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		return nil
 	}
 	c := &PullCode{pseudo: usesPseudo(plan)}
-	if plan.Filter != nil && !pinOnly(plan) {
+	if plan.Filter != nil && !pinOnly(plan) && !lookupOnly(plan) {
 		c.filter = Compile(plan.Filter)
 	}
 	c.passThrough = len(plan.Output) > 0
@@ -161,6 +171,16 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		c.output = append(c.output, Compile(o))
 		if col, ok := o.(*planner.ColRef); !ok || col.Idx != i {
 			c.passThrough = false
+		}
+	}
+	if plan.Rel != nil && len(plan.Output) > 0 {
+		for _, o := range plan.Output {
+			col, ok := o.(*planner.ColRef)
+			if !ok || col.Idx >= len(plan.Rel.Schema.Columns) {
+				c.cols = nil
+				break
+			}
+			c.cols = append(c.cols, col.Idx)
 		}
 	}
 	for _, o := range plan.Order {
@@ -199,6 +219,44 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 func pinOnly(plan *planner.PullPlan) bool {
 	b, ok := plan.Filter.(*planner.Binary)
 	return ok && plan.Partition != nil && b.Op == "="
+}
+
+// lookupOnly reports whether plan's filter is nothing but its key lookup:
+// key = $n or key = constant, of the key column's own type, where the
+// key is the relation's one column and of a type whose equality is that
+// of its stored bytes (integers, text). Reading that key is the whole
+// filter, so a row found need not be decoded to test it and can go out
+// as stored (RawRows).
+func lookupOnly(plan *planner.PullPlan) bool {
+	if len(plan.Lookup) != 1 || plan.Rel == nil {
+		return false
+	}
+	keys := plan.Rel.Schema.KeyIndexes()
+	b, ok := plan.Filter.(*planner.Binary)
+	if len(keys) != 1 || !ok || b.Op != "=" {
+		return false
+	}
+	col, ok := b.L.(*planner.ColRef)
+	v := b.R
+	if !ok {
+		col, ok = b.R.(*planner.ColRef)
+		v = b.L
+	}
+	if !ok || col.Idx != keys[0] {
+		return false
+	}
+	switch col.T {
+	case catalog.Int, catalog.BigInt, catalog.Varchar:
+	default:
+		return false
+	}
+	switch v := v.(type) {
+	case *planner.ParamRef:
+		return v.T == col.T
+	case *planner.Const:
+		return v.T == col.T
+	}
+	return false
 }
 
 // usesPseudo reports whether any expression of plan may read a column
@@ -704,7 +762,7 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 					return err
 				}
 			}
-			return sink.row(row[:sink.n])
+			return sink.row(sink.project(row))
 		}
 		spare = nil
 		row := buf[1:]
@@ -776,22 +834,46 @@ type prefetchBatch struct {
 // rawSinks returns the template of the query's raw sinks (see RawRows),
 // or nil when its rows may not go to the client encoded by the
 // partitions' readers: that needs a writer taking raw rows, and rows
-// that go out as read, each the leading columns of the relation's row.
+// that go out as read, each some of the stored columns of the relation's
+// row. Peers send raw rows too only when the columns are the leading
+// ones (ReadRequest.RawFormats).
 func (q *pull) rawSinks() *rawSink {
 	p := q.plan
 	if q.env == nil || q.env.Raw == nil || !q.streaming() || p.Distinct || p.Offset != 0 ||
-		!q.code.passThrough || p.Rel == nil || len(q.code.output) > len(p.Rel.Schema.Columns) {
+		q.code.cols == nil || p.Rel == nil {
 		return nil
 	}
 	formats := q.env.Raw.WireFormats()
-	if len(formats) != len(q.code.output) {
+	if len(formats) != len(q.code.cols) {
 		return nil
 	}
-	s := &rawSink{w: q.env.Raw, formats: formats, n: len(formats)}
+	s := &q.rawT
+	*s = rawSink{w: q.env.Raw, formats: formats, n: len(formats), fwdOK: q.code.passThrough}
+	if !q.code.passThrough {
+		s.cols = q.code.cols
+	}
 	if q.code.filter == nil {
-		s.enc = newWireEncoder(p.Rel.Schema.Columns[:s.n], formats)
+		s.enc = q.code.encoder(p.Rel.Schema.Columns, formats)
 	}
 	return s
+}
+
+// encoder returns the wire encoder of the stored columns c.cols of a row
+// of all in formats, made once for as long as executions ask for the
+// same formats.
+func (c *PullCode) encoder(all []catalog.Column, formats []int16) *wireEncoder {
+	if e := c.enc.Load(); e != nil && slices.Equal(e.formats, formats) {
+		return e
+	}
+	var idx []int
+	if !c.passThrough {
+		idx = c.cols
+	}
+	e := newWireEncoderOf(all, idx, slices.Clone(formats))
+	if e != nil {
+		c.enc.Store(e)
+	}
+	return e
 }
 
 // rawSink collects one partition's rows as DataRow messages, in batches
@@ -801,6 +883,13 @@ type rawSink struct {
 	formats []int16
 	n       int  // columns
 	fwd     bool // a peer may send its rows raw (ReadRequest.RawFormats)
+	// fwdOK is set in a template whose columns are the leading ones,
+	// which is what peers can send raw.
+	fwdOK bool
+	// cols are the stored columns sent, in order, when they are not the
+	// first n; vals is project's buffer.
+	cols []int
+	vals []any
 	// enc encodes stored rows without decoding them first; nil when a
 	// column is of a type it does not know, or the query has a filter
 	// (that needs the values).
@@ -813,8 +902,22 @@ type rawSink struct {
 // for one partition read; fwd says whether a peer may send its rows raw.
 func (t *rawSink) sink(fwd bool, flush func(prefetchBatch) error) *rawSink {
 	s := *t
-	s.fwd, s.flush = fwd, flush
+	s.fwd, s.flush = fwd && t.fwdOK, flush
+	s.vals = nil
 	return &s
+}
+
+// project returns the columns row sends, in a buffer of s's when they
+// are not the first n.
+func (s *rawSink) project(row catalog.Row) catalog.Row {
+	if s.cols == nil {
+		return row[:s.n]
+	}
+	s.vals = s.vals[:0]
+	for _, c := range s.cols {
+		s.vals = append(s.vals, row[c])
+	}
+	return s.vals
 }
 
 // stored adds a stored value (see wireEncoder.appendStored); ok is false

@@ -19,6 +19,9 @@ import (
 type wireEncoder struct {
 	types   []catalog.Type
 	formats []int16
+	// cols are the stored columns encoded, in increasing order; nil for
+	// the first len(types).
+	cols []int
 }
 
 // errNotWire says a stored value is not of the kind its column's wire
@@ -33,7 +36,32 @@ const pgEpochUnix = 946684800
 // newWireEncoder returns the encoder of cols in formats, nil when a
 // column's type and format are not ones it knows.
 func newWireEncoder(cols []catalog.Column, formats []int16) *wireEncoder {
+	return newWireEncoderOf(cols, nil, formats)
+}
+
+// newWireEncoderOf returns the encoder of the columns of a stored row of
+// the relation's columns all whose indexes are idx (nil: the first
+// len(formats)), in formats; nil when a column's type and format are not
+// ones it knows, or idx is not in increasing order (the values are
+// encoded as they are visited).
+func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEncoder {
 	e := &wireEncoder{formats: formats}
+	cols := all[:min(len(formats), len(all))]
+	if idx != nil {
+		for i, c := range idx {
+			if c < 0 || c >= len(all) || i > 0 && c <= idx[i-1] {
+				return nil
+			}
+		}
+		e.cols = idx
+		cols = make([]catalog.Column, len(idx))
+		for i, c := range idx {
+			cols[i] = all[c]
+		}
+	}
+	if len(cols) != len(formats) {
+		return nil
+	}
 	for i, c := range cols {
 		switch c.Type {
 		case catalog.Boolean, catalog.Int, catalog.BigInt, catalog.Varchar:
@@ -57,7 +85,14 @@ func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool
 	start := len(dst)
 	n := len(e.types)
 	present = true
-	visited, err := materialize.VisitRowPrefix(stored, 1+n, func(i int, v *materialize.RowValue) error {
+	// The stored values to visit: the flag, then up to the last column
+	// encoded.
+	limit := 1 + n
+	if e.cols != nil {
+		limit = 1 + e.cols[n-1] + 1
+	}
+	next := 0 // the next column to encode
+	visited, err := materialize.VisitRowPrefix(stored, limit, func(i int, v *materialize.RowValue) error {
 		if i == 0 {
 			if v.Kind != materialize.RowBool || !v.Bool {
 				present = false
@@ -67,8 +102,12 @@ func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool
 			dst = binary.BigEndian.AppendUint16(dst, uint16(n))
 			return nil
 		}
+		if e.cols != nil && e.cols[next] != i-1 {
+			return nil // a column not sent
+		}
 		var err error
-		dst, err = e.appendValue(dst, i-1, v)
+		dst, err = e.appendValue(dst, next, v)
+		next++
 		return err
 	})
 	switch {
@@ -76,7 +115,7 @@ func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool
 		return dst[:start], false, nil
 	case err != nil:
 		return dst[:start], false, err
-	case visited < 1+n:
+	case visited < limit:
 		return dst[:start], false, errNotWire // fewer values than columns
 	}
 	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))

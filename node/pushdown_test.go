@@ -146,10 +146,31 @@ func TestClusterRawRows(t *testing.T) {
 			same("SELECT id, i, name FROM kinds WHERE i % 9 = 0", "SELECT id, i, name FROM kinds WHERE i % 9 = 0 ORDER BY id")
 			same("SELECT * FROM kinds WHERE name IS NULL", "SELECT * FROM kinds WHERE name IS NULL ORDER BY id")
 			same("SELECT * FROM kinds WHERE _partition IN (1, 2)", "SELECT * FROM kinds WHERE _partition IN (1, 2) ORDER BY id")
+			// Some of the columns, not the leading ones: this node encodes
+			// its own rows from the stored bytes, peers send values.
+			same("SELECT name, x, ts FROM kinds", "SELECT name, x, ts FROM kinds ORDER BY 1, 2, 3")
+			same("SELECT ts, id FROM kinds", "SELECT ts, id FROM kinds ORDER BY 2")
+			same("SELECT i, ts FROM kinds", "SELECT i, ts FROM kinds ORDER BY 1, 2")
+			same("SELECT i, i, ok FROM kinds WHERE x > 100", "SELECT i, i, ok FROM kinds WHERE x > 100 ORDER BY 1")
+			same("SELECT name, ok FROM kinds WHERE id IN (3, 10, 17, 150)", "SELECT name, ok FROM kinds WHERE id IN (3, 10, 17, 150) ORDER BY 1")
+			for _, id := range []int{3, 10, 17, 150} {
+				q := fmt.Sprintf("SELECT name, x, ts FROM kinds WHERE id = %d", id)
+				same(q, q+" ORDER BY 1")
+			}
 			if mode != pgx.QueryExecModeSimpleProtocol {
 				// A parameter keeps the filter on this node: peers send
 				// every row, and the filter runs on the row path here.
 				same("SELECT id, i FROM kinds WHERE i > $1", "SELECT id, i FROM kinds WHERE i > $1 ORDER BY id", 300)
+				for _, id := range []int{3, 10, 17, 150} {
+					same("SELECT name, x FROM kinds WHERE id = $1", "SELECT name, x FROM kinds WHERE id = $1 ORDER BY 1", id)
+					same("SELECT i, ok FROM kinds WHERE id = $1", "SELECT i, ok FROM kinds WHERE id = $1 ORDER BY 1", id)
+				}
+				// A lookup with more to its filter than the key: the row is
+				// tested, not sent as stored.
+				same("SELECT name FROM kinds WHERE id = $1 AND i > $2", "SELECT name FROM kinds WHERE id = $1 AND i > $2 ORDER BY 1", 21, 10)
+				if got := read("SELECT name FROM kinds WHERE id = $1 AND i > $2", 21, 1000); len(got) != 0 {
+					t.Errorf("id = 21 AND i > 1000: %v, want no rows", got)
+				}
 			}
 			all := read("SELECT * FROM kinds ORDER BY id")
 			limited := read("SELECT * FROM kinds LIMIT 17")
