@@ -114,18 +114,19 @@ func ReadFromRow(p int32, row catalog.Row, ncols int) PartitionRead {
 }
 
 // RawRows is implemented by a ResultWriter that takes rows already
-// encoded for the wire (pgwire's). A scatter-gather whose rows go out as
-// read (SELECT * or leading columns, no sorting, grouping, DISTINCT or
+// encoded for the wire (pgwire's). A read whose rows go out as read
+// (stored columns in stored order, no sorting, grouping, DISTINCT or
 // OFFSET) then encodes each partition's rows in the goroutine reading
-// it, and passes rows a peer sent in the client's formats on without
-// decoding them.
+// it, and a scatter-gather of leading columns passes rows a peer sent in
+// the client's formats on without decoding them.
 type RawRows interface {
 	// WireFormats is each result column's format: 0 text, 1 binary.
 	WireFormats() []int16
 	// AppendRow appends the DataRow message of vals to dst; it may be
 	// called from several goroutines at once.
 	AppendRow(dst []byte, vals []any) ([]byte, error)
-	// WriteRows writes DataRow messages, rows of them.
+	// WriteRows writes DataRow messages, rows of them; b is not kept
+	// past the call.
 	WriteRows(b []byte, rows int) error
 }
 

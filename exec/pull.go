@@ -492,6 +492,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		var sink *rawSink
 		if t := q.rawSinks(); t != nil {
 			sink = t.sink(keys == nil && (q.code.filter == nil || q.plan.Where != ""), q.sendRaw)
+			sink.reuse = true // sendRaw writes the batch to the client
 		}
 		var read PartitionRead
 		served := func(r PartitionRead) { read = r }
@@ -727,17 +728,17 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	// drops) leaves its slots to the next.
 	var rows RowAlloc
 	var spare catalog.Row
-	if sink != nil {
-		// Raw mode: the rows are filtered and encoded here, so one row
-		// is decoded into again and again.
-		spare = make(catalog.Row, 1+width)
-		copy(spare[1+ncols:], pseudo)
-	}
 	emitStored := func(v []byte) error {
 		if sink != nil && sink.enc != nil {
 			if ok, err := sink.stored(v); ok || err != nil {
 				return err
 			}
+		}
+		if sink != nil && spare == nil {
+			// Raw mode: the rows are filtered and encoded here, so one
+			// row is decoded into again and again.
+			spare = make(catalog.Row, 1+width)
+			copy(spare[1+ncols:], pseudo)
 		}
 		buf := spare
 		if buf == nil {
@@ -890,6 +891,12 @@ type rawSink struct {
 	// first n; vals is project's buffer.
 	cols []int
 	vals []any
+	// reuse is set when flush is done with a batch once it returns (it
+	// writes it to the client): send then keeps the batch's buffers for
+	// the next rows.
+	reuse bool
+	// v is the stored-row visitor's value (wireEncoder.appendStored).
+	v materialize.RowValue
 	// enc encodes stored rows without decoding them first; nil when a
 	// column is of a type it does not know, or the query has a filter
 	// (that needs the values).
@@ -923,7 +930,7 @@ func (s *rawSink) project(row catalog.Row) catalog.Row {
 // stored adds a stored value (see wireEncoder.appendStored); ok is false
 // when it must take the ordinary path.
 func (s *rawSink) stored(v []byte) (ok bool, err error) {
-	out, present, err := s.enc.appendStored(s.b.raw, v)
+	out, present, err := s.enc.appendStored(s.b.raw, v, &s.v)
 	switch {
 	case err == errNotWire:
 		return false, nil
@@ -967,7 +974,13 @@ func (s *rawSink) send() error {
 		return nil
 	}
 	b := s.b
-	s.b = prefetchBatch{raw: make([]byte, 0, cap(b.raw)), ends: make([]int, 0, gatherBatch)}
+	if s.reuse {
+		err := s.flush(b)
+		s.b.raw, s.b.ends = b.raw[:0], b.ends[:0]
+		return err
+	}
+	// The next rows, if any, start new buffers (append makes them).
+	s.b = prefetchBatch{}
 	return s.flush(b)
 }
 

@@ -79,9 +79,10 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 
 // appendStored appends the DataRow message of stored, a stored value
 // (its presence flag, then the columns, then any aggregate state), to
-// dst. present is false, and dst unchanged, for a value HAVING drops.
+// dst; scratch holds each value as it is visited (the encoder is shared,
+// scratch is the caller's). present is false, and dst unchanged, for a value HAVING drops.
 // errNotWire leaves dst unchanged too.
-func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool, err error) {
+func (e *wireEncoder) appendStored(dst, stored []byte, scratch *materialize.RowValue) (out []byte, present bool, err error) {
 	start := len(dst)
 	n := len(e.types)
 	present = true
@@ -92,7 +93,7 @@ func (e *wireEncoder) appendStored(dst, stored []byte) (out []byte, present bool
 		limit = 1 + e.cols[n-1] + 1
 	}
 	next := 0 // the next column to encode
-	visited, err := materialize.VisitRowPrefix(stored, limit, func(i int, v *materialize.RowValue) error {
+	visited, err := materialize.VisitRowPrefixWith(stored, limit, scratch, func(i int, v *materialize.RowValue) error {
 		if i == 0 {
 			if v.Kind != materialize.RowBool || !v.Bool {
 				present = false
