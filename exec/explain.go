@@ -50,7 +50,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 		fwd = nil
 	}
 	if fwd != nil && len(parts) > 0 {
-		if req := q.request(query, parts[0], keysOf(keys, 0)); req.Limit >= 0 {
+		if req := q.request(query, parts[0], keysOf(keys, 0), nil); req.Limit >= 0 {
 			pushed = append(pushed, fmt.Sprintf("LIMIT %d", req.Limit))
 		}
 		lines = append(lines, "  Forwarded reads push: "+strings.Join(pushed, "; "))
@@ -72,8 +72,8 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 				routes = []string{fmt.Sprintf("no replica on %s (this node)", rt.opts.Node)}
 			}
 		} else {
-			req := q.request(query, p, keysOf(keys, i))
-			req.Local = localReplica(ts, nil)
+			req := q.request(query, p, keysOf(keys, i), nil)
+			req.Local = localReplica(ts, nil, nil)
 			routes = fwd.Explain(req, env)
 		}
 		for i, r := range routes {

@@ -55,8 +55,18 @@ type pull struct {
 	oneKeys [1][][]any
 	oneKey  [1][]any
 	oneRead [1]PartitionRead
-	// rawT is rawSinks' template, made once per query.
+	// rawT is rawSinks' template, made once per query; the partitions
+	// read one after the other on the query's goroutine use it as their
+	// sink.
 	rawT rawSink
+	// seq is set while partitions are read one after the other (not by
+	// gather): each read's request and local replica are then one in
+	// q.seqRead, instead of allocations.
+	seq     bool
+	seqRead struct {
+		req   ReadRequest
+		local LocalReplica
+	}
 }
 
 type sortRow struct {
@@ -491,9 +501,14 @@ func (q *pull) scanStores(ctx context.Context) error {
 		// client batch by batch.
 		var sink *rawSink
 		if t := q.rawSinks(); t != nil {
-			sink = t.sink(keys == nil && (q.code.filter == nil || q.plan.Where != ""), q.sendRaw)
-			sink.reuse = true // sendRaw writes the batch to the client
+			// The template itself: its partitions go one at a time, each
+			// sent (sendRaw writes it to the client) before the next.
+			sink = t
+			sink.fwd = keys == nil && (q.code.filter == nil || q.plan.Where != "") && t.fwdOK
+			sink.to, sink.reuse = q, true
 		}
+		q.seq = true
+		defer func() { q.seq = false }()
 		var read PartitionRead
 		served := func(r PartitionRead) { read = r }
 		input := func(row catalog.Row) error { return q.input(ctx, row) }
@@ -637,12 +652,17 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 		}
 		return local(ctx)
 	}
-	req := q.request(query, p, keys)
+	var reqAt *ReadRequest
+	var localAt *LocalReplica
+	if q.seq {
+		reqAt, localAt = &q.seqRead.req, &q.seqRead.local
+	}
+	req := q.request(query, p, keys, reqAt)
 	req.Ahead, req.WaitTurn = turn != nil, turn
 	if sink != nil && sink.fwd {
 		req.RawFormats, req.RawRow = sink.formats, sink.wire
 	}
-	req.Local = localReplica(ts, local)
+	req.Local = localReplica(ts, local, localAt)
 	return fwd.ReadPartition(ctx, req, q.env, served, emit)
 }
 
@@ -650,22 +670,30 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 // router, read by read; nil when it may not serve reads: it is not held,
 // or it has neither caught up with its changelog nor seen any input (a
 // replica just given to this node does not know how far behind it is,
-// and must not answer with no rows).
-func localReplica(ts *TaskState, read func(context.Context) error) *LocalReplica {
+// and must not answer with no rows). It is made in at, when not nil.
+func localReplica(ts *TaskState, read func(context.Context) error, at *LocalReplica) *LocalReplica {
 	if !ts.Held() || !ts.restored.Load() && len(ts.Position()) == 0 {
 		return nil
 	}
+	if at == nil {
+		at = new(LocalReplica)
+	}
 	lag, tlag := ts.Lag(time.Now())
-	return &LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: read}
+	*at = LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: read}
+	return at
 }
 
 // request is the ReadRequest for partition p: what of the query the
 // serving node can do (keys, the filter when it is pushable, the columns
 // needed, the LIMIT when rows go out in scan order) and the part of the
 // position bound that p can show.
-func (q *pull) request(query *Query, p int32, keys [][]any) *ReadRequest {
+func (q *pull) request(query *Query, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
 	plan := q.plan
-	req := &ReadRequest{Rel: query.Rel, Partition: p, Keys: keys, Where: plan.Where, Alias: plan.Alias,
+	if at == nil {
+		at = new(ReadRequest)
+	}
+	req := at
+	*req = ReadRequest{Rel: query.Rel, Partition: p, Keys: keys, Where: plan.Where, Alias: plan.Alias,
 		Needed: plan.Needed, Limit: -1, PositionWait: q.env.PositionWait}
 	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (q.code.filter == nil || plan.Where != "") {
 		req.Limit = plan.Limit + plan.Offset
@@ -897,6 +925,8 @@ type rawSink struct {
 	reuse bool
 	// v is the stored-row visitor's value (wireEncoder.appendStored).
 	v materialize.RowValue
+	// to, when set, takes each batch instead of flush (q.sendRaw).
+	to *pull
 	// enc encodes stored rows without decoding them first; nil when a
 	// column is of a type it does not know, or the query has a filter
 	// (that needs the values).
@@ -975,12 +1005,20 @@ func (s *rawSink) send() error {
 	}
 	b := s.b
 	if s.reuse {
-		err := s.flush(b)
+		err := s.hand(b)
 		s.b.raw, s.b.ends = b.raw[:0], b.ends[:0]
 		return err
 	}
 	// The next rows, if any, start new buffers (append makes them).
 	s.b = prefetchBatch{}
+	return s.hand(b)
+}
+
+// hand gives b to whoever takes s's batches.
+func (s *rawSink) hand(b prefetchBatch) error {
+	if s.to != nil {
+		return s.to.sendRaw(b)
+	}
 	return s.flush(b)
 }
 
