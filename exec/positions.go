@@ -73,26 +73,21 @@ func (s *Session) noteReads(reads []PartitionRead) {
 // (basin.monotonic_reads) and basin.min_position; nil when none bounds
 // it.
 func (s *Session) minPosition() materialize.Position {
-	var bound materialize.Position
-	merge := func(p materialize.Position) {
-		if len(p) == 0 {
-			return
-		}
-		if bound == nil {
-			bound = materialize.Position{}
-		}
-		bound.Merge(p)
+	d := s.derivedSettings()
+	writes := d.readYourWrites && len(s.writes) > 0
+	seen := d.monotonicReads && len(s.seen) > 0
+	if !writes && !seen && d.minPosition == nil {
+		return nil // the common case, without a map
 	}
-	if s.vars["basin.read_your_writes"] == "on" {
-		merge(s.writes)
+	bound := materialize.Position{}
+	if writes {
+		bound.Merge(s.writes)
 	}
-	if s.vars["basin.monotonic_reads"] == "on" {
-		merge(s.seen)
+	if seen {
+		bound.Merge(s.seen)
 	}
-	if tok := s.vars["basin.min_position"]; tok != "" {
-		if p, err := materialize.ParsePosition(tok); err == nil {
-			merge(p)
-		}
+	if d.minPosition != nil {
+		bound.Merge(d.minPosition)
 	}
 	if len(bound) == 0 {
 		return nil

@@ -226,7 +226,7 @@ func (s *Session) fillEnv(env *Env) {
 	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
-	fwd := s.vars["basin.forwarded"]
+	fwd := s.derivedSettings().forwarded
 	env.NoForward = fwd != "off"
 	env.ServeRestoring = fwd == "restoring"
 	env.PositionWait = s.derivedSettings().positionWait

@@ -294,6 +294,12 @@ type derived struct {
 	// positionWait is basin.position_wait, statementTimeout
 	// statement_timeout (0: none).
 	positionWait, statementTimeout time.Duration
+	// readYourWrites and monotonicReads are basin.read_your_writes and
+	// basin.monotonic_reads; minPosition is basin.min_position parsed
+	// (nil when empty or not a position); forwarded basin.forwarded.
+	readYourWrites, monotonicReads bool
+	minPosition                    materialize.Position
+	forwarded                      string
 }
 
 // derivedSettings are the settings every statement reads, parsed once per
@@ -317,6 +323,15 @@ func (s *Session) derivedSettings() *derived {
 		}
 		ms, _ := parseMillis(s.vars["statement_timeout"])
 		d.statementTimeout = time.Duration(ms) * time.Millisecond
+		d.readYourWrites = s.vars["basin.read_your_writes"] == "on"
+		d.monotonicReads = s.vars["basin.monotonic_reads"] == "on"
+		d.minPosition = nil
+		if tok := s.vars["basin.min_position"]; tok != "" {
+			if p, err := materialize.ParsePosition(tok); err == nil && len(p) > 0 {
+				d.minPosition = p
+			}
+		}
+		d.forwarded = s.vars["basin.forwarded"]
 	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/materialize"
 )
 
 // TestSettingsDerivedFollowChanges checks that what a session keeps
@@ -87,11 +88,35 @@ func TestSettingsDerivedFollowChanges(t *testing.T) {
 	must("SET statement_timeout = 0")
 	must("SELECT pg_sleep(0.06)")
 
-	// basin.position_wait likewise.
+	// basin.position_wait, basin.min_position and basin.forwarded
+	// likewise.
 	must("SET basin.position_wait = '250ms'")
 	var env Env
 	s.fillEnv(&env)
 	if env.PositionWait != 250*time.Millisecond {
 		t.Fatalf("PositionWait = %v after SET basin.position_wait = '250ms'", env.PositionWait)
+	}
+	must("SET basin.read_your_writes = off")
+	s.fillEnv(&env)
+	if env.MinPosition != nil || env.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v before SET", env.MinPosition, env.NoForward)
+	}
+	pos := materialize.Position{"t": {0: 5}}
+	must("SET basin.min_position = '" + pos.String() + "'")
+	must("SET basin.forwarded = on")
+	s.fillEnv(&env)
+	if !env.MinPosition.Equal(pos) || !env.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v after SET, want %v, true", env.MinPosition.Describe(), env.NoForward, pos.Describe())
+	}
+	env.MinPosition.Advance("t", 0, 9) // a read's own copy
+	s.fillEnv(&env)
+	if !env.MinPosition.Equal(pos) {
+		t.Fatalf("MinPosition %v after a read changed its copy, want %v", env.MinPosition.Describe(), pos.Describe())
+	}
+	must("RESET basin.min_position")
+	must("RESET basin.forwarded")
+	s.fillEnv(&env)
+	if env.MinPosition != nil || env.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v after RESET", env.MinPosition, env.NoForward)
 	}
 }
