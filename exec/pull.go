@@ -838,9 +838,13 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 // Scatter-gather: how far reads run ahead of the partition being
 // consumed, and how much each may buffer.
 const (
-	gatherWindow  = 8   // partitions read at once
-	gatherBatch   = 256 // rows per batch
-	gatherBatches = 4   // batches a partition may buffer
+	gatherWindow = 8   // partitions read at once
+	gatherBatch  = 256 // rows per batch
+	// Batches a partition may buffer: 128 of DataRow messages (a few
+	// MiB at most; a partition of a 100k-row view is read ahead whole
+	// while the one before it goes to the client), 16 of Go rows.
+	gatherBatchesRaw = 128
+	gatherBatches    = 16
 )
 
 // prefetch is one partition's read in a scatter-gather.
@@ -1041,7 +1045,7 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 }
 
 // gather reads parts in parallel (gatherWindow at a time, each at most
-// gatherBatches batches ahead) and feeds their rows to the query in
+// gatherBatchesRaw or gatherBatches batches ahead) and feeds their rows to the query in
 // partition order, so memory stays bounded however large the
 // partitions. A read ahead of the one being consumed never waits for a
 // connection to a peer before its turn (ReadRequest.Ahead): reads
@@ -1059,7 +1063,11 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 	fwdRaw := raw != nil && keys == nil && (q.code.filter == nil || q.plan.Where != "")
 	pfs := make([]*prefetch, len(parts))
 	start := func(i int) {
-		pf := &prefetch{rows: make(chan prefetchBatch, gatherBatches), turn: make(chan struct{})}
+		ahead := gatherBatches
+		if raw != nil {
+			ahead = gatherBatchesRaw
+		}
+		pf := &prefetch{rows: make(chan prefetchBatch, ahead), turn: make(chan struct{})}
 		pfs[i] = pf
 		var turn func(context.Context) error
 		if i > 0 {
