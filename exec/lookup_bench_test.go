@@ -68,6 +68,7 @@ func BenchmarkPreparedLookup(b *testing.B) {
 		if _, err := pt.Execute(ctx, w, 0); err != nil {
 			b.Fatal(err)
 		}
+		pt.Close() // as pgwire does when the next Bind replaces it
 		i++
 	}
 	if w.rows != i {

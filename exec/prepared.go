@@ -64,6 +64,10 @@ type Prepared struct {
 	code                    *PullCode
 	codeOf                  *planner.PullPlan
 	limitParam, offsetParam int
+	// spare is a closed portal of this statement that nothing runs any
+	// more, for the next Bind to make its portal in (a client running a
+	// prepared statement again and again binds a portal each time).
+	spare *Portal
 }
 
 // Prepare parses text, one statement, for the extended protocol.
@@ -305,7 +309,13 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 	if len(params) != len(p.params) {
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
-	pt := &Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx}
+	pt := p.spare
+	if pt != nil {
+		p.spare = nil
+	} else {
+		pt = new(Portal)
+	}
+	*pt = Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx, from: p}
 	pt.env = &pt.envVal
 	p.s.fillEnv(pt.env)
 	pt.env.Params = params
@@ -517,6 +527,11 @@ type Portal struct {
 	// rows counts the rows a run sent, counted the raw ones among them.
 	rows    int
 	counted countedRaw
+
+	// from is the statement bound; closed is set by Close, which hands
+	// the portal back to from when nothing of it still runs.
+	from   *Prepared
+	closed bool
 }
 
 var errPortalFailed = pgerr.New(pgerr.ObjectNotInPrerequisiteState, "portal cannot be run: an earlier execution of it failed")
@@ -542,7 +557,7 @@ func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (sus
 		if err != nil {
 			err = canceled(ctx, timeout(err))
 			pt.failed = true
-			pt.Close()
+			pt.stop()
 			pt.s.failTxn(err)
 		}
 	}()
@@ -583,8 +598,25 @@ func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (sus
 }
 
 // Close stops a row-limited execution's goroutine, if any, and waits for
-// it. It may be called more than once.
+// it. It may be called more than once. The portal must not be used after
+// it: its statement's next Bind may make its portal in the same memory.
 func (pt *Portal) Close() {
+	if pt.closed {
+		return
+	}
+	pt.closed = true
+	if pt.src != nil {
+		pt.stop() // a portal that ran row-limited is not made again
+		return
+	}
+	if pt.from != nil && pt.from.spare == nil {
+		pt.from.spare = pt
+	}
+}
+
+// stop stops a row-limited execution's goroutine, if any, and waits for
+// it.
+func (pt *Portal) stop() {
 	if pt.src != nil {
 		pt.src.close()
 	}
