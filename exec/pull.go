@@ -177,21 +177,19 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		c.filter = Compile(plan.Filter)
 	}
 	c.passThrough = len(plan.Output) > 0
+	stored := plan.Rel != nil && len(plan.Output) > 0 // so far, every output a stored column
 	for i, o := range plan.Output {
 		c.output = append(c.output, Compile(o))
-		if col, ok := o.(*planner.ColRef); !ok || col.Idx != i {
+		col, ok := o.(*planner.ColRef)
+		if !ok || col.Idx != i {
 			c.passThrough = false
 		}
-	}
-	if plan.Rel != nil && len(plan.Output) > 0 {
-		for _, o := range plan.Output {
-			col, ok := o.(*planner.ColRef)
-			if !ok || col.Idx >= len(plan.Rel.Schema.Columns) {
-				c.cols = nil
-				break
-			}
+		if stored = stored && ok && col.Idx < len(plan.Rel.Schema.Columns); stored {
 			c.cols = append(c.cols, col.Idx)
 		}
+	}
+	if !stored {
+		c.cols = nil
 	}
 	for _, o := range plan.Order {
 		c.order = append(c.order, Compile(o.Expr))
@@ -881,14 +879,20 @@ func (q *pull) rawSinks() *rawSink {
 		return nil
 	}
 	s := &q.rawT
-	*s = rawSink{w: q.env.Raw, formats: formats, n: len(formats), fwdOK: q.code.passThrough}
-	if !q.code.passThrough {
-		s.cols = q.code.cols
-	}
+	*s = rawSink{w: q.env.Raw, formats: formats, n: len(formats), fwdOK: q.code.passThrough, cols: q.code.colMap()}
 	if q.code.filter == nil {
 		s.enc = q.code.encoder(p.Rel.Schema.Columns, formats)
 	}
 	return s
+}
+
+// colMap is cols when the output columns are not simply the leading
+// ones, nil when they are (or are not stored columns at all).
+func (c *PullCode) colMap() []int {
+	if c.passThrough {
+		return nil
+	}
+	return c.cols
 }
 
 // encoder returns the wire encoder of the stored columns c.cols of a row
@@ -898,11 +902,7 @@ func (c *PullCode) encoder(all []catalog.Column, formats []int16) *wireEncoder {
 	if e := c.enc.Load(); e != nil && slices.Equal(e.formats, formats) {
 		return e
 	}
-	var idx []int
-	if !c.passThrough {
-		idx = c.cols
-	}
-	e := newWireEncoderOf(all, idx, slices.Clone(formats))
+	e := newWireEncoderOf(all, c.colMap(), slices.Clone(formats))
 	if e != nil {
 		c.enc.Store(e)
 	}
@@ -1045,9 +1045,9 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 }
 
 // gather reads parts in parallel (gatherWindow at a time, each at most
-// gatherBatchesRaw or gatherBatches batches ahead) and feeds their rows to the query in
-// partition order, so memory stays bounded however large the
-// partitions. A read ahead of the one being consumed never waits for a
+// gatherBatchesRaw or gatherBatches batches ahead) and feeds their rows
+// to the query in partition order, so memory stays bounded however
+// large the partitions. A read ahead of the one being consumed never waits for a
 // connection to a peer before its turn (ReadRequest.Ahead): reads
 // blocked on full buffers cannot hold every connection the consumed one
 // needs, so nodes forwarding scans to each other cannot deadlock.

@@ -226,10 +226,10 @@ func (s *Session) fillEnv(env *Env) {
 	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends}
 	env.MinPosition = s.minPosition()
-	fwd := s.derivedSettings().forwarded
-	env.NoForward = fwd != "off"
-	env.ServeRestoring = fwd == "restoring"
-	env.PositionWait = s.derivedSettings().positionWait
+	d := s.derivedSettings()
+	env.NoForward = d.forwarded != "off"
+	env.ServeRestoring = d.forwarded == "restoring"
+	env.PositionWait = d.positionWait
 }
 
 // Query runs the statements of a simple Query message.

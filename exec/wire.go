@@ -45,25 +45,19 @@ func newWireEncoder(cols []catalog.Column, formats []int16) *wireEncoder {
 // ones it knows, or idx is not in increasing order (the values are
 // encoded as they are visited).
 func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEncoder {
-	e := &wireEncoder{formats: formats}
-	cols := all[:min(len(formats), len(all))]
-	if idx != nil {
-		for i, c := range idx {
-			if c < 0 || c >= len(all) || i > 0 && c <= idx[i-1] {
+	n := len(formats)
+	if idx == nil && n > len(all) || idx != nil && len(idx) != n {
+		return nil
+	}
+	e := &wireEncoder{formats: formats, cols: idx}
+	for i := range n {
+		c := i
+		if idx != nil {
+			if c = idx[i]; c < 0 || c >= len(all) || i > 0 && c <= idx[i-1] {
 				return nil
 			}
 		}
-		e.cols = idx
-		cols = make([]catalog.Column, len(idx))
-		for i, c := range idx {
-			cols[i] = all[c]
-		}
-	}
-	if len(cols) != len(formats) {
-		return nil
-	}
-	for i, c := range cols {
-		switch c.Type {
+		switch t := all[c].Type; t {
 		case catalog.Boolean, catalog.Int, catalog.BigInt, catalog.Varchar:
 		case catalog.Double, catalog.Timestamp:
 			if formats[i] != 1 {
@@ -72,7 +66,7 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 		default:
 			return nil
 		}
-		e.types = append(e.types, c.Type)
+		e.types = append(e.types, all[c].Type)
 	}
 	return e
 }
@@ -80,8 +74,8 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 // appendStored appends the DataRow message of stored, a stored value
 // (its presence flag, then the columns, then any aggregate state), to
 // dst; scratch holds each value as it is visited (the encoder is shared,
-// scratch is the caller's). present is false, and dst unchanged, for a value HAVING drops.
-// errNotWire leaves dst unchanged too.
+// scratch is the caller's). present is false, and dst unchanged, for a
+// value HAVING drops. errNotWire leaves dst unchanged too.
 func (e *wireEncoder) appendStored(dst, stored []byte, scratch *materialize.RowValue) (out []byte, present bool, err error) {
 	start := len(dst)
 	n := len(e.types)
