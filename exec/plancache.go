@@ -104,6 +104,7 @@ func (s *Session) cachedQuery(ctx context.Context, text string, w ResultWriter) 
 		return true, nil, err
 	}
 	_, err = pt.Execute(ctx, w, 0)
+	pt.Close()
 	return true, nil, err
 }
 

@@ -310,12 +310,13 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
 	pt := p.spare
+	var q *pull
 	if pt != nil {
-		p.spare = nil
+		p.spare, q = nil, pt.q
 	} else {
 		pt = new(Portal)
 	}
-	*pt = Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx, from: p}
+	*pt = Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx, from: p, q: q}
 	pt.env = &pt.envVal
 	p.s.fillEnv(pt.env)
 	pt.env.Params = params
@@ -527,6 +528,9 @@ type Portal struct {
 	// rows counts the rows a run sent, counted the raw ones among them.
 	rows    int
 	counted countedRaw
+	// q holds a whole run's query state (Runtime.pullIn); made by the
+	// first, kept when the portal's memory is made again.
+	q *pull
 
 	// from is the statement bound; closed is set by Close, which hands
 	// the portal back to from when nothing of it still runs.
@@ -638,14 +642,22 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 			pt.env.Raw = &pt.counted
 			defer func() { pt.env.Raw = nil }()
 		}
-		reads, err := pt.s.e.Runtime.PullCompiled(ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
+		if pt.q == nil {
+			pt.q = new(pull)
+		}
+		reads, err := pt.s.e.Runtime.pullIn(pt.q, ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
 			pt.rows++
 			return w.Row(r)
 		})
+		if err == nil {
+			pt.s.afterRead(reads, w)
+		}
+		// What the run held (its rows, if it sorted or grouped them) is
+		// not kept while the portal waits for its statement's next Bind.
+		*pt.q = pull{}
 		if err != nil {
 			return err
 		}
-		pt.s.afterRead(reads, w)
 		pt.tag = selectTag(pt.rows)
 		return w.Complete(pt.tag)
 	default:

@@ -2,8 +2,12 @@ package exec
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/basindb/basin/sql"
 )
 
 // TestPortalReuse checks the memory a closed portal leaves to its
@@ -69,5 +73,93 @@ func TestPortalReuse(t *testing.T) {
 	}
 	if got, err := run(d); err != nil || got != int64(1) {
 		t.Fatalf("10 / 10 = %v, %v", got, err)
+	}
+}
+
+// TestPortalQueryStateReuse runs prepared and plan-cached statements again
+// and again: a portal made again keeps its query state's memory, which
+// holds nothing of a finished run, and every run answers as if it were
+// the first.
+func TestPortalQueryStateReuse(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 2)")
+	s := e.NewSession(map[string]string{"user": "u"}, Client{})
+	defer s.Close()
+	var values []string
+	for id := 1; id <= 20; id++ {
+		values = append(values, fmt.Sprintf("(%d, 'v%d')", id, id))
+	}
+	if err := s.Query(ctx, "INSERT INTO t VALUES "+strings.Join(values, ", "), &testWriter{}); err != nil {
+		t.Fatal(err)
+	}
+	query := func(text string) [][]any {
+		t.Helper()
+		w := &testWriter{}
+		if err := s.Query(ctx, text, w); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return w.rows
+	}
+	run := func(p *Prepared, params ...any) (*Portal, [][]any) {
+		t.Helper()
+		pt, err := p.Bind(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &testWriter{}
+		if _, err := pt.Execute(ctx, w, 0); err != nil {
+			t.Fatal(err)
+		}
+		pt.Close()
+		return pt, w.rows
+	}
+
+	lookup, err := s.Prepare(ctx, "SELECT v FROM t WHERE id = $1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q *pull
+	for i, id := range []int64{3, 7, 99, 3, 20} {
+		pt, rows := run(lookup, id)
+		want := fmt.Sprintf("[[v%d]]", id)
+		if id == 99 {
+			want = "[]"
+		}
+		if got := fmt.Sprint(rows); got != want {
+			t.Fatalf("id = %d: %s, want %s", id, got, want)
+		}
+		if last := query("SHOW basin.last_read"); len(last) != 1 {
+			t.Fatalf("id = %d: last read %v, want one partition", id, last)
+		}
+		if i > 0 && pt.q != q {
+			t.Fatalf("run %d: the portal's query state was made again", i)
+		}
+		q = pt.q
+	}
+
+	sorted, err := s.Prepare(ctx, "SELECT id FROM t WHERE id > $1 ORDER BY id DESC", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, above := range []int64{15, 0, 18} {
+		pt, rows := run(sorted, above)
+		if len(rows) != int(20-above) || rows[0][0] != int64(20) || rows[len(rows)-1][0] != above+1 {
+			t.Fatalf("id > %d: %v", above, rows)
+		}
+		if pt.q.rows != nil || pt.q.reads != nil || pt.q.env != nil {
+			t.Fatalf("id > %d: a finished run's rows are still held", above)
+		}
+	}
+
+	// The simple protocol's plan cache binds its statement the same way.
+	for _, id := range []int{4, 5, 4, 6} {
+		if got, want := fmt.Sprint(query(fmt.Sprintf("SELECT v FROM t WHERE id = %d", id))), fmt.Sprintf("[[v%d]]", id); got != want {
+			t.Fatalf("id = %d: %s, want %s", id, got, want)
+		}
+	}
+	sh, _ := sql.ShapeOf("SELECT v FROM t WHERE id = 4")
+	if e := s.plans[sh.Key]; e == nil || e.p == nil || e.p.spare == nil {
+		t.Fatal("a plan-cached statement's portal was not handed back after its run")
 	}
 }

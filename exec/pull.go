@@ -60,12 +60,13 @@ type pull struct {
 	// sink.
 	rawT rawSink
 	// seq is set while partitions are read one after the other (not by
-	// gather): each read's request and local replica are then one in
-	// q.seqRead, instead of allocations.
+	// gather): each read's request, local replica and served replica are
+	// then in q.seqRead, instead of allocations.
 	seq     bool
 	seqRead struct {
 		req   ReadRequest
 		local LocalReplica
+		read  PartitionRead // what served the partition being read
 	}
 }
 
@@ -288,6 +289,13 @@ func usesPseudo(plan *planner.PullPlan) bool {
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
 func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return rt.pullIn(new(pull), ctx, plan, code, env, emit)
+}
+
+// pullIn is PullCompiled with the query's state in q, which it resets
+// first: a portal keeps one for its runs. The reads returned may be in
+// q, and are good until q's next use.
+func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
@@ -301,7 +309,7 @@ func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, cod
 	if code == nil {
 		code = CompilePull(plan)
 	}
-	q := &pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
+	*q = pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
 	if env != nil && env.Ctx != ctx {
 		// A copy with the query's context (a portal sets its own Env's
 		// beforehand and saves the copy).
@@ -507,14 +515,13 @@ func (q *pull) scanStores(ctx context.Context) error {
 		}
 		q.seq = true
 		defer func() { q.seq = false }()
-		var read PartitionRead
-		served := func(r PartitionRead) { read = r }
+		served := func(r PartitionRead) { q.seqRead.read = r }
 		input := func(row catalog.Row) error { return q.input(ctx, row) }
 		if len(parts) == 1 {
 			q.reads = q.oneRead[:0]
 		}
 		for i, p := range parts {
-			read = PartitionRead{}
+			q.seqRead.read = PartitionRead{}
 			if err := q.readPartition(ctx, query, fwd, p, keysOf(keys, i), nil, served, input, sink); err != nil {
 				return err
 			}
@@ -523,7 +530,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 					return err
 				}
 			}
-			q.reads = append(q.reads, read)
+			q.reads = append(q.reads, q.seqRead.read)
 		}
 		return nil
 	}

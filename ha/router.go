@@ -323,8 +323,14 @@ type Routing struct {
 // appears in messages ("2.1s ago"). Every replica ends up in exactly one
 // of Ordered and Rejected. See the comment at the top of router.go.
 func Route(replicas []ReplicaInfo, b ReadBounds, now time.Time) Routing {
+	return RouteInto(make([]ReplicaInfo, 0, len(replicas)), replicas, b, now)
+}
+
+// RouteInto is Route with the routing's Ordered made in ordered's
+// memory (from its start), which must not overlap replicas.
+func RouteInto(ordered, replicas []ReplicaInfo, b ReadBounds, now time.Time) Routing {
 	mode := b.readFrom()
-	r := Routing{Ordered: make([]ReplicaInfo, 0, len(replicas))}
+	r := Routing{Ordered: ordered[:0]}
 	for _, ri := range replicas {
 		rej, ok := check(&ri, &b, mode, now)
 		if ok {
@@ -651,8 +657,10 @@ func joinAnd(items []string) string {
 // be down, as an untracked node is for Liveness). The caller fills in
 // liveness and lag, and sets RoleRestoring on an active that has not
 // restored yet.
-func (r Replicas) Infos() []ReplicaInfo {
-	var out []ReplicaInfo
+func (r Replicas) Infos() []ReplicaInfo { return r.AppendInfos(nil) }
+
+// AppendInfos appends Infos to out.
+func (r Replicas) AppendInfos(out []ReplicaInfo) []ReplicaInfo {
 	if r.Active != "" {
 		out = append(out, ReplicaInfo{Node: r.Active, Role: RoleActive, Alive: true})
 	}

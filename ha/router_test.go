@@ -241,6 +241,16 @@ func TestRoute(t *testing.T) {
 					ordered, tc.ordered, waitable, tc.waitable, rejected, tc.rejected)
 			}
 			checkRouting(t, tc.replicas, tc.bounds, got)
+			// In memory that held another routing, the same routing.
+			buf := slices.Repeat([]ReplicaInfo{rep("junk", RoleWarmup, 7, 7)}, 8)
+			into := RouteInto(buf[:3], tc.replicas, tc.bounds, rnow)
+			if !reflect.DeepEqual(slices.Clip(into.Ordered), slices.Clip(got.Ordered)) && len(got.Ordered) > 0 ||
+				!reflect.DeepEqual(into.Waitable, got.Waitable) || !reflect.DeepEqual(into.Rejected, got.Rejected) {
+				t.Fatalf("RouteInto:\n %+v\nRoute:\n %+v", into, got)
+			}
+			if len(into.Ordered) > 0 && &into.Ordered[0] != &buf[0] {
+				t.Fatal("RouteInto did not route in the memory given")
+			}
 		})
 	}
 }
@@ -452,6 +462,10 @@ func TestReplicasInfos(t *testing.T) {
 	}
 	if got := (Replicas{}).Infos(); len(got) != 0 {
 		t.Fatalf("no replicas: %+v", got)
+	}
+	prefix := []ReplicaInfo{{Node: "here"}}
+	if got := a.Replicas(TaskID{"v@1", 0}).AppendInfos(prefix); !reflect.DeepEqual(got, append(prefix, want...)) {
+		t.Fatalf("AppendInfos = %+v", got)
 	}
 }
 

@@ -123,7 +123,11 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
 			WithHint("The node is joining its cluster; try again in a moment.")
 	}
-	r := ha.Route(f.replicas(reps, req, now), rb.ReadBounds, now)
+	sc := routeScratchPool.Get().(*routeScratch)
+	defer sc.put()
+	sc.infos = f.appendReplicas(sc.infos[:0], reps, req, now)
+	r := ha.RouteInto(sc.ordered, sc.infos, rb.ReadBounds, now)
+	sc.ordered = r.Ordered
 	m := f.c.n.metrics
 	m.observeRouting(r)
 	rejected := r.Rejected
@@ -278,17 +282,39 @@ func here(local bool) string {
 	return ""
 }
 
+// routeScratch is the memory a read's routing is made in: a partition
+// has a few replicas, and every read routes.
+type routeScratch struct {
+	infos, ordered []ha.ReplicaInfo
+}
+
+var routeScratchPool = sync.Pool{New: func() any { return new(routeScratch) }}
+
+// put returns sc to the pool, without the positions its replicas
+// referred to.
+func (sc *routeScratch) put() {
+	clear(sc.infos[:cap(sc.infos)])
+	clear(sc.ordered[:cap(sc.ordered)])
+	routeScratchPool.Put(sc)
+}
+
 // replicas describes partition p's replicas for ha.Route: this node's
 // own (its role and lag as they are now), and the other nodes' from the
 // assignment, with liveness from heartbeats, and lag, role and position
 // from their lag reports.
 func (f *forwarder) replicas(reps ha.Replicas, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
+	return f.appendReplicas(nil, reps, req, now)
+}
+
+// appendReplicas appends replicas' answer to out.
+func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
 	rel, p := req.Rel, req.Partition
-	infos := reps.Infos()
+	start := len(out)
+	infos := reps.AppendInfos(out)
 	ctl := f.c.n.controlOf()
 	var task string // the task's name in lag reports, made when needed
-	out := infos[:0]
-	for _, ri := range infos {
+	out = infos[:start]
+	for _, ri := range infos[start:] {
 		if ri.Node == f.c.n.id {
 			continue
 		}
