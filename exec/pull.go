@@ -867,6 +867,41 @@ type prefetchBatch struct {
 	rows []catalog.Row
 	raw  []byte
 	ends []int
+	// buf, when set, is where raw and ends came from; the batch's
+	// consumer gives them back (release) once it has written them.
+	buf *rawBuf
+}
+
+// rawBuf holds a raw batch's buffers between uses. Partitions read ahead
+// hand their batches to the query's goroutine, which writes them to the
+// client: the same few buffers go round instead of a scan allocating
+// (and the runtime zeroing, and returning to the system) a batch of
+// fresh memory for every gatherBatch rows.
+type rawBuf struct {
+	raw  []byte
+	ends []int
+}
+
+var rawBufs = sync.Pool{New: func() any { return new(rawBuf) }}
+
+// maxPooledRaw bounds the raw buffers pooled: a batch of very wide rows
+// is left to the collector.
+const maxPooledRaw = 1 << 20
+
+// newRawBatch returns an empty raw batch in pooled buffers.
+func newRawBatch() prefetchBatch {
+	buf := rawBufs.Get().(*rawBuf)
+	return prefetchBatch{raw: buf.raw[:0], ends: buf.ends[:0], buf: buf}
+}
+
+// release gives a raw batch's buffers back once its rows were written.
+func (b *prefetchBatch) release() {
+	if b.buf == nil || cap(b.raw) > maxPooledRaw {
+		return
+	}
+	b.buf.raw, b.buf.ends = b.raw[:0], b.ends[:0]
+	rawBufs.Put(b.buf)
+	*b = prefetchBatch{}
 }
 
 // rawSinks returns the template of the query's raw sinks (see RawRows),
@@ -952,6 +987,7 @@ func (t *rawSink) sink(fwd bool, flush func(prefetchBatch) error) *rawSink {
 	s := *t
 	s.fwd, s.flush = fwd && t.fwdOK, flush
 	s.vals = nil
+	s.b = newRawBatch()
 	return &s
 }
 
@@ -1020,8 +1056,8 @@ func (s *rawSink) send() error {
 		s.b.raw, s.b.ends = b.raw[:0], b.ends[:0]
 		return err
 	}
-	// The next rows, if any, start new buffers (append makes them).
-	s.b = prefetchBatch{}
+	// The next rows, if any, go in other buffers.
+	s.b = newRawBatch()
 	return s.hand(b)
 }
 
@@ -1139,6 +1175,7 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 				if err := q.sendRaw(b); err != nil {
 					return err
 				}
+				b.release() // sendRaw keeps nothing of it
 				continue
 			}
 			for _, row := range b.rows {
