@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -568,18 +569,54 @@ func TestB4Restore(t *testing.T) {
 	}
 	t.Logf("changelog %s: %d records", changelog, records)
 
-	// The node keeps its id (a flag) and its catalog (in Kafka); only its
-	// Pebble database goes, which docs/operations.md says can always be
-	// rebuilt from the changelogs.
+	// Three rounds, each a restore and then a raw consume of the same
+	// changelog, and the median of each: a restore and a raw consume
+	// take about a second each, and the machine's other work moves
+	// either by a third from one second to the next.
+	const rounds = 3
+	var basinRates, rawRates []float64
+	var last restoreRound
+	for i := range rounds {
+		last = restoreOnce(t, n, records, i == 0)
+		basinRates = append(basinRates, last.rate)
+		rawEl := rawConsume(t, c, changelog, records, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		rawRates = append(rawRates, float64(records)/rawEl.Seconds())
+		t.Logf("round %d: basin restored %d records at %.0f records/s; raw franz-go consumer %v: %.0f records/s",
+			i+1, records, last.rate, rawEl.Round(time.Millisecond), rawRates[i])
+	}
+	basinRate, rawRate := percentile(slices.Clone(basinRates), 0.5), percentile(slices.Clone(rawRates), 0.5)
+	theReport.add(t, result{Bench: "B4", What: "restore a 1M-key view from its changelog",
+		Basin: basinRate, Ref: rawRate, Unit: "records/s", RefName: "raw franz-go consumer of the changelog", HigherBetter: true,
+		Target: "≥ 0.5×", Met: basinRate >= 0.5*rawRate,
+		Note: fmt.Sprintf("median of %d rounds of a restore then a raw consume (basin %s, raw %s records/s); %d records; in the last round the node was up %.2fs after the restart and restored in %.2fs more; peak RSS %d MiB",
+			rounds, rates(basinRates), rates(rawRates), records, last.ready.Seconds(), last.rebuild.Seconds(), last.rss>>20)})
+}
+
+// restoreRound is one restore of B4.
+type restoreRound struct {
+	ready, rebuild time.Duration // restart → node up → view whole
+	rate           float64       // records / rebuild
+	rss            int64
+}
+
+// restoreOnce kills n, removes its Pebble database and restarts it, and
+// times the rebuild of per_id from its changelog of records records.
+// The node keeps its id (a flag) and its catalog (in Kafka); only its
+// Pebble database goes, which docs/operations.md says can always be
+// rebuilt from the changelogs.
+func restoreOnce(t *testing.T, n *testcluster.Node, records int, profile bool) restoreRound {
+	t.Helper()
 	n.Kill()
 	if err := os.RemoveAll(filepath.Join(n.DataDir, "state")); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	n.Restart(t)
 	ready := time.Since(start)
-	defer profileDuring(t, n, "b4-restore", 1)() // the restore takes about a second
-	conn, err = n.Connect(context.Background())
+	if profile {
+		defer profileDuring(t, n, "b4-restore", 1)() // the restore takes about a second
+	}
+	conn, err := n.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,25 +636,23 @@ func TestB4Restore(t *testing.T) {
 	})
 	// From the restart, and from when the node is up (accepting
 	// connections) to when the view is whole again: the rebuild proper.
-	restoreEl := restored.Sub(start)
-	rebuildEl := restoreEl - ready
-	rss := peakRSS(n.PID())
+	r := restoreRound{ready: ready, rebuild: restored.Sub(start) - ready, rss: peakRSS(n.PID())}
+	r.rate = float64(records) / r.rebuild.Seconds()
 	if rows, sum, err := countAndSum(conn, "per_id", "n"); err != nil || rows != ingestRecords || sum != ingestRecords {
 		t.Fatalf("per_id after the restore: %d rows, sum(n) %d (%v); want %d, %d", rows, sum, err, ingestRecords, ingestRecords)
 	}
-	basinRate := float64(records) / rebuildEl.Seconds()
 	t.Logf("basin: restored per_id (%d changelog records) in %v from the restart, %v from the node being up: %.0f records/s, peak RSS %d MiB",
-		records, restoreEl.Round(time.Millisecond), rebuildEl.Round(time.Millisecond), basinRate, rss>>20)
+		records, restored.Sub(start).Round(time.Millisecond), r.rebuild.Round(time.Millisecond), r.rate, r.rss>>20)
+	return r
+}
 
-	rawEl := rawConsume(t, c, changelog, records, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	rawRate := float64(records) / rawEl.Seconds()
-	t.Logf("raw franz-go consumer: %d changelog records in %v: %.0f records/s", records, rawEl.Round(time.Millisecond), rawRate)
-
-	theReport.add(t, result{Bench: "B4", What: "restore a 1M-key view from its changelog",
-		Basin: basinRate, Ref: rawRate, Unit: "records/s", RefName: "raw franz-go consumer of the changelog", HigherBetter: true,
-		Target: "≥ 0.5×", Met: basinRate >= 0.5*rawRate,
-		Note: fmt.Sprintf("%d records restored in %.2fs from the node being up (it was up %.2fs after the restart; %.2fs in all; %.0f records/s counting the start), peak RSS %d MiB",
-			records, rebuildEl.Seconds(), ready.Seconds(), restoreEl.Seconds(), float64(records)/restoreEl.Seconds(), rss>>20)})
+// rates formats records/s figures in millions.
+func rates(xs []float64) string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, fmt.Sprintf("%.2fM", x/1e6))
+	}
+	return strings.Join(out, ", ")
 }
 
 // changelogTopic finds the changelog topic of view (its name holds the

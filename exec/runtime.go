@@ -73,6 +73,9 @@ type Runtime struct {
 	adm    *kadm.Client
 	admCl  *kgo.Client
 	plog   *kgo.Client // processing-log producer for non-transactional stages
+	// restoreRecs is the memory restores decode changelog records into
+	// (kafka.RecordPool), shared by them all.
+	restoreRecs kafka.RecordPool
 
 	mu struct {
 		sync.Mutex

@@ -75,13 +75,13 @@ func inputOffset(m map[string]map[int32]int64, topic string, p int32) kgo.Offset
 // consumer returns a client reading one partition from off, committed
 // data only, with control records kept so that the read offset passes
 // transaction markers.
-func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset) (*kgo.Client, error) {
-	return rt.client(id,
+func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
+	return rt.client(id, append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: off}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}, extra...)...)
 }
 
 // tableTask materializes one partition of a source table. The table's
@@ -246,7 +246,8 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 	if cp.ChangelogOffset >= end {
 		return cp, nil
 	}
-	cl, err := rt.consumer(fmt.Sprintf("restore-%s-%d", topic, p), topic, p, kgo.NewOffset().At(cp.ChangelogOffset))
+	cl, err := rt.consumer(fmt.Sprintf("restore-%s-%d", topic, p), topic, p, kgo.NewOffset().At(cp.ChangelogOffset),
+		kgo.WithPools(&rt.restoreRecs))
 	if err != nil {
 		return cp, err
 	}
@@ -273,6 +274,7 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 			if err := applyChangelog(ld, &cp, fetches); err != nil {
 				return cp, fmt.Errorf("restoring %s/%d: %w", topic, p, err)
 			}
+			kafka.Recycle(fetches) // the loader copied what it keeps
 			if ld.Size() >= loadFlushSize || cp.ChangelogOffset >= end {
 				if err := ld.Flush(cp); err != nil {
 					return cp, err
@@ -285,6 +287,7 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 			b.Close()
 			return cp, fmt.Errorf("restoring %s/%d: %w", topic, p, err)
 		}
+		kafka.Recycle(fetches) // the batch copied what it keeps
 		// One fsync for the whole restore, at its end: a crash before it
 		// leaves a prefix of these batches, each with its checkpoint.
 		commit := b.CommitNoSync
