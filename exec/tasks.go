@@ -246,6 +246,12 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 	if cp.ChangelogOffset >= end {
 		return cp, nil
 	}
+	began, from := time.Now(), cp.ChangelogOffset
+	var flushing time.Duration // in Loader.Flush
+	defer func() {
+		rt.log.Info("restored", "topic", topic, "partition", p, "from", from, "to", cp.ChangelogOffset,
+			"took", time.Since(began).Round(time.Millisecond), "loading", flushing.Round(time.Millisecond))
+	}()
 	cl, err := rt.consumer(fmt.Sprintf("restore-%s-%d", topic, p), topic, p, kgo.NewOffset().At(cp.ChangelogOffset),
 		kgo.WithPools(&rt.restoreRecs))
 	if err != nil {
@@ -276,9 +282,11 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 			}
 			kafka.Recycle(fetches) // the loader copied what it keeps
 			if ld.Size() >= loadFlushSize || cp.ChangelogOffset >= end {
+				t := time.Now()
 				if err := ld.Flush(cp); err != nil {
 					return cp, err
 				}
+				flushing += time.Since(t)
 			}
 			continue
 		}
