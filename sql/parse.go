@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pingcap/tidb/pkg/parser"
+
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -78,6 +80,7 @@ func parse(text string) ([]Parsed, error) {
 			return nil, err
 		}
 		st, err := sp.statement(0)
+		sp.release()
 		if err != nil {
 			return nil, err
 		}
@@ -93,6 +96,9 @@ type stmtParser struct {
 	text string
 	toks []token
 	pos  *posTable
+	// tidb are the TiDB parsers whose trees the statement's conversion
+	// reads (parseTiDB); release returns them.
+	tidb []*parser.Parser
 }
 
 // maxNesting bounds parenthesis depth so that a hostile statement cannot

@@ -20,6 +20,11 @@ import (
 
 // tidbParsers pools TiDB parsers: one is not safe for concurrent use and
 // is costly to build, and Parse runs on every connection's goroutine.
+// A parser keeps pointers into the tree it last returned (its symbol
+// cache) and writes through them when it parses again (yySetOffset sets
+// the text position of the cached expression), so a parser goes back to
+// the pool only once the statement's conversion is done with its tree
+// (stmtParser.release).
 var tidbParsers = sync.Pool{New: func() any {
 	p := parser.New()
 	// NO_BACKSLASH_ESCAPES: strings reach TiDB with only quotes doubled.
@@ -29,6 +34,7 @@ var tidbParsers = sync.Pool{New: func() any {
 }}
 
 // parseTiDB parses the rewritten text, which holds exactly one statement.
+// The tree is good until sp.release.
 func (sp *stmtParser) parseTiDB(tt *tidbText) (stmt ast.StmtNode, err error) {
 	p := tidbParsers.Get().(*parser.Parser)
 	defer func() {
@@ -38,7 +44,7 @@ func (sp *stmtParser) parseTiDB(tt *tidbText) (stmt ast.StmtNode, err error) {
 			stmt, err = nil, internalErr("TiDB parser panicked on %q: %v", tt.sql, r)
 			return
 		}
-		tidbParsers.Put(p)
+		sp.tidb = append(sp.tidb, p)
 	}()
 	stmts, _, perr := p.ParseSQL(tt.sql)
 	if perr != nil {
@@ -48,6 +54,15 @@ func (sp *stmtParser) parseTiDB(tt *tidbText) (stmt ast.StmtNode, err error) {
 		return nil, internalErr("TiDB parsed %d statements from %q", len(stmts), tt.sql)
 	}
 	return stmts[0], nil
+}
+
+// release gives the TiDB parsers of the statement's trees back to the
+// pool, once nothing reads those trees any more.
+func (sp *stmtParser) release() {
+	for _, p := range sp.tidb {
+		tidbParsers.Put(p)
+	}
+	sp.tidb = nil
 }
 
 // nearRE matches TiDB's error position: `line 1 column 12 near "FRM t"`.
