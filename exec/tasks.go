@@ -233,7 +233,7 @@ const loadGrowMax = 1 << 20
 // restore applies the changelog partition from the store's checkpoint to
 // the changelog's end, so the store reflects every committed transaction.
 // Markers carry the input and position of the transaction they end.
-func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic string, p int32) (materialize.Checkpoint, error) {
+func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic string, p int32) (_ materialize.Checkpoint, err error) {
 	cp, err := store.Checkpoint()
 	if err != nil {
 		return cp, err
@@ -249,6 +249,9 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 	began, from := time.Now(), cp.ChangelogOffset
 	var flushing time.Duration // in Loader.Flush
 	defer func() {
+		if err != nil {
+			return // the task's error is logged where it ends
+		}
 		rt.log.Info("restored", "topic", topic, "partition", p, "from", from, "to", cp.ChangelogOffset,
 			"took", time.Since(began).Round(time.Millisecond), "loading", flushing.Round(time.Millisecond))
 	}()
