@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,13 +117,8 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	n.log = n.log.With("node", n.id)
 	brokers := opts.Brokers
 	if len(brokers) == 0 {
-		n.broker, err = kafka.StartBroker(kafka.BrokerOptions{
-			Addr:    opts.BrokerAddr,
-			DataDir: filepath.Join(opts.DataDir, "kafka"),
-			Logger:  n.log,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("starting the embedded broker: %w", err)
+		if n.broker, err = n.startBroker(); err != nil {
+			return nil, err
 		}
 		brokers = n.broker.Addrs()
 		n.log.Info("embedded broker started", "addrs", strings.Join(brokers, ","))
@@ -179,8 +175,18 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.engine.Backends = backends{n.pg}
+	if len(opts.Brokers) > 0 {
+		// Every field of the engine is set before the server starts, for
+		// sessions read them without a lock. The membership itself
+		// starts after it (a node joins with the address it serves on):
+		// clusterInfo finds it once it is there.
+		n.engine.Members = clusterInfo{n}
+	}
 	if err := n.pg.Start(); err != nil {
 		return nil, fmt.Errorf("postgres listener on %s: %w", opts.PGAddr, err)
+	}
+	if testServing != nil {
+		testServing(n)
 	}
 	if opts.HTTPAddr != "" {
 		if err := n.startHTTP(); err != nil {
@@ -195,12 +201,41 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 			return nil, err
 		}
 		n.controlOf().start()
-		n.engine.Members = n.clusterOf()
 	}
-	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "cluster", opts.Cluster,
-		"auth", auth.method.String(), "tls", tlsConfig != nil)
+	n.log.Info("basin node ready", "pg", n.pg.Addr().String(), "http", n.HTTPAddr(), "brokers", strings.Join(n.Brokers(), ","),
+		"embedded_broker", n.broker != nil, "data_dir", opts.DataDir, "cluster", opts.Cluster,
+		"default_partitions", opts.DefaultPartitions, "auth", auth.method.String(), "tls", tlsConfig != nil,
+		"session_timeout", opts.SessionTimeout, "heartbeat_interval", opts.HeartbeatInterval)
 	return n, nil
 }
+
+// startBroker starts the embedded broker on opts.BrokerAddr or, when
+// that port is taken and opts.BrokerAddrFallback, on a free port of the
+// same host.
+func (n *Node) startBroker() (*kafka.Broker, error) {
+	bopts := kafka.BrokerOptions{
+		Addr:    n.opts.BrokerAddr,
+		DataDir: filepath.Join(n.opts.DataDir, "kafka"),
+		Logger:  n.log,
+	}
+	b, err := kafka.StartBroker(bopts)
+	if err != nil && n.opts.BrokerAddrFallback && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(n.opts.BrokerAddr)
+		bopts.Addr = net.JoinHostPort(host, "0")
+		if b, err = kafka.StartBroker(bopts); err == nil {
+			n.log.Warn("the embedded broker's default address is taken (by another broker or basin?); it listens on a free port instead: "+
+				"point Kafka producers at addr, or give --broker-addr", "taken", n.opts.BrokerAddr, "addr", strings.Join(b.Addrs(), ","))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting the embedded broker: %w", err)
+	}
+	return b, nil
+}
+
+// testServing, when a test sets it, is called by Start as soon as the
+// Postgres server serves, with the engine as sessions first see it.
+var testServing func(*Node)
 
 // onChange acts on a catalog change: start or drop the relation's query.
 // During the startup replay it does nothing; startQueries then starts the
@@ -391,6 +426,24 @@ func (n *Node) HTTPAddr() string {
 		return ""
 	}
 	return n.httpLn.Addr().String()
+}
+
+// BrokerAddr is the address the embedded broker listens on (advertised
+// to Kafka clients), "" when the node uses Options.Brokers.
+func (n *Node) BrokerAddr() string {
+	if n.broker == nil {
+		return ""
+	}
+	return strings.Join(n.broker.Addrs(), ",")
+}
+
+// Options are the options the node runs with, defaults filled in,
+// without the secrets (Users' passwords and ClusterSecret).
+func (n *Node) Options() Options {
+	o := n.opts
+	o.Users = nil
+	o.ClusterSecret = ""
+	return o
 }
 
 // Brokers are the Kafka brokers the node uses.

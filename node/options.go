@@ -26,9 +26,18 @@ type Options struct {
 	// Brokers are the Kafka seed brokers. Empty (the default) starts an
 	// embedded broker under DataDir/kafka.
 	Brokers []string
-	// BrokerAddr is where the embedded broker listens. Default
-	// "127.0.0.1:0" (any free port).
+	// BrokerAddr is where the embedded broker listens. The zero value
+	// is "127.0.0.1:0", any free port, which is what in-process nodes
+	// (tests, many at a time) want; `basin serve` gives
+	// DefaultBrokerAddr, a port Kafka tools find without being told,
+	// with BrokerAddrFallback.
 	BrokerAddr string
+	// BrokerAddrFallback makes a BrokerAddr whose port is taken fall
+	// back to a free port on the same host, logged as a warning naming
+	// both, instead of failing the start. `basin serve` sets it when
+	// the address is its default, not one the user gave (a given
+	// address that is taken stays an error). Default false.
+	BrokerAddrFallback bool
 	// NodeID is the node's static identity. Default: generated on first
 	// start and kept in DataDir/node-id.
 	NodeID string
@@ -118,6 +127,7 @@ const (
 	DefaultDataDir    = "./basin-data"
 	DefaultPGAddr     = "127.0.0.1:5433"
 	DefaultHTTPAddr   = "127.0.0.1:8433"
+	DefaultBrokerAddr = "127.0.0.1:9092" // basin serve's; see Options.BrokerAddr
 	DefaultCluster    = "basin"
 	DefaultPartitions = 4
 
