@@ -5,7 +5,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
@@ -45,49 +45,55 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newBroker(), newPasswd())
+	root.AddCommand(newServe(), newBroker(), newPasswd(), newVersion())
 	return root
 }
 
-// settings binds a command's flags to BASIN_* environment variables and
-// the config file: flag > environment > config file > default.
-func settings(cmd *cobra.Command) (*viper.Viper, error) {
-	v := viper.New()
-	v.SetEnvPrefix("BASIN")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_", ".", "_"))
-	v.AutomaticEnv()
-	if err := v.BindPFlags(cmd.Flags()); err != nil {
-		return nil, err
+// newVersion is `basin version` (as `basin --version`, with the Go
+// release and platform it was built with).
+func newVersion() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print basin's version and the Go version it was built with",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "basin %s (%s %s/%s)\n", exec.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return err
+		},
 	}
-	if path := v.GetString("config"); path != "" {
-		v.SetConfigFile(path)
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("reading config file %s: %w", path, err)
-		}
-	}
-	return v, nil
 }
 
-func logger(level string) (*slog.Logger, error) {
+func logger(level string, w io.Writer) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// defaultBrokerAddr is the default of basin serve's --broker-addr; a
+// variable so that a test can hold a port of its own instead of 9092.
+var defaultBrokerAddr = node.DefaultBrokerAddr
 
 func newServe() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a basin node (with an embedded broker when --brokers is not given)",
-		Args:  cobra.NoArgs,
+		Long: `serve runs a basin node: with --brokers, one node of a cluster on that Kafka;
+without, alone on an embedded Kafka-compatible broker (--broker-addr).
+
+Each setting is a flag, a BASIN_* environment variable or a key of the
+config file (--config); the first set wins, in that order, then the default.
+users and cluster-secret have no flag: they are config-file keys or
+BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
+		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
 	f.String("data-dir", node.DefaultDataDir, "directory for the node's state (and the embedded broker's log)")
 	f.String("pg-addr", node.DefaultPGAddr, "Postgres wire protocol listen address")
 	f.String("http-addr", node.DefaultHTTPAddr, "HTTP address for /metrics, /healthz and cluster endpoints (\"off\" disables)")
 	f.String("brokers", "", "Kafka seed brokers, host:port,...; empty starts an embedded broker")
-	f.String("broker-addr", "127.0.0.1:0", "listen address of the embedded broker")
+	f.String("broker-addr", defaultBrokerAddr, "listen address of the embedded broker; when the default's port is taken, a free port instead")
 	f.String("node-id", "", "static node id (default: generated once and kept in the data dir)")
 	f.String("cluster", node.DefaultCluster, "cluster name; nodes with the same name on the same Kafka share the work")
 	f.Int("default-partitions", node.DefaultPartitions, "partitions of topics basin creates when a statement names none")
@@ -107,12 +113,14 @@ func newServe() *cobra.Command {
 	f.Bool("allow-trust-remote", false, "allow --auth trust on a --pg-addr that is not loopback")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "config file (YAML, TOML or JSON) with the same keys as the flags")
+	describeSettings(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		v, err := settings(cmd)
 		if err != nil {
 			return err
 		}
-		log, err := logger(v.GetString("log-level"))
+		stderr := cmd.ErrOrStderr()
+		log, err := logger(v.GetString("log-level"), stderr)
 		if err != nil {
 			return err
 		}
@@ -129,8 +137,9 @@ func newServe() *cobra.Command {
 			// favour of another process (a client on the same machine, the
 			// broker), the goroutines queued on that P wait for it to run
 			// again; with more Ps, other threads take them. Under B1's
-			// load this halves the p99 latency of point lookups.
-			runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
+			// load this halves the p99 latency of point lookups. Once
+			// per process: tests run serve many times in one.
+			doubleProcs.Do(func() { runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0)) })
 		}
 		users, err := usersSetting(v)
 		if err != nil {
@@ -143,20 +152,24 @@ func newServe() *cobra.Command {
 		case rowCacheMB == 0:
 			rowCacheMB = -1 // node.Options: off
 		}
-		var brokers []string
-		for _, b := range strings.Split(v.GetString("brokers"), ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				brokers = append(brokers, b)
+		var brokers []string // a string host:port,... or a config file's list
+		for _, bs := range v.GetStringSlice("brokers") {
+			for _, b := range strings.Split(bs, ",") {
+				if b = strings.TrimSpace(b); b != "" {
+					brokers = append(brokers, b)
+				}
 			}
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		brokerAddr := v.GetString("broker-addr")
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		n, err := node.Start(ctx, node.Options{
 			DataDir:               v.GetString("data-dir"),
 			PGAddr:                v.GetString("pg-addr"),
 			HTTPAddr:              v.GetString("http-addr"),
 			Brokers:               brokers,
-			BrokerAddr:            v.GetString("broker-addr"),
+			BrokerAddr:            brokerAddr,
+			BrokerAddrFallback:    !isSet(cmd, v, "broker-addr"),
 			NodeID:                v.GetString("node-id"),
 			Cluster:               v.GetString("cluster"),
 			DefaultPartitions:     v.GetInt("default-partitions"),
@@ -184,12 +197,45 @@ func newServe() *cobra.Command {
 		if v.GetString("auth") != "trust" {
 			user = "<user>"
 		}
-		fmt.Fprintf(os.Stderr, "basin %s ready: psql -h %s -p %s -U %s basin\n", exec.Version, host(n.PGAddr()), port(n.PGAddr()), user)
+		fmt.Fprintln(stderr, settingsLine(n))
+		fmt.Fprintf(stderr, "basin %s ready: psql -h %s -p %s -U %s basin\n", exec.Version, host(n.PGAddr()), port(n.PGAddr()), user)
 		<-ctx.Done()
 		log.Info("shutting down")
 		return n.Close()
 	}
 	return cmd
+}
+
+// isSet reports whether a flag's setting was given: on the command line,
+// in the environment or in the config file.
+func isSet(cmd *cobra.Command, v *viper.Viper, key string) bool {
+	return cmd.Flags().Changed(key) || os.Getenv(envName(key)) != "" || v.InConfig(key)
+}
+
+// settingsLine states the settings a node runs with, for the line before
+// the ready line: where its state is, where to reach it and its Kafka,
+// and the settings whose defaults a user most often needs to know.
+func settingsLine(n *node.Node) string {
+	o := n.Options()
+	dir := o.DataDir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	httpAddr := n.HTTPAddr()
+	if httpAddr == "" {
+		httpAddr = "off"
+	}
+	kafkaAt := "brokers " + strings.Join(n.Brokers(), ",")
+	if addr := n.BrokerAddr(); addr != "" {
+		kafkaAt = "broker-addr " + addr + " (embedded broker: Kafka producers and consumers connect here"
+		if o.BrokerAddrFallback && addr != o.BrokerAddr {
+			kafkaAt += "; " + o.BrokerAddr + " was taken"
+		}
+		kafkaAt += ")"
+	}
+	return fmt.Sprintf("basin settings: data-dir %s, pg-addr %s, http-addr %s, %s, default-partitions %d, auth %s, "+
+		"session-timeout %s, heartbeat-interval %s",
+		dir, n.PGAddr(), httpAddr, kafkaAt, o.DefaultPartitions, o.Auth, o.SessionTimeout, o.HeartbeatInterval)
 }
 
 // usersSetting returns the users setting: BASIN_USERS (a JSON object)
@@ -321,12 +367,13 @@ func newBroker() *cobra.Command {
 	f.String("data-dir", "", "directory for the broker's log (empty: in memory)")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "config file with the same keys as the flags")
+	describeSettings(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		v, err := settings(cmd)
 		if err != nil {
 			return err
 		}
-		log, err := logger(v.GetString("log-level"))
+		log, err := logger(v.GetString("log-level"), cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
@@ -334,8 +381,8 @@ func newBroker() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "basin broker listening on %s\n", strings.Join(b.Addrs(), ","))
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		fmt.Fprintf(cmd.ErrOrStderr(), "basin broker listening on %s\n", strings.Join(b.Addrs(), ","))
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		<-ctx.Done()
 		return errors.Join(b.Close())
@@ -356,6 +403,9 @@ func port(addr string) string {
 	}
 	return ""
 }
+
+// doubleProcs doubles GOMAXPROCS for basin serve, once.
+var doubleProcs sync.Once
 
 // serveGCPercent is the Go collector's GOGC of basin serve unless the
 // environment sets one (docs/operations.md).
