@@ -11,9 +11,15 @@ COMPAT_FLAGS ?=
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
 
-## run: build and start one node with the embedded broker (psql -h 127.0.0.1 -p 5433 -U basin basin).
+## run: build and start one node with the embedded broker (psql -h 127.0.0.1 -p 5433 -U basin basin;
+## Kafka clients at 127.0.0.1:9092). PG_ADDR, HTTP_ADDR and BROKER_ADDR set its addresses
+## (make run PG_ADDR=127.0.0.1:6543), ARGS any other serve flags (make run ARGS='--log-level debug').
+PG_ADDR     ?=
+HTTP_ADDR   ?=
+BROKER_ADDR ?=
+ARGS        ?=
 run: build
-	./$(BIN) serve --data-dir $(DATA_DIR)
+	./$(BIN) serve --data-dir $(DATA_DIR)$(if $(PG_ADDR), --pg-addr $(PG_ADDR))$(if $(HTTP_ADDR), --http-addr $(HTTP_ADDR))$(if $(BROKER_ADDR), --broker-addr $(BROKER_ADDR)) $(ARGS)
 
 ## test: every test, including the real psql and multi-process tests and the
 ## real-client compatibility tests (make compat).
