@@ -228,8 +228,9 @@ func (w *testWriter) Notice(n *pgerr.Error) error { w.notices = append(w.notices
 // startTableEngine starts a broker, a runtime over a Pebble database in a
 // temporary directory and an engine whose catalog holds the one table
 // create declares (the topic made, its tasks running), all closed when
-// tb ends: the engine of a single node below the wire protocol.
-func startTableEngine(ctx context.Context, tb testing.TB, create string) *Engine {
+// tb ends: the engine of a single node below the wire protocol. mod, if
+// given, adjusts the runtime's options first.
+func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...func(*RuntimeOptions)) *Engine {
 	tb.Helper()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
 	if err != nil {
@@ -241,7 +242,11 @@ func startTableEngine(ctx context.Context, tb testing.TB, create string) *Engine
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = db.Close() })
-	rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db})
+	ropts := RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db}
+	for _, m := range mod {
+		m(&ropts)
+	}
+	rt, err := NewRuntime(ropts)
 	if err != nil {
 		tb.Fatal(err)
 	}

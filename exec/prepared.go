@@ -9,6 +9,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -772,7 +773,12 @@ func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code
 	ps := &pullSource{rows: make(chan catalog.Row, portalBuffer), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(ps.done)
-		_, err := rt.PullCompiled(ctx, plan, code, env, func(r catalog.Row) error {
+		defer close(ps.rows)
+		// A panic is the statement's error (XX000 at the wire), set
+		// before rows is closed like any other.
+		defer safe.Recover(&ps.err)
+		safe.Fault(safe.FaultPortal)
+		_, ps.err = rt.PullCompiled(ctx, plan, code, env, func(r catalog.Row) error {
 			// The row is handed to another goroutine: copy it, whatever
 			// Pull does with its buffers.
 			select {
@@ -782,8 +788,6 @@ func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code
 				return ctx.Err()
 			}
 		})
-		ps.err = err
-		close(ps.rows)
 	}()
 	return ps
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -1127,6 +1128,8 @@ func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []
 		go func() {
 			defer wg.Done()
 			defer close(pf.rows)
+			defer safe.Recover(&pf.err) // a panic is the read's error
+			safe.Fault(safe.FaultGather)
 			hand := func(b prefetchBatch) error {
 				select {
 				case pf.rows <- b:

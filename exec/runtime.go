@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -428,7 +430,9 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	go func() {
 		defer rt.wg.Done()
 		defer q.wg.Done()
-		rt.refreshEnds(q, changelog, ends)
+		safe.Restart(q.ctx, rt.log, "panic refreshing a view's ends; restarting", endsInterval, func() {
+			rt.refreshEnds(q, changelog, ends)
+		})
 	}()
 	return nil
 }
@@ -494,9 +498,10 @@ func (rt *Runtime) start(q *Query) error {
 	return nil
 }
 
-// supervise runs a task until ctx ends, restarting it with backoff when it
-// fails. A restart resumes from the task's checkpoint. done is closed
-// when it has stopped.
+// supervise runs a task until ctx ends, restarting it when it fails,
+// after the wait its backoff gives (backoff.go). A restart resumes from
+// the task's checkpoint. A panic in the task is a failure of the task,
+// logged with its stack (runTask). done is closed when it has stopped.
 func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *TaskState, run func(context.Context) error, done chan struct{}) {
 	rt.wg.Add(1)
 	q.wg.Add(1)
@@ -504,24 +509,37 @@ func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *Tas
 		defer rt.wg.Done()
 		defer q.wg.Done()
 		defer close(done)
-		backoff := 100 * time.Millisecond
+		b := newBackoff()
 		for {
-			err := run(ctx)
+			began := time.Now()
+			err := runTask(ctx, run)
 			if ctx.Err() != nil {
 				return
 			}
 			ts.setError(err)
-			rt.log.Warn("task failed; restarting from its checkpoint", "task", name, "err", err, "backoff", backoff)
-			t := time.NewTimer(backoff)
+			wait := b.failed(time.Since(began), rand.Float64())
+			if safe.IsPanic(err) {
+				safe.Log(rt.log, "task panicked; restarting from its checkpoint", err, "task", name, "backoff", wait)
+			} else {
+				rt.log.Warn("task failed; restarting from its checkpoint", "task", name, "err", err, "backoff", wait)
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
-			backoff = min(2*backoff, 5*time.Second)
 		}
 	}()
+}
+
+// runTask runs one run of a task; a panic in it is its error, a
+// *safe.PanicError.
+func runTask(ctx context.Context, run func(context.Context) error) (err error) {
+	defer safe.Recover(&err)
+	safe.Fault(safe.FaultTask)
+	return run(ctx)
 }
 
 // WaitReady waits until every task of the query this node holds has

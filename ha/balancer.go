@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/basindb/basin/internal/safe"
 )
 
 // ProtocolName is the group protocol basin nodes join with. An
@@ -382,20 +384,28 @@ func (b *Balancer) RequestRebalance(reason string) {
 // cannot run from its state. It also drains the client's group errors
 // into the log. It returns when ctx is done.
 func (b *Balancer) Run(ctx context.Context, cl *kgo.Client) {
+	// The poll loop ends with Run, however Run ends (a panic unwinding
+	// through here must not wait for ctx).
+	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			fs := cl.PollFetches(ctx)
-			if ctx.Err() != nil || fs.IsClientClosed() {
-				return
+		safe.Restart(pctx, b.log, "ha: panic polling the group client", time.Second, func() {
+			for {
+				fs := cl.PollFetches(pctx)
+				if pctx.Err() != nil || fs.IsClientClosed() {
+					return
+				}
+				fs.EachError(func(topic string, p int32, err error) {
+					b.log.Warn("group membership error", "err", err)
+				})
 			}
-			fs.EachError(func(topic string, p int32, err error) {
-				b.log.Warn("group membership error", "err", err)
-			})
-		}
+		})
 	}()
 
 	var probe *time.Timer
@@ -418,7 +428,9 @@ func (b *Balancer) Run(ctx context.Context, cl *kgo.Client) {
 				continue
 			}
 			if b.cfg.OnAssignment != nil {
-				b.cfg.OnAssignment(a)
+				// A panic applying one assignment is logged; the next
+				// assignment is applied as usual.
+				_ = safe.Do(b.log, "ha: panic applying an assignment", func() { b.cfg.OnAssignment(a) })
 			}
 			stopProbe()
 			if a.Leader == b.cfg.NodeID && a.NeedsFollowUp {

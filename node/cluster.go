@@ -20,6 +20,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 )
 
@@ -91,7 +92,12 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	c.cancel = cancel
 	go func() {
 		defer close(c.done)
-		c.bal.Run(rctx, c.cl)
+		// A panic in the membership loop is logged and the loop runs
+		// again: without it the node would keep its group session but
+		// stop following assignments.
+		safe.Restart(rctx, n.log, "panic in the cluster membership loop; restarting it", time.Second, func() {
+			c.bal.Run(rctx, c.cl)
+		})
 	}()
 	c.fwd = &forwarder{c: c}
 	n.rt.SetForwarder(c.fwd)
@@ -310,7 +316,11 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 		go func() {
 			defer wg.Done()
 			var r tasksReport
-			if err := getJSON(ctx, a.Nodes[id].HTTPAddr, "/tasks", &r); err == nil {
+			err := safe.Call(func() error { return getJSON(ctx, a.Nodes[id].HTTPAddr, "/tasks", &r) })
+			if safe.IsPanic(err) {
+				safe.Log(c.n.log, "panic asking a node for its tasks", err, "peer", id)
+			}
+			if err == nil {
 				reports[i] = r.Tasks
 				return
 			}
@@ -371,6 +381,28 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 		}
 	}
 	return out
+}
+
+// clusterInfo is the engine's view of the cluster (exec.ClusterInfo). It
+// is given to the engine before the Postgres server starts, so that no
+// field of the engine is written while sessions read it, and reads the
+// membership, which starts after the server, once it is there; until
+// then it answers as a cluster without an assignment does.
+type clusterInfo struct{ n *Node }
+
+func (ci clusterInfo) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
+	if c := ci.n.clusterOf(); c != nil {
+		return c.Tasks(ctx)
+	}
+	return ci.n.localTasks().Tasks, nil
+}
+
+func (ci clusterInfo) Members(ctx context.Context) ([]exec.Member, error) {
+	if c := ci.n.clusterOf(); c != nil {
+		return c.Members(ctx)
+	}
+	// Not HTTPAddr: the HTTP server may be starting.
+	return []exec.Member{{Node: ci.n.id, PGAddr: ci.n.PGAddr(), Alive: true}}, nil
 }
 
 // Members implements exec.ClusterInfo: the nodes of the assignment, alive

@@ -12,6 +12,7 @@ import (
 
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/materialize"
 )
 
@@ -73,19 +74,27 @@ func (c *control) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(2)
+	// A panic in a loop is logged and the loop goes on (every paces it
+	// by its ticker): a node that stopped sending heartbeats while it
+	// serves would be taken for dead.
 	go func() {
 		defer c.wg.Done()
-		c.every(ctx, c.live.Config().HeartbeatInterval, func(peer string, nt ha.NodeTasks) {
-			if !c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()}) && ctx.Err() == nil {
-				n.metrics.hbFailed.WithLabelValues(peer).Inc()
-			}
+		hb := c.live.Config().HeartbeatInterval
+		safe.Restart(ctx, n.log, "panic in the heartbeat loop; restarting it", hb, func() {
+			c.every(ctx, hb, func(peer string, nt ha.NodeTasks) {
+				if !c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()}) && ctx.Err() == nil {
+					n.metrics.hbFailed.WithLabelValues(peer).Inc()
+				}
+			})
 		})
 	}()
 	go func() {
 		defer c.wg.Done()
-		c.every(ctx, c.lagEvery, func(peer string, nt ha.NodeTasks) {
-			r := n.localTasks()
-			c.post(ctx, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
+		safe.Restart(ctx, n.log, "panic in the lag report loop; restarting it", c.lagEvery, func() {
+			c.every(ctx, c.lagEvery, func(peer string, nt ha.NodeTasks) {
+				r := n.localTasks()
+				c.post(ctx, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
+			})
 		})
 	}()
 }
@@ -128,7 +137,9 @@ func (c *control) every(ctx context.Context, d time.Duration, send func(peer str
 			inflight.Add(1)
 			go func(id string, nt ha.NodeTasks) {
 				defer inflight.Done()
-				send(id, nt)
+				// A panic ends this send only; the peer is sent to
+				// again at the next tick.
+				_ = safe.Do(c.n.log, "panic sending to a peer", func() { send(id, nt) })
 				mu.Lock()
 				busy[id] = false
 				mu.Unlock()

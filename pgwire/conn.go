@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -120,11 +121,32 @@ func (c *conn) serve() {
 		_ = c.nc.Close()
 		c.log.Debug("pgwire: connection closed")
 	}()
+	// A panic in pgwire's own handling of the connection (the Backend's
+	// calls are recovered one by one, callSafely) ends this connection,
+	// not the process: the stream may be mid-message, so the client gets
+	// FATAL XX000 and the socket closes.
+	var panicked error
+	defer func() {
+		if panicked != nil {
+			c.connPanicked(panicked)
+		}
+	}()
+	defer safe.Recover(&panicked)
 
 	if !c.startup() {
 		return
 	}
 	c.run()
+}
+
+// connPanicked logs the panic that ended the connection with its stack
+// and tells the client, if the socket still takes it.
+func (c *conn) connPanicked(err error) {
+	safe.Log(c.log, "pgwire: panic serving the connection; closing it", err)
+	_ = safe.Call(func() error {
+		c.fatal(&pgerr.Error{Code: pgerr.InternalError, Message: "internal error: " + err.Error()})
+		return nil
+	})
 }
 
 func (c *conn) expireDeadlines() {
@@ -175,6 +197,7 @@ func (c *conn) run() {
 // connection must end. Each message kind has its handler in the file
 // named for it (query.go, parse.go, bind.go, ...; extended.go for Sync).
 func (c *conn) dispatch(msg pgproto3.FrontendMessage) bool {
+	safe.Fault(safe.FaultConn)
 	if c.ignoreTillSync {
 		switch msg.(type) {
 		case *pgproto3.Sync, *pgproto3.Terminate:

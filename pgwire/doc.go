@@ -258,11 +258,14 @@ as it is: severity, code, message, detail, hint and position. Anything
 else reaching this boundary is a bug: the client gets XX000 "internal
 error: <message>" and the log gets the error with a stack. Panics in the
 Backend (Open, Query, Prepare, Bind, Execute, ParameterStatus, Close)
-are recovered and reported
-the same way, with the stack of the panicking goroutine, and the
-connection goes on. Misuse of the ResultWriter by the engine (a Row before
-Columns, a Go value that is not its column type's) is such a bug; the
-stream stays well-formed.
+are recovered and reported the same way, with the stack of the
+panicking goroutine, and the connection goes on; so are panics the
+engine recovered on goroutines of its own (a *safe.PanicError in the
+error carries their stack). A panic in pgwire's own handling of a
+connection ends that connection only: the client gets FATAL XX000, the
+log the panic with its stack. Misuse of the ResultWriter by the engine
+(a Row before Columns, a Go value that is not its column type's) is such
+a bug; the stream stays well-formed.
 
 # Cancellation
 

@@ -3,11 +3,10 @@ package pgwire
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"runtime/debug"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/safe"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -61,25 +60,9 @@ var (
 	}
 )
 
-// panicError is a panic recovered from the Backend, with the stack of the
-// goroutine that panicked.
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
-
-// callSafely runs f and turns a panic in it into a *panicError, so that a
-// bug in the engine fails one statement instead of the process.
-func callSafely(f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &panicError{value: r, stack: debug.Stack()}
-		}
-	}()
-	return f()
-}
+// callSafely runs f and turns a panic in it into a *safe.PanicError, so
+// that a bug in the engine fails one statement instead of the process.
+func callSafely(f func() error) error { return safe.Call(f) }
 
 // wireError turns what Session.Query returned into the error the client
 // sees. cause is the cancel cause of the statement's context.
@@ -101,14 +84,11 @@ func (c *conn) wireError(err, cause error) *pgerr.Error {
 }
 
 // internalError logs err with a stack and returns the XX000 the client
-// sees.
+// sees. The stack of a panic (a *safe.PanicError, from the Backend or
+// from a goroutine of the engine's) is where it panicked, not where we
+// noticed.
 func (c *conn) internalError(err error) *pgerr.Error {
-	stack := debug.Stack()
-	var pe *panicError
-	if errors.As(err, &pe) {
-		stack = pe.stack // where it panicked, not where we noticed
-	}
-	c.log.Error("pgwire: internal error", "err", err, "stack", string(stack))
+	safe.Log(c.log, "pgwire: internal error", err)
 	return &pgerr.Error{Code: pgerr.InternalError, Message: "internal error: " + err.Error()}
 }
 
