@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
 )
 
 // Kind says what a relation is.
@@ -36,6 +37,13 @@ type Relation struct {
 	Partitions  int32  `json:"partitions"`
 	KeyFormat   string `json:"key_format"`
 	ValueFormat string `json:"value_format"`
+	// Partitioner names the rule that puts each key in one partition
+	// (kafka.ParsePartitioner's canonical names): for a stream or table
+	// the rule of its producers (WITH (partitioner = ...)), for a view the
+	// rule its rows are placed by. "" is murmur2, Kafka's default. A
+	// record found on another partition than its key's is misplaced and
+	// forwarded to its key's (docs/sql.md, "Partitioning").
+	Partitioner string `json:"partitioner,omitempty"`
 	// Options are the WITH options as given, keys lower case.
 	Options map[string]string `json:"options,omitempty"`
 	// SQL is the statement that created the relation.
@@ -218,3 +226,20 @@ func quoteList(names []string) string {
 	}
 	return "views " + strings.Join(names, ", ")
 }
+
+// PartitionerName returns the canonical name of a partitioner given in a
+// WITH option (any spelling kafka.ParsePartitioner accepts), "" for
+// murmur2, the default.
+func PartitionerName(name string) (string, error) {
+	p, err := kafka.ParsePartitioner(name)
+	if err != nil {
+		return "", err
+	}
+	if p.Name == kafka.Murmur2 {
+		return "", nil
+	}
+	return p.Name, nil
+}
+
+// PartitionerOf is the partitioner of the relation's keys.
+func (r *Relation) PartitionerOf() kafka.Partitioner { return kafka.PartitionerOf(r.Partitioner) }

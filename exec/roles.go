@@ -143,8 +143,9 @@ func (rt *Runtime) reconcileLocked(q *Query) {
 // partition to store from the store's checkpoint, for as long as ctx
 // lasts, checkpointing the changelog offset, the input offsets and the
 // position of the last marker in the same batch as the data. input is
-// the active's input topic, whose end offset measures the replica's lag.
-func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store, changelog, input string, p int32, ts *TaskState) error {
+// the active's input topic and fwd its forwarding topic ("" without
+// one), whose end offsets measure the replica's lag.
+func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store, changelog, input, fwd string, p int32, ts *TaskState) error {
 	cp, err := store.Checkpoint()
 	if err != nil {
 		return err
@@ -164,6 +165,9 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 		if n, ok := cp.Input[input][p]; ok {
 			ts.inputNext.Store(n)
 		}
+		if fwd != "" {
+			ts.fwdNext.Store(cp.Input[fwd][p])
+		}
 		if !cp.UpdatedAt.IsZero() {
 			ts.updatedAt.Store(cp.UpdatedAt.UnixMilli())
 		}
@@ -180,6 +184,11 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 			if e, err := kafka.EndOffsets(ctx, rt.adm, input); err == nil {
 				ts.inputEnd.Store(e[p])
 				lastEnds = time.Now()
+			}
+			if fwd != "" {
+				if e, err := kafka.EndOffsets(ctx, rt.adm, fwd); err == nil {
+					ts.fwdEnd.Store(e[p])
+				}
 			}
 		}
 		fetches, ok, err := rt.poll(ctx, cons, &ts.changelogEnd)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -413,7 +414,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		}
 		p := int32(s.e.rrCount.Add(1) % uint32(rel.Partitions))
 		if key != nil {
-			p = kafka.Partition(key, rel.Partitions)
+			p = rel.PartitionerOf().Partition(key, rel.Partitions)
 		}
 		recs = append(recs, &kgo.Record{Topic: rel.Topic, Partition: p, Key: key, Value: value})
 	}
@@ -553,9 +554,9 @@ func (s *Session) drop(ctx context.Context, st *sql.Drop, w ResultWriter) error 
 func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error {
 	switch st.What {
 	case sql.ShowStreams:
-		return s.listRelations(w, "SHOW", catalog.KindStream)
+		return s.listRelations(ctx, w, "SHOW", catalog.KindStream)
 	case sql.ShowTables:
-		return s.listRelations(w, "SHOW", catalog.KindTable, catalog.KindView)
+		return s.listRelations(ctx, w, "SHOW", catalog.KindTable, catalog.KindView)
 	case sql.ShowQueries:
 		return s.showQueries(ctx, w)
 	case sql.ShowTasks:
@@ -602,7 +603,10 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 	return w.Complete("SHOW")
 }
 
-func (s *Session) listRelations(w ResultWriter, tag string, kinds ...catalog.Kind) error {
+// listRelations lists relations of kinds (SHOW STREAMS, SHOW TABLES).
+// Tables and views also show their partitioner and how many misplaced
+// records their active tasks have found (placement.go).
+func (s *Session) listRelations(ctx context.Context, w ResultWriter, tag string, kinds ...catalog.Kind) error {
 	cols := []catalog.Column{
 		{Name: "name", Type: catalog.Varchar},
 		{Name: "kind", Type: catalog.Varchar},
@@ -610,6 +614,17 @@ func (s *Session) listRelations(w ResultWriter, tag string, kinds ...catalog.Kin
 		{Name: "partitions", Type: catalog.Int},
 		{Name: "key_format", Type: catalog.Varchar},
 		{Name: "value_format", Type: catalog.Varchar},
+		{Name: "partitioner", Type: catalog.Varchar},
+	}
+	materialized := !slices.Contains(kinds, catalog.KindStream)
+	var misplaced map[string]int64
+	if materialized {
+		cols = append(cols, catalog.Column{Name: "misplaced", Type: catalog.BigInt})
+		tasks, err := s.clusterTasks(ctx)
+		if err != nil {
+			return err
+		}
+		misplaced = misplacedByRelation(tasks)
 	}
 	if err := w.Columns(cols); err != nil {
 		return err
@@ -619,7 +634,11 @@ func (s *Session) listRelations(w ResultWriter, tag string, kinds ...catalog.Kin
 		if r.Kind == catalog.KindView {
 			topic = r.ChangelogTopic(s.e.Cluster)
 		}
-		if err := w.Row([]any{r.Name, string(r.Kind), topic, int64(r.Partitions), r.KeyFormat, r.ValueFormat}); err != nil {
+		row := []any{r.Name, string(r.Kind), topic, int64(r.Partitions), r.KeyFormat, r.ValueFormat, r.PartitionerOf().Name}
+		if materialized {
+			row = append(row, misplaced[strings.ToLower(r.Name)])
+		}
+		if err := w.Row(row); err != nil {
 			return err
 		}
 	}

@@ -76,8 +76,14 @@ func inputOffset(m map[string]map[int32]int64, topic string, p int32) kgo.Offset
 // data only, with control records kept so that the read offset passes
 // transaction markers.
 func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
+	return rt.consumerOf(id, map[string]map[int32]kgo.Offset{topic: {p: off}}, extra...)
+}
+
+// consumerOf is consumer reading the partitions of offs, each from its
+// offset.
+func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.client(id, append([]kgo.Opt{
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: off}}),
+		kgo.ConsumePartitions(offs),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -86,35 +92,61 @@ func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...
 
 // tableTask materializes one partition of a source table. The table's
 // topic is its changelog: the store's ChangelogOffset is the next offset
-// of the topic to apply.
+// of the topic to apply. A record whose key belongs to another partition
+// (placement) is forwarded there by the active, through the table's
+// forwarding topic, which every replica of a partition reads as well;
+// a standby, which does what the active does otherwise, skips it.
 type tableTask struct {
 	rt    *Runtime
 	rel   *catalog.Relation
 	state *TaskState
+	// fwd is the forwarding topic.
+	fwd string
 	// restoreEnd is the topic's end when the task started.
 	restoreEnd int64
 }
 
-func (t *tableTask) run(ctx context.Context) error {
+// forwardedFrom is the key in a table store's checkpoint inputs under
+// which, for each source partition, the offset after the last record
+// forwarded from it that the store applied is kept: the active of that
+// partition forwards before it checkpoints, so after a crash it may send
+// a record again, which is then dropped.
+func forwardedFrom(fwd string) string { return "\x00from:" + fwd }
+
+func (t *tableTask) run(ctx context.Context, active bool) error {
 	p := t.state.Partition
 	store := t.rt.opts.DB.Store(materialize.StoreID{View: t.rel.StoreName(), Partition: p})
 	cp, err := store.Checkpoint()
 	if err != nil {
 		return err
 	}
-	cons, err := t.rt.consumer(fmt.Sprintf("%s-%d", t.rel.Name, p), t.rel.Topic, p, kgo.NewOffset().At(cp.ChangelogOffset))
+	cons, err := t.rt.consumerOf(fmt.Sprintf("%s-%d", t.rel.Name, p), map[string]map[int32]kgo.Offset{
+		t.rel.Topic: {p: kgo.NewOffset().At(cp.ChangelogOffset)},
+		t.fwd:       {p: inputOffset(cp.Input, t.fwd, p)},
+	})
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
+	var prod *kgo.Client
+	if active {
+		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), kafka.ProducerOpts()...); err != nil {
+			return err
+		}
+		defer prod.Close()
+	}
 	codec := newRelCodec(t.rel)
+	place := newPlacement(t.rel, codec, p)
 	t.state.inputNext.Store(cp.ChangelogOffset)
+	t.state.fwdNext.Store(cp.Input[t.fwd][p])
 	t.state.publishPosition(cp.Position.Clone())
 	if err := t.markRestored(ctx, cp.ChangelogOffset); err != nil {
 		return err
 	}
+	from := forwardedFrom(t.fwd)
+	var arena recordArena
 	for {
-		fetches, ok, err := t.rt.poll(ctx, cons, &t.state.inputEnd)
+		fetches, ok, err := t.rt.pollInputs(ctx, cons, t.state, t.fwd)
 		if !ok {
 			return err
 		}
@@ -122,21 +154,64 @@ func (t *tableTask) run(ctx context.Context) error {
 			continue
 		}
 		b := store.NewBatch()
-		var bad []*kgo.Record
+		var bad, forward []*kgo.Record
+		misplaced := 0
+		arena = recordArena{}
 		fetches.EachRecord(func(r *kgo.Record) {
-			cp.ChangelogOffset = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
+			forwarded := r.Topic == t.fwd
+			var sp int32
+			var off int64
+			if forwarded {
+				setOffset(&cp.Input, t.fwd, p, r.Offset+1)
+				if r.Attrs.IsControl() {
+					return
+				}
+				v, _ := hasHeader(r, headerSource)
+				var err error
+				if sp, off, err = decodeSrc(v); err != nil {
+					return // not a forwarded record: nothing to apply
+				}
+				if seen, ok := cp.Input[from][sp]; ok && off < seen {
+					return // sent again by a restarted forwarder
+				}
+				setOffset(&cp.Input, from, sp, off+1)
+			} else {
+				cp.ChangelogOffset = r.Offset + 1
+				if r.Attrs.IsControl() {
+					return
+				}
 			}
 			t.state.updatedAt.Store(r.Timestamp.UnixMilli())
+			logged := r
+			if forwarded {
+				logged = &kgo.Record{Topic: t.rel.Topic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+			}
 			row, keyVals, err := codec.decode(r.Key, r.Value)
 			if err != nil {
-				bad = append(bad, t.rt.badRecord(t.rel, r, err))
+				bad = append(bad, t.rt.badRecord(t.rel, logged, err))
 				return
+			}
+			if !forwarded {
+				if row == nil {
+					row = make(catalog.Row, len(t.rel.Schema.Columns))
+					for i, k := range codec.keyIdx {
+						row[k] = keyVals[i]
+					}
+				}
+				if q, wrong := place.owner(r.Key, row); wrong {
+					misplaced++
+					if active {
+						forward = append(forward, forwardRecord(&arena, t.fwd, q, r))
+					}
+					return
+				}
+				if r.Value == nil {
+					row = nil
+				}
 			}
 			k, err := materialize.EncodeKey(nil, keyVals)
 			if err != nil {
-				bad = append(bad, t.rt.badRecord(t.rel, r, err))
+				bad = append(bad, t.rt.badRecord(t.rel, logged, err))
 				return
 			}
 			if row == nil {
@@ -145,7 +220,7 @@ func (t *tableTask) run(ctx context.Context) error {
 			}
 			v, err := encodeStored(true, row, nil)
 			if err != nil {
-				bad = append(bad, t.rt.badRecord(t.rel, r, err))
+				bad = append(bad, t.rt.badRecord(t.rel, logged, err))
 				return
 			}
 			b.Set(k, v)
@@ -156,9 +231,16 @@ func (t *tableTask) run(ctx context.Context) error {
 		}
 		cp.Position.Advance(t.rel.Topic, p, cp.ChangelogOffset)
 		cp.UpdatedAt = time.UnixMilli(t.state.updatedAt.Load())
+		// Forwarded and logged records are produced before the offsets
+		// past them are checkpointed: a crash in between sends them
+		// again, never not at all.
+		if len(forward) > 0 {
+			if err := prod.ProduceSync(ctx, forward...).FirstErr(); err != nil {
+				b.Close()
+				return fmt.Errorf("forwarding misplaced records to %s: %w", t.fwd, err)
+			}
+		}
 		if len(bad) > 0 {
-			// The topic offset is checkpointed after the log is written:
-			// a crash in between logs a record twice, never zero times.
 			if err := t.rt.plog.ProduceSync(ctx, bad...).FirstErr(); err != nil {
 				b.Close()
 				return fmt.Errorf("writing processing log: %w", err)
@@ -168,7 +250,11 @@ func (t *tableTask) run(ctx context.Context) error {
 		if err := b.Commit(cp); err != nil {
 			return err
 		}
+		if active {
+			t.state.misplaced.Add(int64(misplaced))
+		}
 		t.state.inputNext.Store(cp.ChangelogOffset)
+		t.state.fwdNext.Store(cp.Input[t.fwd][p])
 		t.state.publishPosition(cp.Position.Clone())
 		if cp.ChangelogOffset >= t.restoreEnd {
 			t.state.markRestored()
@@ -196,6 +282,22 @@ func (t *tableTask) markRestored(ctx context.Context, next int64) error {
 // partition's high watermark in end. ok is false on an error, and with
 // no error once ctx has ended: the task is stopping.
 func (rt *Runtime) poll(ctx context.Context, cons *kgo.Client, end *atomic.Int64) (_ kgo.Fetches, ok bool, err error) {
+	return rt.pollEnds(ctx, cons, func(string) *atomic.Int64 { return end })
+}
+
+// pollInputs is poll for a task reading its input partition and, unless
+// fwd is "", its partition of the forwarding topic fwd: each one's high
+// watermark goes to ts.inputEnd or ts.fwdEnd.
+func (rt *Runtime) pollInputs(ctx context.Context, cons *kgo.Client, ts *TaskState, fwd string) (_ kgo.Fetches, ok bool, err error) {
+	return rt.pollEnds(ctx, cons, func(topic string) *atomic.Int64 {
+		if fwd != "" && topic == fwd {
+			return &ts.fwdEnd
+		}
+		return &ts.inputEnd
+	})
+}
+
+func (rt *Runtime) pollEnds(ctx context.Context, cons *kgo.Client, end func(topic string) *atomic.Int64) (_ kgo.Fetches, ok bool, err error) {
 	fetches := cons.PollRecords(ctx, rt.opts.MaxBatch)
 	if ctx.Err() != nil {
 		return nil, false, nil
@@ -205,7 +307,7 @@ func (rt *Runtime) poll(ctx context.Context, cons *kgo.Client, end *atomic.Int64
 	}
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if fp.HighWatermark > 0 {
-			end.Store(fp.HighWatermark)
+			end(fp.Topic).Store(fp.HighWatermark)
 		}
 	})
 	return fetches, true, nil
@@ -341,6 +443,11 @@ type viewTask struct {
 	// input is the topic the task reads (the source's or the repartition
 	// topic); srcTopic is the source's, in which positions are kept.
 	input, srcTopic string
+	// fwd is the topic misplaced records are forwarded through, which the
+	// task reads too, and place finds them; "" and nil for a view that
+	// re-keys, where every record goes to its partition.
+	fwd   string
+	place *placement
 	// rowCanFail is whether evaluating the select list or HAVING over a
 	// group's state can fail, which apply must then find out per record.
 	rowCanFail bool
@@ -370,6 +477,9 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	if plan.Repartition {
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
+	} else {
+		t.fwd = plan.View.RepartitionTopic(rt.opts.Cluster)
+		t.place = newPlacement(plan.View, t.codec, ts.Partition)
 	}
 	if plan.Filter != nil {
 		t.filter = Compile(plan.Filter)
@@ -425,9 +535,13 @@ type pending struct {
 type viewBatch struct {
 	next      materialize.Checkpoint
 	inputNext int64 // the input offset after the last record read
+	fwdNext   int64 // the same in the forwarding topic
 	changes   map[string]*pending
 	order     []*pending
 	bad       []*kgo.Record
+	// forward are the misplaced records read, made for the partitions
+	// of their keys (placement).
+	forward []*kgo.Record
 	// pendings is the block the entries of changes come from; arena
 	// holds their keys, values and changelog records.
 	pendings []pending
@@ -439,7 +553,7 @@ type viewBatch struct {
 func (t *viewTask) newBatch(cp materialize.Checkpoint) *viewBatch {
 	clear(t.changes)
 	clear(t.order)
-	return &viewBatch{next: cp.Clone(), inputNext: -1, changes: t.changes, order: t.order[:0]}
+	return &viewBatch{next: cp.Clone(), inputNext: -1, fwdNext: -1, changes: t.changes, order: t.order[:0]}
 }
 
 func (b *viewBatch) newPending() *pending {
@@ -472,7 +586,11 @@ func (t *viewTask) run(ctx context.Context) error {
 	}
 	t.reset(cp)
 	input := t.input
-	cons, err := rt.consumer(fmt.Sprintf("%s-%d", view.Name, p), input, p, inputOffset(cp.Input, input, p))
+	offs := map[string]map[int32]kgo.Offset{input: {p: inputOffset(cp.Input, input, p)}}
+	if t.fwd != "" {
+		offs[t.fwd] = map[int32]kgo.Offset{p: inputOffset(cp.Input, t.fwd, p)}
+	}
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs)
 	if err != nil {
 		return err
 	}
@@ -488,11 +606,19 @@ func (t *viewTask) run(ctx context.Context) error {
 		return err
 	}
 	t.state.inputEnd.Store(ends[p])
+	if t.fwd != "" {
+		t.state.fwdNext.Store(cp.Input[t.fwd][p])
+		ends, err := kafka.EndOffsets(ctx, rt.adm, t.fwd)
+		if err != nil {
+			return err
+		}
+		t.state.fwdEnd.Store(ends[p])
+	}
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
 
 	for {
-		fetches, ok, err := rt.poll(ctx, cons, &t.state.inputEnd)
+		fetches, ok, err := rt.pollInputs(ctx, cons, t.state, t.fwd)
 		if !ok {
 			return err
 		}
@@ -515,8 +641,12 @@ func (t *viewTask) run(ctx context.Context) error {
 		cp = b.next
 		t.state.publishPosition(cp.Position.Clone())
 		t.state.inputNext.Store(cp.Input[input][p])
+		if t.fwd != "" {
+			t.state.fwdNext.Store(cp.Input[t.fwd][p])
+		}
 		t.state.updatedAt.Store(cp.UpdatedAt.UnixMilli())
 		t.state.errors.Add(int64(len(b.bad)))
+		t.state.misplaced.Add(int64(len(b.forward)))
 	}
 }
 
@@ -526,13 +656,25 @@ func (t *viewTask) run(ctx context.Context) error {
 func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record) error {
 	rt, plan, view, p := t.rt, t.plan, t.plan.View, t.state.Partition
 	srcTopic := t.srcTopic
-	b.inputNext = r.Offset + 1
+	forwarded := t.fwd != "" && r.Topic == t.fwd
+	if forwarded {
+		b.fwdNext = r.Offset + 1
+	} else {
+		b.inputNext = r.Offset + 1
+	}
 	if r.Attrs.IsControl() {
 		return nil
 	}
 	var row catalog.Row
-	var sp int32 // the source partition and offset of a re-keyed record
+	var sp int32 // the source partition and offset of a re-keyed or forwarded record
 	var off int64
+	if forwarded {
+		v, _ := hasHeader(r, headerSource)
+		var err error
+		if sp, off, err = decodeSrc(v); err != nil {
+			return fmt.Errorf("forwarded record at %s/%d@%d: %w", t.fwd, p, r.Offset, err)
+		}
+	}
 	if plan.Repartition {
 		if v, ok := hasHeader(r, headerMarker); ok {
 			sp, off, err := decodeSrc(v)
@@ -556,12 +698,22 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		}
 		t.row = row
 	} else {
-		b.next.Position.Advance(srcTopic, p, r.Offset+1)
+		if !forwarded {
+			// A forwarded record moves no position: a position covers a
+			// partition's records of the keys that belong to it.
+			b.next.Position.Advance(srcTopic, p, r.Offset+1)
+		}
 		row = t.row[:len(plan.Source.Schema.Columns)]
 		tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
 		if err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, r, err))
 			return nil
+		}
+		if !forwarded {
+			if q, misplaced := t.place.owner(r.Key, row); misplaced {
+				b.forward = append(b.forward, forwardRecord(&b.arena, t.fwd, q, r))
+				return nil
+			}
 		}
 		keyVals := t.keyVals
 		for i, k := range t.codec.keyIdx {
@@ -605,7 +757,10 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		return err
 	}
 	logged := r // the record a skip is logged as
-	if plan.Repartition {
+	if forwarded {
+		// A forwarded record is logged as the source record it is.
+		logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	} else if plan.Repartition {
 		// A skip is logged as the source record the re-keyed one stands
 		// for, in the source's formats, not as the internal repartition
 		// record.
@@ -832,13 +987,14 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		_ = prod.EndTransaction(ctx, kgo.TryAbort)
 		return err
 	}
-	recs := make([]*kgo.Record, 0, len(b.order)+len(b.bad)+1)
+	recs := make([]*kgo.Record, 0, len(b.order)+len(b.bad)+len(b.forward)+1)
 	for i, e := range b.order {
 		rec := b.arena.record()
 		rec.Topic, rec.Partition, rec.Key, rec.Value = changelog, p, e.key, vals[i]
 		recs = append(recs, rec)
 	}
 	recs = append(recs, b.bad...)
+	recs = append(recs, b.forward...)
 	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
 		Value:   materialize.MarshalCheckpoint(b.next),
 		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
@@ -858,6 +1014,9 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 	if b.inputNext >= 0 {
 		setOffset(&b.next.Input, t.input, t.state.Partition, b.inputNext)
+	}
+	if b.fwdNext >= 0 {
+		setOffset(&b.next.Input, t.fwd, t.state.Partition, b.fwdNext)
 	}
 	vals := make([][]byte, len(b.order))
 	for i, e := range b.order {

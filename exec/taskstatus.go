@@ -40,6 +40,10 @@ type TaskStatus struct {
 	// MissingStandbys, on an active's row, is how many of the standbys
 	// the task wants have no node to run on (too few nodes).
 	MissingStandbys int `json:"missing_standbys,omitempty"`
+	// Misplaced counts the input records the task found on a partition
+	// other than their key's since it started on this node (placement.go;
+	// an active forwards them to their partition).
+	Misplaced int64 `json:"misplaced,omitempty"`
 }
 
 // Member is one node of the cluster, for SHOW CLUSTER.
@@ -92,6 +96,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 			st.State, st.Error = "ERROR", e
 		}
 		if !s.key.Rekey {
+			st.Misplaced = ts.misplaced.Load()
 			st.Store = s.key.Store
 			st.OffsetLag, st.TimeLagMs = ts.Lag(now)
 			cp, err := rt.opts.DB.Store(materialize.StoreID{View: s.key.Store, Partition: s.key.Partition}).Checkpoint()
@@ -119,16 +124,32 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	return out
 }
 
+// clusterTasks returns every task of the cluster, or of this node when
+// it is alone.
+func (s *Session) clusterTasks(ctx context.Context) ([]TaskStatus, error) {
+	if s.e.Members != nil {
+		return s.e.Members.Tasks(ctx)
+	}
+	return s.e.Runtime.Tasks(time.Now()), nil
+}
+
+// misplacedByRelation sums the misplaced records the active tasks found,
+// by lower-case relation name.
+func misplacedByRelation(tasks []TaskStatus) map[string]int64 {
+	m := map[string]int64{}
+	for _, t := range tasks {
+		if t.Role == RoleActive.String() {
+			m[strings.ToLower(t.Relation)] += t.Misplaced
+		}
+	}
+	return m
+}
+
 // showTasks runs SHOW TASKS.
 func (s *Session) showTasks(ctx context.Context, w ResultWriter) error {
-	var tasks []TaskStatus
-	if s.e.Members != nil {
-		var err error
-		if tasks, err = s.e.Members.Tasks(ctx); err != nil {
-			return err
-		}
-	} else {
-		tasks = s.e.Runtime.Tasks(time.Now())
+	tasks, err := s.clusterTasks(ctx)
+	if err != nil {
+		return err
 	}
 	cols := []catalog.Column{
 		{Name: "task", Type: catalog.Varchar}, {Name: "relation", Type: catalog.Varchar},

@@ -22,8 +22,8 @@ import (
 var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute (0: a fixed default)")
 
 // TestIncrementalMatchesRecompute feeds random records, some with NULLs and
-// some undecodable, to a stream and a table straight through Kafka, as any
-// producer would, and checks that every view basin maintains
+// some undecodable, to a stream and a table straight through Kafka, as
+// producers with different partitioners would (mixedPlacement), and checks that every view basin maintains
 // incrementally has the content the view's query computes from scratch
 // over the same records (recomputed here, in Go). Views cover grouping by
 // the source key and by other columns (re-keyed), several group columns,
@@ -80,8 +80,9 @@ func TestIncrementalMatchesRecompute(t *testing.T) {
 	badEv, badTb := 0, 0
 	for round := 0; round < 3; round++ {
 		var recs []*kgo.Record
+		place := newMixedPlacement(rng)
 		for i := 0; i < 150; i++ {
-			rec, ev := randomEv(rng)
+			rec, ev := randomEv(rng, place)
 			if ev != nil {
 				evs = append(evs, *ev)
 			} else {
@@ -90,7 +91,7 @@ func TestIncrementalMatchesRecompute(t *testing.T) {
 			recs = append(recs, rec)
 		}
 		for i := 0; i < 40; i++ {
-			rec, k, row, ok := randomTb(rng)
+			rec, k, row, ok := randomTb(rng, place)
 			if ok {
 				tb[k] = row // nil: deleted
 			} else {
@@ -122,6 +123,16 @@ func TestIncrementalMatchesRecompute(t *testing.T) {
 			logCount(v.name, bad+skipped)
 		}
 		waitRows(t, conn, fmt.Sprintf("round %d: tb", round), "SELECT * FROM tb", recomputeTable(tb))
+		// A key lookup reads the one partition murmur2 gives the key,
+		// wherever the key's producer put it.
+		for i := range 10 {
+			k := fmt.Sprintf("k%d", i)
+			var want []string
+			if r := tb[k]; r != nil {
+				want = []string{rowText(k, deref(r.grp), deref(r.v))}
+			}
+			waitRows(t, conn, fmt.Sprintf("round %d: tb lookup", round), fmt.Sprintf("SELECT * FROM tb WHERE k = '%s'", k), want)
+		}
 		waitRows(t, conn, fmt.Sprintf("round %d: processing log", round),
 			`SELECT query_id, count(*) FROM basin_processing_log GROUP BY query_id`, logged)
 	}
@@ -179,11 +190,37 @@ func deref[T any](p *T) any {
 	return *p
 }
 
+// mixedPlacement places keyed records as producers with different
+// partitioners writing the same topic would: within a round each key is
+// written by one producer, murmur2's (where basin looks for it),
+// librdkafka's CRC32 or Sarama's FNV-1a, chosen at random, so that a
+// key's records of one round are on one partition, in order, and most
+// keys of the others are misplaced. A round's records are all reflected
+// before the next is written, so a key moving to another partition
+// between rounds keeps its order too.
+type mixedPlacement struct {
+	rng   *rand.Rand
+	rules map[string]kafka.Partitioner
+}
+
+func newMixedPlacement(rng *rand.Rand) *mixedPlacement {
+	return &mixedPlacement{rng: rng, rules: map[string]kafka.Partitioner{}}
+}
+
+func (m *mixedPlacement) partition(key []byte, n int32) int32 {
+	p, ok := m.rules[string(key)]
+	if !ok {
+		p = []kafka.Partitioner{kafka.PartitionerMurmur2, kafka.PartitionerCRC32, kafka.PartitionerFNV1a}[m.rng.Intn(3)]
+		m.rules[string(key)] = p
+	}
+	return p.Partition(key, n)
+}
+
 // randomEv returns a record of ev and, when it is decodable, what it
-// holds. Keys are Kafka-format BIGINTs written to the partition Kafka's
-// partitioner picks; a NULL key goes to any partition, as a producer's
-// sticky partitioner would send it.
-func randomEv(rng *rand.Rand) (*kgo.Record, *evRec) {
+// holds. Keys are Kafka-format BIGINTs written to the partition place
+// picks; a NULL key goes to any partition, as a producer's sticky
+// partitioner would send it.
+func randomEv(rng *rand.Rand, place *mixedPlacement) (*kgo.Record, *evRec) {
 	ev := &evRec{
 		id:  pick(rng, 15, int64(1), 2, 3, 4, 5, 6, 7, 8),
 		grp: pick(rng, 6, "a", "b", "c"),
@@ -202,7 +239,7 @@ func randomEv(rng *rand.Rand) (*kgo.Record, *evRec) {
 		if err != nil {
 			panic(err)
 		}
-		partition = kafka.Partition(key, 3)
+		partition = place.partition(key, 3)
 	}
 	var b strings.Builder
 	b.WriteByte('{')
@@ -232,9 +269,9 @@ func randomEv(rng *rand.Rand) (*kgo.Record, *evRec) {
 // randomTb returns a record of tb: an upsert, a tombstone or an
 // undecodable value. ok is false for the latter, which leaves the row as
 // it was.
-func randomTb(rng *rand.Rand) (rec *kgo.Record, k string, row *tbRec, ok bool) {
+func randomTb(rng *rand.Rand, place *mixedPlacement) (rec *kgo.Record, k string, row *tbRec, ok bool) {
 	k = fmt.Sprintf("k%d", rng.Intn(10))
-	rec = &kgo.Record{Topic: "tb", Partition: kafka.Partition([]byte(k), 2), Key: []byte(k)}
+	rec = &kgo.Record{Topic: "tb", Partition: place.partition([]byte(k), 2), Key: []byte(k)}
 	switch rng.Intn(10) {
 	case 0:
 		return rec, k, nil, true // tombstone

@@ -137,6 +137,9 @@ var (
 		"Input records a task on this node does not yet reflect.", []string{"task", "relation", "role", "state"}, nil)
 	taskTimeLagDesc = prometheus.NewDesc("basin_task_time_lag_seconds",
 		"Age of the newest record a lagging task has applied (0 when caught up).", []string{"task", "relation", "role", "state"}, nil)
+	taskMisplacedDesc = prometheus.NewDesc("basin_task_misplaced_records_total",
+		"Input records a task found on a partition other than the one its relation's partitioner gives their key, since it started on this node (an active forwards them there).",
+		[]string{"task", "relation", "role"}, nil)
 	peerAliveDesc = prometheus.NewDesc("basin_peer_alive",
 		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
 	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
@@ -154,6 +157,7 @@ var (
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- taskOffsetLagDesc
 	ch <- taskTimeLagDesc
+	ch <- taskMisplacedDesc
 	ch <- peerAliveDesc
 	ch <- peerHeartbeatAgeDesc
 	ch <- planCacheDesc
@@ -182,6 +186,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			labels := []string{t.Task, t.Relation, t.Role, t.State}
 			ch <- prometheus.MustNewConstMetric(taskOffsetLagDesc, prometheus.GaugeValue, float64(t.OffsetLag), labels...)
 			ch <- prometheus.MustNewConstMetric(taskTimeLagDesc, prometheus.GaugeValue, float64(t.TimeLagMs)/1000, labels...)
+			if t.Store != "" {
+				ch <- prometheus.MustNewConstMetric(taskMisplacedDesc, prometheus.CounterValue, float64(t.Misplaced), t.Task, t.Relation, t.Role)
+			}
 		}
 	}
 	if ctl := c.n.controlOf(); ctl != nil {

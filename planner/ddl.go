@@ -55,6 +55,10 @@ var sourceOptions = map[string]option{
 	"value_format": {check: oneOf(FormatJSON)},
 	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
 	"partitions":   {check: positiveInt},
+	"partitioner": {check: func(v string) error {
+		_, err := catalog.PartitionerName(v)
+		return err
+	}},
 }
 
 var viewOptions = map[string]option{
@@ -124,6 +128,7 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	if r.KeyFormat == "" {
 		r.KeyFormat = FormatKafka
 	}
+	r.Partitioner, _ = catalog.PartitionerName(opts["partitioner"]) // checked above
 	if r.ValueFormat == "" {
 		r.ValueFormat = FormatJSON
 	}
