@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -46,6 +47,7 @@ func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
 	p := &process{out: &bytes.Buffer{}}
 	p.cmd = exec.Command(basinBinary(t), args...)
+	p.cmd.Env = append(os.Environ(), testcluster.Env()...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

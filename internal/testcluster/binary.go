@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // modulePath is the module whose cmd/basin Binary builds.
@@ -74,13 +75,56 @@ func buildBinary() (dir, path string, err error) {
 		return "", "", fmt.Errorf("testcluster: %w", err)
 	}
 	path = filepath.Join(dir, "basin")
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/basin")
+	// A race-built test binary gets a race-built basin, so the code that
+	// runs only in basin processes (the cluster membership, heartbeats,
+	// forwarded reads) runs under the detector too.
+	goArgs := []string{"build"}
+	if raceEnabled {
+		goArgs = append(goArgs, "-race")
+	}
+	cmd := exec.Command("go", append(goArgs, "-o", path, "./cmd/basin")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", "", fmt.Errorf("testcluster: go build ./cmd/basin in %s: %v\n%s", root, err, out)
+		return "", "", fmt.Errorf("testcluster: go %s ./cmd/basin in %s: %v\n%s", strings.Join(goArgs, " "), root, err, out)
 	}
 	return dir, path, nil
+}
+
+// Race reports whether the test binary, and so the basin binary Binary
+// builds, runs with the race detector.
+func Race() bool { return raceEnabled }
+
+// Env is what the environment of a basin process started from Binary
+// needs on top of the test's: under the race detector,
+// GORACE=halt_on_error=1 (added to the test's own GORACE options), so
+// that a data race in the process ends it with exit status 66, a crash
+// the test sees, rather than a report in a log nobody reads.
+func Env() []string {
+	if !raceEnabled {
+		return nil
+	}
+	opts := strings.TrimSpace(os.Getenv("GORACE"))
+	if opts != "" {
+		opts += " "
+	}
+	return []string{"GORACE=" + opts + "halt_on_error=1"}
+}
+
+// raceSlowdown is how much slower a race-built process is taken to be
+// for the waits of tests (Timeout): the detector costs 2-20x in CPU and
+// 5-10x in memory, more on a machine shared with other tests.
+const raceSlowdown = 4
+
+// Timeout returns d for a wait a test makes on basin processes: d
+// itself, or d scaled by raceSlowdown when they are race-built. Only
+// how long a wait may take grows; what the test waits for does not
+// change.
+func Timeout(d time.Duration) time.Duration {
+	if raceEnabled {
+		return d * raceSlowdown
+	}
+	return d
 }
 
 // moduleRoot walks up from the working directory (a test runs in its

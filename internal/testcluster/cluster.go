@@ -47,7 +47,8 @@ type Options struct {
 	// else "info".
 	LogLevel string
 	// StartTimeout bounds the wait for each process to be ready, at
-	// start and at each Restart. Default 60s.
+	// start and at each Restart. Default 60s, Timeout(60s) under the
+	// race detector.
 	StartTimeout time.Duration
 }
 
@@ -67,7 +68,7 @@ func (o *Options) ensureDefaults() {
 		o.LogLevel = "info"
 	}
 	if o.StartTimeout == 0 {
-		o.StartTimeout = 60 * time.Second
+		o.StartTimeout = Timeout(60 * time.Second)
 	}
 }
 
@@ -118,6 +119,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	}
 	c.env = append(c.env, opts.Env...)
 	t.Cleanup(c.cleanup)
+	c.env = append(c.env, Env()...)
 
 	args := append([]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "broker"),
 		"--log-level", opts.LogLevel}, opts.BrokerArgs...)
@@ -374,16 +376,17 @@ func (c *Cluster) Produce(t testing.TB, topic string, records ...*kgo.Record) {
 }
 
 // Eventually calls fn until it returns nil and fails the test with fn's
-// last error if that takes longer than d. It fails at once if a process
-// of the cluster exits without being asked to.
+// last error if that takes longer than d (Timeout(d): scaled when the
+// processes are race-built). It fails at once if a process of the
+// cluster exits without being asked to.
 func (c *Cluster) Eventually(t testing.TB, d time.Duration, fn func() error) {
 	t.Helper()
 	eventually(t, d, fn, c.crashes)
 }
 
 // Eventually calls fn until it returns nil and fails the test with fn's
-// last error if that takes longer than d. It waits 10ms after the first
-// failure, doubling up to 250ms.
+// last error if that takes longer than Timeout(d). It waits 10ms after
+// the first failure, doubling up to 250ms.
 func Eventually(t testing.TB, d time.Duration, fn func() error) {
 	t.Helper()
 	eventually(t, d, fn, func() string { return "" })
@@ -419,6 +422,7 @@ func (c *Cluster) crashes() string {
 	return strings.Join(out, "; ")
 }
 
+	d = Timeout(d)
 // processes are the nodes, then the broker.
 func (c *Cluster) processes() []*Process {
 	var ps []*Process

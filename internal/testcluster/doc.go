@@ -26,6 +26,19 @@
 // was taken ("address already in use" in its log) is started once more on
 // new ports. The broker binds port 0 itself, so it never races.
 //
+// # Under the race detector
+//
+// A test binary built with -race (make race) builds basin with -race too
+// (race.go and norace.go hold the constant that says which), so the code
+// that runs only in basin processes (node/cluster.go, control.go,
+// forward.go) runs under the detector. Every process gets
+// GORACE=halt_on_error=1 (Env; tests that start basin themselves add it
+// too): a race ends the process with exit status 66, a crash the test
+// fails on, with the race report at the end of that process's log. A
+// race-built process is several times slower, so the waits of the
+// harness (Eventually, StartTimeout) are scaled by Timeout; what the
+// tests wait for, and the nodes' own timeouts, stay as they are.
+//
 // # Process lifecycle
 //
 // Every process is a *Process: Kill (SIGKILL, then wait), Stop (SIGSTOP),
