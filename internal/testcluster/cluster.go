@@ -117,9 +117,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 			c.env = append(c.env, kv)
 		}
 	}
+	c.env = append(c.env, Env()...)
 	c.env = append(c.env, opts.Env...)
 	t.Cleanup(c.cleanup)
-	c.env = append(c.env, Env()...)
 
 	args := append([]string{"broker", "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(c.dir, "broker"),
 		"--log-level", opts.LogLevel}, opts.BrokerArgs...)
