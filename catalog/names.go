@@ -26,7 +26,9 @@ func (r *Relation) internal(cluster, what string) string {
 // ChangelogTopic is the view's changelog.
 func (r *Relation) ChangelogTopic(cluster string) string { return r.internal(cluster, "changelog") }
 
-// RepartitionTopic carries a view's records re-keyed by its GROUP BY key.
+// RepartitionTopic carries a view's records re-keyed by its GROUP BY key,
+// or, for a table or a view that does not re-key, the misplaced records
+// forwarded to their key's partition (exec's placement).
 func (r *Relation) RepartitionTopic(cluster string) string { return r.internal(cluster, "repartition") }
 
 // RekeyGroup is the consumer group whose offsets record how far the

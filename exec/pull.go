@@ -591,7 +591,7 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 			if seen[string(kb)] {
 				continue
 			}
-			p := kafka.Partition(kb, rel.Partitions)
+			p := rel.PartitionerOf().Partition(kb, rel.Partitions)
 			if pin >= 0 && p != pin {
 				continue // the filter's _partition = N would drop it
 			}

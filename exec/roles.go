@@ -168,9 +168,7 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 		if fwd != "" {
 			ts.fwdNext.Store(cp.Input[fwd][p])
 		}
-		if !cp.UpdatedAt.IsZero() {
-			ts.updatedAt.Store(cp.UpdatedAt.UnixMilli())
-		}
+		ts.applied(cp.UpdatedAt)
 		ts.publishPosition(cp.Position.Clone())
 		if cp.ChangelogOffset >= caughtUp {
 			ts.markRestored()

@@ -135,8 +135,21 @@ type TaskState struct {
 	// lag.
 	inputNext atomic.Int64
 	inputEnd  atomic.Int64
+	// fwdNext and fwdEnd are the same for the task's forwarded input:
+	// the records of its partition's keys that the tasks of the other
+	// partitions found misplaced on theirs (see forwarder); zero for a
+	// task without one.
+	fwdNext atomic.Int64
+	fwdEnd  atomic.Int64
+	// misplaced counts the input records this task found on a partition
+	// other than the one their key belongs to, since it started here.
+	misplaced atomic.Int64
 	// updatedAt is the timestamp (unix ms) of the last record applied.
 	updatedAt atomic.Int64
+	// pendingAt is the timestamp (unix ms) of the oldest input record
+	// read but not yet reflected, while a batch is in flight; 0 between
+	// batches.
+	pendingAt atomic.Int64
 	restored  atomic.Bool
 	// position is the source position of the last commit; sources, for a
 	// task behind a repartition topic, the source ends it is measured
@@ -164,6 +177,17 @@ type TaskState struct {
 // measures its own input; a task behind a repartition topic measures its
 // position against the source ends the re-keying tasks see, so records
 // not yet re-keyed count too.
+//
+// The time lag bounds how stale the replica is: it is the age of the
+// oldest input record not yet reflected, everything older being
+// reflected. While a batch is in flight that record is the batch's
+// first; between batches it is the next record to read, which is no
+// older than the last one applied (records are timestamped as they are
+// produced), so the age of the last applied record bounds it. A replica
+// that is behind and has applied nothing yet, and read nothing, does not
+// know the age of what it lacks: its time lag is then the time since the
+// epoch, which no acceptable_time_lag admits, rather than 0, which every
+// one would.
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	if t.sources != nil {
 		pos := t.Position()
@@ -174,17 +198,46 @@ func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 			}
 		}
 	} else {
-		offsetLag = max(0, t.inputEnd.Load()-t.inputNext.Load())
+		offsetLag = max(0, t.inputEnd.Load()-t.inputNext.Load()) + max(0, t.fwdEnd.Load()-t.fwdNext.Load())
 	}
 	if !t.restored.Load() && offsetLag == 0 {
 		offsetLag = 1 // restoring: not known to be current
 	}
 	if offsetLag > 0 {
-		if u := t.updatedAt.Load(); u > 0 {
-			timeLagMs = max(0, now.UnixMilli()-u)
+		oldest := t.pendingAt.Load()
+		if oldest <= 0 {
+			oldest = t.updatedAt.Load()
 		}
+		timeLagMs = max(0, now.UnixMilli()-max(oldest, 0))
 	}
 	return offsetLag, timeLagMs
+}
+
+// pending records, at the start of a batch, the timestamp of the
+// oldest record fetches holds: the oldest not yet reflected.
+func (t *TaskState) pending(fetches kgo.Fetches) {
+	oldest := int64(0)
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		for _, r := range fp.Records {
+			if r.Attrs.IsControl() {
+				continue
+			}
+			if ms := r.Timestamp.UnixMilli(); ms > 0 && (oldest == 0 || ms < oldest) {
+				oldest = ms
+			}
+			break // a partition's records are in order
+		}
+	})
+	t.pendingAt.Store(oldest)
+}
+
+// applied records that a batch whose last record was timestamped at is
+// reflected.
+func (t *TaskState) applied(at time.Time) {
+	if !at.IsZero() && at.UnixMilli() > 0 {
+		t.updatedAt.Store(at.UnixMilli())
+	}
+	t.pendingAt.Store(0)
 }
 
 // sourceEnds holds the end offsets of a view's source partitions as the
@@ -354,14 +407,22 @@ func (rt *Runtime) Queries() []*Query {
 // reads the table's topic into the table's stores. The topic itself is
 // the changelog, so a standby does what an active does.
 func (rt *Runtime) StartTable(rel *catalog.Relation) error {
+	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
+	defer cancel()
+	fwd := rel.RepartitionTopic(rt.opts.Cluster) // misplaced records (placement.go)
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, fwd, rel.Partitions, nil); err != nil {
+		return err
+	}
 	q := &Query{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
-		t := &tableTask{rt: rt, rel: rel, state: ts}
+		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd}
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
-			run:  func(Role) func(context.Context) error { return t.run }})
+			run: func(r Role) func(context.Context) error {
+				return func(ctx context.Context) error { return t.run(ctx, r == RoleActive) }
+			}})
 	}
 	return rt.start(q)
 }
@@ -379,10 +440,11 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		map[string]*string{"cleanup.policy": &compact}); err != nil {
 		return err
 	}
-	if plan.Repartition {
-		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), rel.Partitions, nil); err != nil {
-			return err
-		}
+	// The repartition topic carries every record of a view that
+	// re-keys, and only the misplaced records of one that does not
+	// (placement.go).
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), rel.Partitions, nil); err != nil {
+		return err
 	}
 	q := &Query{Rel: rel, Plan: plan}
 	var ends *sourceEnds
@@ -405,6 +467,10 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		}
 	}
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	fwd := ""
+	if !plan.Repartition {
+		fwd = rel.RepartitionTopic(rt.opts.Cluster)
+	}
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := newTaskState(p)
 		ts.sources = ends
@@ -418,7 +484,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 				}
 				return func(ctx context.Context) error {
 					store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
-					return rt.followChangelog(ctx, store, changelog, input, p, ts)
+					return rt.followChangelog(ctx, store, changelog, input, fwd, p, ts)
 				}
 			}})
 	}
@@ -580,11 +646,12 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	if err := rt.opts.DB.DropView(rel.StoreName()); err != nil {
 		return err
 	}
-	if rel.Kind != catalog.KindView {
-		return nil
+	topics := []string{rel.RepartitionTopic(rt.opts.Cluster)}
+	if rel.Kind == catalog.KindView {
+		topics = append(topics, rel.ChangelogTopic(rt.opts.Cluster))
 	}
 	var errs []error
-	for _, t := range []string{rel.ChangelogTopic(rt.opts.Cluster), rel.RepartitionTopic(rt.opts.Cluster)} {
+	for _, t := range topics {
 		if err := kafka.DeleteTopic(ctx, rt.adm, t); err != nil && !errors.Is(err, kafka.ErrUnknownTopic) {
 			errs = append(errs, err)
 		}

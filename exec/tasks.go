@@ -139,6 +139,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	place := newPlacement(t.rel, codec, p)
 	t.state.inputNext.Store(cp.ChangelogOffset)
 	t.state.fwdNext.Store(cp.Input[t.fwd][p])
+	t.state.applied(cp.UpdatedAt)
 	t.state.publishPosition(cp.Position.Clone())
 	if err := t.markRestored(ctx, cp.ChangelogOffset); err != nil {
 		return err
@@ -153,6 +154,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		if fetches.NumRecords() == 0 {
 			continue
 		}
+		t.state.pending(fetches)
 		b := store.NewBatch()
 		var bad, forward []*kgo.Record
 		misplaced := 0
@@ -181,7 +183,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 					return
 				}
 			}
-			t.state.updatedAt.Store(r.Timestamp.UnixMilli())
+			cp.UpdatedAt = r.Timestamp
 			logged := r
 			if forwarded {
 				logged = &kgo.Record{Topic: t.rel.Topic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
@@ -230,7 +232,6 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			cp.Position = materialize.Position{}
 		}
 		cp.Position.Advance(t.rel.Topic, p, cp.ChangelogOffset)
-		cp.UpdatedAt = time.UnixMilli(t.state.updatedAt.Load())
 		// Forwarded and logged records are produced before the offsets
 		// past them are checkpointed: a crash in between sends them
 		// again, never not at all.
@@ -253,6 +254,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		if active {
 			t.state.misplaced.Add(int64(misplaced))
 		}
+		t.state.applied(cp.UpdatedAt)
 		t.state.inputNext.Store(cp.ChangelogOffset)
 		t.state.fwdNext.Store(cp.Input[t.fwd][p])
 		t.state.publishPosition(cp.Position.Clone())
@@ -614,6 +616,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		}
 		t.state.fwdEnd.Store(ends[p])
 	}
+	t.state.applied(cp.UpdatedAt)
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
 
@@ -625,6 +628,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		if fetches.NumRecords() == 0 {
 			continue
 		}
+		t.state.pending(fetches)
 		b := t.newBatch(cp)
 		var perr error
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -644,7 +648,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		if t.fwd != "" {
 			t.state.fwdNext.Store(cp.Input[t.fwd][p])
 		}
-		t.state.updatedAt.Store(cp.UpdatedAt.UnixMilli())
+		t.state.applied(cp.UpdatedAt)
 		t.state.errors.Add(int64(len(b.bad)))
 		t.state.misplaced.Add(int64(len(b.forward)))
 	}

@@ -32,7 +32,7 @@ type TaskStatus struct {
 	ChangelogOffset int64 `json:"changelog_offset"`
 	ChangelogEnd    int64 `json:"changelog_end"`
 	// OffsetLag is the input records not yet reflected; TimeLagMs the
-	// age of the newest applied record when there is a lag.
+	// age of the oldest of them (TaskState.Lag).
 	OffsetLag int64  `json:"offset_lag"`
 	TimeLagMs int64  `json:"time_lag_ms"`
 	Position  string `json:"position,omitempty"`

@@ -165,8 +165,8 @@ type ReplicaInfo struct {
 	// or unknown.
 	DownSince time.Time
 	// OffsetLag is the number of input records the replica does not yet
-	// reflect, and TimeLagMs the age of its newest applied record while
-	// it lags (0 when caught up), as its last lag report said. They mean
+	// reflect, and TimeLagMs the age of the oldest of them (0 when caught
+	// up; exec's TaskState.Lag), as its last lag report said. They mean
 	// nothing unless LagKnown.
 	OffsetLag int64
 	TimeLagMs int64

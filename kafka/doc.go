@@ -34,12 +34,25 @@
 //
 // NewClient gives every client the seed brokers, a client id and a slog
 // adapter at warn level. Producers add ProducerOpts, which make
-// partitioning manual: basin computes Record.Partition itself with
-// Partition, which is Kafka's default murmur2 partitioner, because basin
+// partitioning manual: basin computes Record.Partition itself, because it
 // must know where a key lives without producing it (to read a view key
 // from the right partition, to keep a changelog partition aligned with its
-// input partition) and because any other producer of a source topic, in
-// any language, puts a key in the same place. Consumers add ConsumerOpts,
+// input partition).
+//
+// # Partitioners
+//
+// Partition is Kafka's default murmur2 partitioner. Producers in the wild
+// follow other rules too: librdkafka's clients (kcat among them) hash with
+// CRC32 by default and Sarama with FNV-1a. Partitioner holds each rule
+// by name (ParsePartitioner takes the names librdkafka's partitioner
+// setting takes), so that a relation can say which one its producers use
+// and basin can tell a record that is where its key belongs from one
+// that is not. partitioner_test.go checks each rule against kcat, the
+// ground truth for librdkafka's.
+//
+// # Consumers
+//
+// Consumers add ConsumerOpts,
 // which read committed data only: a task's output becomes visible when its
 // transaction commits, never before and never if it aborts.
 //

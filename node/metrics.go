@@ -136,7 +136,7 @@ var (
 	taskOffsetLagDesc = prometheus.NewDesc("basin_task_offset_lag",
 		"Input records a task on this node does not yet reflect.", []string{"task", "relation", "role", "state"}, nil)
 	taskTimeLagDesc = prometheus.NewDesc("basin_task_time_lag_seconds",
-		"Age of the newest record a lagging task has applied (0 when caught up).", []string{"task", "relation", "role", "state"}, nil)
+		"Age of the oldest input record a lagging task does not yet reflect (0 when caught up).", []string{"task", "relation", "role", "state"}, nil)
 	taskMisplacedDesc = prometheus.NewDesc("basin_task_misplaced_records_total",
 		"Input records a task found on a partition other than the one its relation's partitioner gives their key, since it started on this node (an active forwards them there).",
 		[]string{"task", "relation", "role"}, nil)
