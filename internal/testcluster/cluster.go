@@ -93,6 +93,8 @@ type Cluster struct {
 		sync.Mutex
 		nodes    []*Node
 		producer *kgo.Client
+		// manual is ProduceTo's producer.
+		manual *kgo.Client
 	}
 }
 
@@ -375,6 +377,32 @@ func (c *Cluster) Produce(t testing.TB, topic string, records ...*kgo.Record) {
 	}
 }
 
+// ProduceTo writes records to topic as Produce does, but each to the
+// partition it names (Record.Partition), as a producer with another
+// partitioner than Kafka's default would place it.
+func (c *Cluster) ProduceTo(t testing.TB, topic string, records ...*kgo.Record) {
+	t.Helper()
+	c.mu.Lock()
+	if c.mu.manual == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			c.mu.Unlock()
+			t.Fatal(err)
+		}
+		c.mu.manual = cl
+	}
+	cl := c.mu.manual
+	c.mu.Unlock()
+	for _, r := range records {
+		r.Topic = topic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatalf("testcluster: producing %d records to %s: %v", len(records), topic, err)
+	}
+}
+
 // Eventually calls fn until it returns nil and fails the test with fn's
 // last error if that takes longer than d (Timeout(d): scaled when the
 // processes are race-built). It fails at once if a process of the
@@ -394,6 +422,7 @@ func Eventually(t testing.TB, d time.Duration, fn func() error) {
 
 func eventually(t testing.TB, d time.Duration, fn func() error, crashes func() string) {
 	t.Helper()
+	d = Timeout(d)
 	deadline := time.Now().Add(d)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
 		err := fn()
@@ -422,7 +451,6 @@ func (c *Cluster) crashes() string {
 	return strings.Join(out, "; ")
 }
 
-	d = Timeout(d)
 // processes are the nodes, then the broker.
 func (c *Cluster) processes() []*Process {
 	var ps []*Process
@@ -439,11 +467,13 @@ func (c *Cluster) processes() []*Process {
 // reports crashes, and prints the logs' tails if the test failed.
 func (c *Cluster) cleanup() {
 	c.mu.Lock()
-	producer := c.mu.producer
-	c.mu.producer = nil
+	producers := []*kgo.Client{c.mu.producer, c.mu.manual}
+	c.mu.producer, c.mu.manual = nil, nil
 	c.mu.Unlock()
-	if producer != nil {
-		producer.Close()
+	for _, p := range producers {
+		if p != nil {
+			p.Close()
+		}
 	}
 	var wg sync.WaitGroup
 	for _, n := range c.Nodes() {
