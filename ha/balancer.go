@@ -497,9 +497,25 @@ func (b *Balancer) stale(a Assignment) string {
 // timeout keeps the tasks), so this stops the client's group management
 // and sends a LeaveGroup for the instance id. Close the client
 // afterwards.
+//
+// Leave returns within ctx even when a rebalance is in flight. kgo lets
+// an in-flight JoinGroup finish before its group management stops, and
+// the broker answers a JoinGroup only once every member has rejoined
+// (each learns of the rebalance at its next heartbeat, or never if it
+// died), so the wait for the client is bounded by leaveStopWait and the
+// LeaveGroup is sent regardless: it is what lets the others complete the
+// rebalance without this node. The client's Close then waits for that
+// JoinGroup's answer, which a broker may never send to a member that has
+// left (kfake does not): close it with a bound too (see the node's
+// shutdown).
 func (b *Balancer) Leave(ctx context.Context, cl *kgo.Client) error {
 	memberID, _ := cl.GroupMetadata()
-	if err := cl.LeaveGroupContext(ctx); err != nil {
+	// Group management stops first, so that the client does not rejoin
+	// on hearing that it is no longer a member.
+	stop, cancel := context.WithTimeout(ctx, leaveStopWait)
+	err := cl.LeaveGroupContext(stop)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("ha: leaving group %q: %w", b.cfg.Group, err)
 	}
 	req := kmsg.NewPtrLeaveGroupRequest()
@@ -523,3 +539,7 @@ func (b *Balancer) Leave(ctx context.Context, cl *kgo.Client) error {
 	}
 	return nil
 }
+
+// leaveStopWait bounds Leave's wait for the client's group management to
+// stop: without a rebalance in flight it stops at once.
+const leaveStopWait = 200 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,6 +36,8 @@ type cluster struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	fwd    *forwarder
+	// closing is set once the node shuts down (stop).
+	closing atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -105,23 +108,70 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	return nil
 }
 
-// close stops the membership without leaving the group: a static member
-// keeps its tasks for the session timeout, so a restart within it moves
-// nothing (KIP-345).
-func (c *cluster) close() {
+// stop ends the membership loop: no assignment reaches the runtime any
+// more, and the group callbacks stop reading the node's stores and
+// catalog, which are closed next. The node is still a member of the
+// group until leave.
+func (c *cluster) stop() {
+	c.closing.Store(true)
 	c.cancel()
 	<-c.done
-	c.cl.Close()
-	c.fwd.close()
 }
 
+// leave takes the node out of the group, so that its tasks move to their
+// standbys at once rather than after the session timeout, and closes the
+// membership's client and the forwarding pools. It is bounded: kgo's
+// Close waits for an in-flight JoinGroup, which the broker answers only
+// once every other member has rejoined, and may never answer for a
+// member that has left (ha.Balancer.Leave); past leaveWait the client
+// finishes closing in the background while the node goes on shutting
+// down. A node that dies without leave (SIGKILL) keeps its tasks for the
+// session timeout, so a restart within it moves nothing (KIP-345).
+func (c *cluster) leave() {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), leaveWait)
+	err := c.bal.Leave(ctx, c.cl)
+	cancel()
+	if err != nil {
+		c.n.log.Warn("leaving the group failed; the others take the tasks over after the session timeout", "err", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c.cl.Close()
+	}()
+	t := time.NewTimer(memberCloseWait)
+	select {
+	case <-closed:
+	case <-t.C:
+		c.n.log.Info("the membership client is still closing (a rebalance was in flight); not waiting for it")
+	}
+	t.Stop()
+	c.fwd.close()
+	if err == nil {
+		c.n.log.Info("left the group", "took", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// leaveWait bounds Balancer.Leave (its LeaveGroup takes a round trip, the
+// client's group management up to 200ms more), and memberCloseWait the
+// wait for the membership client's Close after it.
+const (
+	leaveWait       = time.Second
+	memberCloseWait = 100 * time.Millisecond
+)
+
 // local is what this node reports when it joins: its addresses and the
-// checkpoint of every store it has on disk.
+// checkpoint of every store it has on disk (none once the node is
+// closing: its stores are being closed).
 func (c *cluster) local() ha.LocalState {
 	n := c.n
 	st := ha.LocalState{PGAddr: n.pg.Addr().String(), Offsets: map[ha.TaskID]int64{}}
 	if n.httpLn != nil {
 		st.HTTPAddr = n.httpLn.Addr().String()
+	}
+	if c.closing.Load() {
+		return st
 	}
 	ids, err := n.db.Stores()
 	if err != nil {
@@ -143,6 +193,9 @@ func (c *cluster) local() ha.LocalState {
 // changelog's end.
 func (c *cluster) tasks() ([]ha.Task, error) {
 	n := c.n
+	if c.closing.Load() {
+		return nil, errors.New("the node is shutting down")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out []ha.Task

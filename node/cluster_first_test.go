@@ -1,0 +1,128 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/testcluster"
+)
+
+// The cluster behaviour a user meets first: a node stopped with SIGTERM,
+// a view read on another node right after CREATE TABLE AS, monotonic
+// reads through a failover.
+
+// TestClusterTerminate stops the group leader of three nodes with SIGTERM
+// while one of its sessions runs a statement and the group is
+// rebalancing (a view was just created): the session hears FATAL 57P01,
+// as on a node alone, the process exits within terminateBound (in the
+// middle of a rebalance, kgo's Close waits for the JoinGroup in flight,
+// which the broker answers once the other members rejoin at their next
+// heartbeat, 20s apart here), and the node leaves the group, so that
+// every partition has its active and standby on the survivors well
+// before the session timeout (120s) would have moved them.
+func TestClusterTerminate(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "120s", "--standby-replicas", "1"}})
+	v := newClusterView(t, c)
+	waitPlaced(t, c, c.Node(0), 1)
+	v.produce(t, 100)
+	v.checkReplicas(t, 2)
+	var victim *testcluster.Node
+	for _, r := range c.Node(0).Query(t, "SHOW CLUSTER") {
+		if r[4] == "t" {
+			victim = haNode(t, c, r[0])
+		}
+	}
+	if victim == nil {
+		t.Fatal("SHOW CLUSTER names no leader")
+	}
+	other := c.Node((victim.Index + 1) % 3)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn := victim.Conn(t)
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, "SELECT pg_sleep(100)")
+		running <- err
+	}()
+	c.Eventually(t, 10*time.Second, func() error {
+		rows, err := victim.QueryErr(t, "SELECT state FROM pg_stat_activity WHERE pid = $1", pid)
+		if err != nil {
+			return err
+		}
+		if len(rows) != 1 || rows[0][0] != "active" {
+			return fmt.Errorf("the session's pg_stat_activity: %v, want active", rows)
+		}
+		return nil
+	})
+
+	// A new view makes the leader ask for a rebalance; once the broker
+	// says the group is preparing one, the leader's JoinGroup waits
+	// there for the others.
+	created := make(chan error, 1)
+	go func() {
+		created <- other.ExecCtx(ctx, "CREATE TABLE per_id AS SELECT id, COUNT(*) AS n FROM orders GROUP BY id")
+	}()
+	adm := kadm.NewClient(c.Client(t))
+	group := catalog.NodesGroup(c.Name)
+	c.Eventually(t, 20*time.Second, func() error {
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		gs, err := adm.DescribeGroups(dctx, group)
+		if err != nil {
+			return err
+		}
+		if st := gs[group].State; st != "PreparingRebalance" {
+			return fmt.Errorf("group %s is %s", group, st)
+		}
+		return nil
+	})
+
+	exited := make(chan error, 1)
+	start := time.Now()
+	go func() { exited <- victim.Terminate() }()
+	timer := time.NewTimer(terminateBound)
+	defer timer.Stop()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("SIGTERM: %v", err)
+		}
+		t.Logf("%s exited %v after SIGTERM", victim.ID, time.Since(start).Round(time.Millisecond))
+	case <-timer.C:
+		t.Fatalf("%s had not exited %v after SIGTERM:\n%s", victim.ID, terminateBound, victim.Tail(20))
+	}
+	select {
+	case err := <-running:
+		if pe := haPgError(err); pe == nil || pe.Code != "57P01" || pe.Severity != "FATAL" {
+			t.Fatalf("the running statement ended with %v, want FATAL 57P01", err)
+		}
+	case <-timer.C:
+		t.Fatal("the running statement did not end when its node exited")
+	}
+
+	// The survivors hold every partition well before the session
+	// timeout would have let the group notice the node's absence.
+	c.Eventually(t, 60*time.Second, func() error {
+		if err := haReplaced(t, c.Node(other.Index), victim.ID, "by_region", 4); err != nil {
+			return err
+		}
+		return haReplaced(t, c.Node(other.Index), victim.ID, "per_id", 4)
+	})
+	if err := <-created; err != nil {
+		t.Fatalf("CREATE TABLE per_id while the leader left: %v", err)
+	}
+}
+
+// terminateBound is how long a cluster node may take to exit after
+// SIGTERM: generous beside the well under a second it takes.
+const terminateBound = 3 * time.Second
