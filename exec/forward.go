@@ -28,6 +28,11 @@ type Forwarder interface {
 	// one line per replica, in the order they would be tried, then the
 	// rejected ones with their reasons.
 	Explain(req *ReadRequest, env *Env) []string
+	// Replicas describes partition p of rel's replicas on the other
+	// nodes as this node knows them, for CREATE's wait for serving
+	// replicas (serving.go); assigned is false while the cluster's
+	// assignment does not hold the partition.
+	Replicas(rel *catalog.Relation, p int32) (replicas []ReplicaState, assigned bool)
 }
 
 // ReadRequest is the read of one partition that a Forwarder routes.

@@ -67,12 +67,11 @@ type Engine struct {
 
 // Session is one client connection's state.
 type Session struct {
-	e      *Engine
-	user   string
-	db     string
-	pid    int32
-	vars   map[string]string
-	params map[string]string
+	e    *Engine
+	user string
+	db   string
+	pid  int32
+	vars map[string]string
 	// inTxn is set inside a transaction block, txnFailed after an error
 	// in it, txnWarned once a write in it was told it is applied at once
 	// (txn.go).
@@ -470,7 +469,23 @@ func (s *Session) createSource(ctx context.Context, st *sql.CreateSource, text s
 			WithHint("Leave out partitions to use the topic as it is.")
 	}
 	rel.Partitions = actual
-	return s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: rel}, tag, w)
+	var target materialize.Position
+	if rel.Kind == catalog.KindTable {
+		if target, err = s.e.Runtime.SourceEnds(ctx, rel.Topic); err != nil {
+			return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", rel.Topic, err)
+		}
+	}
+	if err := s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: rel}, "", nil); err != nil {
+		return err
+	}
+	if rel.Kind == catalog.KindTable {
+		// A table is materialized: it serves reads once its replicas
+		// hold what its topic held (serving.go).
+		if err := s.waitServing(ctx, rel.Name, target, w); err != nil {
+			return err
+		}
+	}
+	return w.Complete(tag)
 }
 
 func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text string, w ResultWriter) error {
@@ -488,26 +503,33 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err != nil {
 		return err
 	}
+	target, err := s.e.Runtime.SourceEnds(ctx, plan.Source.Topic)
+	if err != nil {
+		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", plan.Source.Topic, err)
+	}
 	if err := s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.View}, "", nil); err != nil {
 		return err
 	}
-	// Return once the view's tasks run here, so that rows inserted next are
-	// processed without a start-up delay. A slow start is not an error:
-	// the view is created and catches up.
-	if q, ok := s.e.Runtime.Query(st.Name); ok {
-		wctx, cancel := context.WithTimeout(ctx, viewStartWait)
-		defer cancel()
-		if err := q.WaitReady(wctx); err != nil {
-			_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.SuccessfulCompletion,
-				Message: fmt.Sprintf("view %s is created and still starting; SHOW QUERIES shows its status", st.Name)})
-		}
+	if err := s.waitServing(ctx, st.Name, target, w); err != nil {
+		return err
 	}
 	return w.Complete("CREATE TABLE")
 }
 
-// viewStartWait bounds how long CREATE TABLE AS waits for the view's
-// tasks to start.
-const viewStartWait = 10 * time.Second
+// waitServing returns once every partition of the relation just created
+// has a replica serving reads that reflects its source as it was before
+// (target), on this node or another (serving.go); a NOTICE says which
+// partitions are still catching up when the wait ends with them serving.
+func (s *Session) waitServing(ctx context.Context, name string, target materialize.Position, w ResultWriter) error {
+	notice, err := s.e.Runtime.WaitServing(ctx, name, target)
+	if err != nil {
+		return err
+	}
+	if notice != "" {
+		_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.SuccessfulCompletion, Message: notice})
+	}
+	return nil
+}
 
 func (s *Session) submit(ctx context.Context, cmd *catalog.Command, tag string, w ResultWriter) error {
 	ch, err := s.e.Log.Submit(ctx, cmd)

@@ -2,11 +2,15 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/testcluster"
@@ -126,3 +130,86 @@ func TestClusterTerminate(t *testing.T) {
 // terminateBound is how long a cluster node may take to exit after
 // SIGTERM: generous beside the well under a second it takes.
 const terminateBound = 3 * time.Second
+
+// TestClusterCreateThenRead creates a view and a table over records
+// already in their topics on one node of three, and reads them on the
+// other two right after: CREATE returns once every partition has a
+// replica serving reads that holds what the topic held, so the reads
+// give the whole answer, with no "no replica" error and no partial sums.
+func TestClusterCreateThenRead(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--standby-replicas", "1"}})
+	n0 := c.Node(0)
+	n0.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
+	v := &clusterView{c: c, want: map[string][2]int64{}}
+	v.produce(t, 2000)
+	n0.Exec(t, "CREATE STREAM kv_log (k VARCHAR KEY, v BIGINT) WITH (kafka_topic = 'kv', value_format = 'json', partitions = 4)")
+	var recs []*kgo.Record
+	for i := range 500 {
+		val, _ := json.Marshal(map[string]any{"v": i})
+		recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprintf("k%03d", i%200)), Value: val})
+	}
+	c.Produce(t, "kv", recs...)
+
+	var want []string
+	for region, w := range v.want {
+		want = append(want, fmt.Sprintf("%s|%d|%d", region, w[0], w[1]))
+	}
+	sort.Strings(want)
+	n0.Exec(t, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	for _, n := range []*testcluster.Node{c.Node(1), c.Node(2)} {
+		rows, err := n.QueryErr(t, "SELECT region, n, total FROM by_region ORDER BY region")
+		if err != nil {
+			t.Fatalf("SELECT on %s right after CREATE TABLE AS on %s: %v", n.ID, n0.ID, err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, strings.Join(r, "|"))
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("SELECT on %s right after CREATE TABLE AS on %s:\n%s\nwant\n%s", n.ID, n0.ID, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+
+	n0.Exec(t, "CREATE TABLE kv (k VARCHAR PRIMARY KEY, v BIGINT) WITH (kafka_topic = 'kv', value_format = 'json')")
+	for _, n := range []*testcluster.Node{c.Node(2), c.Node(1)} {
+		rows, err := n.QueryErr(t, "SELECT count(*), sum(v) FROM kv")
+		if err != nil {
+			t.Fatalf("SELECT on %s right after CREATE TABLE on %s: %v", n.ID, n0.ID, err)
+		}
+		// The last value of each of the 200 keys: 300..499.
+		if len(rows) != 1 || strings.Join(rows[0], "|") != "200|79900" {
+			t.Fatalf("SELECT count(*), sum(v) FROM kv on %s right after CREATE TABLE on %s: %v, want 200|79900", n.ID, n0.ID, rows)
+		}
+		rows, err = n.QueryErr(t, "SELECT v FROM kv WHERE k = 'k007'")
+		if err != nil || len(rows) != 1 || rows[0][0] != "407" {
+			t.Fatalf("key lookup on %s right after CREATE TABLE on %s: %v %v, want 407", n.ID, n0.ID, rows, err)
+		}
+	}
+}
+
+// TestCreateThenReadAlone is TestClusterCreateThenRead on a node alone:
+// CREATE TABLE AS over records already in the stream returns once the
+// view holds them all, so another session's read right after sees every
+// one.
+func TestCreateThenReadAlone(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	writer, creator, reader := connect(t, n.PGAddr()), connect(t, n.PGAddr()), connect(t, n.PGAddr())
+	mustExec(t, writer, "CREATE STREAM s (k BIGINT KEY, g VARCHAR, v BIGINT) WITH (kafka_topic = 's', value_format = 'json', partitions = 4)")
+	var b strings.Builder
+	b.WriteString("INSERT INTO s (k, g, v) VALUES ")
+	const rows = 5000
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, 'g%d', 1)", i, i%10)
+	}
+	mustExec(t, writer, b.String())
+	mustExec(t, creator, "CREATE TABLE by_g AS SELECT g, SUM(v) AS total FROM s GROUP BY g")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := queryText(ctx, reader, "SELECT count(*), sum(total) FROM by_g", false)
+	if err != nil || got != fmt.Sprintf("10|%d\n", rows) {
+		t.Fatalf("a read right after CREATE TABLE AS: %q %v, want 10|%d", got, err, rows)
+	}
+}

@@ -275,6 +275,41 @@ func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
 	return lines
 }
 
+// Replicas implements exec.Forwarder: partition p of rel's replicas on
+// the other nodes, with liveness from heartbeats and state, lag and
+// position from each node's last lag report.
+func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]exec.ReplicaState, bool) {
+	_, reps, known := f.c.replicasOf(ha.TaskID{View: rel.StoreName(), Partition: p})
+	infos := reps.Infos()
+	if !known || len(infos) == 0 {
+		return nil, false
+	}
+	now := time.Now()
+	task := exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
+	ctl := f.c.n.controlOf()
+	var out []exec.ReplicaState
+	for _, ri := range infos {
+		if ri.Node == f.c.n.id {
+			continue // the runtime knows its own
+		}
+		r := exec.ReplicaState{Node: ri.Node, Role: string(ri.Role), Alive: true}
+		if ctl != nil {
+			if l, ok := ctl.live.Get(ri.Node, now); ok {
+				r.Alive = l.Alive
+			}
+			if lr, ok := ctl.lagOf(ri.Node); ok {
+				for _, t := range lr.Tasks {
+					if t.Task == task && t.Role == r.Role {
+						r.Reported, r.State, r.OffsetLag, r.Position = true, t.State, t.OffsetLag, lr.positions[t.Task]
+					}
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, true
+}
+
 func here(local bool) string {
 	if local {
 		return " (this node)"
