@@ -34,7 +34,8 @@ package ha
 //     never shows up is out of the candidate lists a second later.
 //   - Untracked. A node the tracker has never been told of counts as up.
 //     Being wrong costs one failed attempt, which the router moves past
-//     at once (DESIGN, reads across replicas, step 5), while being wrong
+//     at once (Route's attempts go to the next candidate when one
+//     fails, see router.go), while being wrong
 //     the other way would reject a good replica.
 //   - Clocks. Pass times from time.Now: they carry the monotonic clock,
 //     which every comparison here uses, so a wall-clock step changes
@@ -49,7 +50,8 @@ package ha
 //
 // HeartbeatInterval 100ms and MissedThreshold 5 declare a silent peer
 // down 500ms after its last heartbeat, so a dead node is out of every
-// candidate list well within the one second DESIGN asks for, with room
+// candidate list well within a second (the bound docs/configuration.md
+// gives under --heartbeat-interval), with room
 // left for heartbeat delivery delay; 5 rather than ksqlDB's 3 tolerates
 // a 300-400ms stall (GC, a busy host) without flapping. ReceivedThreshold
 // 2 within a Window of 1s brings it back 100ms after it resumes. Window

@@ -179,7 +179,8 @@ func runLivenessStep(t *testing.T, l *Liveness, node, step string) {
 	}
 }
 
-// TestLivenessDeadWithinOneSecond checks DESIGN's bar with the defaults:
+// TestLivenessDeadWithinOneSecond checks the bar the docs set (a dead
+// node counts as down within a second) with the defaults:
 // whenever a node stops, every query from one second after its last
 // heartbeat on says it is down.
 func TestLivenessDeadWithinOneSecond(t *testing.T) {

@@ -2,7 +2,8 @@ package ha
 
 // Route decides where one partition's read goes: which replicas may
 // serve it, in which order to try them, and, when none may, why each was
-// turned down (DESIGN, "Reads across replicas"). Like Assign it is a
+// turned down (docs/consistency.md, "Reads across replicas", is what
+// users are told of it). Like Assign it is a
 // pure, deterministic function, here of what this node knows of the
 // replicas (from the assignment map, the heartbeats, the lag reports)
 // and of the session's bounds, with the time passed in. The pull

@@ -27,7 +27,8 @@ import (
 	"github.com/basindb/basin/materialize"
 )
 
-// The HA tests: reads across replicas (DESIGN, "Reads across replicas")
+// The HA tests: reads across replicas (docs/consistency.md, "Reads
+// across replicas")
 // while real nodes are frozen (SIGSTOP) or killed (SIGKILL), checked
 // exactly against what was produced.
 
