@@ -73,7 +73,7 @@
 //     partition being consumed may use only aheadConns of a pool's
 //     forwardConns connections, so nodes forwarding scans to each other
 //     cannot deadlock. With authentication on, nodes forward as
-//     ClusterUser with the cluster secret, which auth.go adds to the
+//     ClusterUser with the cluster secret, which Start adds to the
 //     users.
 //
 // # Serving
