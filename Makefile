@@ -6,7 +6,7 @@ PKGS     := ./...
 # Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
 COMPAT_FLAGS ?=
 
-.PHONY: build run test test-go compat compat-deps chaos failover lint bench bench-deps bench-micro fuzz clean
+.PHONY: build run test test-go race compat compat-deps chaos failover lint bench bench-deps bench-micro fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -28,6 +28,14 @@ test: build test-go compat
 ## test-go: every Go package's tests except compat/.
 test-go:
 	$(GO) test -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/compat$$')
+
+## race: the tests of the packages with concurrency under the race detector
+## (.ci/run runs it after make test). The multi-process tests' basin binary
+## is race-built too (internal/testcluster), with GORACE=halt_on_error=1: a
+## race ends that node, and the test fails on its crash.
+RACE_PKGS := ./catalog/... ./exec/... ./ha/... ./internal/... ./kafka/... ./materialize/... ./node/... ./pgwire/... ./sql/...
+race:
+	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 
 ## compat: real clients (psycopg2, node-postgres, pgjdbc, SQLAlchemy, pgbench)
 ## against a basin process. .ci/run installs the clients; -v logs their versions.

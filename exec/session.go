@@ -38,7 +38,11 @@ type CommandLog interface {
 }
 
 // Engine is what sessions share: the catalog, the command log, the
-// runtime and a producer for INSERT.
+// runtime and a producer for INSERT. Its exported fields are set before
+// the engine serves its first session and never written after: sessions
+// read them without a lock. What comes to exist later (a node's cluster
+// membership, which joins once the server listens) is reached through a
+// field set before, such as Members.
 type Engine struct {
 	Catalog  *catalog.Catalog
 	Log      CommandLog
