@@ -1,13 +1,17 @@
-// Package ha owns how basin nodes form a cluster: membership and task
-// assignment over Kafka's group protocol, static membership, standby and
-// warm-up replicas. Heartbeats, lag reports, cluster status and lag-aware
-// routing of reads to the best live replica will live here too; they are
-// not written yet.
+// Package ha owns how basin nodes form a cluster and how a read finds a
+// replica: membership and task assignment over Kafka's group protocol,
+// static membership, standby and warm-up replicas (assign.go,
+// balancer.go, protocol*.go); failure detection from heartbeats
+// (liveness.go); and where each partition of a read goes (router.go).
+// Every decision here is a deterministic function or state machine with
+// time passed in; the goroutines, HTTP endpoints and connections that
+// feed them are package node's (node/cluster.go, control.go, forward.go).
 //
 // # Tasks and roles
 //
-// A task is one partition of one view (TaskID: the view's store name and
-// a partition). Its state lives in Pebble on the nodes that hold it, and
+// A task is one partition of one table or view (TaskID: the relation's
+// store name and a partition). A view's re-keying stages are not tasks of
+// their own: each runs with the active of a view partition. Its state lives in Pebble on the nodes that hold it, and
 // its changelog partition in Kafka is the truth that state is a prefix
 // of. A node holds a task in one of three roles:
 //
@@ -51,9 +55,10 @@
 // every task it has on disk), Tasks (from the catalog, with end offsets)
 // and OnAssignment (start, stop and re-role its tasks). It creates a kgo
 // client with Balancer.ClientOpts plus its brokers and timeouts, and runs
-// Balancer.Run(ctx, client). On shutdown it either calls Balancer.Leave,
-// so the tasks move to their standbys at once, or just closes the client,
-// so a restart within the session timeout gets them back (see below).
+// Balancer.Run(ctx, client). On a clean shutdown (SIGTERM) it calls
+// Balancer.Leave, so the tasks move to their standbys at once; a node
+// that dies leaves nothing, and a restart within the session timeout gets
+// its tasks back (see below).
 //
 // The group looks like an ordinary consumer group to brokers and tools:
 // the metadata and assignment travel in the consumer protocol envelopes'
@@ -152,9 +157,10 @@
 // of the cluster carries on untouched. If the restarted node was the
 // leader, the broker tells it to skip balancing (KIP-814); kgo does, and
 // the node learns it still leads from the map's Leader field. A node that
-// is going away for good calls Leave, which sends a LeaveGroup for its
-// instance id so its tasks move at once. A node that crashes is dropped
-// after the session timeout.
+// is going away calls Leave, which sends a LeaveGroup for its instance id
+// so its tasks move at once; basin's nodes do on every clean shutdown, so
+// keeping a place is what a crashed or killed node gets. A node that
+// crashes and does not come back is dropped after the session timeout.
 //
 // Brokers differ on one point. Kafka does not rebalance when a static
 // member rejoins with different metadata: it stores the new metadata and
@@ -193,9 +199,37 @@
 // no tasks; an assignment a member cannot read fails its sync, which kgo
 // retries. An incompatible change needs a new ProtocolName.
 //
+// # Failure detection
+//
+// Liveness (liveness.go) decides which peers are up from the heartbeats
+// this node receives (POST /heartbeat, every HeartbeatInterval from every
+// peer): a peer silent for MissedThreshold intervals is down, one that
+// sends ReceivedThreshold heartbeats within a Window is up again. It is
+// much faster than the group's session timeout (500 ms against 6 s with
+// the defaults): the group moves tasks, while Liveness only keeps reads
+// away from a node that stopped answering. Its own comment has the rules
+// and why the defaults are what they are.
+//
+// # Routing reads
+//
+// Route (router.go) takes one partition's replicas, as this node knows
+// them (the assignment map; liveness; the lag and position of its own
+// replica and the last lag report of every other), and the session's
+// ReadBounds (basin.read_from, the lag bounds, a position bound), and
+// returns the replicas to try in order, those worth waiting for to reach
+// the position, and every rejected one with every reason. The caller
+// (node/forward.go) tries them in order and moves on at once when one
+// fails; NoReplicaError turns the rejections into the 55000 users see,
+// with the bounds in DETAIL and what to relax in HINT. The rules are in
+// router.go's comment; docs/consistency.md, "Reads across replicas",
+// tells users the same.
+//
 // # Debugging
 //
-// The leader logs "balanced group" with the generation, member, task and
+// EXPLAIN SELECT on any node prints Route's decision for every
+// partition: the candidates in order, the chosen one, the rejected ones
+// and why. GET /clusterStatus shows what Liveness says of each peer and
+// the age of its last lag report. The leader logs "balanced group" with the generation, member, task and
 // warm-up counts and whether a follow-up is due; a shortfall is a
 // warning. Nodes log the rebalances they request and why. The group is a
 // consumer group named by the cluster: kadm or kafka-consumer-groups
