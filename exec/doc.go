@@ -4,7 +4,9 @@
 // # Streaming tasks
 //
 // Runtime runs one task per partition of every table and view, each under
-// a supervisor that restarts it from its checkpoint with backoff.
+// a supervisor that restarts it from its checkpoint with backoff
+// (backoff.go: jittered, doubling, reset by a healthy run); a panic in a
+// task is a failure of that task, logged with its stack (internal/safe).
 //
 //   - tableTask materializes a source table: it reads the table's topic into
 //     the store; the topic is its own changelog.
