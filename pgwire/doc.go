@@ -26,8 +26,10 @@ and binary encoders and decoders in types.go produce and accept.
 # Layers
 
   - Server (server.go): the listener and accept loop, the table of live
-    sessions by BackendKeyData process ID (which MaxConnections bounds
-    and CancelRequest looks in), and Close. Options (options.go) are
+    sessions by BackendKeyData process ID (which MaxConnections bounds,
+    and CancelRequest, CancelBackend and TerminateBackend look in: the
+    last two are pg_cancel_backend and pg_terminate_backend), and
+    Close. Options (options.go) are
     defaulted and validated once, in NewServer.
 
   - startup (startup.go): everything before the first ReadyForQuery:
@@ -37,10 +39,10 @@ and binary encoders and decoders in types.go produce and accept.
     verifier format), Backend.Open, the initial ParameterStatus messages
     and BackendKeyData.
 
-  - conn (conn.go): one client connection after startup. A reader
-    goroutine decodes frontend messages; the connection's own goroutine
-    processes them in order through dispatch, which hands each message
-    kind to its handler, in the file named for it: query.go for Query,
+  - conn (conn.go): one client connection after startup. Its goroutine
+    reads each frontend message and processes it through dispatch (see
+    "One goroutine per connection" below), which hands each message kind
+    to its handler, in the file named for it: query.go for Query,
     parse.go, bind.go, describe.go, execute.go and close.go for the
     extended protocol, whose statements, portals, error recovery and Sync
     are in extended.go.
@@ -86,12 +88,12 @@ and binary encoders and decoders in types.go produce and accept.
  5. Serve. Messages are processed in order until Terminate, a protocol
     violation, the client going away, or Close.
 
- 6. End. The reader is joined, the connection's portals and prepared
+ 6. End. The connection's portals and prepared
     statements are closed (stopping anything a suspended portal keeps
     running), Session.Close is called, the session is unregistered
     (freeing its slot and key) and the socket closed.
 
-# Two goroutines per connection
+# One goroutine per connection
 
 The connection's goroutine does everything: it receives a message with
 pgproto3.Backend, copies the parts handlers keep out of pgproto3's reused
@@ -127,8 +129,8 @@ session reports each statement's result as it goes: Columns, then Row per
 row, then Complete with the command tag; or Empty. After it returns the
 connection sends the error, if any, a ParameterStatus for each parameter
 whose value changed (this is how SET reaches the client), and
-ReadyForQuery with the transaction status, which is 'I' until sessions
-report transaction blocks.
+ReadyForQuery with the session's transaction status (Session.TxnStatus,
+see Extended query).
 
 Values are sent in text format: bool t/f, integers in decimal, float8 as
 Postgres 12+ prints it (shortest round-trip digits, exponent notation
@@ -295,8 +297,8 @@ huge row is dropped after it is written.
 
 Close stops the listener and cancels the server's context, the parent of
 every connection's. Each connection then expires its read deadline (which
-ends its reader, and any startup in progress) and gives its writes one
-second: a running statement sees its context end, the client gets FATAL
+ends its wait for the next message, and any startup in progress) and
+gives its writes one second: a running statement sees its context end, the client gets FATAL
 57P01 "terminating connection due to administrator command", and the
 connection closes. Close returns when every connection goroutine has; it
 relies on Session.Query honouring its context.
