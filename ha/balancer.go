@@ -542,4 +542,4 @@ func (b *Balancer) Leave(ctx context.Context, cl *kgo.Client) error {
 
 // leaveStopWait bounds Leave's wait for the client's group management to
 // stop: without a rebalance in flight it stops at once.
-const leaveStopWait = 200 * time.Millisecond
+const leaveStopWait = 100 * time.Millisecond

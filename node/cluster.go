@@ -154,11 +154,11 @@ func (c *cluster) leave() {
 }
 
 // leaveWait bounds Balancer.Leave (its LeaveGroup takes a round trip, the
-// client's group management up to 200ms more), and memberCloseWait the
+// client's group management up to 100ms more), and memberCloseWait the
 // wait for the membership client's Close after it.
 const (
 	leaveWait       = time.Second
-	memberCloseWait = 100 * time.Millisecond
+	memberCloseWait = 50 * time.Millisecond
 )
 
 // local is what this node reports when it joins: its addresses and the

@@ -26,11 +26,11 @@ import (
 // as on a node alone, the process exits within terminateBound (in the
 // middle of a rebalance, kgo's Close waits for the JoinGroup in flight,
 // which the broker answers once the other members rejoin at their next
-// heartbeat, 20s apart here), and the node leaves the group, so that
+// heartbeat, 15s apart here), and the node leaves the group, so that
 // every partition has its active and standby on the survivors well
-// before the session timeout (120s) would have moved them.
+// before the session timeout (90s) would have moved them.
 func TestClusterTerminate(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "120s", "--standby-replicas", "1"}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "90s", "--standby-replicas", "1"}})
 	v := newClusterView(t, c)
 	waitPlaced(t, c, c.Node(0), 1)
 	v.produce(t, 100)

@@ -515,7 +515,7 @@ func (n *Node) Close() error {
 }
 
 // httpGrace is how long Close lets HTTP requests in flight finish.
-const httpGrace = 200 * time.Millisecond
+const httpGrace = 100 * time.Millisecond
 
 func (n *Node) clusterOf() *cluster { return n.cluster.Load() }
 func (n *Node) controlOf() *control { return n.control.Load() }
