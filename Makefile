@@ -65,10 +65,15 @@ compat-deps: compat/node/node_modules/.package-lock.json
 compat/node/node_modules/.package-lock.json: compat/node/package.json compat/node/package-lock.json
 	cd compat/node && npm ci --no-audit --no-fund --loglevel=error
 
+## lint: gofmt, go vet and staticcheck (a tool of go.mod: go tool staticcheck),
+## also over the files of the bench and failover build tags.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags bench,failover ./bench/ ./node/
+	$(GO) tool staticcheck $(PKGS)
+	$(GO) tool staticcheck -tags bench,failover ./bench/ ./node/
 
 ## bench: basin side by side with PostgreSQL and the raw Kafka rate
 ## (bench/, build tag bench; not part of make test): prints the ratio table

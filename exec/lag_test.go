@@ -47,7 +47,7 @@ func TestTimeLagBoundsStaleness(t *testing.T) {
 	// than the last one applied, whose age bounds theirs.
 	ts.applied(hourAgo.Add(time.Minute))
 	ts.inputNext.Store(2)
-	if off, tl := ts.Lag(now); off != 3 || tl != (59 * time.Minute).Milliseconds() {
+	if off, tl := ts.Lag(now); off != 3 || tl != (59*time.Minute).Milliseconds() {
 		t.Fatalf("after the batch: lag %d, %d ms; want 3, %d", off, tl, (59 * time.Minute).Milliseconds())
 	}
 

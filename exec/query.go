@@ -267,7 +267,7 @@ func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
 	}
 	// candidates returns the right rows that may match l: those with the
 	// same equi-join key, or all of them.
-	candidates := func(catalog.Row) []int { return nil }
+	var candidates func(catalog.Row) []int
 	all := make([]int, len(right))
 	for i := range all {
 		all[i] = i

@@ -68,6 +68,19 @@ func (c *relCodec) decodeInto(row catalog.Row, key, value []byte) (tombstone boo
 	return false, decodeJSONValueInto(row, c.valIdx, c.valCols, value)
 }
 
+// keyRow returns a row of the relation with only its key columns set,
+// from record key key (nil where it does not decode): what placement
+// hashes for a tombstone.
+func (c *relCodec) keyRow(key []byte) catalog.Row {
+	row := make(catalog.Row, len(c.rel.Schema.Columns))
+	if len(c.keyCols) > 0 {
+		if err := decodeKeyInto(row, c.keyIdx, c.rel.KeyFormat, c.keyCols, key); err != nil {
+			return make(catalog.Row, len(c.rel.Schema.Columns))
+		}
+	}
+	return row
+}
+
 // encode returns the record key and value of a row.
 func (c *relCodec) encode(row catalog.Row) (key, value []byte, err error) {
 	if len(c.keyCols) > 0 {

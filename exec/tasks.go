@@ -96,6 +96,14 @@ func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, e
 // (placement) is forwarded there by the active, through the table's
 // forwarding topic, which every replica of a partition reads as well;
 // a standby, which does what the active does otherwise, skips it.
+//
+// How far the active has forwarded is its own progress, kept as the
+// offset of the table's forwarding group (RekeyGroup) and committed once
+// what it covers is produced: a standby reads the topic on its own and
+// may be ahead of the active, so when it becomes the active it first
+// reads again, for forwarding only, what lies between the last commit
+// and its own checkpoint. Records sent twice this way, or by an active
+// that crashed before committing, are dropped by their owner.
 type tableTask struct {
 	rt    *Runtime
 	rel   *catalog.Relation
@@ -108,10 +116,13 @@ type tableTask struct {
 
 // forwardedFrom is the key in a table store's checkpoint inputs under
 // which, for each source partition, the offset after the last record
-// forwarded from it that the store applied is kept: the active of that
-// partition forwards before it checkpoints, so after a crash it may send
-// a record again, which is then dropped.
+// forwarded from it that the store applied is kept, so that a record
+// forwarded again is dropped.
 func forwardedFrom(fwd string) string { return "\x00from:" + fwd }
+
+// forwardCommitEvery bounds how long an active table task goes without
+// committing its forwarding progress while it forwards nothing.
+const forwardCommitEvery = time.Second
 
 func (t *tableTask) run(ctx context.Context, active bool) error {
 	p := t.state.Partition
@@ -120,21 +131,29 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	if err != nil {
 		return err
 	}
+	group := t.rel.RekeyGroup(t.rt.opts.Cluster)
+	// applyFrom is the first source offset the store does not reflect;
+	// the active reads from its forwarding progress if that is behind.
+	applyFrom, readFrom := cp.ChangelogOffset, cp.ChangelogOffset
+	var prod *kgo.Client
+	if active {
+		if readFrom, err = t.forwardedTo(ctx, group); err != nil {
+			return err
+		}
+		readFrom = min(readFrom, applyFrom)
+		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), kafka.ProducerOpts()...); err != nil {
+			return err
+		}
+		defer prod.Close()
+	}
 	cons, err := t.rt.consumerOf(fmt.Sprintf("%s-%d", t.rel.Name, p), map[string]map[int32]kgo.Offset{
-		t.rel.Topic: {p: kgo.NewOffset().At(cp.ChangelogOffset)},
+		t.rel.Topic: {p: kgo.NewOffset().At(readFrom)},
 		t.fwd:       {p: inputOffset(cp.Input, t.fwd, p)},
 	})
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
-	var prod *kgo.Client
-	if active {
-		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), kafka.ProducerOpts()...); err != nil {
-			return err
-		}
-		defer prod.Close()
-	}
 	codec := newRelCodec(t.rel)
 	place := newPlacement(t.rel, codec, p)
 	t.state.inputNext.Store(cp.ChangelogOffset)
@@ -146,6 +165,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	}
 	from := forwardedFrom(t.fwd)
 	var arena recordArena
+	var committed time.Time // when the forwarding progress was last committed
 	for {
 		fetches, ok, err := t.rt.pollInputs(ctx, cons, t.state, t.fwd)
 		if !ok {
@@ -158,12 +178,14 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		b := store.NewBatch()
 		var bad, forward []*kgo.Record
 		misplaced := 0
+		forwardedTo := int64(-1) // the source offset after the last record read
 		arena = recordArena{}
 		fetches.EachRecord(func(r *kgo.Record) {
 			forwarded := r.Topic == t.fwd
 			var sp int32
 			var off int64
-			if forwarded {
+			switch {
+			case forwarded:
 				setOffset(&cp.Input, t.fwd, p, r.Offset+1)
 				if r.Attrs.IsControl() {
 					return
@@ -177,7 +199,25 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 					return // sent again by a restarted forwarder
 				}
 				setOffset(&cp.Input, from, sp, off+1)
-			} else {
+			case r.Offset < applyFrom:
+				// Read again only to forward what the store already
+				// reflects: the task became the active ahead of the
+				// forwarding progress.
+				forwardedTo = r.Offset + 1
+				if r.Attrs.IsControl() {
+					return
+				}
+				if row, _, err := codec.decode(r.Key, r.Value); err == nil {
+					if row == nil {
+						row = codec.keyRow(r.Key)
+					}
+					if q, wrong := place.owner(r.Key, row); wrong {
+						forward = append(forward, forwardRecord(&arena, t.fwd, q, r))
+					}
+				}
+				return
+			default:
+				forwardedTo = r.Offset + 1
 				cp.ChangelogOffset = r.Offset + 1
 				if r.Attrs.IsControl() {
 					return
@@ -194,21 +234,16 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				return
 			}
 			if !forwarded {
-				if row == nil {
-					row = make(catalog.Row, len(t.rel.Schema.Columns))
-					for i, k := range codec.keyIdx {
-						row[k] = keyVals[i]
-					}
+				owned := row
+				if owned == nil {
+					owned = codec.keyRow(r.Key)
 				}
-				if q, wrong := place.owner(r.Key, row); wrong {
+				if q, wrong := place.owner(r.Key, owned); wrong {
 					misplaced++
 					if active {
 						forward = append(forward, forwardRecord(&arena, t.fwd, q, r))
 					}
 					return
-				}
-				if r.Value == nil {
-					row = nil
 				}
 			}
 			k, err := materialize.EncodeKey(nil, keyVals)
@@ -233,8 +268,8 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		}
 		cp.Position.Advance(t.rel.Topic, p, cp.ChangelogOffset)
 		// Forwarded and logged records are produced before the offsets
-		// past them are checkpointed: a crash in between sends them
-		// again, never not at all.
+		// past them are checkpointed or committed: a crash in between
+		// sends them again, never not at all.
 		if len(forward) > 0 {
 			if err := prod.ProduceSync(ctx, forward...).FirstErr(); err != nil {
 				b.Close()
@@ -251,6 +286,14 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		if err := b.Commit(cp); err != nil {
 			return err
 		}
+		if active && forwardedTo >= 0 && (len(forward) > 0 || time.Since(committed) >= forwardCommitEvery) {
+			var o kadmOffsets
+			o.add(t.rel.Topic, p, forwardedTo)
+			if err := o.commit(ctx, t.rt, group); err != nil {
+				return err
+			}
+			committed = time.Now()
+		}
 		if active {
 			t.state.misplaced.Add(int64(misplaced))
 		}
@@ -262,6 +305,23 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			t.state.markRestored()
 		}
 	}
+}
+
+// forwardedTo returns the source offset up to which the table's active
+// tasks have forwarded the misplaced records of this partition: the
+// forwarding group's offset, 0 when none was committed yet.
+func (t *tableTask) forwardedTo(ctx context.Context, group string) (int64, error) {
+	offs, err := t.rt.adm.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading offsets of %s: %w", group, err)
+	}
+	if o, ok := offs.Lookup(t.rel.Topic, t.state.Partition); ok && o.Err == nil && o.At >= 0 {
+		return o.At, nil
+	}
+	return 0, nil
 }
 
 // markRestored records the end of the input at start. The task is

@@ -16,8 +16,10 @@ import (
 // leaving to the collector a fresh slice of records for every batch.
 // It is safe for concurrent use.
 type RecordPool struct {
-	recs  sync.Pool // []kgo.Record of length 0
-	bytes sync.Pool // []byte of length 0
+	// The pools hold pointers to slices of length 0: a slice put in an
+	// interface would be boxed, which allocates at every Put.
+	recs  sync.Pool // *[]kgo.Record
+	bytes sync.Pool // *[]byte
 }
 
 // maxPooledBytes bounds a decompression buffer kept for reuse.
@@ -25,8 +27,8 @@ const maxPooledBytes = 16 << 20
 
 // GetRecords implements kgo.PoolRecords.
 func (p *RecordPool) GetRecords(n int) []kgo.Record {
-	if rs, ok := p.recs.Get().([]kgo.Record); ok && cap(rs) >= n {
-		return rs
+	if rs, ok := p.recs.Get().(*[]kgo.Record); ok && cap(*rs) >= n {
+		return *rs
 	}
 	return make([]kgo.Record, 0, n)
 }
@@ -34,14 +36,15 @@ func (p *RecordPool) GetRecords(n int) []kgo.Record {
 // PutRecords implements kgo.PoolRecords. The records come back zeroed
 // (kgo.Record.Recycle clears each): none holds on to its batch's memory.
 func (p *RecordPool) PutRecords(rs []kgo.Record) {
-	p.recs.Put(rs[:0])
+	rs = rs[:0]
+	p.recs.Put(&rs)
 }
 
 // GetDecompressBytes implements kgo.PoolDecompressBytes: a buffer of
 // any capacity (franz-go grows it as needed).
 func (p *RecordPool) GetDecompressBytes([]byte, kgo.CompressionCodecType) []byte {
-	if b, ok := p.bytes.Get().([]byte); ok {
-		return b
+	if b, ok := p.bytes.Get().(*[]byte); ok {
+		return *b
 	}
 	return nil
 }
@@ -49,7 +52,8 @@ func (p *RecordPool) GetDecompressBytes([]byte, kgo.CompressionCodecType) []byte
 // PutDecompressBytes implements kgo.PoolDecompressBytes.
 func (p *RecordPool) PutDecompressBytes(b []byte) {
 	if cap(b) > 0 && cap(b) <= maxPooledBytes {
-		p.bytes.Put(b[:0])
+		b = b[:0]
+		p.bytes.Put(&b)
 	}
 }
 

@@ -15,12 +15,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/kafka"
 )
 
 // TestChaos produces 100,000 records into a three-node cluster while a
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly, and
-// every partition's standby holds what its active holds. It is part of
+// every partition's standby holds what its active holds. A third of the
+// keys are written as librdkafka's and Sarama's partitioners place them,
+// so the records a view or table forwards to their key's partition
+// (placement) go through the kills too. It is part of
 // make test; `make chaos` runs it alone, and BASIN_CHAOS_SEED replays a
 // run.
 func TestChaos(t *testing.T) {
@@ -37,20 +41,36 @@ func TestChaos(t *testing.T) {
 	// Re-keyed through a repartition topic, and keyed like its source.
 	n0.Exec(t, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
 	n0.Exec(t, "CREATE TABLE by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY id")
+	// A table, upserted: the last record of each key wins.
+	n0.Exec(t, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'accounts', value_format = 'json', partitions = 4)")
 	waitPlacedView(t, c, n0, "by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_id", 4, 1)
+	waitPlacedView(t, c, n0, "accounts", 4, 1)
+	// Each key has one producer, so its records keep their order on
+	// one partition; a third of them are misplaced for murmur2.
+	placeOf := func(id int64) kafka.Partitioner {
+		return []kafka.Partitioner{kafka.PartitionerMurmur2, kafka.PartitionerCRC32, kafka.PartitionerFNV1a, kafka.PartitionerMurmur2}[id%4]
+	}
 
 	const batches, perBatch, ids = 100, 1000, 997
 	byRegion, byID := map[string][2]int64{}, map[string][2]int64{}
+	accounts := map[int64]string{}
 	next := int64(0)
 	produce := func() {
 		recs := make([]*kgo.Record, 0, perBatch)
+		var accs []*kgo.Record
 		for range perBatch {
 			id := next % ids
 			region := clusterRegions[rng.IntN(len(clusterRegions))]
 			amount := rng.Int64N(1000)
 			val, _ := json.Marshal(map[string]any{"region": region, "amount": amount})
-			recs = append(recs, &kgo.Record{Topic: "orders", Key: binary.BigEndian.AppendUint64(nil, uint64(id)), Value: val})
+			key := binary.BigEndian.AppendUint64(nil, uint64(id))
+			p := placeOf(id).Partition(key, 4)
+			recs = append(recs, &kgo.Record{Key: key, Value: val, Partition: p})
+			if rng.IntN(4) == 0 {
+				accs = append(accs, &kgo.Record{Key: key, Value: val, Partition: p})
+				accounts[id] = fmt.Sprintf("%d|%s|%d", id, region, amount)
+			}
 			r := byRegion[region]
 			byRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
 			k := fmt.Sprint(id)
@@ -58,7 +78,8 @@ func TestChaos(t *testing.T) {
 			byID[k] = [2]int64{i[0] + 1, i[1] + amount}
 			next++
 		}
-		c.Produce(t, "orders", recs...)
+		c.ProduceTo(t, "orders", recs...)
+		c.ProduceTo(t, "accounts", accs...)
 	}
 	var down *testcluster.Node
 	kills := 0
@@ -96,28 +117,38 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("%d records produced, %d kills", next, kills)
 
-	checkView(t, c, "by_region", byRegion)
-	checkView(t, c, "by_id", byID)
+	checkView(t, c, "by_region", "SELECT region, n, total FROM by_region WHERE _partition = %d", countSum(byRegion))
+	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
+	var accountRows []string
+	for _, r := range accounts {
+		accountRows = append(accountRows, r)
+	}
+	checkView(t, c, "accounts", "SELECT id, region, amount FROM accounts WHERE _partition = %d", accountRows)
+}
+
+// countSum renders key → (count, sum) as the rows of a view.
+func countSum(m map[string][2]int64) []string {
+	var rows []string
+	for k, v := range m {
+		rows = append(rows, fmt.Sprintf("%s|%d|%d", k, v[0], v[1]))
+	}
+	return rows
 }
 
 // checkView waits until, for every partition of view, every node that
-// holds it answers, at least two do (active and standby), and they agree;
-// and until the partitions together hold exactly want (key → count, sum).
-func checkView(t *testing.T, c *testcluster.Cluster, view string, want map[string][2]int64) {
+// holds it answers query (its %d the partition), at least two do (active
+// and standby), and they agree; and until the partitions together hold
+// exactly wantRows.
+func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRows []string) {
 	t.Helper()
-	var wantRows []string
-	for k, v := range want {
-		wantRows = append(wantRows, fmt.Sprintf("%s|%d|%d", k, v[0], v[1]))
-	}
 	sort.Strings(wantRows)
-	key := map[string]string{"by_region": "region", "by_id": "id"}[view]
 	c.Eventually(t, 3*time.Minute, func() error {
 		var all []string
 		for p := 0; p < 4; p++ {
 			var answers []string
 			for _, n := range c.Nodes() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				rows, err := localQuery(ctx, n, fmt.Sprintf("SELECT %s, n, total FROM %s WHERE _partition = %d", key, view, p))
+				rows, err := localQuery(ctx, n, fmt.Sprintf(query, p))
 				cancel()
 				if err != nil {
 					if strings.Contains(err.Error(), "has no replica on node") {

@@ -211,7 +211,6 @@ type fakePortal struct {
 	n      int
 	row    func(int) []any
 	next   int
-	done   bool
 	closed bool
 }
 
