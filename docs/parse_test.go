@@ -175,3 +175,36 @@ func volatilityOf(words []string) volatility {
 	}
 	return v
 }
+
+// TestReadmeClusterOwnPorts checks what TestDocs cannot, since it moves
+// every port: the README's Several nodes section runs beside `make run`,
+// so none of its commands may use make run's ports (5433, 8433, 9092).
+func TestReadmeClusterOwnPorts(t *testing.T) {
+	d, err := readDocument("../README.md", "README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec *section
+	for _, s := range d.sections {
+		if s.title == "Several nodes" {
+			sec = s
+		}
+	}
+	if sec == nil {
+		t.Fatal(`README.md has no "## Several nodes" section`)
+	}
+	for _, b := range sec.blocks {
+		if b.dir.skip != "" {
+			continue
+		}
+		for _, m := range portRefRE.FindAllStringSubmatch(b.text, -1) {
+			for _, p := range m[1:] {
+				for _, taken := range defaultPorts {
+					if p == taken {
+						t.Errorf("%s: port %s is make run's: the cluster must run beside it", b.where(), p)
+					}
+				}
+			}
+		}
+	}
+}
