@@ -73,6 +73,13 @@ func (p *ViewPlan) String() string {
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
+	if !p.Repartition {
+		part := p.View.Partitioner
+		if part == "" {
+			part = "murmur2"
+		}
+		fmt.Fprintf(&b, "  Forward misplaced records to their key's partition (partitioner %s)\n", part)
+	}
 	fmt.Fprintf(&b, "  Source %s %s (topic %s, %d partitions)\n", strings.ToLower(string(p.Source.Kind)), p.Source.Name, p.Source.Topic, p.Source.Partitions)
 	return b.String()
 }
