@@ -18,13 +18,13 @@ import (
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
-// Timeouts: generous, since the machine may be busy; a block that
-// finishes is never waited for longer.
-const (
-	nodeStartTimeout = 60 * time.Second
-	blockTimeout     = 3 * time.Minute
-	eventuallyWithin = 30 * time.Second
-	stopTimeout      = 30 * time.Second
+// Timeouts: generous, since the machine may be busy (and longer for a
+// race-built basin); a block that finishes is never waited for longer.
+var (
+	nodeStartTimeout = testcluster.Timeout(60 * time.Second)
+	blockTimeout     = testcluster.Timeout(3 * time.Minute)
+	eventuallyWithin = testcluster.Timeout(30 * time.Second)
+	stopTimeout      = testcluster.Timeout(30 * time.Second)
 )
 
 // defaultPorts are the ports the documents use for the node they talk
@@ -55,8 +55,21 @@ func documents(t *testing.T) []*document {
 	return docs
 }
 
+// tools are the programs the documents run, and where to get them.
+var tools = map[string]string{
+	"bash":       "bash",
+	"psql":       "Debian's postgresql-client",
+	"pg_isready": "Debian's postgresql-client",
+	"kcat":       "Debian's kcat",
+}
+
 // TestDocs runs every block of README.md and docs/*.md; see doc.go.
 func TestDocs(t *testing.T) {
+	for tool, pkg := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: the docs' examples use it (install %s; .ci/run does)", tool, pkg)
+		}
+	}
 	for _, d := range documents(t) {
 		t.Run(d.name, func(t *testing.T) {
 			if !checkMarked(t, d) {
@@ -179,9 +192,8 @@ type run struct {
 
 type lastRun struct {
 	b       *block
-	out     string // everything it printed
-	lastOut string // what its last statement printed (sql)
-	ordered bool
+	lastOut string // what it printed (sql: its last statement)
+	ordered bool   // whether that output is in a defined order
 }
 
 func newRun(t *testing.T, d *document, bin string) *run {
@@ -487,7 +499,7 @@ func (r *run) checkStatements(b *block, stmts []*statement, run *sqlRun) error {
 				b.file, st.line, err, st.text, strings.Join(st.want, "\n"), got)
 		}
 	}
-	r.last = &lastRun{b: b, out: run.all}
+	r.last = &lastRun{b: b}
 	if len(stmts) > 0 {
 		r.last.lastOut = run.segments[len(stmts)]
 		r.last.ordered = hasOrderBy(stmts[len(stmts)-1].text)
@@ -540,7 +552,7 @@ func (r *run) runShell(t *testing.T, b *block) {
 			r.psql = strings.Fields(r.subst(line))
 		}
 	}
-	r.last = &lastRun{b: b, out: out, lastOut: out, ordered: hasOrderBy(b.text)}
+	r.last = &lastRun{b: b, lastOut: out, ordered: hasOrderBy(b.text)}
 }
 
 // checkOutput compares an output block with what the block before it
