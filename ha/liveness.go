@@ -87,7 +87,8 @@ type LivenessConfig struct {
 	// Window is the span within which ReceivedThreshold heartbeats must
 	// arrive to bring a down peer back up, and over which
 	// NodeLiveness.Received counts. It must hold ReceivedThreshold
-	// intervals. Default DefaultHeartbeatWindow (1s).
+	// intervals. Default DefaultHeartbeatWindow (1s), or ten intervals
+	// when that is more.
 	Window time.Duration
 	// MissedThreshold is how many heartbeat intervals of silence make a
 	// peer down. Default DefaultMissedThreshold (5: down 500ms after the
@@ -134,7 +135,10 @@ func (c *LivenessConfig) Validate() error {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if c.Window == 0 {
-		c.Window = DefaultHeartbeatWindow
+		// Ten intervals, and at least the default: a longer interval
+		// (--heartbeat-interval 1s) widens the window with it, which
+		// must hold ReceivedThreshold of them.
+		c.Window = max(DefaultHeartbeatWindow, 10*c.HeartbeatInterval)
 	}
 	if c.MissedThreshold == 0 {
 		c.MissedThreshold = DefaultMissedThreshold

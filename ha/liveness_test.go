@@ -28,6 +28,9 @@ func TestLivenessConfigValidate(t *testing.T) {
 			MissedThreshold: 5, ReceivedThreshold: 2, UnknownGrace: time.Second}},
 		{name: "kept", cfg: LivenessConfig{HeartbeatInterval: time.Second, Window: 10 * time.Second, MissedThreshold: 3, ReceivedThreshold: 4, UnknownGrace: 5 * time.Second},
 			want: LivenessConfig{HeartbeatInterval: time.Second, Window: 10 * time.Second, MissedThreshold: 3, ReceivedThreshold: 4, UnknownGrace: 5 * time.Second}},
+		// --heartbeat-interval 1s: the default window widens with it.
+		{name: "long interval", cfg: LivenessConfig{HeartbeatInterval: time.Second}, want: LivenessConfig{HeartbeatInterval: time.Second,
+			Window: 10 * time.Second, MissedThreshold: 5, ReceivedThreshold: 2, UnknownGrace: time.Second}},
 		{name: "negative interval", cfg: LivenessConfig{HeartbeatInterval: -1}, err: "heartbeat interval -1ns is negative"},
 		{name: "negative window", cfg: LivenessConfig{Window: -time.Second}, err: "heartbeat window -1s is negative"},
 		{name: "negative missed", cfg: LivenessConfig{MissedThreshold: -1}, err: "missed-heartbeat threshold -1 is negative"},

@@ -59,7 +59,8 @@ type Options struct {
 	// further behind gets a warm-up replica first. Default 10000.
 	AcceptableRecoveryLag int64
 	// MaxWarmups bounds the warm-up replicas in the cluster at a time.
-	// Default 2.
+	// Default 2. This and the other counts and durations below take 0
+	// for their default and refuse a negative value.
 	MaxWarmups int
 	// ProbingInterval is how often the group leader rebalances while
 	// warm-ups are catching up, to move the tasks of those that have.
@@ -165,25 +166,24 @@ func (o *Options) ensureDefaults() {
 	if o.MaxConnections == 0 {
 		o.MaxConnections = 100
 	}
-	if o.StandbyReplicas < 0 {
-		o.StandbyReplicas = 0
-	}
-	if o.AcceptableRecoveryLag <= 0 {
+	// Zero is the default; a negative value is left for Validate to
+	// refuse.
+	if o.AcceptableRecoveryLag == 0 {
 		o.AcceptableRecoveryLag = DefaultAcceptableRecoveryLag
 	}
-	if o.MaxWarmups <= 0 {
+	if o.MaxWarmups == 0 {
 		o.MaxWarmups = DefaultMaxWarmups
 	}
-	if o.ProbingInterval <= 0 {
+	if o.ProbingInterval == 0 {
 		o.ProbingInterval = DefaultProbingInterval
 	}
-	if o.SessionTimeout <= 0 {
+	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
-	if o.HeartbeatInterval <= 0 {
+	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	if o.LagReportInterval <= 0 {
+	if o.LagReportInterval == 0 {
 		o.LagReportInterval = DefaultLagReportInterval
 	}
 	if o.RowCacheMB == 0 {
@@ -209,6 +209,31 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConnections < 1 {
 		return errors.New("max connections must be at least 1")
+	}
+	for _, c := range []struct {
+		flag string
+		n    int64
+	}{
+		{"--standby-replicas", int64(o.StandbyReplicas)},
+		{"--acceptable-recovery-lag", o.AcceptableRecoveryLag},
+		{"--max-warmups", int64(o.MaxWarmups)},
+	} {
+		if c.n < 0 {
+			return fmt.Errorf("%s = %d: give a number of at least 0", c.flag, c.n)
+		}
+	}
+	for _, c := range []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--probing-interval", o.ProbingInterval},
+		{"--session-timeout", o.SessionTimeout},
+		{"--heartbeat-interval", o.HeartbeatInterval},
+		{"--lag-report-interval", o.LagReportInterval},
+	} {
+		if c.d < 0 {
+			return fmt.Errorf("%s = %v: give a positive duration, such as 500ms or 6s", c.flag, c.d)
+		}
 	}
 	return o.validateAuth()
 }
