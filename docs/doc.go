@@ -50,9 +50,9 @@
 //
 // Tables are compared cell by cell: the same column names, the same rows
 // (in order when the statement has ORDER BY, else in any order), each
-// cell equal after collapsing white space. A cell shown as `...` matches
-// anything, and one ending in `...` matches what starts with the rest;
-// psql's "(N rows)" footer, command tags and notices need not be shown.
+// cell equal after collapsing white space; `...` in a shown cell matches
+// any text (a cell of just `...`, anything). psql's "(N rows)" footer,
+// command tags and notices need not be shown.
 // Other lines of the shown output must each appear in the real output, in
 // order, with `...` matching any text within a line.
 //

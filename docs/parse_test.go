@@ -150,7 +150,9 @@ func TestCompareOutput(t *testing.T) {
 		{" region | orders | sql\n--+--+--\n eu | 3 | ...\n us | 1 | ...", nil, false, false},                          // wrong value
 		{" region | orders | sql\n--+--+--\n eu | 3 | ...\n us | 9 | ...", []string{"orders"}, true, true},             // volatile
 		{" region | orders | sql\n--+--+--\n eu | 2 | ...", nil, false, false},                                         // a row missing
-		{" region | orders\n--+--\n eu | 2\n us | 1", nil, false, false},                                               // other columns
+		{" region | orders | sql\n--+--+--\n eu | 2 | CREATE ... AS SELECT x\n us | 1 | CREATE ... w", nil, false, true},
+		{" region | orders | sql\n--+--+--\n eu | 2 | CREATE ... AS SELECT y\n us | 1 | CREATE ... w", nil, false, false},
+		{" region | orders\n--+--\n eu | 2\n us | 1", nil, false, false}, // other columns
 		{`Materialized view "public.v"` + "\nIndexes:\n\"v_pkey\" PRIMARY KEY, btree (region)", nil, false, true},
 		{"Indexes:\n" + `Materialized view "public.v"`, nil, false, false}, // out of order
 		{`Materialized view "public.w"`, nil, false, false},
