@@ -75,7 +75,10 @@
 //	<!-- doctest: file basin.yaml -->     written to that file, not run
 //	<!-- doctest: servers -->             each line starts a server: it must
 //	                                      print its ready line, then stop
-//	                                      cleanly on SIGTERM
+//	                                      cleanly on SIGTERM (an HTTP or
+//	                                      broker address the line and its
+//	                                      config file leave to the default
+//	                                      is a free port, through BASIN_*)
 //	<!-- doctest: restart -->             a sh block ending in the node's
 //	                                      basin serve: the node stops, the
 //	                                      other lines run, the test starts
