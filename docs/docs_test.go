@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -215,7 +217,7 @@ func newRun(t *testing.T, d *document, bin string) *run {
 	}
 	r.env = append(r.env, "PATH="+filepath.Join(work, "bin")+":"+os.Getenv("PATH"),
 		"PSQLRC=/dev/null", "PGCONNECT_TIMEOUT=10", "PAGER=", "PSQL_PAGER=")
-	r.mapPorts(t)
+	r.mapPorts()
 	t.Cleanup(func() {
 		if r.sh != nil {
 			r.sh.close()
@@ -260,22 +262,15 @@ func (r *run) printLogs(t *testing.T) {
 
 var portRefRE = regexp.MustCompile(`(?:127\.0\.0\.1|localhost|0\.0\.0\.0):(\d{2,5})\b|-p (\d{4,5})\b`)
 
-// mapPorts gives every port the document names (in what it runs or
-// shows) a free port of this machine.
-func (r *run) mapPorts(t *testing.T) {
+// mapPorts finds every port the document names (in what it runs or
+// shows). Each gets a free port of this machine when first used (subst),
+// so that little time passes between finding it free and using it; the
+// node's ports are taken when the node starts.
+func (r *run) mapPorts() {
 	r.ports = map[string]string{}
-	add := func(p string) {
-		if p == "" || p == "0" || r.ports[p] != "" {
-			return
-		}
-		real, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.ports[p] = real
-	}
+	names := map[string]bool{}
 	for _, p := range defaultPorts {
-		add(p)
+		names[p] = true
 	}
 	for _, sec := range r.doc.sections {
 		for _, b := range sec.blocks {
@@ -284,23 +279,44 @@ func (r *run) mapPorts(t *testing.T) {
 			}
 			for _, text := range []string{b.text, b.dir.outputOf} {
 				for _, m := range portRefRE.FindAllStringSubmatch(text, -1) {
-					add(m[1])
-					add(m[2])
+					for _, p := range m[1:] {
+						if p != "" && p != "0" {
+							names[p] = true
+						}
+					}
 				}
 			}
 		}
 	}
 	var alts []string
-	for p := range r.ports {
+	for p := range names {
 		alts = append(alts, p)
 	}
 	sort.Strings(alts)
 	r.portRE = regexp.MustCompile(`\b(` + strings.Join(alts, "|") + `)\b`)
 }
 
+// port returns the real port standing for the document's port p,
+// choosing one on first use: free now, and not standing for another.
+func (r *run) port(p string) string {
+	if real, ok := r.ports[p]; ok {
+		return real
+	}
+	for {
+		real, err := freePort()
+		if err != nil {
+			panic(fmt.Sprintf("docs: no free port: %v", err)) // subst runs in subtests: no t.Fatal of the document's test
+		}
+		if !slices.Contains(slices.Collect(maps.Values(r.ports)), real) {
+			r.ports[p] = real
+			return real
+		}
+	}
+}
+
 // subst moves the document's ports and paths out of the way (doc.go).
 func (r *run) subst(s string) string {
-	s = r.portRE.ReplaceAllStringFunc(s, func(p string) string { return r.ports[p] })
+	s = r.portRE.ReplaceAllStringFunc(s, r.port)
 	s = strings.ReplaceAll(s, "/tmp/", r.work+"/tmp/")
 	s = strings.ReplaceAll(s, "/var/lib/", r.work+"/var/lib/")
 	return s
@@ -332,13 +348,13 @@ func (r *run) startNodeOn(t *testing.T, fresh bool) {
 	dataDir := r.subst("/var/lib/basin")
 	for attempt := 0; ; attempt++ {
 		r.nodeArgs = []string{"serve", "--data-dir", dataDir,
-			"--pg-addr", "127.0.0.1:" + r.ports["5433"], "--http-addr", "127.0.0.1:" + r.ports["8433"],
-			"--broker-addr", "127.0.0.1:" + r.ports["9092"]}
+			"--pg-addr", "127.0.0.1:" + r.port("5433"), "--http-addr", "127.0.0.1:" + r.port("8433"),
+			"--broker-addr", "127.0.0.1:" + r.port("9092")}
 		p, err := startProcess(r.work, r.env, r.bin, r.nodeArgs...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = p.waitLog("ready: psql -h 127.0.0.1 -p "+r.ports["5433"]+" ", nodeStartTimeout)
+		err = p.waitLog("ready: psql -h 127.0.0.1 -p "+r.port("5433")+" ", nodeStartTimeout)
 		if err == nil {
 			r.node = p
 			return
@@ -346,10 +362,7 @@ func (r *run) startNodeOn(t *testing.T, fresh bool) {
 		p.kill()
 		if fresh && attempt < 3 && strings.Contains(p.log.String(), "address already in use") {
 			for _, port := range defaultPorts {
-				r.ports[port], err = freePort()
-				if err != nil {
-					t.Fatal(err)
-				}
+				delete(r.ports, port) // chosen anew
 			}
 			_ = os.RemoveAll(dataDir)
 			continue
