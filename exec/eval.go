@@ -27,10 +27,15 @@ type Env struct {
 	// Ctx is the statement's context, for functions that wait
 	// (pg_sleep); nil means never cancelled.
 	Ctx context.Context
-	// MinPosition, when set, is the source position a read must reflect
-	// (the session's own writes, basin.min_position); the read waits up
-	// to PositionWait for the replicas to reach it.
+	// MinPosition, Writes and Seen, when set, are the position bound of
+	// a read: basin.min_position, the session's own writes (with
+	// basin.read_your_writes on) and, by relation partition, what its
+	// earlier reads returned (with basin.monotonic_reads on). A read of
+	// a partition waits up to PositionWait for a replica that reflects
+	// the part of them it can show (positions.go).
 	MinPosition  materialize.Position
+	Writes       materialize.Position
+	Seen         seenPositions
 	PositionWait time.Duration
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.

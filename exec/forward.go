@@ -54,9 +54,11 @@ type ReadRequest struct {
 	// scan order with the whole filter pushed).
 	Limit int64
 	// MinPosition is the part of the session's position bound that this
-	// partition can show (see needs); empty for none.
-	MinPosition  materialize.Position
-	PositionWait time.Duration
+	// partition can show (see needs); empty for none. MinPositionFrom
+	// names where it came from, for messages (positions.go).
+	MinPosition     materialize.Position
+	MinPositionFrom string
+	PositionWait    time.Duration
 	// ServeRestoring asks a peer to serve the read even from a replica
 	// that is still restoring (the Forwarder's last resort).
 	ServeRestoring bool

@@ -10,15 +10,15 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 )
 
-// afterRead records where a SELECT's partitions were read, for SHOW
-// basin.last_read and basin.monotonic_reads, and with
+// afterRead records where a SELECT's partitions of rel were read, for
+// SHOW basin.last_read and basin.monotonic_reads, and with
 // basin.freshness_notices on tells the client in a NOTICE. Reads of no
 // partition (a catalog query, SELECT 1) leave the last read as it was.
-func (s *Session) afterRead(reads []PartitionRead, w ResultWriter) {
+func (s *Session) afterRead(rel *catalog.Relation, reads []PartitionRead, w ResultWriter) {
 	if len(reads) == 0 {
 		return
 	}
-	s.noteReads(reads)
+	s.noteReads(rel, reads)
 	s.lastRead = append(s.lastRead[:0], reads...)
 	slices.SortStableFunc(s.lastRead, func(a, b PartitionRead) int { return cmp.Compare(a.Partition, b.Partition) })
 	if s.vars["basin.freshness_notices"] != "on" {

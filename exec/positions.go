@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"strings"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
 )
@@ -15,21 +17,47 @@ import (
 //     and INSERT ... RETURNING _position returns the part one statement
 //     added. With basin.read_your_writes on (the default) every read
 //     must reflect it.
-//   - seen, the merge of the position of every partition its reads were
-//     served at (PartitionRead.Position, the _position pseudo-column).
-//     With basin.monotonic_reads on every read must reflect it, so a
-//     session never goes back in time, whichever replica serves it.
+//   - seen, the position each partition of each relation was served at
+//     by the session's reads (PartitionRead.Position, the _position
+//     pseudo-column), the merge of every read of that partition. With
+//     basin.monotonic_reads on, a read of a partition must reflect what
+//     the session's earlier reads of that same partition returned, so
+//     that no partition goes back in time, whichever replica serves it.
 //
-// Both are merged with basin.min_position into Env.MinPosition, and the
-// read of a partition waits up to basin.position_wait for a replica that
-// reflects it (pull.go). Merging positions of different relations is
-// sound because a partition is only held to the source topic partitions
-// it reads (needs in pull.go): a token of orders never delays a read of
-// customers, and a view over orders waits for what a read of orders
-// itself saw.
+// The read of one partition is held to the part of its writes and of
+// basin.min_position that it can show (needs in pull.go), and to what
+// was seen of it; it waits up to basin.position_wait for a replica that
+// reflects that (pull.go). Merging positions of different relations is
+// sound for writes and basin.min_position because a partition is only
+// held to the source topic partitions it reads: a token of orders never
+// delays a read of customers, and a view over orders waits for the
+// writes to orders.
+//
+// What was seen is kept per relation partition, not merged into one
+// position, because one partition cannot show what another one saw. A
+// partition of a re-keyed view reflects every source partition, each at
+// its own pace; a read of partition 3 held to the most that any
+// partition (of this view, or of another relation over the same source)
+// had seen of each source partition would wait for offsets partition 3
+// may not reach for seconds: after its active dies, its standby has
+// exactly what the active committed, and nothing more arrives until a
+// new active runs. Held to what was read of partition 3 itself, the
+// standby serves at once.
 //
 // Both only grow. They are not reset by RESET or DISCARD ALL: they are
 // facts about what the session did, not settings.
+
+// seenKey names a partition of a relation by its store: a relation
+// dropped and created again under the same name is another one.
+type seenKey struct {
+	store     string
+	partition int32
+}
+
+// seenPositions is where the session's reads were served, by relation
+// partition (Session.seen, Env.Seen). Reads only look it up; the session
+// changes it between statements.
+type seenPositions map[seenKey]materialize.Position
 
 // positionColumns are the result columns of INSERT ... RETURNING
 // _position.
@@ -46,10 +74,14 @@ func (s *Session) noteWrites(p materialize.Position) {
 	s.setVar("basin.last_write_position", s.writes.String())
 }
 
-// noteReads records the positions a read's partitions were served at.
-// A token that does not parse (a peer of another version) is skipped:
-// it can only make the session less strict, never wrong.
-func (s *Session) noteReads(reads []PartitionRead) {
+// noteReads records the positions rel's partitions were served at. A
+// token that does not parse (a peer of another version) is skipped: it
+// can only make the session less strict, never wrong.
+func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
+	if rel == nil {
+		return
+	}
+	store := rel.StoreName()
 	for _, r := range reads {
 		if r.Position == "" {
 			continue
@@ -62,37 +94,148 @@ func (s *Session) noteReads(reads []PartitionRead) {
 			}
 		}
 		if s.seen == nil {
-			s.seen = materialize.Position{}
+			s.seen = seenPositions{}
 		}
-		s.seen.Merge(p)
+		k := seenKey{store: store, partition: r.Partition}
+		had := s.seen[k]
+		if had == nil {
+			// Never the read's own: a local read's position is the
+			// task's published one.
+			had = materialize.Position{}
+			s.seen[k] = had
+		}
+		had.Merge(p)
 	}
 }
 
-// minPosition is the position the session's next read must reflect:
-// its writes (basin.read_your_writes), what it has read
-// (basin.monotonic_reads) and basin.min_position; nil when none bounds
-// it.
-func (s *Session) minPosition() materialize.Position {
-	d := s.derivedSettings()
-	writes := d.readYourWrites && len(s.writes) > 0
-	seen := d.monotonicReads && len(s.seen) > 0
-	if !writes && !seen && d.minPosition == nil {
-		return nil // the common case, without a map
+// fillBound sets the position bound of env, a statement's environment:
+// the session's writes with basin.read_your_writes on, what its reads
+// saw with basin.monotonic_reads on, and basin.min_position; each nil
+// when it bounds nothing. env's are copies, or (Seen) only read while
+// the statement runs.
+func (s *Session) fillBound(env *Env, d *derived) {
+	env.Writes, env.Seen, env.MinPosition = nil, nil, nil
+	if d.readYourWrites && len(s.writes) > 0 {
+		env.Writes = s.writes.Clone()
 	}
-	bound := materialize.Position{}
-	if writes {
-		bound.Merge(s.writes)
-	}
-	if seen {
-		bound.Merge(s.seen)
+	if d.monotonicReads && len(s.seen) > 0 {
+		env.Seen = s.seen
 	}
 	if d.minPosition != nil {
-		bound.Merge(d.minPosition)
+		env.MinPosition = d.minPosition.Clone()
 	}
-	if len(bound) == 0 {
-		return nil
+}
+
+// bounded reports whether env holds reads to a position at all.
+func (env *Env) bounded() bool {
+	return env != nil && (env.Writes != nil || env.Seen != nil || env.MinPosition != nil)
+}
+
+// boundSource names a part of a read's position bound, for messages.
+type boundSource uint8
+
+const (
+	fromWrites boundSource = 1 << iota
+	fromReads
+	fromSetting
+)
+
+// String names the parts in s ("the session's writes, with
+// basin.read_your_writes on", "what the session's earlier reads of the
+// partition returned, with basin.monotonic_reads on",
+// "basin.min_position"), joined with "and".
+func (s boundSource) String() string {
+	var names []string
+	if s&fromWrites != 0 {
+		names = append(names, "the session's writes, with basin.read_your_writes on")
 	}
-	return bound
+	if s&fromReads != 0 {
+		names = append(names, "what the session's earlier reads of the partition returned, with basin.monotonic_reads on")
+	}
+	if s&fromSetting != 0 {
+		names = append(names, "basin.min_position")
+	}
+	return joinAnd(names)
+}
+
+// hint says how to read what is there instead of waiting for the parts
+// in s.
+func (s boundSource) hint() string {
+	var off []string
+	if s&fromWrites != 0 {
+		off = append(off, "basin.read_your_writes = off")
+	}
+	if s&fromReads != 0 {
+		off = append(off, "basin.monotonic_reads = off")
+	}
+	if s&fromSetting != 0 {
+		off = append(off, "basin.min_position = ''")
+	}
+	if len(off) == 0 {
+		return "SET basin.position_wait to wait longer."
+	}
+	return "SET basin.position_wait to wait longer, or SET " + strings.Join(off, " and ") + " to read what is there."
+}
+
+// partBound is the position one partition's read must reflect: offsets
+// of the source partitions of topic, and the part of the session's
+// bound each came from.
+type partBound struct {
+	topic string
+	want  map[int32]int64
+	// parts are the offsets each part of the bound asks of the
+	// partition, for naming where an offset came from.
+	parts [3]struct {
+		src  boundSource
+		want map[int32]int64
+	}
+	n int
+}
+
+// readBound returns the bound the read of partition ts of query is held
+// to (see the top of the file); want is empty when there is none.
+func (env *Env) readBound(query *Query, ts *TaskState) *partBound {
+	b := &partBound{want: map[int32]int64{}}
+	add := func(src boundSource, topic string, want map[int32]int64) {
+		if len(want) == 0 {
+			return
+		}
+		for sp, off := range want {
+			b.want[sp] = max(b.want[sp], off)
+		}
+		b.parts[b.n].src, b.parts[b.n].want = src, want
+		b.n++
+	}
+	topic, writes := needs(query, ts, env.Writes)
+	b.topic = topic
+	add(fromWrites, topic, writes)
+	if env.Seen != nil {
+		add(fromReads, topic, env.Seen[seenKey{store: query.Rel.StoreName(), partition: ts.Partition}][topic])
+	}
+	_, setting := needs(query, ts, env.MinPosition)
+	add(fromSetting, topic, setting)
+	return b
+}
+
+// sources names every part of the bound the partition is held to.
+func (b *partBound) sources() boundSource {
+	var s boundSource
+	for _, p := range b.parts[:b.n] {
+		s |= p.src
+	}
+	return s
+}
+
+// from names the parts of the bound that ask for offset off (or more) of
+// source partition sp.
+func (b *partBound) from(sp int32, off int64) boundSource {
+	var s boundSource
+	for _, p := range b.parts[:b.n] {
+		if p.want[sp] >= off {
+			s |= p.src
+		}
+	}
+	return s
 }
 
 // showLastWritePosition runs SHOW basin.last_write_position: one row,

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -15,58 +16,116 @@ import (
 	"github.com/basindb/basin/sql"
 )
 
-// TestMinPosition checks what a session's reads must reflect: its writes
-// with basin.read_your_writes, what it has read with
-// basin.monotonic_reads, and basin.min_position, merged.
-func TestMinPosition(t *testing.T) {
-	tok := func(p materialize.Position) string { return p.String() }
-	cases := []struct {
-		name             string
-		ryw, monotonic   string
-		writes, seen     materialize.Position
-		minPosition      string
-		want             materialize.Position
-		wantUnrestricted bool
-	}{
-		{name: "nothing", ryw: "on", monotonic: "on", wantUnrestricted: true},
-		{name: "writes", ryw: "on", monotonic: "off",
-			writes: materialize.Position{"t": {0: 3}}, seen: materialize.Position{"t": {0: 9}},
-			want: materialize.Position{"t": {0: 3}}},
-		{name: "seen", ryw: "off", monotonic: "on",
-			writes: materialize.Position{"t": {0: 3}}, seen: materialize.Position{"t": {0: 9}},
-			want: materialize.Position{"t": {0: 9}}},
-		{name: "both off", ryw: "off", monotonic: "off",
-			writes: materialize.Position{"t": {0: 3}}, seen: materialize.Position{"t": {0: 9}}, wantUnrestricted: true},
-		{name: "merged", ryw: "on", monotonic: "on",
-			writes:      materialize.Position{"t": {0: 3, 1: 8}},
-			seen:        materialize.Position{"t": {0: 9}, "u": {2: 1}},
-			minPosition: tok(materialize.Position{"t": {1: 5, 2: 4}, "v": {0: 7}}),
-			want:        materialize.Position{"t": {0: 9, 1: 8, 2: 4}, "u": {2: 1}, "v": {0: 7}}},
-		{name: "min_position alone", ryw: "on", monotonic: "off",
-			minPosition: tok(materialize.Position{"t": {0: 2}}),
-			want:        materialize.Position{"t": {0: 2}}},
+// TestReadBound checks what a session's read of one partition must
+// reflect: the part of its writes (basin.read_your_writes) and of
+// basin.min_position that the partition can show, and what its earlier
+// reads of that same partition returned (basin.monotonic_reads), not
+// what they returned of other partitions or of other relations; and
+// where each offset came from.
+func TestReadBound(t *testing.T) {
+	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
+	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
+	byRegion := &Query{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
+		Plan: &planner.ViewPlan{Source: orders, Repartition: true}}
+	perID := &Query{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
+		Plan: &planner.ViewPlan{Source: orders}}
+	table := &Query{Rel: kv}
+	reads := func(q *Query, p int32, pos materialize.Position) []PartitionRead {
+		return []PartitionRead{{Partition: p, Position: pos.String()}}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := &Session{vars: map[string]string{"basin.read_your_writes": c.ryw, "basin.monotonic_reads": c.monotonic,
-				"basin.min_position": c.minPosition}, writes: c.writes, seen: c.seen}
-			got := s.minPosition()
-			if c.wantUnrestricted {
-				if got != nil {
-					t.Fatalf("minPosition = %s, want none", got.Describe())
-				}
-				return
-			}
-			if !got.Equal(c.want) {
-				t.Fatalf("minPosition = %s, want %s", got.Describe(), c.want.Describe())
-			}
-			// The session's own positions must not be aliased: a read
-			// must not be able to change them.
-			got.Advance("t", 0, 1000)
-			if c.writes.Covers(materialize.Position{"t": {0: 1000}}) || c.seen.Covers(materialize.Position{"t": {0: 1000}}) {
-				t.Fatal("minPosition aliases the session's positions")
-			}
-		})
+	ts := func(p int32) *TaskState { return &TaskState{Partition: p} }
+
+	s := &Session{vars: map[string]string{"basin.read_your_writes": "on", "basin.monotonic_reads": "on"}}
+	// by_region's partitions each reflect every source partition, at
+	// their own pace; per_id's partition 1 only source partition 1.
+	s.noteReads(byRegion.Rel, reads(byRegion, 0, materialize.Position{"orders": {0: 50, 1: 90, 2: 70, 3: 10}}))
+	s.noteReads(byRegion.Rel, reads(byRegion, 2, materialize.Position{"orders": {0: 40, 1: 99, 2: 60, 3: 12}}))
+	s.noteReads(byRegion.Rel, reads(byRegion, 0, materialize.Position{"orders": {0: 55, 1: 91, 2: 72, 3: 11}}))
+	s.noteReads(perID.Rel, reads(perID, 1, materialize.Position{"orders": {1: 80}}))
+	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 7}}.String()}, {Partition: 3}})
+
+	bound := func() *Env {
+		env := &Env{}
+		s.fillBound(env, s.derivedSettings())
+		return env
+	}
+	type want struct {
+		topic string
+		want  map[int32]int64
+		from  boundSource
+	}
+	check := func(name string, env *Env, q *Query, p int32, w want) {
+		t.Helper()
+		b := env.readBound(q, ts(p))
+		if b.topic != w.topic || !maps.Equal(b.want, w.want) || b.sources() != w.from {
+			t.Fatalf("%s: bound of %s partition %d: %s %v from %q; want %s %v from %q",
+				name, q.Rel.Name, p, b.topic, b.want, b.sources(), w.topic, w.want, w.from)
+		}
+	}
+	env := bound()
+	if !env.bounded() || env.Writes != nil || env.MinPosition != nil {
+		t.Fatalf("reads alone: bounded %v, writes %v, min_position %v", env.bounded(), env.Writes, env.MinPosition)
+	}
+	// Partition 0 of by_region is held to what was read of it (the
+	// merge of both reads), not to partition 2's 99 of orders/1.
+	check("reads", env, byRegion, 0, want{"orders", map[int32]int64{0: 55, 1: 91, 2: 72, 3: 11}, fromReads})
+	check("reads", env, byRegion, 2, want{"orders", map[int32]int64{0: 40, 1: 99, 2: 60, 3: 12}, fromReads})
+	// Partitions never read, and other relations over the same source,
+	// are not held to it.
+	check("reads", env, byRegion, 1, want{"orders", map[int32]int64{}, 0})
+	check("reads", env, perID, 0, want{"orders", map[int32]int64{}, 0})
+	check("reads", env, perID, 1, want{"orders", map[int32]int64{1: 80}, fromReads})
+	check("reads", env, table, 2, want{"kv", map[int32]int64{2: 7}, fromReads})
+	check("reads", env, table, 3, want{"kv", map[int32]int64{}, 0})
+
+	// Writes and basin.min_position bound every relation over their
+	// topics, to the part a partition can show.
+	s.noteWrites(materialize.Position{"orders": {1: 95, 3: 20}})
+	s.setVar("basin.min_position", materialize.Position{"orders": {0: 60}, "kv": {2: 9}}.String())
+	env = bound()
+	check("all", env, byRegion, 0, want{"orders", map[int32]int64{0: 60, 1: 95, 2: 72, 3: 20}, fromWrites | fromReads | fromSetting})
+	check("all", env, perID, 1, want{"orders", map[int32]int64{1: 95}, fromWrites | fromReads})
+	check("all", env, perID, 2, want{"orders", map[int32]int64{}, 0})
+	check("all", env, perID, 3, want{"orders", map[int32]int64{3: 20}, fromWrites})
+	check("all", env, table, 2, want{"kv", map[int32]int64{2: 9}, fromReads | fromSetting})
+	b := env.readBound(byRegion, ts(0))
+	for _, c := range []struct {
+		sp   int32
+		off  int64
+		from boundSource
+	}{{0, 60, fromSetting}, {0, 55, fromReads | fromSetting}, {1, 95, fromWrites}, {2, 72, fromReads}, {3, 20, fromWrites}} {
+		if got := b.from(c.sp, c.off); got != c.from {
+			t.Errorf("offset %d of orders/%d comes from %q, want %q", c.off, c.sp, got, c.from)
+		}
+	}
+	if got, want := (fromWrites | fromReads).String(), "the session's writes, with basin.read_your_writes on and what the session's earlier reads of the partition returned, with basin.monotonic_reads on"; got != want {
+		t.Errorf("names %q, want %q", got, want)
+	}
+	if got := fromReads.hint(); got != "SET basin.position_wait to wait longer, or SET basin.monotonic_reads = off to read what is there." {
+		t.Errorf("hint %q", got)
+	}
+
+	// The settings turn each part off; the bound is a copy a read may
+	// not change the session through.
+	s.setVar("basin.monotonic_reads", "off")
+	s.setVar("basin.min_position", "")
+	env = bound()
+	check("writes only", env, byRegion, 0, want{"orders", map[int32]int64{1: 95, 3: 20}, fromWrites})
+	env.Writes.Advance("orders", 1, 1000)
+	if w, _ := s.writes.Get("orders", 1); w != 95 {
+		t.Fatalf("a read's bound changed the session's writes: orders/1 at %d", w)
+	}
+	s.setVar("basin.read_your_writes", "off")
+	if env := bound(); env.bounded() {
+		t.Fatalf("everything off: bound %v %v %v", env.Writes, env.Seen, env.MinPosition)
+	}
+	// What was read is kept apart from what served it: a later read
+	// merging into it leaves the published position alone.
+	published := materialize.Position{"kv": {2: 8}}
+	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: published.String(), pos: published}})
+	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 11}}.String()}})
+	if got, _ := published.Get("kv", 2); got != 8 {
+		t.Fatalf("noting a read changed the position it was served at: %d", got)
 	}
 }
 
@@ -159,18 +218,21 @@ func TestPositions(t *testing.T) {
 	}) {
 		t.Fatal("the table never showed the 4 rows")
 	}
-	if !reader.seen.Equal(materialize.Position{"t": {0: 4}}) {
-		t.Fatalf("seen = %s, want t/0:4", reader.seen.Describe())
+	rel, _ := e.Catalog.Lookup("t")
+	if seen := reader.seen[seenKey{store: rel.StoreName(), partition: 0}]; !seen.Equal(materialize.Position{"t": {0: 4}}) {
+		t.Fatalf("seen = %s, want t/0:4", seen.Describe())
 	}
 
 	// Another replica (a read forwarded to a fresher node) served the
 	// session a later state than this node's replica has: with
 	// monotonic reads, this node's replica may not serve it until it
 	// catches up.
-	reader.afterRead([]PartitionRead{{Partition: 0, ServedBy: "b", Role: "standby", Position: tok(5)}}, &testWriter{})
+	reader.afterRead(rel, []PartitionRead{{Partition: 0, ServedBy: "b", Role: "standby", Position: tok(5)}}, &testWriter{})
 	_, err = run(reader, "SELECT count(*) FROM t")
 	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.ObjectNotInPrerequisiteState || !strings.Contains(pe.Message, "has not reached the position") {
 		t.Fatalf("read behind what the session saw: %v, want 55000 for the position", err)
+	} else if want := "It reflects t partition 0 up to offset 4; the read needs offset 5 (what the session's earlier reads of the partition returned, with basin.monotonic_reads on)."; pe.Detail != want {
+		t.Fatalf("read behind what the session saw: detail %q, want %q", pe.Detail, want)
 	}
 	must(reader, "SET basin.monotonic_reads = off")
 	if got := one(reader, "SELECT count(*) FROM t"); got != int64(4) {

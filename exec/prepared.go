@@ -651,7 +651,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 			return w.Row(r)
 		})
 		if err == nil {
-			pt.s.afterRead(reads, w)
+			pt.s.afterRead(pt.plan.Rel, reads, w)
 		}
 		// What the run held (its rows, if it sorted or grouped them) is
 		// not kept while the portal waits for its statement's next Bind.

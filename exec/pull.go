@@ -704,10 +704,9 @@ func (q *pull) request(query *Query, p int32, keys [][]any, at *ReadRequest) *Re
 	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (q.code.filter == nil || plan.Where != "") {
 		req.Limit = plan.Limit + plan.Offset
 	}
-	if len(q.env.MinPosition) > 0 {
-		topic, want := needs(query, query.Tasks[p], q.env.MinPosition)
-		if len(want) > 0 {
-			req.MinPosition = materialize.Position{topic: want}
+	if q.env.bounded() {
+		if b := q.env.readBound(query, query.Tasks[p]); len(b.want) > 0 {
+			req.MinPosition, req.MinPositionFrom = materialize.Position{b.topic: b.want}, b.sources().String()
 		}
 	}
 	return req
@@ -719,7 +718,7 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
-	if len(q.env.MinPosition) > 0 {
+	if q.env.bounded() {
 		if err := q.waitPosition(ctx, query, ts); err != nil {
 			return err
 		}
@@ -1313,7 +1312,8 @@ func needs(query *Query, ts *TaskState, min materialize.Position) (topic string,
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
 func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) error {
-	topic, want := needs(query, ts, q.env.MinPosition)
+	b := q.env.readBound(query, ts)
+	topic, want := b.topic, b.want
 	if len(want) == 0 {
 		return nil
 	}
@@ -1341,8 +1341,8 @@ func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) er
 		case <-timer.C:
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
 				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.env.PositionWait).
-				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (the session's writes, what its earlier reads returned with basin.monotonic_reads on, or basin.min_position).", topic, sp, have, off).
-				WithHint("SET basin.position_wait to wait longer, or SET basin.read_your_writes = off / basin.monotonic_reads = off to read what is there.")
+				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.from(sp, off)).
+				WithHint("%s", b.from(sp, off).hint())
 		}
 	}
 }

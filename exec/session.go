@@ -87,10 +87,11 @@ type Session struct {
 	txnSaved map[string]string
 	// writes is the position of the session's own INSERTs: with
 	// basin.read_your_writes on, reads wait until a replica reflects it.
-	// seen is the merge of the positions its reads were served at: with
-	// basin.monotonic_reads on, reads wait until a replica reflects it
-	// (positions.go).
-	writes, seen materialize.Position
+	// seen is the position each relation partition its reads were
+	// served at: with basin.monotonic_reads on, a read of a partition
+	// waits until a replica reflects what was seen of it (positions.go).
+	writes materialize.Position
+	seen   seenPositions
 
 	client  Client
 	started time.Time
@@ -229,8 +230,8 @@ func (s *Session) env() *Env {
 func (s *Session) fillEnv(env *Env) {
 	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends}
-	env.MinPosition = s.minPosition()
 	d := s.derivedSettings()
+	s.fillBound(env, d)
 	env.NoForward = d.forwarded != "off"
 	env.ServeRestoring = d.forwarded == "restoring"
 	env.PositionWait = d.positionWait
@@ -335,7 +336,7 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 	if err != nil {
 		return err
 	}
-	s.afterRead(reads, w)
+	s.afterRead(plan.Rel, reads, w)
 	return w.Complete("SELECT " + strconv.Itoa(n))
 }
 

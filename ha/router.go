@@ -40,7 +40,8 @@ package ha
 //     trust: it may be a full restore away from current (KIP-535's
 //     caveat). Without any lag bound, unknown lag is no reason to reject.
 //  4. position: with a position bound (basin.min_position, the session's
-//     own writes), a replica whose position does not cover it is out.
+//     own writes, what its earlier reads of the partition returned), a
+//     replica whose position does not cover it is out.
 //
 // # Order
 //
@@ -206,10 +207,12 @@ type ReadBounds struct {
 	// MaxTimeLag is the largest acceptable time lag
 	// (basin.acceptable_time_lag); zero for none.
 	MaxTimeLag time.Duration
-	// MinPosition is the position a replica must cover
-	// (basin.min_position merged with the session's writes); empty for
-	// none.
-	MinPosition materialize.Position
+	// MinPosition is the position a replica must cover (the session's
+	// writes, what its earlier reads of the partition returned,
+	// basin.min_position); empty for none. MinPositionFrom names where
+	// it came from, quoted in messages: empty for "basin.min_position".
+	MinPosition     materialize.Position
+	MinPositionFrom string
 	// ReadFrom is basin.read_from; empty means ReadFromAny.
 	ReadFrom ReadFrom
 	// MaxLagAge, when positive, makes a lag report older than it count as
@@ -249,6 +252,13 @@ func (b *ReadBounds) offsetLagSetting() string {
 		return b.OffsetLagSetting
 	}
 	return DefaultOffsetLagSetting
+}
+
+func (b *ReadBounds) minPositionFrom() string {
+	if b.MinPositionFrom != "" {
+		return b.MinPositionFrom
+	}
+	return "basin.min_position"
 }
 
 func (b *ReadBounds) lagBounded() bool { return b.MaxOffsetLag >= 0 || b.MaxTimeLag > 0 }
@@ -557,7 +567,7 @@ func boundsDetail(b *ReadBounds) string {
 		with = append(with, fmt.Sprintf("time lag at most %v (basin.acceptable_time_lag)", b.MaxTimeLag))
 	}
 	if b.positionBounded() {
-		with = append(with, fmt.Sprintf("position at least %s (the session's writes and basin.min_position)", b.MinPosition.Describe()))
+		with = append(with, fmt.Sprintf("position at least %s (%s)", b.MinPosition.Describe(), b.minPositionFrom()))
 	}
 	if len(with) > 0 {
 		sb.WriteString(", with ")

@@ -351,11 +351,12 @@ func TestNoReplicaError(t *testing.T) {
 			detail:  "The read accepts any live replica, the active first (basin.read_from = any).",
 			hint:    "Retry shortly: the cluster is assigning the partition."},
 		{name: "position wait ran out",
-			bounds: ReadBounds{MaxOffsetLag: NoOffsetLagBound, MinPosition: pos(2, 40, 3, 120)},
+			bounds: ReadBounds{MaxOffsetLag: NoOffsetLagBound, MinPosition: pos(2, 40, 3, 120),
+				MinPositionFrom: "what the session's earlier reads of the partition returned, with basin.monotonic_reads on"},
 			replicas: []ReplicaInfo{at(rep("n1", RoleActive, 0, 0), pos(2, 40, 3, 110)), at(rep("n2", RoleStandby, 0, 0), pos(2, 39, 3, 118)),
 				at(down(rep("n3", RoleStandby, 0, 0), time.Time{}), pos(2, 40, 3, 120))},
 			message: "no replica of revenue_by_region partition 3 can serve this read: n1 (active) position behind the bound: orders/3 at 110 < 120; n2 (standby) position behind the bound: orders/2 at 39 < 40 (and 1 more partition); n3 (standby) down",
-			detail:  "The read accepts any live replica, the active first (basin.read_from = any), with position at least orders/2:40 orders/3:120 (the session's writes and basin.min_position).",
+			detail:  "The read accepts any live replica, the active first (basin.read_from = any), with position at least orders/2:40 orders/3:120 (what the session's earlier reads of the partition returned, with basin.monotonic_reads on).",
 			hint:    "To wait longer for a replica to reach the position, SET basin.position_wait (n2 is 3 offsets behind it)."},
 		{name: "every bound, every hint",
 			bounds: ReadBounds{MaxOffsetLag: 1000, OffsetLagSetting: "acceptable.offset.lag of revenue_by_region", MaxTimeLag: 2 * time.Second,
@@ -371,7 +372,7 @@ func TestNoReplicaError(t *testing.T) {
 				"n3 (standby) not the active (basin.read_from = active), lag unknown (last report 1m0s ago, older than 10s); " +
 				"n4 (warmup) not the active (basin.read_from = active), lag unknown (no report yet)",
 			detail: "The read accepts only the active replica (basin.read_from = active), with offset lag at most 1000 (acceptable.offset.lag of revenue_by_region), " +
-				"time lag at most 2s (basin.acceptable_time_lag) and position at least orders/3:120 (the session's writes and basin.min_position). " +
+				"time lag at most 2s (basin.acceptable_time_lag) and position at least orders/3:120 (basin.min_position). " +
 				"Lag reports older than 10s count as unknown.",
 			hint: "To read from standbys too, SET basin.read_from = 'any'. " +
 				"To accept more lag, SET basin.acceptable_offset_lag (n2 is 1500 records behind). " +
@@ -394,7 +395,7 @@ func TestNoReplicaError(t *testing.T) {
 				"n2": errors.New("partition 3 of kv has not reached the position this read needs within 300ms")},
 			message: "no replica of revenue_by_region partition 3 can serve this read: n1 (active) read failed: partition 3 of kv has not reached the position this read needs within 300ms; " +
 				"n2 (standby) read failed: partition 3 of kv has not reached the position this read needs within 300ms",
-			detail: "The read accepts any live replica, the active first (basin.read_from = any), with position at least orders/3:120 (the session's writes and basin.min_position).",
+			detail: "The read accepts any live replica, the active first (basin.read_from = any), with position at least orders/3:120 (basin.min_position).",
 			hint:   "To wait longer for a replica to reach the position, SET basin.position_wait."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/materialize"
 )
 
 // The cluster behaviour a user meets first: a node stopped with SIGTERM,
@@ -212,4 +213,94 @@ func TestCreateThenReadAlone(t *testing.T) {
 	if err != nil || got != fmt.Sprintf("10|%d\n", rows) {
 		t.Fatalf("a read right after CREATE TABLE AS: %q %v, want 10|%d", got, err, rows)
 	}
+}
+
+// TestClusterMonotonicReads reads two views in one session with
+// basin.monotonic_reads on, over and over, while records keep arriving
+// and the node holding the most actives is killed (SIGKILL) and its
+// tasks move: by_region, re-keyed (each partition's position covers
+// every source partition, each at its own pace), and per_id, which reads
+// its source partitions directly. Every read must succeed, no partition's
+// position may go back (SHOW basin.last_read), and the totals (records
+// counted, ids seen) may only grow: a standby that takes over serves
+// the session only once it has what the session read of its partition,
+// which the dead active had committed to the changelog. Before the
+// bound was kept per partition, a read of one partition waited for the
+// most any partition had seen of each source partition, which a
+// partition whose active just died cannot show for seconds: the read
+// stalled for basin.position_wait and failed.
+func TestClusterMonotonicReads(t *testing.T) {
+	c, v, placed := startClusterView(t, 3, "10s", 700)
+	c.Node(0).Exec(t, "CREATE TABLE per_id AS SELECT id, COUNT(*) AS n FROM orders GROUP BY id")
+	waitPlacedView(t, c, c.Node(0), "per_id", 4, 1)
+	haWaitGroupStable(t, c)
+	victim, actives := mostActives(c, placed)
+	reader := c.Node((victim.Index + 1) % 3)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn := reader.Conn(t)
+	haExec(t, ctx, conn, "SET basin.monotonic_reads = on")
+	queries := map[string]string{
+		"by_region": "SELECT sum(n) FROM by_region",
+		"per_id":    "SELECT count(*) FROM per_id",
+	}
+	last := map[string]map[string]materialize.Position{} // view → partition → position
+	totals := map[string]int64{}
+	reads := 0
+	read := func(phase string) {
+		t.Helper()
+		v.produce(t, 7)
+		for _, view := range []string{"by_region", "per_id"} {
+			var total int64
+			if err := conn.QueryRow(ctx, queries[view]).Scan(&total); err != nil {
+				t.Fatalf("read %d (%s) of %s on %s: %v", reads, phase, view, reader.ID, err)
+			}
+			if total < totals[view] {
+				t.Fatalf("read %d (%s) of %s on %s: %d, less than the %d read before", reads, phase, view, reader.ID, total, totals[view])
+			}
+			totals[view] = total
+			parts, err := haRows(ctx, conn, "SHOW basin.last_read")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last[view] == nil {
+				last[view] = map[string]materialize.Position{}
+			}
+			for _, p := range parts {
+				pos, err := materialize.ParsePosition(p[5])
+				if err != nil {
+					t.Fatalf("read %d of %s: partition %s at position %q: %v", reads, view, p[0], p[5], err)
+				}
+				if prev := last[view][p[0]]; !pos.Covers(prev) {
+					t.Fatalf("read %d (%s) of %s on %s: partition %s served by %s (%s) at %s, behind the %s read before",
+						reads, phase, view, reader.ID, p[0], p[1], p[2], pos.Describe(), prev.Describe())
+				}
+				last[view][p[0]] = pos
+			}
+		}
+		reads++
+	}
+	for range 20 {
+		read("before the kill")
+	}
+	t.Logf("SIGKILL %s (%d of %d actives of by_region); reading on %s", victim.ID, actives, len(placed), reader.ID)
+	victim.Kill()
+	moved := func() error {
+		if err := haReplaced(t, reader, victim.ID, "by_region", 4); err != nil {
+			return err
+		}
+		return haReplaced(t, reader, victim.ID, "per_id", 4)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for moved() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tasks of %s had not moved a minute after it was killed: %v", victim.ID, moved())
+		}
+		read("during the failover")
+	}
+	for range 20 {
+		read("after the failover")
+	}
+	t.Logf("%d reads of each view; totals %v", reads, totals)
 }

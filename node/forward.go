@@ -117,7 +117,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	if err != nil {
 		return err
 	}
-	rb.MinPosition = req.MinPosition
+	rb.MinPosition, rb.MinPositionFrom = req.MinPosition, req.MinPositionFrom
 	a, reps, known := f.c.replicasOf(ha.TaskID{View: rel.StoreName(), Partition: p})
 	if !known && req.Local == nil {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
@@ -252,7 +252,7 @@ func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	rb.MinPosition = req.MinPosition
+	rb.MinPosition, rb.MinPositionFrom = req.MinPosition, req.MinPositionFrom
 	_, reps, _ := f.c.replicasOf(ha.TaskID{View: req.Rel.StoreName(), Partition: req.Partition})
 	r := ha.Route(f.replicas(reps, req, now), rb.ReadBounds, now)
 	var lines []string
