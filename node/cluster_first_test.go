@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -303,4 +305,35 @@ func TestClusterMonotonicReads(t *testing.T) {
 		read("after the failover")
 	}
 	t.Logf("%d reads of each view; totals %v", reads, totals)
+}
+
+// TestCloseWithIdleHTTPConnection closes a node while a connection to its
+// HTTP server has sent nothing yet (a peer's client may dial and keep a
+// connection it does not use): http.Server.Shutdown would wait 5s for
+// it; Close gives requests in flight a moment, then closes it, and
+// returns without an error well within closeBound.
+func TestCloseWithIdleHTTPConnection(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
+	idle, err := net.Dial("tcp", n.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// The server has accepted it once it answers a request on another.
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	const closeBound = 2 * time.Second
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(closeBound):
+		t.Fatalf("Close had not returned %v after it was called, with an idle HTTP connection open", closeBound)
+	}
 }

@@ -476,7 +476,10 @@ func (n *Node) Close() error {
 		// the connections are closed.
 		ctx, cancel := context.WithTimeout(context.Background(), httpGrace)
 		if err := n.http.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
-			errs = append(errs, n.http.Close())
+			// Shutdown has closed the listener already.
+			if err := n.http.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, err)
+			}
 		} else if err != nil {
 			errs = append(errs, err)
 		}
