@@ -37,6 +37,10 @@ type Env struct {
 	Writes       materialize.Position
 	Seen         seenPositions
 	PositionWait time.Duration
+	// Monotonic is basin.monotonic_reads: the session records the
+	// position each partition is served at, so a read forwarded to
+	// another node asks it for its exact one (ReadRequest.NeedPosition).
+	Monotonic bool
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
 	Session SettingsAccess

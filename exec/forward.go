@@ -59,6 +59,11 @@ type ReadRequest struct {
 	MinPosition     materialize.Position
 	MinPositionFrom string
 	PositionWait    time.Duration
+	// NeedPosition is set when the session records where the partition
+	// was served (basin.monotonic_reads): a peer that answers is asked
+	// for the position it read at, which rows sent raw, or no rows,
+	// do not carry.
+	NeedPosition bool
 	// ServeRestoring asks a peer to serve the read even from a replica
 	// that is still restoring (the Forwarder's last resort).
 	ServeRestoring bool

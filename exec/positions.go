@@ -114,7 +114,7 @@ func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
 // when it bounds nothing. env's are copies, or (Seen) only read while
 // the statement runs.
 func (s *Session) fillBound(env *Env, d *derived) {
-	env.Writes, env.Seen, env.MinPosition = nil, nil, nil
+	env.Writes, env.Seen, env.MinPosition, env.Monotonic = nil, nil, nil, d.monotonicReads
 	if d.readYourWrites && len(s.writes) > 0 {
 		env.Writes = s.writes.Clone()
 	}

@@ -709,6 +709,7 @@ func (q *pull) request(query *Query, p int32, keys [][]any, at *ReadRequest) *Re
 			req.MinPosition, req.MinPositionFrom = materialize.Position{b.topic: b.want}, b.sources().String()
 		}
 	}
+	req.NeedPosition = q.env.Monotonic
 	return req
 }
 

@@ -220,12 +220,21 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadRequest, ri ha.ReplicaInfo, watch bool, addr, query string, args []any,
 	served func(exec.PartitionRead), emit func(catalog.Row) error) (bool, error) {
 	p, ncols := req.Partition, len(req.Rel.Schema.Columns)
-	served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()})
+	last := exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()}
+	served(last)
+	var position func(string)
+	if req.NeedPosition {
+		position = func(pos string) {
+			last.Position = pos
+			served(last)
+		}
+	}
 	first := true
-	return f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, func(row catalog.Row) error {
+	return f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, position, func(row catalog.Row) error {
 		if first {
 			first = false
-			served(exec.ReadFromRow(p, row, ncols))
+			last = exec.ReadFromRow(p, row, ncols)
+			served(last)
 		}
 		return emit(row)
 	})
@@ -465,7 +474,8 @@ func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds
 // for the next replica. Once rows flow there is no timeout. Waiting for
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
-func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr, query string, args []any,
+	position func(string), emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
 		return false, err
@@ -592,7 +602,35 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 	if err != nil && !sent {
 		return sent, fail(err)
 	}
+	if err == nil && position != nil {
+		// Where the peer read, as it says: rows sent raw carry no
+		// _position, and an empty result no rows at all, so the lag
+		// report's position (older) would stand for it.
+		if pos, ok := peerPosition(actx, conn.Conn(), req.Partition); ok {
+			position(pos)
+		}
+	}
 	return sent, err
+}
+
+// peerPosition asks a peer, on the connection a forwarded read of
+// partition p just ran on, where it read it (SHOW basin.last_read).
+func peerPosition(ctx context.Context, conn *pgx.Conn, p int32) (string, bool) {
+	rows, err := conn.Query(ctx, "SHOW basin.last_read", pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return "", false
+	}
+	defer rows.Close()
+	pos, found := "", false
+	for rows.Next() {
+		var part int64
+		var by, role, token string
+		var lag, tlag int64
+		if rows.Scan(&part, &by, &role, &lag, &tlag, &token) == nil && part == int64(p) {
+			pos, found = token, true
+		}
+	}
+	return pos, found && rows.Err() == nil
 }
 
 // aheadConns is how many connections to each peer reads ahead may use.
