@@ -271,6 +271,14 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	if ctl := c.n.controlOf(); ctl != nil {
 		ctl.onAssignment(a)
 	}
+	if a.Leader == c.n.id && c.tasksChanged() {
+		// A relation created or dropped while this assignment was being
+		// made (after the leader listed the catalog's tasks, before the
+		// assignment arrived: onChange then found no leader, or no
+		// cluster yet, to ask) would wait for the next rebalance, which
+		// nothing else asks for.
+		c.bal.RequestRebalance("the catalog changed while the group rebalanced")
+	}
 }
 
 // assignment returns the last assignment, if any.
