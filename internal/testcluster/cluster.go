@@ -356,25 +356,7 @@ func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 // exist (CREATE STREAM creates it).
 func (c *Cluster) Produce(t testing.TB, topic string, records ...*kgo.Record) {
 	t.Helper()
-	c.mu.Lock()
-	if c.mu.producer == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokerAddr), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
-		if err != nil {
-			c.mu.Unlock()
-			t.Fatal(err)
-		}
-		c.mu.producer = cl
-	}
-	cl := c.mu.producer
-	c.mu.Unlock()
-	for _, r := range records {
-		r.Topic = topic
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
-		t.Fatalf("testcluster: producing %d records to %s: %v", len(records), topic, err)
-	}
+	c.produce(t, &c.mu.producer, kgo.StickyKeyPartitioner(nil), topic, records)
 }
 
 // ProduceTo writes records to topic as Produce does, but each to the
@@ -382,23 +364,30 @@ func (c *Cluster) Produce(t testing.TB, topic string, records ...*kgo.Record) {
 // partitioner than Kafka's default would place it.
 func (c *Cluster) ProduceTo(t testing.TB, topic string, records ...*kgo.Record) {
 	t.Helper()
+	c.produce(t, &c.mu.manual, kgo.ManualPartitioner(), topic, records)
+}
+
+// produce writes records to topic with the producer *cl, made with
+// partitioner on first use; c.mu guards *cl.
+func (c *Cluster) produce(t testing.TB, cl **kgo.Client, partitioner kgo.Partitioner, topic string, records []*kgo.Record) {
+	t.Helper()
 	c.mu.Lock()
-	if c.mu.manual == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if *cl == nil {
+		p, err := kgo.NewClient(kgo.SeedBrokers(c.brokerAddr), kgo.RecordPartitioner(partitioner))
 		if err != nil {
 			c.mu.Unlock()
 			t.Fatal(err)
 		}
-		c.mu.manual = cl
+		*cl = p
 	}
-	cl := c.mu.manual
+	prod := *cl
 	c.mu.Unlock()
 	for _, r := range records {
 		r.Topic = topic
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), QueryTimeout)
 	defer cancel()
-	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+	if err := prod.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		t.Fatalf("testcluster: producing %d records to %s: %v", len(records), topic, err)
 	}
 }
