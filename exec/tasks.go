@@ -732,12 +732,14 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 	var row catalog.Row
 	var sp int32 // the source partition and offset of a re-keyed or forwarded record
 	var off int64
+	src := r // the source record, as skips are logged
 	if forwarded {
 		v, _ := hasHeader(r, headerSource)
 		var err error
 		if sp, off, err = decodeSrc(v); err != nil {
 			return fmt.Errorf("forwarded record at %s/%d@%d: %w", t.fwd, p, r.Offset, err)
 		}
+		src = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 	}
 	if plan.Repartition {
 		if v, ok := hasHeader(r, headerMarker); ok {
@@ -770,7 +772,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		row = t.row[:len(plan.Source.Schema.Columns)]
 		tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
 		if err != nil {
-			b.bad = append(b.bad, rt.badRecord(view, r, err))
+			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
 		}
 		if !forwarded {
@@ -792,7 +794,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		if t.filter != nil {
 			keep, err := t.filter(row, t.env)
 			if err != nil {
-				b.bad = append(b.bad, rt.badRecord(view, r, err))
+				b.bad = append(b.bad, rt.badRecord(view, src, err))
 				return nil
 			}
 			if !Truthy(keep) {
@@ -807,7 +809,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			// lives in the partition its key hashes to; a record
 			// without a key has none, and counting it where it
 			// landed would make one NULL group per partition.
-			b.bad = append(b.bad, rt.badRecord(view, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
+			b.bad = append(b.bad, rt.badRecord(view, src, pgerr.New(pgerr.NullValueNotAllowedDataException,
 				"record has a NULL key, and view %s groups by the key of %s without re-keying", view.Name, plan.Source.Name)))
 			return nil
 		}
@@ -820,11 +822,8 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 	if !isDataError(err) {
 		return err
 	}
-	logged := r // the record a skip is logged as
-	if forwarded {
-		// A forwarded record is logged as the source record it is.
-		logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
-	} else if plan.Repartition {
+	logged := src // the record a skip is logged as
+	if plan.Repartition {
 		// A skip is logged as the source record the re-keyed one stands
 		// for, in the source's formats, not as the internal repartition
 		// record.
