@@ -60,3 +60,21 @@ func MembersTopic(cluster string) string { return "_basin-" + cluster + "-member
 // NodesGroup is the consumer group the nodes of a cluster join to share
 // the tasks.
 func NodesGroup(cluster string) string { return "_basin-" + cluster + "-nodes" }
+
+// InternalTopic reports whether a Kafka topic belongs to basin or to Kafka
+// itself rather than to users: basin's own topics of any cluster (the
+// "_basin-" prefix: commands, changelogs, repartition, members, processing
+// log) and Kafka's ("__consumer_offsets", "__transaction_state", any
+// "__" name). No user relation may be declared over one, and no INSERT
+// may write to one: a forged record there stops a view partition, makes
+// a view unreadable, or, in the command topic, rewrites the catalog. The
+// comparison ignores case, so a name that differs only in case is refused
+// too (harmless, and safe on brokers that fold case).
+func InternalTopic(name string) bool {
+	lower := strings.ToLower(name)
+	return strings.HasPrefix(lower, internalPrefix) || strings.HasPrefix(lower, "__")
+}
+
+// internalPrefix starts every topic, group and transactional id basin
+// derives (see the functions above).
+const internalPrefix = "_basin-"

@@ -346,8 +346,15 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		return withPosition(err, st.Pos)
 	}
 	if strings.EqualFold(rel.Name, catalog.ProcessingLogName) {
-		return pgerr.New(pgerr.WrongObjectType, "cannot insert into %s", rel.Name).
+		return pgerr.New(pgerr.InsufficientPrivilege, "cannot insert into %s", rel.Name).
 			WithDetail("The processing log is written by basin's persistent queries.")
+	}
+	if catalog.InternalTopic(rel.Topic) {
+		// Declared before PlanCreateSource refused internal topics (or by
+		// basin itself): its topic still must not take a user's records.
+		return pgerr.New(pgerr.InsufficientPrivilege, "cannot insert into %s: its topic %s is an internal topic of basin or Kafka", rel.Name, rel.Topic).
+			WithDetail("Records written there by anyone but basin or Kafka corrupt views and the catalog.").
+			WithHint("DROP %s and declare it over a topic of your own.", rel.Name)
 	}
 	if rel.Kind == catalog.KindView {
 		return pgerr.New(pgerr.WrongObjectType, "cannot insert into view %s", rel.Name).

@@ -125,6 +125,9 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	if r.Topic == "" {
 		r.Topic = s.Name
 	}
+	if catalog.InternalTopic(r.Topic) {
+		return nil, internalTopicError(what, s.Name, r.Topic)
+	}
 	if r.KeyFormat == "" {
 		r.KeyFormat = FormatKafka
 	}
@@ -167,6 +170,14 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one value column besides its key", what, s.Name)
 	}
 	return r, nil
+}
+
+// internalTopicError refuses a relation over one of basin's or Kafka's own
+// topics (catalog.InternalTopic).
+func internalTopicError(what, name, topic string) error {
+	return pgerr.New(pgerr.InsufficientPrivilege, "%s %s cannot read topic %s: it is an internal topic of basin or Kafka", what, name, topic).
+		WithDetail("Topics named _basin-* hold basin's catalog, changelogs and repartition records, and __* topics are Kafka's; records written there by anyone but basin or Kafka corrupt views and the catalog.").
+		WithHint("Declare the %s over a topic of your own; read the processing log through basin_processing_log.", what)
 }
 
 func isPseudo(name string) bool {
