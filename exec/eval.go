@@ -146,8 +146,9 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.In:
 		x := Compile(s.X)
-		list := make([]Expr, len(s.List))
-		for i, l := range s.List {
+		set, constNull, rest := inSet(s.List)
+		list := make([]Expr, len(rest))
+		for i, l := range rest {
 			list[i] = Compile(l)
 		}
 		not := s.Not
@@ -156,7 +157,10 @@ func Compile(s planner.Scalar) Expr {
 			if v == nil || err != nil {
 				return nil, err
 			}
-			sawNull := false
+			if set.has(v) {
+				return !not, nil
+			}
+			sawNull := constNull
 			for _, l := range list {
 				w, err := l(row, env)
 				if err != nil {
@@ -547,4 +551,68 @@ func EvalAll(exprs []Expr, row catalog.Row, env *Env) (catalog.Row, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// inValues is the constants of an IN list whose equality is Go's (all
+// integers, or all strings), as a set: a long list costs one look-up per
+// row, not one comparison per value (60k keys in a WHERE once cost the
+// square of that).
+type inValues struct {
+	ints map[int64]struct{}
+	strs map[string]struct{}
+}
+
+// has reports whether v is one of the set's values.
+func (s inValues) has(v any) bool {
+	switch v := v.(type) {
+	case int64:
+		_, ok := s.ints[v]
+		return ok
+	case string:
+		_, ok := s.strs[v]
+		return ok
+	case float64:
+		// Compare's equality of a float and an integer is not the map's
+		// (rare: the list's type is the common one).
+		for w := range s.ints {
+			if Compare(v, w) == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inSet splits an IN list into the set of its integer and string
+// constants, whether it holds a NULL constant, and the rest, compared
+// one by one. A short list is all rest: a set pays only past a few
+// values.
+func inSet(list []planner.Scalar) (set inValues, null bool, rest []planner.Scalar) {
+	if len(list) < 8 {
+		return set, false, list
+	}
+	for _, l := range list {
+		c, ok := l.(*planner.Const)
+		if !ok {
+			rest = append(rest, l)
+			continue
+		}
+		switch v := c.V.(type) {
+		case nil:
+			null = true
+		case int64:
+			if set.ints == nil {
+				set.ints = make(map[int64]struct{})
+			}
+			set.ints[v] = struct{}{}
+		case string:
+			if set.strs == nil {
+				set.strs = make(map[string]struct{})
+			}
+			set.strs[v] = struct{}{}
+		default:
+			rest = append(rest, l)
+		}
+	}
+	return set, null, rest
 }

@@ -572,7 +572,12 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 		var parts []int32
 		var keys [][][]any
 	next:
-		for _, l := range lookups {
+		for n, l := range lookups {
+			if n%1024 == 1023 && q.env != nil && q.env.Ctx != nil && q.env.Ctx.Err() != nil {
+				// A long IN list: statement_timeout, cancel and a client
+				// gone stop it here too.
+				return nil, nil, lookupCanceled()
+			}
 			key := make([]any, len(l))
 			for i, e := range l {
 				v, err := e(nil, q.env)
@@ -620,6 +625,14 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 		parts[p] = int32(p)
 	}
 	return parts, nil, nil
+}
+
+// lookupCanceled stops the lookups of a long IN list whose statement
+// was cancelled (statement_timeout, a cancel request, the client gone);
+// the session reports a timeout as such.
+// (A new error each time: a caller may add to it.)
+func lookupCanceled() error {
+	return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
 }
 
 // keysOf returns the keys to read in the i-th partition of a read: nil
@@ -805,7 +818,10 @@ func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]an
 		return emit(row)
 	}
 	if keys != nil {
-		for _, key := range keys {
+		for n, key := range keys {
+			if n%1024 == 1023 && ctx.Err() != nil {
+				return lookupCanceled()
+			}
 			sk, err := materialize.EncodeKey(nil, key)
 			if err != nil {
 				return err
