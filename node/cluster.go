@@ -335,8 +335,9 @@ func (n *Node) localTasks() tasksReport {
 // CLUSTER: a node that does not answer within it is reported so.
 const peerTimeout = time.Second
 
-// getJSON fetches a peer's HTTP endpoint into v.
-func getJSON(ctx context.Context, addr, path string, v any) error {
+// getJSON fetches the HTTP endpoint of node peer into v, with a signed
+// request when the cluster has a secret.
+func (n *Node) getJSON(ctx context.Context, peer, addr, path string, v any) error {
 	if addr == "" {
 		return errors.New("no HTTP address")
 	}
@@ -346,6 +347,7 @@ func getJSON(ctx context.Context, addr, path string, v any) error {
 	if err != nil {
 		return err
 	}
+	n.peerAuth.sign(req, peer, nil, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -377,7 +379,7 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 		go func() {
 			defer wg.Done()
 			var r tasksReport
-			err := safe.Call(func() error { return getJSON(ctx, a.Nodes[id].HTTPAddr, "/tasks", &r) })
+			err := safe.Call(func() error { return c.n.getJSON(ctx, id, a.Nodes[id].HTTPAddr, "/tasks", &r) })
 			if safe.IsPanic(err) {
 				safe.Log(c.n.log, "panic asking a node for its tasks", err, "peer", id)
 			}

@@ -82,7 +82,7 @@ func (c *control) start() {
 		hb := c.live.Config().HeartbeatInterval
 		safe.Restart(ctx, n.log, "panic in the heartbeat loop; restarting it", hb, func() {
 			c.every(ctx, hb, func(peer string, nt ha.NodeTasks) {
-				if !c.post(ctx, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()}) && ctx.Err() == nil {
+				if !c.post(ctx, peer, nt.HTTPAddr, "/heartbeat", heartbeat{Node: n.id, SentMs: time.Now().UnixMilli()}) && ctx.Err() == nil {
 					n.metrics.hbFailed.WithLabelValues(peer).Inc()
 				}
 			})
@@ -93,7 +93,7 @@ func (c *control) start() {
 		safe.Restart(ctx, n.log, "panic in the lag report loop; restarting it", c.lagEvery, func() {
 			c.every(ctx, c.lagEvery, func(peer string, nt ha.NodeTasks) {
 				r := n.localTasks()
-				c.post(ctx, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
+				c.post(ctx, peer, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
 			})
 		})
 	}()
@@ -148,9 +148,10 @@ func (c *control) every(ctx context.Context, d time.Duration, send func(peer str
 	}
 }
 
-// post sends v as JSON and reports whether the peer took it; failures
-// are the receiver's liveness problem.
-func (c *control) post(ctx context.Context, addr, path string, v any) bool {
+// post sends v as JSON to peer, signed when the cluster has a secret,
+// and reports whether the peer took it; failures are the receiver's
+// liveness problem.
+func (c *control) post(ctx context.Context, peer, addr, path string, v any) bool {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false
@@ -160,6 +161,7 @@ func (c *control) post(ctx context.Context, addr, path string, v any) bool {
 		return false
 	}
 	req.Header.Set("Content-Type", "application/json")
+	c.n.peerAuth.sign(req, peer, b, time.Now())
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return false

@@ -23,6 +23,9 @@ type metrics struct {
 	hbMissed   *prometheus.CounterVec
 	hbFailed   *prometheus.CounterVec
 	lagReports *prometheus.CounterVec
+	// peerRefused counts inter-node requests refused for their
+	// signature; unlabelled, as a forger chooses every other value.
+	peerRefused prometheus.Counter
 
 	// pullSeries are pulls' and pullTime's series for every plan and
 	// route a query reports, resolved once: looking a series up by its
@@ -77,6 +80,10 @@ func newMetrics() *metrics {
 			Name: "basin_lag_reports_received_total",
 			Help: "Lag reports received, by peer.",
 		}, []string{"peer"}),
+		peerRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "basin_peer_requests_refused_total",
+			Help: "Inter-node HTTP requests refused: no or a bad signature, a stale timestamp or a replayed nonce.",
+		}),
 	}
 	for i, plan := range pullPlans {
 		for j, route := range pullRoutes {
@@ -93,7 +100,7 @@ func newMetrics() *metrics {
 // register adds the metrics, and the collector of task lags and peer
 // liveness, to reg.
 func (m *metrics) register(reg prometheus.Registerer, n *Node) {
-	reg.MustRegister(m.pulls, m.pullTime, m.failovers, m.rejected, m.noReplica, m.hbMissed, m.hbFailed, m.lagReports,
+	reg.MustRegister(m.pulls, m.pullTime, m.failovers, m.rejected, m.noReplica, m.hbMissed, m.hbFailed, m.lagReports, m.peerRefused,
 		&stateCollector{n: n})
 }
 

@@ -59,6 +59,9 @@ type Node struct {
 	cluster atomic.Pointer[cluster]
 	control atomic.Pointer[control]
 	metrics *metrics
+	// peerAuth signs and verifies inter-node HTTP requests; nil
+	// without a cluster secret.
+	peerAuth *peerAuth
 
 	mu struct {
 		sync.Mutex
@@ -101,7 +104,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		opts.Logger.Warn("users are configured but --auth is trust: any user name connects without a password; " +
 			"use --auth scram to require them")
 	}
-	node := &Node{opts: opts, log: opts.Logger, metrics: newMetrics()}
+	node := &Node{opts: opts, log: opts.Logger, metrics: newMetrics(), peerAuth: newPeerAuth(opts.ClusterSecret)}
 	defer func() {
 		if err != nil {
 			_ = node.Close()
@@ -376,31 +379,35 @@ func (n *Node) startHTTP() error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("POST /heartbeat", func(w http.ResponseWriter, r *http.Request) {
+	// The cluster endpoints: what the nodes of a cluster send each
+	// other. peerEndpoint bounds their bodies and, with a cluster
+	// secret, refuses a request that is not signed by a node of the
+	// cluster (peerauth.go).
+	mux.HandleFunc("POST /heartbeat", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
 		if c := n.controlOf(); c != nil {
 			c.handleHeartbeat(w, r)
 			return
 		}
 		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
-	})
-	mux.HandleFunc("POST /lag", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("POST /lag", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
 		if c := n.controlOf(); c != nil {
 			c.handleLag(w, r)
 			return
 		}
 		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
-	})
-	mux.HandleFunc("GET /clusterStatus", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /clusterStatus", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
 		if c := n.controlOf(); c != nil && n.clusterOf() != nil {
 			c.handleClusterStatus(w, r)
 			return
 		}
 		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
-	})
-	mux.HandleFunc("GET /tasks", func(w http.ResponseWriter, _ *http.Request) {
+	}))
+	mux.HandleFunc("GET /tasks", n.peerEndpoint(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(n.localTasks())
-	})
+	}))
 	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http listener on %s: %w", n.opts.HTTPAddr, err)

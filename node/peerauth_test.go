@@ -1,0 +1,242 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/basindb/basin/kafka"
+)
+
+// startPeerCluster starts in-process nodes ids on one embedded broker,
+// each with its HTTP server and secret as the cluster secret ("" for
+// none), and waits until every node has heard a heartbeat and a lag
+// report from every other.
+func startPeerCluster(t *testing.T, secret string, ids ...string) []*Node {
+	t.Helper()
+	broker, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	var nodes []*Node
+	for _, id := range ids {
+		nodes = append(nodes, startNode(t, t.TempDir(), func(o *Options) {
+			o.Brokers = broker.Addrs()
+			o.HTTPAddr = "127.0.0.1:0"
+			o.NodeID = id
+			o.ClusterSecret = secret
+			o.StandbyReplicas = 0
+		}))
+	}
+	eventually(t, 30*time.Second, func() error {
+		now := time.Now()
+		for _, n := range nodes {
+			if a, ok := n.clusterOf().assignment(); !ok || len(a.NodeIDs()) != len(nodes) {
+				return fmt.Errorf("%s: the assignment does not hold all %d nodes yet", n.id, len(nodes))
+			}
+			for _, o := range nodes {
+				if o == n {
+					continue
+				}
+				if l, ok := n.controlOf().live.Get(o.id, now); !ok || l.LastHeartbeat.IsZero() || !l.Alive {
+					return fmt.Errorf("%s has no heartbeat from %s yet", n.id, o.id)
+				}
+				if _, ok := n.controlOf().lagOf(o.id); !ok {
+					return fmt.Errorf("%s has no lag report from %s yet", n.id, o.id)
+				}
+			}
+		}
+		return nil
+	})
+	return nodes
+}
+
+// peerRequest sends method path with body to n's HTTP server, signed
+// with secret when it is not "" (as the node to sign for, at at), and
+// returns the status. It is what a forger, or a replaying eavesdropper,
+// sends.
+func peerRequest(t *testing.T, n *Node, method, path string, body []byte, sign func(*http.Request)) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.HTTPAddr()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sign != nil {
+		sign(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestPeerAuthClusterTalks: nodes of a cluster with a secret sign what
+// they send each other: heartbeats and lag reports arrive (every node
+// sees every other alive, with lag reports), SHOW CLUSTER lists them
+// alive and SHOW TASKS gathers the other node's tasks through its
+// signed GET /tasks.
+func TestPeerAuthClusterTalks(t *testing.T) {
+	nodes := startPeerCluster(t, "cluster pw", "n1", "n2", "n3")
+	conn := connect(t, nodes[0].PGAddr())
+	mustExec(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic='t', value_format='json', partitions=3)`)
+	eventually(t, 30*time.Second, func() error {
+		rows, err := conn.Query(context.Background(), `SHOW CLUSTER`)
+		if err != nil {
+			return err
+		}
+		alive := map[string]bool{}
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				return err
+			}
+			alive[fmt.Sprint(vals[0])] = fmt.Sprint(vals[3]) == "true"
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(alive) != 3 || !alive["n1"] || !alive["n2"] || !alive["n3"] {
+			return fmt.Errorf("SHOW CLUSTER: %v, want n1, n2 and n3 alive", alive)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		out, err := queryText(context.Background(), conn, `SHOW TASKS`, true)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains([]byte(out), []byte("n2")) || !bytes.Contains([]byte(out), []byte("n3")) || bytes.Contains([]byte(out), []byte("UNREACHABLE")) {
+			return fmt.Errorf("SHOW TASKS does not list every node's tasks, reachable:\n%s", out)
+		}
+		return nil
+	})
+}
+
+// TestForgedControlTrafficRefused: with a cluster secret, a heartbeat
+// or a lag report without a signature, or signed with another secret,
+// is refused with 401 and changes nothing the node believes: a silent
+// peer stays down, its last lag report stays the one it sent. A signed
+// request replayed, one with a stale timestamp and one signed for
+// another node are refused too.
+func TestForgedControlTrafficRefused(t *testing.T) {
+	nodes := startPeerCluster(t, "cluster pw", "n1", "n2")
+	n1, n2 := nodes[0], nodes[1]
+	// n2 falls silent (its senders stop) but stays in the group: n1
+	// takes it for down, its lag report ages.
+	n2.controlOf().close()
+	eventually(t, 10*time.Second, func() error {
+		if n1.controlOf().live.Alive("n2", time.Now()) {
+			return fmt.Errorf("n1 still takes the silent n2 for alive")
+		}
+		return nil
+	})
+	before, _ := n1.controlOf().lagOf("n2")
+
+	hb := []byte(`{"node": "n2"}`)
+	lag := []byte(`{"node": "n2", "generation": 99, "tasks": [{"task": "t-0", "offset_lag": 0}]}`)
+	wrong := newPeerAuth("not the cluster pw")
+	for i := 0; i < 5; i++ {
+		for _, f := range []struct {
+			name, path string
+			body       []byte
+			sign       func(*http.Request)
+		}{
+			{"unsigned heartbeat", "/heartbeat", hb, nil},
+			{"heartbeat signed with another secret", "/heartbeat", hb, func(r *http.Request) { wrong.sign(r, "n1", hb, time.Now()) }},
+			{"unsigned lag report", "/lag", lag, nil},
+			{"lag report signed with another secret", "/lag", lag, func(r *http.Request) { wrong.sign(r, "n1", lag, time.Now()) }},
+		} {
+			if code, body := peerRequest(t, n1, http.MethodPost, f.path, f.body, f.sign); code != http.StatusUnauthorized {
+				t.Errorf("%s: %d %s, want 401", f.name, code, body)
+			}
+		}
+	}
+	if code, _ := peerRequest(t, n1, http.MethodGet, "/tasks", nil, nil); code != http.StatusUnauthorized {
+		t.Errorf("unsigned GET /tasks: %d, want 401", code)
+	}
+	if code, _ := peerRequest(t, n1, http.MethodGet, "/clusterStatus", nil, nil); code != http.StatusUnauthorized {
+		t.Errorf("unsigned GET /clusterStatus: %d, want 401", code)
+	}
+	if n1.controlOf().live.Alive("n2", time.Now()) {
+		t.Error("forged heartbeats brought the silent n2 back to life on n1")
+	}
+	if after, _ := n1.controlOf().lagOf("n2"); !after.Received.Equal(before.Received) || after.Generation != before.Generation {
+		t.Errorf("a forged lag report replaced n2's: received %v generation %d, was %v %d",
+			after.Received, after.Generation, before.Received, before.Generation)
+	}
+
+	// A request signed with the cluster's key goes through once; its
+	// replay does not.
+	key := newPeerAuth("cluster pw")
+	var captured http.Header
+	code, _ := peerRequest(t, n1, http.MethodGet, "/tasks", nil, func(r *http.Request) {
+		key.sign(r, "n1", nil, time.Now())
+		captured = r.Header.Clone()
+	})
+	if code != http.StatusOK {
+		t.Fatalf("signed GET /tasks: %d, want 200", code)
+	}
+	if code, body := peerRequest(t, n1, http.MethodGet, "/tasks", nil, func(r *http.Request) { r.Header = captured }); code != http.StatusUnauthorized {
+		t.Errorf("replayed GET /tasks: %d %s, want 401", code, body)
+	}
+	if code, body := peerRequest(t, n1, http.MethodGet, "/tasks", nil, func(r *http.Request) {
+		key.sign(r, "n1", nil, time.Now().Add(-2*peerAuthWindow))
+	}); code != http.StatusUnauthorized {
+		t.Errorf("GET /tasks with a stale timestamp: %d %s, want 401", code, body)
+	}
+	if code, body := peerRequest(t, n1, http.MethodGet, "/tasks", nil, func(r *http.Request) {
+		key.sign(r, "n2", nil, time.Now())
+	}); code != http.StatusUnauthorized {
+		t.Errorf("GET /tasks signed for n2, sent to n1: %d %s, want 401", code, body)
+	}
+	// A body changed under a valid signature is refused.
+	if code, body := peerRequest(t, n1, http.MethodPost, "/heartbeat", hb, func(r *http.Request) {
+		key.sign(r, "n1", []byte(`{"node": "n1"}`), time.Now())
+	}); code != http.StatusUnauthorized {
+		t.Errorf("heartbeat whose body is not the signed one: %d %s, want 401", code, body)
+	}
+	if n1.controlOf().live.Alive("n2", time.Now()) {
+		t.Error("refused requests brought the silent n2 back to life on n1")
+	}
+}
+
+// TestPeerAuthReplayCacheBounded: the replay cache forgets nonces whose
+// timestamps left the window, and refuses (rather than grows) when it
+// is full of live ones.
+func TestPeerAuthReplayCacheBounded(t *testing.T) {
+	a := newPeerAuth("s")
+	now := time.Now()
+	req := func(at time.Time) *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, "http://x/tasks", nil)
+		a.sign(r, "n1", nil, at)
+		return r
+	}
+	for i := 0; i < maxPeerNonces; i++ {
+		if err := a.verify(req(now), "n1", nil, now); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if err := a.verify(req(now), "n1", nil, now); err != errReplayCacheFull {
+		t.Fatalf("a request with the cache full: %v, want errReplayCacheFull", err)
+	}
+	if a.nonces() != maxPeerNonces {
+		t.Fatalf("%d nonces cached, want at most %d", a.nonces(), maxPeerNonces)
+	}
+	later := now.Add(peerAuthWindow + time.Second)
+	if err := a.verify(req(later), "n1", nil, later); err != nil {
+		t.Fatalf("a request once the cached nonces expired: %v", err)
+	}
+	if a.nonces() != 1 {
+		t.Fatalf("%d nonces cached after the window passed, want 1", a.nonces())
+	}
+}
