@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -30,8 +32,10 @@ type control struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 
+	// mu guards lags and orders the handlers' membership checks with
+	// onAssignment's pruning (see there).
 	mu   sync.Mutex
-	lags map[string]lagReport // by node: its latest report
+	lags map[string]lagReport // by node: its latest report; members of the current assignment only
 }
 
 // heartbeat is the body of POST /heartbeat.
@@ -171,14 +175,56 @@ func (c *control) post(ctx context.Context, peer, addr, path string, v any) bool
 	return resp.StatusCode/100 == 2
 }
 
-// onAssignment tells the liveness tracker of the assignment's nodes.
+// onAssignment tells the liveness tracker of the assignment's nodes
+// and forgets the nodes that left it: their liveness and their last lag
+// report. With the handlers taking reports from members only, the lag
+// map and the tracker hold at most one entry per member.
+//
+// It runs after the cluster stored a, and takes c.mu as the handlers do
+// around their membership check: a report checked against the previous
+// assignment is stored before this prunes it, never after.
 func (c *control) onAssignment(a ha.Assignment) {
 	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, id := range a.NodeIDs() {
 		if id != c.n.id {
 			c.live.Add(id, now)
 		}
 	}
+	for id := range c.live.Status(now) {
+		if _, ok := a.Nodes[id]; !ok || id == c.n.id {
+			c.live.Forget(id)
+		}
+	}
+	for id := range c.lags {
+		if _, ok := a.Nodes[id]; !ok || id == c.n.id {
+			delete(c.lags, id)
+		}
+	}
+}
+
+// member reports whether node is another member of the current
+// assignment, and says why not in an error for the sender otherwise.
+// Heartbeats and lag reports are taken from members only: each other
+// node id would be an entry (and a metric series) a forger could add
+// without end. c.mu must be held (see onAssignment).
+func (c *control) memberLocked(node string) error {
+	if node == c.n.id {
+		return fmt.Errorf("%q is this node's own id", node)
+	}
+	cl := c.n.clusterOf()
+	if cl == nil {
+		return errors.New("this node has not joined its cluster yet")
+	}
+	a, ok := cl.assignment()
+	if !ok {
+		return errors.New("this node has no assignment yet")
+	}
+	if _, ok := a.Nodes[node]; !ok {
+		return fmt.Errorf("node %q is not a member of this node's assignment (generation %d)", node, a.Generation)
+	}
+	return nil
 }
 
 // handleHeartbeat is POST /heartbeat.
@@ -189,20 +235,31 @@ func (c *control) handleHeartbeat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	if l, ok := c.live.Get(hb.Node, now); ok && !l.LastHeartbeat.IsZero() {
-		// Intervals that passed without a heartbeat before this one.
-		if missed := int(now.Sub(l.LastHeartbeat)/c.live.Config().HeartbeatInterval) - 1; missed > 0 {
-			c.n.metrics.hbMissed.WithLabelValues(hb.Node).Add(float64(missed))
+	c.mu.Lock()
+	err := c.memberLocked(hb.Node)
+	var missed int
+	if err == nil {
+		if l, ok := c.live.Get(hb.Node, now); ok && !l.LastHeartbeat.IsZero() {
+			// Intervals that passed without a heartbeat before this one.
+			missed = int(now.Sub(l.LastHeartbeat)/c.live.Config().HeartbeatInterval) - 1
 		}
+		c.live.Observe(hb.Node, now)
 	}
-	c.live.Observe(hb.Node, now)
+	c.mu.Unlock()
+	if err != nil {
+		http.Error(w, "heartbeat ignored: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if missed > 0 {
+		c.n.metrics.hbMissed.WithLabelValues(hb.Node).Add(float64(missed))
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // handleLag is POST /lag.
 func (c *control) handleLag(w http.ResponseWriter, r *http.Request) {
 	var lr lagReport
-	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&lr); err != nil || lr.Node == "" {
+	if err := json.NewDecoder(r.Body).Decode(&lr); err != nil || lr.Node == "" {
 		http.Error(w, "a lag report is {\"node\": \"<id>\", \"tasks\": [...]}", http.StatusBadRequest)
 		return
 	}
@@ -213,10 +270,17 @@ func (c *control) handleLag(w http.ResponseWriter, r *http.Request) {
 			lr.positions[t.Task] = pos
 		}
 	}
-	c.n.metrics.lagReports.WithLabelValues(lr.Node).Inc()
 	c.mu.Lock()
-	c.lags[lr.Node] = lr
+	err := c.memberLocked(lr.Node)
+	if err == nil {
+		c.lags[lr.Node] = lr
+	}
 	c.mu.Unlock()
+	if err != nil {
+		http.Error(w, "lag report ignored: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	c.n.metrics.lagReports.WithLabelValues(lr.Node).Inc()
 	w.WriteHeader(http.StatusNoContent)
 }
 

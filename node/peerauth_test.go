@@ -240,3 +240,63 @@ func TestPeerAuthReplayCacheBounded(t *testing.T) {
 		t.Fatalf("%d nonces cached after the window passed, want 1", a.nonces())
 	}
 }
+
+// TestForgedReportsBounded: without a cluster secret anyone can post to
+// the cluster endpoints, but what a node keeps stays bounded by its
+// cluster: lag reports and heartbeats from node ids that are not
+// members of the assignment are refused (403) and leave no entry, a body
+// over the limit is refused (413), and a member that leaves the
+// assignment leaves the lag map and the liveness tracker.
+func TestForgedReportsBounded(t *testing.T) {
+	nodes := startPeerCluster(t, "", "n1", "n2")
+	n1, n2 := nodes[0], nodes[1]
+	ctl := n1.controlOf()
+	filler := bytes.Repeat([]byte("x"), 64<<10)
+	taken := 0
+	for i := 0; i < 300; i++ {
+		id := fmt.Sprintf("forged-%d", i)
+		lag := []byte(fmt.Sprintf(`{"node": %q, "tasks": [{"task": "t-0", "offset_lag": 0, "relation": %q}]}`, id, filler))
+		if code, _ := peerRequest(t, n1, http.MethodPost, "/lag", lag, nil); code != http.StatusForbidden {
+			taken++
+		}
+		if code, _ := peerRequest(t, n1, http.MethodPost, "/heartbeat", []byte(fmt.Sprintf(`{"node": %q}`, id)), nil); code != http.StatusForbidden {
+			taken++
+		}
+	}
+	if taken > 0 {
+		t.Errorf("%d of 600 lag reports and heartbeats from non-members were taken, want all refused with 403", taken)
+	}
+	// Its own id is no peer's either.
+	if code, body := peerRequest(t, n1, http.MethodPost, "/lag", []byte(`{"node": "n1", "tasks": []}`), nil); code != http.StatusForbidden {
+		t.Errorf("lag report in n1's own name: %d %s, want 403", code, body)
+	}
+	big := append([]byte(`{"node": "n2", "tasks": [{"task": "`), bytes.Repeat([]byte("x"), 2<<20)...)
+	big = append(big, `"}]}`...)
+	if code, body := peerRequest(t, n1, http.MethodPost, "/lag", big, nil); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 2 MiB lag report: %d %.200s, want 413", code, body)
+	}
+	ctl.mu.Lock()
+	lags := len(ctl.lags)
+	_, hasN2 := ctl.lags["n2"]
+	ctl.mu.Unlock()
+	if lags != 1 || !hasN2 {
+		t.Errorf("n1 keeps %d lag reports, want 1 (n2's)", lags)
+	}
+	if st := ctl.live.Status(time.Now()); len(st) != 1 {
+		t.Errorf("n1 tracks the liveness of %d nodes, want 1 (n2)", len(st))
+	}
+
+	// n2 leaves: its entries go with it.
+	if err := n2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		ctl.mu.Lock()
+		lags := len(ctl.lags)
+		ctl.mu.Unlock()
+		if st := ctl.live.Status(time.Now()); lags != 0 || len(st) != 0 {
+			return fmt.Errorf("after n2 left, n1 keeps %d lag reports and tracks %d nodes, want none", lags, len(st))
+		}
+		return nil
+	})
+}
