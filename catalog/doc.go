@@ -23,6 +23,23 @@
 // by Apply identically on every node, and Log.Submit returns that
 // rejection to the session that sent it.
 //
+// # A topic that lost commands
+//
+// A replay is only as good as the topic: a broker that truncates a
+// corrupt segment, or a leader election that loses the tail, leaves a
+// shorter log that replays into a smaller catalog, and a node that acted
+// on it would stop relations' queries and delete their state. So each
+// node records the offset and CRC-32C of the last command it applied in
+// a mark file (LogOptions.MarkFile), and OpenLog fails with ErrLogLost
+// when the topic ends before that offset or holds another command there.
+// The replay also stops for good (ErrLogLost, XX001 to clients) when the
+// topic moves backwards under it: Sync and Submit fail from then on.
+// Submit reports a command done only when the replay applied a record
+// with the same checksum at the offset the broker gave it
+// (ErrNotApplied otherwise). Deleting the state of a dropped relation is
+// the node's business, and it does so only for DROPs a complete replay
+// applied.
+//
 // # Versions and names
 //
 // A relation's Version is the offset of the command that created it. State

@@ -69,6 +69,9 @@ type Node struct {
 		// catalog changes are only recorded and the queries of the final
 		// catalog are started in one go.
 		ready bool
+		// dropped holds the stores of the relations the startup replay
+		// saw dropped: the only ones startQueries may delete.
+		dropped map[string]bool
 	}
 }
 
@@ -149,6 +152,10 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		Topic:   catalog.CommandTopic(opts.Cluster),
 		Node:    n.id,
 		Logger:  n.log,
+		// The topic must still hold the last command this node applied:
+		// a replay of a topic that lost commands (a corrupt segment the
+		// broker truncated) fails instead of starting a partial catalog.
+		MarkFile: filepath.Join(opts.DataDir, catalogMarkFile),
 	}, n.cat, n.onChange)
 	if err != nil {
 		return nil, err
@@ -252,6 +259,14 @@ func (n *Node) onChange(ch catalog.Change) {
 		return
 	}
 	if !ready {
+		if ch.Dropped != nil {
+			n.mu.Lock()
+			if n.mu.dropped == nil {
+				n.mu.dropped = map[string]bool{}
+			}
+			n.mu.dropped[ch.Dropped.StoreName()] = true
+			n.mu.Unlock()
+		}
 		return
 	}
 	if c := n.clusterOf(); c != nil && (ch.Created != nil || ch.Dropped != nil) {
@@ -279,9 +294,19 @@ func (n *Node) onChange(ch catalog.Change) {
 	}
 }
 
+// catalogMarkFile, in the data dir, records the last catalog command the
+// node applied (catalog.LogOptions.MarkFile).
+const catalogMarkFile = "catalog-mark.json"
+
 // startQueries starts the queries of every table and view in the catalog
 // after the startup replay, in creation order, and deletes stores left
 // on disk by relations dropped while the node was down.
+//
+// A store is deleted only when the replay, which reached the end of the
+// command topic (OpenLog checked it), applied the DROP of its relation. A
+// store no relation of the catalog owns and no DROP explains is kept and
+// reported: a relation merely absent from the catalog may be one whose
+// command the topic lost, and its state is then all that is left of it.
 func (n *Node) startQueries() error {
 	rels := n.cat.List(catalog.KindTable, catalog.KindView)
 	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
@@ -293,12 +318,25 @@ func (n *Node) startQueries() error {
 	if err != nil {
 		return err
 	}
+	n.mu.Lock()
+	dropped := n.mu.dropped
+	n.mu.dropped = nil
+	n.mu.Unlock()
+	seen := map[string]bool{}
 	for _, id := range ids {
-		if !live[id.View] {
-			n.log.Info("deleting state of a dropped relation", "store", id.View)
-			if err := n.db.DropView(id.View); err != nil {
-				return err
-			}
+		if live[id.View] || seen[id.View] {
+			continue
+		}
+		seen[id.View] = true // DropView takes every partition at once
+		if !dropped[id.View] {
+			n.log.Warn("keeping state that no relation of the catalog owns and no DROP in the command topic explains; "+
+				"once sure nothing needs it, stop the node and move the data dir's state aside", "store", id.View,
+				"topic", catalog.CommandTopic(n.opts.Cluster))
+			continue
+		}
+		n.log.Info("deleting state of a dropped relation", "store", id.View)
+		if err := n.db.DropView(id.View); err != nil {
+			return err
 		}
 	}
 	n.mu.Lock()
