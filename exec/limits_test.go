@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,7 @@ func TestLongInListLookups(t *testing.T) {
 	}
 
 	// A statement_timeout stops a huge list's lookups.
+	must("SET basin.max_statement_bytes = '8MB'")
 	must("SET statement_timeout = 50")
 	huge := "SELECT id FROM t WHERE id IN (" + inList(400000, 1) + ")"
 	if _, err := run(huge); !isCode(err, pgerr.QueryCanceled) {
@@ -99,5 +101,86 @@ func TestLongInListLookups(t *testing.T) {
 	must("SET statement_timeout = 0")
 	if w := must("SELECT count(*) FROM t WHERE id IN (3, 6, 7)"); w.rows[0][0] != int64(2) {
 		t.Fatalf("after the timeout: count %v, want 2", w.rows[0][0])
+	}
+}
+
+// TestStatementLimits sends statements that once took gigabytes to
+// parse: a 2 MB SELECT 1+1+... reached 3.4 GB. basin.max_statement_bytes
+// refuses a statement too long before it is lexed (54000), an expression
+// nested too deep is refused while it is lexed (54001), so what parses
+// fits in bounded memory, and statement_timeout covers the parse.
+func TestStatementLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 1)")
+	s := e.NewSession(map[string]string{"user": "u"}, Client{})
+	defer s.Close()
+	run := func(q string) (*testWriter, error) {
+		w := &testWriter{}
+		return w, s.Query(ctx, q, w)
+	}
+	must := func(q string) *testWriter {
+		t.Helper()
+		w, err := run(q)
+		if err != nil {
+			t.Fatalf("%.80s: %v", q, err)
+		}
+		return w
+	}
+	plus := func(n int) string { return "SELECT 1" + strings.Repeat("+1", (n-len("SELECT 1"))/2) }
+
+	// Too long: refused by its size, naming the size and the setting,
+	// on both protocols.
+	big := plus(2 << 20)
+	_, err := run(big)
+	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.ProgramLimitExceeded ||
+		!strings.Contains(pe.Message, strconv.Itoa(len(big))+" bytes") || !strings.Contains(pe.Message, "basin.max_statement_bytes (1MB)") {
+		t.Fatalf("2 MB statement: %v, want 54000 naming its size and basin.max_statement_bytes", err)
+	}
+	if _, err := s.Prepare(ctx, big, nil); !isCode(err, pgerr.ProgramLimitExceeded) {
+		t.Fatalf("2 MB statement prepared: %v, want 54000", err)
+	}
+
+	// Just under the bound and as deep as it can be: refused for its
+	// depth, in bounded memory.
+	deep := plus(1<<20 - 16)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = run(deep)
+	runtime.ReadMemStats(&after)
+	if !isCode(err, pgerr.StatementTooComplex) {
+		t.Fatalf("1 MB SELECT 1+1+...: %v, want 54001", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 200<<20 {
+		t.Fatalf("1 MB SELECT 1+1+... allocated %d MiB, want under 200", alloc>>20)
+	}
+	// Deep but within the bound runs.
+	if w := must(plus(8000)); w.rows[0][0] != int64(3997) {
+		t.Fatalf("SELECT 1+1+... (3996 pluses) = %v", w.rows[0][0])
+	}
+
+	// The setting: shown in its unit, validated, raised for a session.
+	must("SET basin.max_statement_bytes = 4194304")
+	if w := must("SHOW basin.max_statement_bytes"); w.rows[0][0] != "4MB" {
+		t.Fatalf("SHOW basin.max_statement_bytes = %v, want 4MB", w.rows[0][0])
+	}
+	if _, err := run("SET basin.max_statement_bytes = 'lots'"); !isCode(err, pgerr.InvalidParameterValue) {
+		t.Fatalf("SET basin.max_statement_bytes = 'lots': %v, want 22023", err)
+	}
+	if _, err := run(big); !isCode(err, pgerr.StatementTooComplex) {
+		t.Fatalf("2 MB statement under a 4MB limit: %v, want 54001 (too deep)", err)
+	}
+
+	// statement_timeout covers parsing: a 3 MB IN list takes longer than
+	// 1 ms to parse.
+	must("SET statement_timeout = 1")
+	if _, err := run("SELECT 1 WHERE 1 IN (" + inList(400000, 1) + ")"); !isCode(err, pgerr.QueryCanceled) {
+		t.Fatalf("3 MB IN list under statement_timeout 1ms: %v, want 57014", err)
+	}
+	must("RESET statement_timeout")
+	must("RESET basin.max_statement_bytes")
+	if _, err := run(big); !isCode(err, pgerr.ProgramLimitExceeded) {
+		t.Fatalf("2 MB statement after RESET: %v, want 54000", err)
 	}
 }

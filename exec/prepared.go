@@ -82,7 +82,7 @@ func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog
 
 // prepare is Prepare without failing the transaction block on an error.
 func (s *Session) prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
-	stmts, err := sql.ParseStatements(text)
+	stmts, err := s.parseStatement(ctx, text)
 	if err != nil {
 		return nil, err
 	}

@@ -180,6 +180,7 @@ var defaultSettings = map[string]string{
 	"basin.read_your_writes":      "on",
 	"basin.monotonic_reads":       "off",
 	settingPlanCache:              "on",
+	settingMaxStatementBytes:      "1MB",
 	// basin.last_write_position is read-only: the token of the
 	// session's writes so far (positions.go).
 	"basin.last_write_position": "",
@@ -239,6 +240,9 @@ func (s *Session) fillEnv(env *Env) {
 
 // Query runs the statements of a simple Query message.
 func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
+	if err := s.checkStatementSize(text); err != nil {
+		return s.failTxn(err)
+	}
 	ran, learn, err := s.cachedQuery(ctx, text, w)
 	if ran {
 		return err
@@ -253,7 +257,7 @@ func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error 
 }
 
 func (s *Session) query(ctx context.Context, text string, w ResultWriter) error {
-	stmts, err := sql.ParseStatements(text)
+	stmts, err := s.parseStatement(ctx, text)
 	if err != nil {
 		return s.failTxn(err)
 	}

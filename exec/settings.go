@@ -146,6 +146,12 @@ func normalizeSetting(name, v string) (string, error) {
 			}
 		}
 		return "ISO, " + order, nil
+	case settingMaxStatementBytes:
+		n, err := parseBytes(v)
+		if err != nil || n < 1024 {
+			return "", invalid("Give a size of at least 1kB: bytes, or a number with a unit: kB, MB, GB.")
+		}
+		return formatBytes(n), nil
 	case "statement_timeout", "idle_in_transaction_session_timeout", "lock_timeout":
 		ms, err := parseMillis(v)
 		if err != nil {
@@ -300,6 +306,8 @@ type derived struct {
 	readYourWrites, monotonicReads bool
 	minPosition                    materialize.Position
 	forwarded                      string
+	// maxStatementBytes is basin.max_statement_bytes.
+	maxStatementBytes int64
 }
 
 // derivedSettings are the settings every statement reads, parsed once per
@@ -332,6 +340,10 @@ func (s *Session) derivedSettings() *derived {
 			}
 		}
 		d.forwarded = s.vars["basin.forwarded"]
+		d.maxStatementBytes = defaultMaxStatementBytes
+		if n, err := parseBytes(s.vars[settingMaxStatementBytes]); err == nil {
+			d.maxStatementBytes = n
+		}
 	}
 	return d
 }

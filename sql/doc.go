@@ -21,7 +21,13 @@
 //     semicolon in a string or comment never splits, and runs that are
 //     empty (whitespace, comments: psql's "-- ping") are dropped. Lexical
 //     errors (unterminated strings, trailing junk after numbers) are
-//     reported here, at the token.
+//     reported here, at the token. So are statements too deep to parse
+//     in bounded memory (nesting.go): more than 500 parentheses (54000)
+//     or an expression more than MaxExpressionDepth operators deep
+//     (54001, e.g. 1+1+...+1), checked token by token as the text is
+//     lexed, so that a hostile statement is refused before most of it
+//     is read. (Its length is bounded before that, by the session's
+//     basin.max_statement_bytes in exec.)
 //
 //  2. Statement layer (parse.go, commands.go, create.go, select.go). A
 //     small recursive-descent parser over the tokens recognises each

@@ -78,6 +78,7 @@ func lexEstimate(text string) int { return min(len(text)/4+4, 256) }
 // lexInto is lex appending the tokens to toks.
 func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
 	l := &lexer{text: text, toks: toks}
+	var nest nesting
 	for {
 		if err := l.skipSpace(); err != nil {
 			return nil, err
@@ -85,8 +86,14 @@ func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
 		if l.i >= len(l.text) {
 			return l.toks, nil
 		}
+		n := len(l.toks)
 		if err := l.next(); err != nil {
 			return nil, err
+		}
+		for _, t := range l.toks[n:] {
+			if err := nest.token(l.text, t); err != nil {
+				return nil, err
+			}
 		}
 	}
 }

@@ -76,9 +76,6 @@ func parse(text string) ([]Parsed, error) {
 			continue
 		}
 		sp := &stmtParser{text: text, toks: append(piece, end), pos: pt}
-		if err := sp.checkNesting(); err != nil {
-			return nil, err
-		}
 		st, err := sp.statement(0)
 		sp.release()
 		if err != nil {
@@ -99,28 +96,6 @@ type stmtParser struct {
 	// tidb are the TiDB parsers whose trees the statement's conversion
 	// reads (parseTiDB); release returns them.
 	tidb []*parser.Parser
-}
-
-// maxNesting bounds parenthesis depth so that a hostile statement cannot
-// make the parser and converter recurse without limit.
-const maxNesting = 500
-
-func (sp *stmtParser) checkNesting() *pgerr.Error {
-	depth := 0
-	for _, t := range sp.toks {
-		switch {
-		case t.isOp("("):
-			depth++
-			if depth > maxNesting {
-				return &pgerr.Error{Code: pgerr.ProgramLimitExceeded,
-					Message:  fmt.Sprintf("statement is nested more than %d parentheses deep", maxNesting),
-					Position: sp.charPos(t.pos)}
-			}
-		case t.isOp(")"):
-			depth--
-		}
-	}
-	return nil
 }
 
 // statement parses the statement starting at toks[i] and running to the

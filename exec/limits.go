@@ -1,0 +1,95 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// Per-session and per-statement resource limits. Each is a session
+// setting with a documented default (docs/configuration.md), so an
+// operator or a client can raise it for the one session that needs more;
+// what they bound is in docs/operations.md ("Resources").
+const (
+	// settingMaxStatementBytes bounds the text of one Query or Parse
+	// message's SQL: parsing costs memory in proportion to it (TiDB's
+	// parser keeps about a kilobyte per list item), so a statement
+	// larger than this is refused before it is lexed.
+	settingMaxStatementBytes = "basin.max_statement_bytes"
+	defaultMaxStatementBytes = 1 << 20
+)
+
+// parseBytes parses a memory setting as Postgres writes them: a number
+// of bytes, or a number with a unit B, kB, MB, GB or TB (powers of 1024,
+// case-insensitive).
+func parseBytes(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad number")
+	}
+	unit := map[string]int64{"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+	f, ok := unit[strings.ToLower(strings.TrimSpace(v[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("bad unit")
+	}
+	if n > (1<<62)/f {
+		return 0, fmt.Errorf("too large")
+	}
+	return n * f, nil
+}
+
+// formatBytes shows a memory setting as SHOW does: in the largest unit
+// that divides it.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"kB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// checkStatementSize refuses a statement text longer than the session's
+// basin.max_statement_bytes (54000), before any of it is parsed.
+func (s *Session) checkStatementSize(text string) error {
+	max := s.derivedSettings().maxStatementBytes
+	if int64(len(text)) <= max {
+		return nil
+	}
+	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), formatBytes(max)).
+		WithHint("Send a shorter statement (split a long INSERT or IN list), or raise the limit for the session: SET basin.max_statement_bytes = '4MB'.")
+}
+
+// parseStatement parses text under the statement's context: a parse
+// that outlasts statement_timeout, or is cancelled, fails with 57014
+// once it ends. (TiDB's parser cannot be interrupted; what bounds its
+// time and memory is the statement's size, checked first, and the
+// expression depth sql refuses past sql.MaxExpressionDepth.)
+func (s *Session) parseStatement(ctx context.Context, text string) ([]sql.Parsed, error) {
+	if err := s.checkStatementSize(text); err != nil {
+		return nil, err
+	}
+	pctx, cancel, timeout := s.statementContext(ctx)
+	defer cancel()
+	stmts, err := sql.ParseStatements(text)
+	if err == nil && pctx.Err() != nil {
+		err = pctx.Err()
+	}
+	if err = timeout(err); errors.Is(err, context.Canceled) {
+		err = pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+	}
+	return stmts, err
+}
