@@ -43,7 +43,7 @@ const createOrders = `CREATE STREAM orders (id BIGINT KEY, grp BIGINT, amount BI
 // view's work is one replica's.
 func ingestCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0"}})
+	return testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0", "--pprof"}})
 }
 
 // orderValue is the JSON value of the orders stream.

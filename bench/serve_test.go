@@ -438,7 +438,7 @@ func TestB1PointLookups(t *testing.T) {
 	pg := startPostgres(t)
 	pgPeak := watchPeak(t, pg.PeakRSS)
 	loadPostgresItems(t, pg)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0"}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0", "--pprof"}})
 	node := c.Node(0)
 	// A table: basin materializes it into its stores, so WHERE id = $1
 	// is a key lookup in Pebble, as it is for a view.
@@ -523,7 +523,7 @@ func TestB3ScatterGather(t *testing.T) {
 	pg := startPostgres(t)
 	pgPeak := watchPeak(t, pg.PeakRSS)
 	loadPostgresItems(t, pg)
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--standby-replicas", "1"}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--standby-replicas", "1", "--pprof"}})
 	loadBasinItems(t, c, true)
 	// Where the partitions are read from: the gathering node's own
 	// replicas, or its peers'.

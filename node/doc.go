@@ -80,7 +80,8 @@
 //
 // HTTP (startHTTP): /healthz once started, /metrics (metrics.go: pull
 // queries by plan and route, routing decisions, heartbeats, per-task lag
-// read at scrape time, the row and plan caches), /debug/pprof, /tasks
+// read at scrape time, the row and plan caches), /debug/pprof (only with
+// Options.Pprof), /tasks
 // (this node's tasks), and the control plane's /heartbeat, /lag and
 // /clusterStatus (404 on a node alone). docs/operations.md lists them for operators.
 //

@@ -15,7 +15,7 @@ import (
 // their plan, route and outcome, the row cache counts its hit and miss,
 // and every task's lag is a gauge.
 func TestMetrics(t *testing.T) {
-	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
+	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0"; o.Pprof = true })
 	conn := connect(t, n.PGAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -80,4 +80,23 @@ func scrapeMetrics(t *testing.T, n *Node) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPprofOnlyWithFlag: /debug/pprof is served only with Options.Pprof
+// (--pprof); without it the profiles are 404 and /metrics still serves.
+func TestPprofOnlyWithFlag(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine?debug=1", "/debug/pprof/cmdline", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1"} {
+		resp, err := http.Get("http://" + n.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s without --pprof: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	if body := scrapeMetrics(t, n); !strings.Contains(body, "go_goroutines") {
+		t.Error("/metrics lacks go_goroutines")
+	}
 }

@@ -110,6 +110,11 @@ type Options struct {
 	// is the config-file key cluster-secret or BASIN_CLUSTER_SECRET and,
 	// like Users, has no flag.
 	ClusterSecret string
+	// Pprof serves Go's profiles on HTTPAddr under /debug/pprof/
+	// (--pprof). Default false: a profile shows the process's command
+	// line and memory, and a CPU profile or trace costs CPU while it
+	// runs, so they are for an operator who asks for them.
+	Pprof bool
 	// AllowTrustRemote lets Auth "trust" serve a PGAddr that is not
 	// loopback (--allow-trust-remote), for networks where every client
 	// that can reach the address is trusted. Default false.

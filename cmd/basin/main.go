@@ -111,6 +111,7 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
 		"users come from the config file's users: map")
 	f.Bool("allow-trust-remote", false, "allow --auth trust on a --pg-addr that is not loopback")
+	f.Bool("pprof", false, "serve Go's profiles under /debug/pprof/ on --http-addr")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "config file (YAML, TOML or JSON) with the same keys as the flags")
 	describeSettings(cmd)
@@ -188,6 +189,7 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 			Users:                 users,
 			ClusterSecret:         v.GetString("cluster-secret"),
 			AllowTrustRemote:      v.GetBool("allow-trust-remote"),
+			Pprof:                 v.GetBool("pprof"),
 			Logger:                log,
 		})
 		if err != nil {
