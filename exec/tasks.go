@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -65,16 +66,164 @@ func setOffset(m *map[string]map[int32]int64, topic string, p int32, next int64)
 	(*m)[topic][p] = next
 }
 
-func inputOffset(m map[string]map[int32]int64, topic string, p int32) kgo.Offset {
-	if n, ok := m[topic][p]; ok {
-		return kgo.NewOffset().At(n)
+// ErrInputTruncated reports that a task's input partition ends below the
+// offset the task has already applied: the topic lost its tail (a broker
+// truncated a corrupt segment, an unclean leader election) or was deleted
+// and created again. Reading it from the start would count again what the
+// task has counted; reading from its end would skip what fills the gap
+// unseen. The task stops until the operator chooses (docs/operations.md,
+// "Troubleshooting").
+var ErrInputTruncated = errors.New("exec: input topic truncated below the applied offset")
+
+// resumeAt returns the offset at which a task of rel that has applied
+// topic/p up to next resumes reading it (applied is false when it has
+// applied nothing yet: it reads from the start). Task consumers never
+// reset an offset that is out of range themselves (consumerOf), so this
+// is where it is decided, each time a task starts:
+//   - next above the partition's end is ErrInputTruncated, naming the
+//     topic, partition, offset and end;
+//   - next below the partition's start (retention deleted records before
+//     the task read them) resumes at the start: those records are gone
+//     whatever the task does, and nothing is read twice.
+func (rt *Runtime) resumeAt(ctx context.Context, rel *catalog.Relation, topic string, p int32, next int64, applied bool) (kgo.Offset, error) {
+	if !applied {
+		return kgo.NewOffset().AtStart(), nil
 	}
-	return kgo.NewOffset().AtStart()
+	start, end, err := rt.partitionBounds(ctx, topic, p)
+	if err != nil {
+		return kgo.Offset{}, err
+	}
+	if next > end {
+		return kgo.Offset{}, truncatedErr(rel, topic, p, next, end)
+	}
+	if next < start {
+		rt.log.Warn("input records deleted before they were read; resuming at the partition's start",
+			"relation", rel.Name, "topic", topic, "partition", p, "offset", next, "start", start)
+		return kgo.NewOffset().At(start), nil
+	}
+	return kgo.NewOffset().At(next), nil
+}
+
+func truncatedErr(rel *catalog.Relation, topic string, p int32, next, end int64) error {
+	return fmt.Errorf("%w: topic %s partition %d ends at offset %d, but %s %s has applied it up to offset %d; "+
+		"records it reflects are gone from the topic (truncated, or deleted and created again). "+
+		"Rebuild it (DROP and CREATE it again) or accept the loss (see Troubleshooting in the operations guide)",
+		ErrInputTruncated, topic, p, end, strings.ToLower(string(rel.Kind)), rel.Name, next)
+}
+
+// inputGuard catches a task's input going back while it reads: franz-go
+// starts a partition again from its start when it finds its topic
+// deleted and created again, whatever the reset offset, and the task
+// would then apply again what it has applied. The guard keeps, per
+// input topic (a task reads one partition of each), the offset the next
+// record must have at least.
+type inputGuard struct {
+	next map[string]int64
+}
+
+// expect records that the next record of topic has offset next or more.
+func (g *inputGuard) expect(topic string, next int64) {
+	if g.next == nil {
+		g.next = make(map[string]int64)
+	}
+	g.next[topic] = next
+}
+
+// check returns the first partition of fetches whose records go back
+// below what the guard expects, and the offset expected; ok is false if
+// none does. It then expects what follows the records of fetches.
+func (g *inputGuard) check(fetches kgo.Fetches) (topic string, p int32, next int64, back bool) {
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 || back {
+			return
+		}
+		if n, ok := g.next[fp.Topic]; ok && fp.Records[0].Offset < n {
+			topic, p, next, back = fp.Topic, fp.Partition, n, true
+			return
+		}
+		g.expect(fp.Topic, fp.Records[len(fp.Records)-1].Offset+1)
+	})
+	return topic, p, next, back
+}
+
+// wentBack is the error of a task whose input went back (inputGuard):
+// ErrInputTruncated, with the partition's end if it can be had.
+func (rt *Runtime) wentBack(ctx context.Context, rel *catalog.Relation, topic string, p int32, next int64) error {
+	if _, end, err := rt.partitionBounds(ctx, topic, p); err == nil && end < next {
+		return truncatedErr(rel, topic, p, next, end)
+	}
+	return fmt.Errorf("%w: topic %s partition %d went back below offset %d, which %s %s has applied",
+		ErrInputTruncated, topic, p, next, strings.ToLower(string(rel.Kind)), rel.Name)
+}
+
+// behindPosition returns ErrInputTruncated if a partition of topic ends
+// below the position pos holds for it: the source of a view that
+// re-keys lost records the view reflects. The re-keying task cannot
+// always tell (a topic deleted and created again takes its committed
+// offsets with it, and it starts again from 0); the view task can, for
+// its position is in its own store, and it drops what it has seen.
+func (rt *Runtime) behindPosition(ctx context.Context, rel *catalog.Relation, topic string, pos materialize.Position) error {
+	ends, err := rt.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	var errs []error
+	ends.Each(func(o kadm.ListedOffset) {
+		if seen, ok := pos.Get(topic, o.Partition); ok && o.Offset < seen {
+			errs = append(errs, truncatedErr(rel, topic, o.Partition, seen, o.Offset))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// sourcesBehind reports whether a source end the re-keying tasks saw
+// is below the view task's position: behindPosition is then worth
+// asking.
+func (t *viewTask) sourcesBehind(pos materialize.Position) bool {
+	src := t.state.sources
+	if src == nil {
+		return false
+	}
+	for sp := range src.ends {
+		end := src.ends[sp].Load()
+		if seen, ok := pos.Get(src.topic, int32(sp)); ok && end > 0 && end < seen {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionBounds returns the log start offset and high watermark of
+// topic/p.
+func (rt *Runtime) partitionBounds(ctx context.Context, topic string, p int32) (start, end int64, err error) {
+	starts, err := rt.adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("start offsets of %s: %w", topic, err)
+	}
+	ends, err := rt.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	so, ok1 := starts.Lookup(topic, p)
+	eo, ok2 := ends.Lookup(topic, p)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("offsets of %s/%d: %w", topic, p, kafka.ErrUnknownTopic)
+	}
+	return so.Offset, eo.Offset, nil
 }
 
 // consumer returns a client reading one partition from off, committed
 // data only, with control records kept so that the read offset passes
-// transaction markers.
+// transaction markers. An offset out of range fails the fetch.
 func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.consumerOf(id, map[string]map[int32]kgo.Offset{topic: {p: off}}, extra...)
 }
@@ -84,6 +233,11 @@ func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...
 func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.client(id, append([]kgo.Opt{
 		kgo.ConsumePartitions(offs),
+		// An offset out of range is the task's error, never a silent
+		// jump to the start (franz-go's default), which would apply
+		// again what the task has applied: resumeAt decides where a
+		// task that starts again reads from.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -146,9 +300,30 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		}
 		defer prod.Close()
 	}
+	// The store must not be ahead of its topic (resumeAt); the active
+	// reads again from its forwarding progress, below that.
+	srcFrom, err := t.rt.resumeAt(ctx, t.rel, t.rel.Topic, p, applyFrom, applyFrom > 0)
+	if err != nil {
+		return err
+	}
+	if readFrom < applyFrom {
+		if srcFrom, err = t.rt.resumeAt(ctx, t.rel, t.rel.Topic, p, readFrom, true); err != nil {
+			return err
+		}
+	}
+	fwdNext, fwdApplied := cp.Input[t.fwd][p]
+	fwdFrom, err := t.rt.resumeAt(ctx, t.rel, t.fwd, p, fwdNext, fwdApplied)
+	if err != nil {
+		return err
+	}
+	var guard inputGuard
+	guard.expect(t.rel.Topic, min(readFrom, applyFrom))
+	if fwdApplied {
+		guard.expect(t.fwd, fwdNext)
+	}
 	cons, err := t.rt.consumerOf(fmt.Sprintf("%s-%d", t.rel.Name, p), map[string]map[int32]kgo.Offset{
-		t.rel.Topic: {p: kgo.NewOffset().At(readFrom)},
-		t.fwd:       {p: inputOffset(cp.Input, t.fwd, p)},
+		t.rel.Topic: {p: srcFrom},
+		t.fwd:       {p: fwdFrom},
 	})
 	if err != nil {
 		return err
@@ -173,6 +348,9 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		}
 		if fetches.NumRecords() == 0 {
 			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return t.rt.wentBack(ctx, t.rel, topic, sp, next)
 		}
 		t.state.pending(fetches)
 		b := store.NewBatch()
@@ -648,9 +826,21 @@ func (t *viewTask) run(ctx context.Context) error {
 	}
 	t.reset(cp)
 	input := t.input
-	offs := map[string]map[int32]kgo.Offset{input: {p: inputOffset(cp.Input, input, p)}}
-	if t.fwd != "" {
-		offs[t.fwd] = map[int32]kgo.Offset{p: inputOffset(cp.Input, t.fwd, p)}
+	offs := map[string]map[int32]kgo.Offset{}
+	var guard inputGuard
+	for _, topic := range []string{input, t.fwd} {
+		if topic == "" {
+			continue
+		}
+		next, applied := cp.Input[topic][p]
+		from, err := rt.resumeAt(ctx, view, topic, p, next, applied)
+		if err != nil {
+			return err
+		}
+		offs[topic] = map[int32]kgo.Offset{p: from}
+		if applied {
+			guard.expect(topic, next)
+		}
 	}
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs)
 	if err != nil {
@@ -676,6 +866,11 @@ func (t *viewTask) run(ctx context.Context) error {
 		}
 		t.state.fwdEnd.Store(ends[p])
 	}
+	if plan.Repartition {
+		if err := rt.behindPosition(ctx, view, t.srcTopic, cp.Position); err != nil {
+			return err
+		}
+	}
 	t.state.applied(cp.UpdatedAt)
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
@@ -685,8 +880,16 @@ func (t *viewTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		if t.sourcesBehind(cp.Position) {
+			if err := rt.behindPosition(ctx, view, t.srcTopic, cp.Position); err != nil {
+				return err
+			}
+		}
 		if fetches.NumRecords() == 0 {
 			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, view, topic, sp, next)
 		}
 		t.state.pending(fetches)
 		b := t.newBatch(cp)
@@ -1342,8 +1545,12 @@ func (t *rekeyTask) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading offsets of %s: %w", group, err)
 	}
+	var guard inputGuard
 	if o, ok := offs.Lookup(src.Topic, t.sp); ok && o.Err == nil && o.At >= 0 {
-		start = kgo.NewOffset().At(o.At)
+		if start, err = rt.resumeAt(ctx, view, src.Topic, t.sp, o.At, true); err != nil {
+			return err
+		}
+		guard.expect(src.Topic, o.At)
 	}
 	cons, err := rt.consumer(fmt.Sprintf("%s-rekey-%d", view.Name, t.sp), src.Topic, t.sp, start)
 	if err != nil {
@@ -1366,6 +1573,9 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		}
 		if fetches.NumRecords() == 0 {
 			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, view, topic, sp, next)
 		}
 		b := &rekeyBatch{next: -1, recs: make([]*kgo.Record, 0, fetches.NumRecords()+int(view.Partitions))}
 		fetches.EachRecord(func(r *kgo.Record) { t.add(b, r) })

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/basindb/basin/kafka"
+)
+
+// TestTruncatedSourceStopsView deletes a view's source topic and creates
+// it again with fewer records than the views have applied, as a broker
+// that truncated a corrupt segment or lost an unclean leader's tail
+// leaves it. The views must not read the new records from offset 0 and
+// count again (franz-go's default on OFFSET_OUT_OF_RANGE): each task
+// stops with an error naming the topic, partition, the view's offset and
+// the new end, shown by SHOW TASKS and SHOW QUERIES, and the rows stay
+// what they were.
+func TestTruncatedSourceStopsView(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM src (k VARCHAR KEY, v BIGINT) WITH (kafka_topic='src', value_format='json', partitions=1)`)
+	// by_key groups by the source key (no re-keying); by_v re-keys.
+	mustExec(t, conn, `CREATE TABLE by_key AS SELECT k, COUNT(*) AS n FROM src GROUP BY k`)
+	mustExec(t, conn, `CREATE TABLE by_v AS SELECT v, COUNT(*) AS n FROM src GROUP BY v`)
+	var kvs [][2]string
+	for i := range 5 {
+		kvs = append(kvs, [2]string{"a", fmt.Sprintf(`{"v":%d}`, i%2)})
+	}
+	produceRaw(t, n.Brokers(), "src", kvs...)
+	waitQuery(t, conn, `SELECT k, n FROM by_key`, "a|5\n")
+	waitQuery(t, conn, `SELECT v, n FROM by_v ORDER BY v`, "0|3\n1|2\n")
+
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadmClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.DeleteTopic(ctx, adm, "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kafka.EnsureTopic(ctx, adm, "src", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceRaw(t, n.Brokers(), "src", [2]string{"a", `{"v":0}`}, [2]string{"a", `{"v":1}`})
+
+	// Each view's task stops, saying why. (by_v's re-keying task cannot
+	// tell: a deleted topic's committed offsets go with it, and it reads
+	// the new topic from 0; the view task drops what its position has
+	// seen, and compares its position with the source's end.)
+	eventually(t, 30*time.Second, func() error {
+		qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer qcancel()
+		got, err := queryText(qctx, conn, `SHOW TASKS`, false)
+		if err != nil {
+			return err
+		}
+		for _, view := range []string{"by_key", "by_v"} {
+			line := lineMatching(got, `^`+view+`@\d+/0\|`)
+			if !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "topic src partition 0 ends at offset 2") ||
+				!strings.Contains(line, "view "+view+" has applied it up to offset 5") {
+				return fmt.Errorf("the task of %s does not report the truncation:\n%s", view, got)
+			}
+		}
+		return nil
+	})
+	qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer qcancel()
+	got, err := queryText(qctx, conn, `SHOW QUERIES`, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sink := range []string{"by_key", "by_v"} {
+		if line := lineWith(got, "|"+sink+"|"); !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "ends at offset 2") {
+			t.Errorf("SHOW QUERIES does not report %s stopped:\n%s", sink, got)
+		}
+	}
+	// Nothing was counted twice.
+	waitQuery(t, conn, `SELECT k, n FROM by_key`, "a|5\n")
+	waitQuery(t, conn, `SELECT v, n FROM by_v ORDER BY v`, "0|3\n1|2\n")
+}
+
+// lineWith returns the first line of text that holds sub, "" if none
+// does.
+func lineWith(text, sub string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// lineMatching returns the first line of text that matches the regular
+// expression re, "" if none does.
+func lineMatching(text, re string) string {
+	r := regexp.MustCompile(re)
+	for _, l := range strings.Split(text, "\n") {
+		if r.MatchString(l) {
+			return l
+		}
+	}
+	return ""
+}
