@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,8 @@ type pull struct {
 	hash  map[string]*groupState
 	horde []*groupState
 	reads []PartitionRead
+	// mem is what rows, seen and hash hold, against basin.query_memory.
+	mem queryMemory
 
 	// A single-key lookup's partition and key, without allocations.
 	onePart [1]int32
@@ -318,6 +321,9 @@ func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, 
 		e.Ctx = ctx
 		q.env = &e
 	}
+	if q.env != nil {
+		q.mem.limit = q.env.QueryMemory
+	}
 	if plan.Grouped {
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
@@ -370,6 +376,9 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		gs, ok := q.hash[string(k)]
 		if !ok {
 			gs = &groupState{groups: groups, state: q.agg.Init()}
+			if err := q.mem.grow(64+int64(len(k))+rowBytes(groups)+rowBytes(gs.state), "GROUP BY"); err != nil {
+				return err
+			}
 			q.hash[string(k)] = gs
 			q.horde = append(q.horde, gs)
 		}
@@ -398,6 +407,9 @@ func (q *pull) project(row catalog.Row) error {
 		if q.seen[string(k)] {
 			return nil
 		}
+		if err := q.mem.grow(48+int64(len(k)), "DISTINCT"); err != nil {
+			return err
+		}
 		q.seen[string(k)] = true
 	}
 	if q.streaming() {
@@ -405,6 +417,9 @@ func (q *pull) project(row catalog.Row) error {
 	}
 	keys, err := EvalAll(q.code.order, row, q.env)
 	if err != nil {
+		return err
+	}
+	if err := q.mem.grow(48+rowBytes(out)+rowBytes(keys), "ORDER BY"); err != nil {
 		return err
 	}
 	q.rows = append(q.rows, sortRow{out: out, keys: keys})
@@ -669,6 +684,11 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 				return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s (offset lag %d)", p, rel.Name, q.rt.opts.Node, lag)
 			}
 		}
+		if q.env.NoForward {
+			if err := q.withinBound(rel, p, ts); err != nil {
+				return err
+			}
+		}
 		return local(ctx)
 	}
 	var reqAt *ReadRequest
@@ -683,6 +703,30 @@ func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p
 	}
 	req.Local = localReplica(ts, local, localAt)
 	return fwd.ReadPartition(ctx, req, q.env, served, emit)
+}
+
+// withinBound refuses (55000) a read forwarded here that this node's
+// replica of partition p cannot serve within the lag bound the
+// forwarding node sent with it (the session's basin.acceptable_offset_lag
+// and basin.acceptable_time_lag): the forwarding node chose this replica
+// by its last lag report, which may be old or forged, and tries the next
+// one. The forwarding node checks the lag the rows come with as well.
+func (q *pull) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error {
+	if q.env.Session == nil {
+		return nil
+	}
+	lag, tlag := ts.Lag(time.Now())
+	if v, _ := q.env.Session.Setting("basin.acceptable_offset_lag"); v != "" {
+		if bound, err := strconv.ParseInt(v, 10, 64); err == nil && lag > bound {
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: offset lag %d > %d", p, rel.Name, q.rt.opts.Node, lag, bound)
+		}
+	}
+	if v, _ := q.env.Session.Setting("basin.acceptable_time_lag"); v != "" {
+		if bound, err := time.ParseDuration(v); err == nil && bound > 0 && time.Duration(tlag)*time.Millisecond > bound {
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: time lag %v > %v", p, rel.Name, q.rt.opts.Node, time.Duration(tlag)*time.Millisecond, bound)
+		}
+	}
+	return nil
 }
 
 // localReplica describes this node's replica of a partition for the

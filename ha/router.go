@@ -683,3 +683,37 @@ func (r Replicas) AppendInfos(out []ReplicaInfo) []ReplicaInfo {
 	}
 	return out
 }
+
+// RejectStaleAnswer: the replica was tried and its answer, by the lag
+// and position it was read at (which the serving node sends with the
+// rows), does not meet the bounds, whatever its last lag report said;
+// Route never returns it.
+const RejectStaleAnswer RejectCode = "stale_answer"
+
+// CheckAnswer checks an answer ri served against b's lag and position
+// bounds: offsetLag and timeLagMs are the lag the serving replica read
+// at, pos (when havePos) its position. Liveness, read_from and the age
+// of lag reports are routing's business (Route); this is the check that
+// does not trust a lag report, forged or stale: the router applies it to
+// what came back before passing any row on. ok when the answer
+// qualifies, else the rejection.
+func CheckAnswer(ri ReplicaInfo, offsetLag, timeLagMs int64, pos materialize.Position, havePos bool, b *ReadBounds) (Rejection, bool) {
+	var reasons []string
+	if b.MaxOffsetLag >= 0 && offsetLag > b.MaxOffsetLag {
+		reasons = append(reasons, fmt.Sprintf("answered with offset lag %d > %d (%s)", offsetLag, b.MaxOffsetLag, b.offsetLagSetting()))
+	}
+	if tl := time.Duration(timeLagMs) * time.Millisecond; b.MaxTimeLag > 0 && tl > b.MaxTimeLag {
+		reasons = append(reasons, fmt.Sprintf("answered with time lag %v > %v (basin.acceptable_time_lag)", tl, b.MaxTimeLag))
+	}
+	if havePos && b.positionBounded() && !pos.Covers(b.MinPosition) {
+		reasons = append(reasons, "answered at a "+positionReason(pos, b.MinPosition))
+	}
+	if len(reasons) == 0 {
+		return Rejection{}, true
+	}
+	ri.OffsetLag, ri.TimeLagMs, ri.LagKnown = offsetLag, timeLagMs, true
+	if havePos {
+		ri.Position = pos
+	}
+	return Rejection{ReplicaInfo: ri, Code: RejectStaleAnswer, Codes: []RejectCode{RejectStaleAnswer}, Reason: strings.Join(reasons, ", ")}, false
+}

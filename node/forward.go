@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -34,6 +36,10 @@ type forwarder struct {
 	mu    sync.Mutex
 	pools map[string]*pgxpool.Pool // by Postgres address
 	ahead map[string]chan struct{} // read-ahead slots, by Postgres address
+	// bound is the freshness bound each pooled connection's session was
+	// last given (sendBound), so that a connection reading under the
+	// same bound again is not told it again.
+	bound map[*pgx.Conn]string
 }
 
 // forwardConns is the size of the connection pool to each peer: enough
@@ -76,6 +82,11 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 		return err
 	}
 	cfg.MaxConns = forwardConns
+	cfg.BeforeClose = func(conn *pgx.Conn) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.bound, conn)
+	}
 	// No ping before handing out an idle connection: a ping to a frozen
 	// peer would wait outside basin.forward_timeout. A broken
 	// connection fails the attempt at once and the next replica is
@@ -139,7 +150,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	var args []any
 	forwarded := func() (string, []any) {
 		if query == "" {
-			query, args = forwardQuery(req)
+			query, args = forwardQuery(req, rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0)
 		}
 		return query, args
 	}
@@ -169,6 +180,15 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		}
 		if sent || ctx.Err() != nil {
 			return err
+		}
+		var stale *staleAnswer
+		if errors.As(err, &stale) {
+			// The replica answered, but behind the bound: its lag report
+			// (forged, or just old) said otherwise. Its rows were not
+			// passed on; the next replica is tried.
+			rejected = append(rejected, stale.rej)
+			m.failovers.WithLabelValues(string(ri.Role)).Inc()
+			continue
 		}
 		if pe, ok := pgerr.As(err); ok && pe.Code != pgerr.ObjectNotInPrerequisiteState {
 			return err // the query itself failed: another replica would fail too
@@ -208,6 +228,10 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}
+			var stale *staleAnswer
+			if errors.As(err, &stale) {
+				rejected = append(dropRejection(rejected, rj.Node), stale.rej)
+			}
 		}
 	}
 	m.noReplica.Inc()
@@ -229,16 +253,66 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 			served(last)
 		}
 	}
-	first := true
-	return f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, position, func(row catalog.Row) error {
+	// The answer is checked against the session's bounds before any of
+	// its rows is passed on: the serving node refuses a read it cannot
+	// serve within them (sendBound), and whatever it or its lag report
+	// said, the lag and position it sends with the rows decide.
+	var check func(exec.PartitionRead) error
+	if rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0 {
+		check = func(read exec.PartitionRead) error {
+			pos, perr := materialize.ParsePosition(read.Position)
+			if rej, ok := ha.CheckAnswer(ri, read.OffsetLag, read.TimeLagMs, pos, read.Position != "" && perr == nil, &rb.ReadBounds); !ok {
+				return &staleAnswer{rej: rej}
+			}
+			return nil
+		}
+	}
+	first, emitted := true, false
+	sent, err := f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, position, check, func(row catalog.Row) error {
 		if first {
 			first = false
 			last = exec.ReadFromRow(p, row, ncols)
+			if check != nil {
+				if err := check(last); err != nil {
+					return err
+				}
+			}
 			served(last)
+		} else if check != nil && !sameLag(last, row, ncols) {
+			// One partition's rows are read at one moment, so they carry
+			// one lag; a row that says otherwise is not trusted either.
+			if err := check(exec.ReadFromRow(p, row, ncols)); err != nil {
+				return err
+			}
 		}
+		emitted = true
 		return emit(row)
 	})
+	if req.RawRow == nil {
+		sent = emitted
+	}
+	var stale *staleAnswer
+	if sent && errors.As(err, &stale) {
+		// Rows already went out: the statement fails rather than mix them
+		// with a stale replica's.
+		return true, ha.NoReplicaError(req.Rel.Name, p, rb.ReadBounds, []ha.Rejection{stale.rej})
+	}
+	return sent, err
 }
+
+// sameLag reports whether row carries the lag last does.
+func sameLag(last exec.PartitionRead, row catalog.Row, ncols int) bool {
+	lag, _ := row[ncols+planner.PseudoOffsetLag].(int64)
+	tlag, _ := row[ncols+planner.PseudoTimeLag].(int64)
+	return lag == last.OffsetLag && tlag == last.TimeLagMs
+}
+
+// staleAnswer is the error of a forwarded read whose answer, by the lag
+// or position the serving replica read it at, does not meet the read's
+// bounds (ha.CheckAnswer).
+type staleAnswer struct{ rej ha.Rejection }
+
+func (e *staleAnswer) Error() string { return e.rej.Node + " " + e.rej.Reason }
 
 // dropRejection removes node's rejection from rejected: a replica that
 // was behind the position bound is being tried after all, and if it
@@ -475,7 +549,7 @@ func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
 func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr, query string, args []any,
-	position func(string), emit func(catalog.Row) error) (sent bool, err error) {
+	position func(string), check func(exec.PartitionRead) error, emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
 		return false, err
@@ -557,6 +631,10 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 		}
 	})
 	defer timer.Stop()
+	if err := f.sendBound(actx, conn.Conn(), b); err != nil {
+		conn.Conn().Close(context.Background())
+		return false, fail(err)
+	}
 	if req.ServeRestoring {
 		if _, err := conn.Exec(actx, "SET basin.forwarded = 'restoring'"); err != nil {
 			conn.Conn().Close(context.Background())
@@ -592,7 +670,7 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 		}
 	}
 	if req.RawRow != nil {
-		sent, err = readRaw(actx, conn.Conn(), query, args, req, onRow)
+		sent, err = readRaw(actx, conn.Conn(), query, args, req, check, onRow)
 	} else {
 		sent, err = f.read(actx, conn.Conn(), query, args, req.Rel, func(row catalog.Row) error {
 			onRow()
@@ -602,35 +680,78 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 	if err != nil && !sent {
 		return sent, fail(err)
 	}
-	if err == nil && position != nil {
+	if err == nil && (position != nil || check != nil && !sent) {
 		// Where the peer read, as it says: rows sent raw carry no
 		// _position, and an empty result no rows at all, so the lag
-		// report's position (older) would stand for it.
-		if pos, ok := peerPosition(actx, conn.Conn(), req.Partition); ok {
-			position(pos)
+		// report's position (older) would stand for it; and an empty
+		// answer is checked against the bounds by the lag it was read
+		// at, as rows are.
+		if read, ok := peerLastRead(actx, conn.Conn(), req.Partition); ok {
+			if check != nil && !sent {
+				if err := check(read); err != nil {
+					return false, err
+				}
+			}
+			if position != nil {
+				position(read.Position)
+			}
 		}
 	}
 	return sent, err
 }
 
-// peerPosition asks a peer, on the connection a forwarded read of
-// partition p just ran on, where it read it (SHOW basin.last_read).
-func peerPosition(ctx context.Context, conn *pgx.Conn, p int32) (string, bool) {
+// sendBound gives the session of conn the read's lag bound (as the
+// session's basin.acceptable_offset_lag and basin.acceptable_time_lag),
+// so that the serving node refuses (55000) a read its replica cannot
+// serve within it rather than send stale rows. Told once per connection
+// and bound: most reads repeat the last one's.
+func (f *forwarder) sendBound(ctx context.Context, conn *pgx.Conn, b readBounds) error {
+	offset, timeLag := "", ""
+	if b.MaxOffsetLag >= 0 {
+		offset = strconv.FormatInt(b.MaxOffsetLag, 10)
+	}
+	if b.MaxTimeLag > 0 {
+		timeLag = b.MaxTimeLag.String()
+	}
+	want := offset + "/" + timeLag
+	f.mu.Lock()
+	have, ok := f.bound[conn]
+	f.mu.Unlock()
+	if have == want || !ok && want == "/" {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "SELECT set_config('basin.acceptable_offset_lag', $1, false), set_config('basin.acceptable_time_lag', $2, false)", offset, timeLag); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bound == nil {
+		f.bound = map[*pgx.Conn]string{}
+	}
+	f.bound[conn] = want
+	return nil
+}
+
+// peerLastRead asks a peer, on the connection a forwarded read of
+// partition p just ran on, where and how fresh it read it (SHOW
+// basin.last_read).
+func peerLastRead(ctx context.Context, conn *pgx.Conn, p int32) (exec.PartitionRead, bool) {
 	rows, err := conn.Query(ctx, "SHOW basin.last_read", pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
-		return "", false
+		return exec.PartitionRead{}, false
 	}
 	defer rows.Close()
-	pos, found := "", false
+	var read exec.PartitionRead
+	found := false
 	for rows.Next() {
 		var part int64
 		var by, role, token string
 		var lag, tlag int64
 		if rows.Scan(&part, &by, &role, &lag, &tlag, &token) == nil && part == int64(p) {
-			pos, found = token, true
+			read, found = exec.PartitionRead{Partition: p, ServedBy: by, Role: role, OffsetLag: lag, TimeLagMs: tlag, Position: token}, true
 		}
 	}
-	return pos, found && rows.Err() == nil
+	return read, found && rows.Err() == nil
 }
 
 // aheadConns is how many connections to each peer reads ahead may use.
@@ -711,7 +832,12 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 // decoded. The columns must be the relation's as this node knows them:
 // a peer on another catalog version fails the read rather than send
 // bytes of other types.
-func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req *exec.ReadRequest, onRow func()) (sent bool, err error) {
+//
+// With check (a read under freshness bounds) the query also reads
+// _offset_lag, _time_lag_ms and _position, in text, after the client's
+// columns (forwardQuery): the answer is checked before its first row
+// goes on, and the three are cut off each row.
+func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req *exec.ReadRequest, check func(exec.PartitionRead) error, onRow func()) (sent bool, err error) {
 	params := make([][]byte, len(args))
 	for i, a := range args {
 		n, ok := a.(int64)
@@ -720,17 +846,23 @@ func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req 
 		}
 		params[i] = strconv.AppendInt(nil, n, 10)
 	}
-	rr := conn.PgConn().ExecParams(ctx, query, params, nil, nil, req.RawFormats)
+	formats, n := req.RawFormats, len(req.RawFormats)
+	if check != nil {
+		formats = append(slices.Clip(formats), pgx.TextFormatCode, pgx.TextFormatCode, pgx.TextFormatCode)
+	}
+	rr := conn.PgConn().ExecParams(ctx, query, params, nil, nil, formats)
 	cols := req.Rel.Schema.Columns
 	checked := false
+	var lastLag, lastTimeLag []byte // the checked lag, as the peer sent it
 	for rr.NextRow() {
+		vals := rr.Values()
 		if !checked {
 			fds := rr.FieldDescriptions()
-			if len(fds) != len(req.RawFormats) {
+			if len(fds) != len(formats) {
 				_, _ = rr.Close()
-				return false, fmt.Errorf("a forwarded read of %s returned %d columns, want %d", req.Rel.Name, len(fds), len(req.RawFormats))
+				return false, fmt.Errorf("a forwarded read of %s returned %d columns, want %d", req.Rel.Name, len(fds), len(formats))
 			}
-			for i, fd := range fds {
+			for i, fd := range fds[:n] {
 				if fd.DataTypeOID != cols[i].Type.OID() || fd.Format != req.RawFormats[i] {
 					_, _ = rr.Close()
 					return false, fmt.Errorf("a forwarded read of %s returned column %s as type %d format %d, want %d format %d",
@@ -739,9 +871,24 @@ func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req 
 			}
 			checked = true
 		}
+		if check != nil {
+			// The first row is checked, and any later one whose lag differs
+			// from it (one partition's rows carry one lag).
+			if !sent || string(vals[n]) != string(lastLag) || string(vals[n+1]) != string(lastTimeLag) {
+				read := exec.PartitionRead{Partition: req.Partition, Position: string(vals[n+2])}
+				read.OffsetLag, _ = strconv.ParseInt(string(vals[n]), 10, 64)
+				read.TimeLagMs, _ = strconv.ParseInt(string(vals[n+1]), 10, 64)
+				if err := check(read); err != nil {
+					_, _ = rr.Close()
+					return sent, err
+				}
+				lastLag, lastTimeLag = append(lastLag[:0], vals[n]...), append(lastTimeLag[:0], vals[n+1]...)
+			}
+			vals = vals[:n]
+		}
 		onRow()
 		sent = true
-		if err := req.RawRow(rr.Values()); err != nil {
+		if err := req.RawRow(vals); err != nil {
 			_, _ = rr.Close()
 			return sent, err
 		}
@@ -824,7 +971,10 @@ func peerError(err error) error {
 // the query needs (NULL for the others), then the pseudo-columns; only
 // the partition, only its keys when given, only rows matching the
 // pushed filter, at most the pushed LIMIT.
-func forwardQuery(req *exec.ReadRequest) (string, []any) {
+//
+// freshness adds to a raw read the pseudo-columns readRaw checks the
+// answer by.
+func forwardQuery(req *exec.ReadRequest, freshness bool) (string, []any) {
 	rel := req.Rel
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -846,6 +996,8 @@ func forwardQuery(req *exec.ReadRequest) (string, []any) {
 		for _, c := range planner.PseudoColumns {
 			b.WriteString(", " + c.Name)
 		}
+	} else if freshness {
+		b.WriteString(", _offset_lag, _time_lag_ms, _position") // readRaw's check
 	}
 	fmt.Fprintf(&b, " FROM %s", sql.QuoteIdent(rel.Name))
 	if req.Alias != "" {
