@@ -111,6 +111,9 @@ type Broker struct {
 	addrs   []string
 	logger  *slog.Logger
 	klog    *kfakeLogger
+	// ln is the listener kfake accepts on (nil until NewCluster has
+	// called ListenFn); Health asks it.
+	ln atomic.Pointer[retryListener]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -162,7 +165,13 @@ func StartBroker(opts BrokerOptions) (*Broker, error) {
 			return nil, fmt.Errorf("kafka: broker listen on %s: %w", opts.Addr, err)
 		}
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		return advertisedListener{ln, advertisedAddr(net.JoinHostPort(opts.AdvertisedHost, port))}, nil
+		rl := &retryListener{
+			Listener: ln,
+			addr:     advertisedAddr(net.JoinHostPort(opts.AdvertisedHost, port)),
+			log:      b.logger,
+		}
+		b.ln.Store(rl)
+		return rl, nil
 	}))
 	c, err := kfake.NewCluster(kopts...)
 	if err != nil {
@@ -207,6 +216,17 @@ func (b *Broker) Addrs() []string {
 // Cluster returns the underlying kfake cluster, for tests that inject
 // faults or move partitions.
 func (b *Broker) Cluster() *kfake.Cluster { return b.cluster }
+
+// Health reports why the broker cannot take new connections: accepting
+// fails (most often the process is out of file descriptors), or its
+// listener stopped before Close. It is nil while the broker accepts.
+func (b *Broker) Health() error {
+	ln := b.ln.Load()
+	if ln == nil {
+		return errors.New("kafka: the broker has no listener")
+	}
+	return ln.health()
+}
 
 // Close stops the broker: it stops accepting connections, writes its
 // state to the data dir and releases the data dir. Close is idempotent.
@@ -272,14 +292,74 @@ func lockDataDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// advertisedListener reports addr as its address: kfake advertises its
-// listener's address to clients in metadata responses.
-type advertisedListener struct {
+// retryListener is the listener kfake accepts on. kfake's accept loop
+// returns for good on any Accept error, so a moment out of file
+// descriptors (EMFILE, ENFILE: a flood of connections to any of the
+// node's ports) would stop the broker taking connections until restart.
+// Accept therefore retries every error but a closed listener, with
+// backoff, as net/http does; the pending connection stays in the
+// kernel's backlog meanwhile. It reports addr as its address: kfake
+// advertises its listener's address to clients in metadata responses.
+type retryListener struct {
 	net.Listener
 	addr net.Addr
+	log  *slog.Logger
+
+	closed atomic.Bool
+	// failing is the error of the latest Accept while it keeps failing,
+	// nil once one succeeds; stopped is set when Accept returned an
+	// error to kfake, which then accepts no more.
+	failing atomic.Pointer[error]
+	stopped atomic.Pointer[error]
 }
 
-func (l advertisedListener) Addr() net.Addr { return l.addr }
+func (l *retryListener) Addr() net.Addr { return l.addr }
+
+func (l *retryListener) Close() error {
+	l.closed.Store(true)
+	return l.Listener.Close()
+}
+
+// maxAcceptBackoff bounds the wait between two failed Accepts.
+const maxAcceptBackoff = time.Second
+
+func (l *retryListener) Accept() (net.Conn, error) {
+	var backoff time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			if backoff != 0 {
+				l.failing.Store(nil)
+				l.log.Info("broker accepting connections again", "addr", l.addr.String())
+			}
+			return c, nil
+		}
+		if l.closed.Load() || errors.Is(err, net.ErrClosed) {
+			if !l.closed.Load() {
+				l.stopped.Store(&err)
+				l.log.Error("broker listener closed; the broker accepts no more connections", "addr", l.addr.String(), "err", err)
+			}
+			return nil, err
+		}
+		l.failing.Store(&err)
+		backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
+		l.log.Warn("broker accept failed; retrying", "addr", l.addr.String(), "err", err, "backoff", backoff)
+		time.Sleep(backoff) // Close during the wait makes the next Accept fail with ErrClosed
+	}
+}
+
+func (l *retryListener) health() error {
+	if l.closed.Load() {
+		return fmt.Errorf("kafka: the broker listener on %s is closed", l.addr)
+	}
+	if err := l.stopped.Load(); err != nil {
+		return fmt.Errorf("kafka: the broker listener on %s stopped: %w", l.addr, *err)
+	}
+	if err := l.failing.Load(); err != nil {
+		return fmt.Errorf("kafka: the broker on %s cannot accept connections: %w", l.addr, *err)
+	}
+	return nil
+}
 
 type advertisedAddr string
 

@@ -30,6 +30,13 @@
 // created automatically: basin creates each topic explicitly with
 // EnsureTopic, with the partition count and configs the catalog says.
 //
+// kfake's accept loop returns for good on the first Accept error, so a
+// moment out of file descriptors would stop the broker accepting until
+// restart. The listener it is given (retryListener) retries every Accept
+// error but a closed listener, with backoff, and Broker.Health reports
+// an Accept that keeps failing or a listener closed before Close, which
+// the node's /healthz turns into a 503.
+//
 // # Clients
 //
 // NewClient gives every client the seed brokers, a client id and a slog

@@ -417,7 +417,23 @@ func (n *Node) startHTTP() error {
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
+	// /healthz fails, naming the part, when the node cannot take new
+	// connections: the embedded broker's or the Postgres listener is
+	// gone or cannot accept (out of file descriptors).
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		var problems []string
+		if n.broker != nil {
+			if err := n.broker.Health(); err != nil {
+				problems = append(problems, "embedded broker: "+err.Error())
+			}
+		}
+		if err := n.pg.Health(); err != nil {
+			problems = append(problems, "postgres: "+err.Error())
+		}
+		if len(problems) > 0 {
+			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	// The cluster endpoints: what the nodes of a cluster send each

@@ -34,6 +34,12 @@ type conn struct {
 	raw net.Conn
 	nc  net.Conn
 
+	// startupHost is the remote IP address the server counts the
+	// connection under while inStartup (Server.goServe); endStartup
+	// clears inStartup. Both belong to the connection's goroutine.
+	startupHost string
+	inStartup   bool
+
 	// pid and secret are the BackendKeyData; pid is 0 until register.
 	pid    uint32
 	secret [4]byte
@@ -107,6 +113,7 @@ func (c *conn) serve() {
 	})
 	defer func() {
 		stop()
+		c.endStartup()
 		c.cancel(errConnDone)
 		// Portals first: they may keep work running for the session.
 		c.closeExtended()
@@ -133,10 +140,20 @@ func (c *conn) serve() {
 	}()
 	defer safe.Recover(&panicked)
 
-	if !c.startup() {
+	ok := c.startup()
+	c.endStartup()
+	if !ok {
 		return
 	}
 	c.run()
+}
+
+// endStartup stops counting c against the startup limits, once.
+func (c *conn) endStartup() {
+	if c.inStartup {
+		c.inStartup = false
+		c.srv.endStartup(c.startupHost)
+	}
 }
 
 // connPanicked logs the panic that ended the connection with its stack

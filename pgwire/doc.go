@@ -58,8 +58,16 @@ and binary encoders and decoders in types.go produce and accept.
 # Connection lifecycle
 
  1. Accept. The accept loop starts one goroutine per connection, counted
-    in the server's WaitGroup. StartupTimeout bounds everything up to
-    step 4.
+    in the server's WaitGroup. StartupTimeout (10 s) bounds everything up
+    to step 4. A connection counts as in startup from accept to the end
+    of step 4 (conn.endStartup); one that would put more than
+    MaxStartupConnections in startup, or more than
+    MaxStartupConnectionsPerHost from its IP address, is closed by the
+    accept loop at once, before it has a goroutine or a byte is read:
+    silent connections cannot use up the process's file descriptors,
+    which the broker and the stores share. An Accept that fails (EMFILE)
+    is retried with backoff and reported by Server.Health (/healthz)
+    until one succeeds.
 
  2. Negotiate. Startup packets are read with exact-length reads straight
     from the socket, not through a buffered reader, so no byte sent after

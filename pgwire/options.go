@@ -13,7 +13,10 @@ const (
 	DefaultAddr           = "127.0.0.1:5433"
 	DefaultMaxConnections = 100
 	DefaultMaxMessageSize = 64 << 20
-	DefaultStartupTimeout = 60 * time.Second
+	DefaultStartupTimeout = 10 * time.Second
+
+	DefaultMaxStartupConnections        = 256
+	DefaultMaxStartupConnectionsPerHost = 64
 )
 
 // Options configures a Server. The zero value of every field means its
@@ -54,8 +57,24 @@ type Options struct {
 	// StartupTimeout bounds the time from accept to the end of startup
 	// (SSL negotiation, the startup message, Backend.Open), like
 	// Postgres's authentication_timeout. Default DefaultStartupTimeout
-	// (60s).
+	// (10s): a client that has not started its session by then is
+	// closed, so connections that send nothing hold their descriptor
+	// for at most that long.
 	StartupTimeout time.Duration
+
+	// MaxStartupConnections bounds the connections that are accepted but
+	// have not finished startup, in total; MaxStartupConnectionsPerHost
+	// bounds them per remote IP address. A connection over either is
+	// closed as soon as it is accepted, unanswered, before it holds a
+	// goroutine or reads a byte. They keep connections that never send a
+	// startup packet from using up the process's file descriptors, which
+	// the broker, the views' stores and the HTTP server need too: with
+	// StartupTimeout they bound what such a flood holds. Sessions are
+	// bounded by MaxConnections. Defaults
+	// DefaultMaxStartupConnections (256) and
+	// DefaultMaxStartupConnectionsPerHost (64).
+	MaxStartupConnections        int
+	MaxStartupConnectionsPerHost int
 }
 
 // withDefaults returns o with every zero field set to its default.
@@ -74,6 +93,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StartupTimeout == 0 {
 		o.StartupTimeout = DefaultStartupTimeout
+	}
+	if o.MaxStartupConnections == 0 {
+		o.MaxStartupConnections = DefaultMaxStartupConnections
+	}
+	if o.MaxStartupConnectionsPerHost == 0 {
+		o.MaxStartupConnectionsPerHost = min(DefaultMaxStartupConnectionsPerHost, o.MaxStartupConnections)
 	}
 	return o
 }
@@ -108,6 +133,14 @@ func (o Options) Validate() error {
 	if o.StartupTimeout < 0 {
 		return fmt.Errorf("pgwire: StartupTimeout is %v: must be positive, or 0 for the default %v",
 			o.StartupTimeout, DefaultStartupTimeout)
+	}
+	if o.MaxStartupConnections < 0 {
+		return fmt.Errorf("pgwire: MaxStartupConnections is %d: must be positive, or 0 for the default %d",
+			o.MaxStartupConnections, DefaultMaxStartupConnections)
+	}
+	if o.MaxStartupConnectionsPerHost < 0 {
+		return fmt.Errorf("pgwire: MaxStartupConnectionsPerHost is %d: must be positive, or 0 for the default %d",
+			o.MaxStartupConnectionsPerHost, DefaultMaxStartupConnectionsPerHost)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/basindb/basin/internal/pgerr"
@@ -45,7 +46,26 @@ type Server struct {
 		// nextPID is the next process ID to try; IDs are reused only
 		// after 2^31 connections and never while still in sessions.
 		nextPID uint32
+		// startups counts the connections accepted and not yet past
+		// startup, startupsByHost the same by remote IP address; they
+		// are what MaxStartupConnections and
+		// MaxStartupConnectionsPerHost bound (goServe, endStartup).
+		startups       int
+		startupsByHost map[string]int
+		// acceptErr is the error of the latest Accept while it keeps
+		// failing (out of file descriptors), nil once one succeeds;
+		// acceptStopped is set when the accept loop ended before Close.
+		// Health reports both.
+		acceptErr     error
+		acceptStopped error
 	}
+
+	// refused counts connections closed at accept for being over a
+	// startup limit since the last warning about it; lastRefusedLog is
+	// when that warning was (unix nanoseconds). A flood is logged once a
+	// second, not once a connection.
+	refused        atomic.Int64
+	lastRefusedLog atomic.Int64
 }
 
 // NewServer returns a server for b. It does not listen until Start.
@@ -60,6 +80,7 @@ func NewServer(opts Options, b Backend) (*Server, error) {
 	s := &Server{opts: opts, backend: b, log: opts.Logger}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.mu.sessions = make(map[uint32]*conn)
+	s.mu.startupsByHost = make(map[string]int)
 	s.mu.nextPID = 1
 	return s, nil
 }
@@ -143,15 +164,22 @@ func (s *Server) Close() error {
 }
 
 // acceptLoop runs until ln is closed. Temporary accept errors (out of file
-// descriptors) are retried with backoff, as net/http does.
+// descriptors) are retried with backoff, as net/http does, and reported
+// by Health meanwhile.
 func (s *Server) acceptLoop(ln net.Listener) {
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if s.ctx.Err() != nil {
 				return
 			}
+			if errors.Is(err, net.ErrClosed) {
+				s.setAcceptState(nil, fmt.Errorf("the Postgres listener on %s was closed: %w", ln.Addr(), err))
+				s.log.Error("pgwire: listener closed before the server; no new connections are accepted", "err", err)
+				return
+			}
+			s.setAcceptState(err, nil)
 			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.log.Warn("pgwire: accept failed; retrying", "err", err, "backoff", backoff)
 			t := time.NewTimer(backoff)
@@ -163,32 +191,124 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			}
 			continue
 		}
-		backoff = 0
-		if !s.goServe(nc) {
+		if backoff != 0 {
+			backoff = 0
+			s.setAcceptState(nil, nil)
+			s.log.Info("pgwire: accepting connections again")
+		}
+		switch s.goServe(nc) {
+		case served:
+		case refused:
+			_ = nc.Close()
+			s.logRefused(nc.RemoteAddr())
+		case closing:
 			_ = nc.Close()
 			return
 		}
 	}
 }
 
-// goServe serves nc in a goroutine counted by wg. It reports false, and
-// starts nothing, once the server is closed: wg.Add must not race with
-// the Wait in Close.
-func (s *Server) goServe(nc net.Conn) bool {
+func (s *Server) setAcceptState(acceptErr, stopped error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.acceptErr, s.mu.acceptStopped = acceptErr, stopped
+}
+
+// Health reports why the server cannot take new connections: its
+// listener was closed from under it, or accepting fails (most often the
+// process is out of file descriptors). It is nil while the server
+// accepts, and before Start.
+func (s *Server) Health() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.mu.closed:
+		return ErrServerClosed
+	case s.mu.acceptStopped != nil:
+		return s.mu.acceptStopped
+	case s.mu.acceptErr != nil:
+		return fmt.Errorf("the Postgres listener on %s cannot accept connections: %w", s.mu.ln.Addr(), s.mu.acceptErr)
+	}
+	return nil
+}
+
+// logRefused warns about connections refused over a startup limit, at
+// most once a second with the count since the last warning.
+func (s *Server) logRefused(remote net.Addr) {
+	s.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := s.lastRefusedLog.Load()
+	if now-last < int64(time.Second) || !s.lastRefusedLog.CompareAndSwap(last, now) {
+		return
+	}
+	n := s.refused.Swap(0)
+	s.log.Warn("pgwire: too many connections in startup; closing new ones at once",
+		"refused", n, "last_remote", remote.String(),
+		"max_startup_connections", s.opts.MaxStartupConnections,
+		"max_startup_connections_per_host", s.opts.MaxStartupConnectionsPerHost)
+}
+
+type serveOutcome int
+
+const (
+	served  serveOutcome = iota
+	refused              // over a startup limit: the caller closes nc
+	closing              // the server is closed: the caller closes nc and stops
+)
+
+// goServe serves nc in a goroutine counted by wg, counting it as in
+// startup until the connection's endStartup. It starts nothing once the
+// server is closed (wg.Add must not race with the Wait in Close) or when
+// nc would exceed MaxStartupConnections or MaxStartupConnectionsPerHost.
+func (s *Server) goServe(nc net.Conn) serveOutcome {
+	host := remoteHost(nc.RemoteAddr())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return false
+		return closing
 	}
+	if s.mu.startups >= s.opts.MaxStartupConnections ||
+		s.mu.startupsByHost[host] >= s.opts.MaxStartupConnectionsPerHost {
+		return refused
+	}
+	s.mu.startups++
+	s.mu.startupsByHost[host]++
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(nc)
+		c := newConn(s, nc)
+		c.startupHost, c.inStartup = host, true
+		c.serve()
 	}()
-	return true
+	return served
 }
 
-// serveConn runs one connection to its end and closes nc.
+// endStartup stops counting a connection from host as in startup.
+func (s *Server) endStartup(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.startups--
+	if s.mu.startupsByHost[host]--; s.mu.startupsByHost[host] <= 0 {
+		delete(s.mu.startupsByHost, host)
+	}
+}
+
+// remoteHost is the IP address of a remote address, what the per-host
+// startup limit counts by; the whole address when it has no port.
+func remoteHost(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// serveConn runs one connection to its end and closes nc, outside the
+// startup limits (goServe counts the connections it serves; tests call
+// serveConn directly).
 func (s *Server) serveConn(nc net.Conn) {
 	c := newConn(s, nc)
 	c.serve()

@@ -125,6 +125,7 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 		if err != nil {
 			return err
 		}
+		raiseFileLimit(log)
 		if os.Getenv("GOGC") == "" {
 			// Reads allocate short-lived rows at a high rate over a small
 			// live heap: the default (100) collects several times a second
@@ -379,6 +380,7 @@ func newBroker() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		raiseFileLimit(log)
 		b, err := kafka.StartBroker(kafka.BrokerOptions{Addr: v.GetString("addr"), DataDir: v.GetString("data-dir"), Logger: log})
 		if err != nil {
 			return err
