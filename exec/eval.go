@@ -46,6 +46,9 @@ type Env struct {
 	Session SettingsAccess
 	// Backends signals other sessions; nil when there are none.
 	Backends Backends
+	// QueryMemory is basin.query_memory: the most a pull query may hold
+	// for ORDER BY, GROUP BY and DISTINCT (53200 past it); 0 is none.
+	QueryMemory int64
 	// NoForward keeps a read on this node: it is itself a read another
 	// node forwarded here, and is never forwarded again.
 	NoForward bool

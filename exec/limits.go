@@ -22,6 +22,19 @@ const (
 	// larger than this is refused before it is lexed.
 	settingMaxStatementBytes = "basin.max_statement_bytes"
 	defaultMaxStatementBytes = 1 << 20
+
+	// settingMaxPrepared bounds the prepared statements (Parse messages)
+	// a session holds at once: each keeps its parsed statement and plan
+	// (10 sessions of 10,000 statements once took 950 MB).
+	settingMaxPrepared = "basin.max_prepared_statements"
+	defaultMaxPrepared = 1000
+
+	// settingQueryMemory bounds what one pull query holds in memory for
+	// ORDER BY, GROUP BY and DISTINCT (one 2M-row ORDER BY once took
+	// 635 MB). basin does not spill to disk: a query past it fails with
+	// 53200.
+	settingQueryMemory = "basin.query_memory"
+	defaultQueryMemory = 256 << 20
 )
 
 // parseBytes parses a memory setting as Postgres writes them: a number
@@ -71,6 +84,55 @@ func (s *Session) checkStatementSize(text string) error {
 	}
 	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), formatBytes(max)).
 		WithHint("Send a shorter statement (split a long INSERT or IN list), or raise the limit for the session: SET basin.max_statement_bytes = '4MB'.")
+}
+
+// countPrepared counts a prepared statement the client made (Parse),
+// refusing it past the session's basin.max_prepared_statements (53000).
+// p.Close gives it back.
+func (s *Session) countPrepared(p *Prepared) error {
+	max := s.derivedSettings().maxPrepared
+	if n := s.prepared.Add(1); n > int64(max) {
+		s.prepared.Add(-1)
+		return pgerr.New(pgerr.InsufficientResources, "session already has %d prepared statements, the most basin.max_prepared_statements (%d) allows", n-1, max).
+			WithHint("Close (or DEALLOCATE) prepared statements the client no longer uses, use the unnamed statement, or raise the limit for the session: SET basin.max_prepared_statements = 5000.")
+	}
+	p.counted = true
+	return nil
+}
+
+// queryMemory tracks what one pull query holds for sorting, grouping
+// and DISTINCT, against basin.query_memory. The sizes are estimates of
+// the Go values held (rowBytes), not an accounting of the heap.
+type queryMemory struct {
+	used, limit int64 // limit 0: none
+}
+
+// grow adds n bytes, failing with 53200 past the limit.
+func (m *queryMemory) grow(n int64, what string) error {
+	m.used += n
+	if m.limit > 0 && m.used > m.limit {
+		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", formatBytes(m.limit), what).
+			WithHint("basin does not spill to disk yet: narrow the query (WHERE, LIMIT after a key lookup), or raise the limit for the session: SET basin.query_memory = '1GB'.")
+	}
+	return nil
+}
+
+// rowBytes estimates the memory a held row takes: its slice, one
+// interface per value and the bytes of strings and byte slices.
+func rowBytes(row []any) int64 {
+	n := int64(24 + 16*len(row))
+	for _, v := range row {
+		switch v := v.(type) {
+		case string:
+			n += int64(len(v))
+		case []byte:
+			n += int64(24 + len(v))
+		case nil, bool, int64, float64:
+		default:
+			n += 24 // time.Time and the like, boxed
+		}
+	}
+	return n
 }
 
 // parseStatement parses text under the statement's context: a parse

@@ -184,3 +184,124 @@ func TestStatementLimits(t *testing.T) {
 		t.Fatalf("2 MB statement after RESET: %v, want 54000", err)
 	}
 }
+
+// TestQueryMemoryAndPreparedLimits bounds what one query and one session
+// may hold: a query whose ORDER BY, GROUP BY or DISTINCT state passes
+// basin.query_memory fails with 53200 naming the setting (basin does not
+// spill to disk), and a session holds at most
+// basin.max_prepared_statements prepared statements (53000), closing
+// one making room for another.
+func TestQueryMemoryAndPreparedLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 2)")
+	s := e.NewSession(map[string]string{"user": "u"}, Client{})
+	defer s.Close()
+	run := func(q string) (*testWriter, error) {
+		w := &testWriter{}
+		return w, s.Query(ctx, q, w)
+	}
+	must := func(q string) *testWriter {
+		t.Helper()
+		w, err := run(q)
+		if err != nil {
+			t.Fatalf("%.80s: %v", q, err)
+		}
+		return w
+	}
+	const rows = 3000 // of about 1 KB each: 3 MB to sort
+	pad := strings.Repeat("x", 1000)
+	for start := 0; start < rows; start += 500 {
+		var b strings.Builder
+		b.WriteString("INSERT INTO t (id, v) VALUES ")
+		for i := start; i < start+500; i++ {
+			if i > start {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + strconv.Itoa(i) + ", '" + strconv.Itoa(i) + pad + "')")
+		}
+		must(b.String())
+	}
+	if !waitUntil(30*time.Second, func() bool {
+		w, err := run("SELECT count(*) FROM t")
+		return err == nil && w.rows[0][0] == int64(rows)
+	}) {
+		t.Fatalf("the table never showed its %d rows", rows)
+	}
+
+	if w := must("SHOW basin.query_memory"); w.rows[0][0] != "256MB" {
+		t.Fatalf("SHOW basin.query_memory = %v, want 256MB", w.rows[0][0])
+	}
+	if w := must("SELECT id, v FROM t ORDER BY v DESC"); len(w.rows) != rows {
+		t.Fatalf("ORDER BY under the default: %d rows, want %d", len(w.rows), rows)
+	}
+	must("SET basin.query_memory = '1MB'")
+	for _, c := range []struct{ q, what string }{
+		{"SELECT id, v FROM t ORDER BY v DESC", "ORDER BY"},
+		{"SELECT v, count(*) FROM t GROUP BY v", "GROUP BY"},
+		{"SELECT DISTINCT v FROM t", "DISTINCT"},
+	} {
+		_, err := run(c.q)
+		if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.OutOfMemory ||
+			!strings.Contains(pe.Message, "basin.query_memory (1MB) for its "+c.what) || !strings.Contains(pe.Hint, "spill") {
+			t.Fatalf("%s over 3 MB under basin.query_memory 1MB: %v, want 53200 naming the setting", c.q, err)
+		}
+	}
+	// What fits still runs, and the session goes on.
+	if w := must("SELECT id FROM t ORDER BY id LIMIT 3"); len(w.rows) != 3 || w.rows[2][0] != int64(2) {
+		t.Fatalf("ORDER BY id LIMIT 3 under 1MB: %v", w.rows)
+	}
+	if _, err := run("SET basin.query_memory = '1kB'"); !isCode(err, pgerr.InvalidParameterValue) {
+		t.Fatalf("SET basin.query_memory = '1kB': %v, want 22023", err)
+	}
+	must("RESET basin.query_memory")
+	if w := must("SELECT v, count(*) FROM t GROUP BY v"); len(w.rows) != rows {
+		t.Fatalf("GROUP BY after RESET: %d rows, want %d", len(w.rows), rows)
+	}
+
+	// Prepared statements.
+	if w := must("SHOW basin.max_prepared_statements"); w.rows[0][0] != "1000" {
+		t.Fatalf("SHOW basin.max_prepared_statements = %v, want 1000", w.rows[0][0])
+	}
+	must("SET basin.max_prepared_statements = 20")
+	var held []*Prepared
+	for i := 0; i < 20; i++ {
+		p, err := s.Prepare(ctx, "SELECT v FROM t WHERE id = "+strconv.Itoa(i), nil)
+		if err != nil {
+			t.Fatalf("prepared statement %d of 20: %v", i+1, err)
+		}
+		held = append(held, p)
+	}
+	_, err := s.Prepare(ctx, "SELECT 1", nil)
+	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.InsufficientResources || !strings.Contains(pe.Message, "basin.max_prepared_statements (20)") {
+		t.Fatalf("21st prepared statement: %v, want 53000 naming basin.max_prepared_statements (20)", err)
+	}
+	// A failed Parse does not count; a closed statement gives its place
+	// back (twice closed, once).
+	if _, err := s.Prepare(ctx, "SELEC 1", nil); !isCode(err, pgerr.SyntaxError) {
+		t.Fatalf("bad Parse: %v", err)
+	}
+	held[0].Close()
+	held[0].Close()
+	p, err := s.Prepare(ctx, "SELECT 1", nil)
+	if err != nil {
+		t.Fatalf("after closing one: %v", err)
+	}
+	if _, err := s.Prepare(ctx, "SELECT 2", nil); !isCode(err, pgerr.InsufficientResources) {
+		t.Fatalf("past the limit again: %v, want 53000", err)
+	}
+	p.Close()
+	for _, p := range held[1:] {
+		p.Close()
+	}
+	if s.prepared.Load() != 0 {
+		t.Fatalf("%d prepared statements counted after closing all", s.prepared.Load())
+	}
+	// The plan cache's statements are not the client's.
+	for i := 0; i < 30; i++ {
+		must("SELECT v FROM t WHERE id = " + strconv.Itoa(i))
+	}
+	if s.prepared.Load() != 0 {
+		t.Fatalf("plan cache counted as prepared statements: %d", s.prepared.Load())
+	}
+}

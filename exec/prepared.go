@@ -69,6 +69,9 @@ type Prepared struct {
 	// more, for the next Bind to make its portal in (a client running a
 	// prepared statement again and again binds a portal each time).
 	spare *Portal
+	// counted is set while the statement counts against the session's
+	// basin.max_prepared_statements (a client's, not the plan cache's).
+	counted bool
 }
 
 // Prepare parses text, one statement, for the extended protocol.
@@ -77,7 +80,13 @@ type Prepared struct {
 // empty statement; more than one is 42601, as in Postgres.
 func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	defer func() { s.failTxn(err) }()
-	return s.prepare(ctx, text, paramTypes)
+	if p, err = s.prepare(ctx, text, paramTypes); err != nil {
+		return nil, err
+	}
+	if err := s.countPrepared(p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // prepare is Prepare without failing the transaction block on an error.
@@ -141,7 +150,12 @@ func (p *Prepared) ParamTypes() []catalog.Type { return p.params }
 func (p *Prepared) Columns() []catalog.Column { return p.cols }
 
 // Close releases the statement. Its portals are independent of it.
-func (p *Prepared) Close() {}
+func (p *Prepared) Close() {
+	if p.counted {
+		p.counted = false
+		p.s.prepared.Add(-1)
+	}
+}
 
 // paramTypeSet collects what a statement says about its parameters.
 type paramTypeSet struct {

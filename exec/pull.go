@@ -51,6 +51,8 @@ type pull struct {
 	hash  map[string]*groupState
 	horde []*groupState
 	reads []PartitionRead
+	// mem is what rows, seen and hash hold, against basin.query_memory.
+	mem queryMemory
 
 	// A single-key lookup's partition and key, without allocations.
 	onePart [1]int32
@@ -319,6 +321,9 @@ func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, 
 		e.Ctx = ctx
 		q.env = &e
 	}
+	if q.env != nil {
+		q.mem.limit = q.env.QueryMemory
+	}
 	if plan.Grouped {
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
@@ -371,6 +376,9 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		gs, ok := q.hash[string(k)]
 		if !ok {
 			gs = &groupState{groups: groups, state: q.agg.Init()}
+			if err := q.mem.grow(64+int64(len(k))+rowBytes(groups)+rowBytes(gs.state), "GROUP BY"); err != nil {
+				return err
+			}
 			q.hash[string(k)] = gs
 			q.horde = append(q.horde, gs)
 		}
@@ -399,6 +407,9 @@ func (q *pull) project(row catalog.Row) error {
 		if q.seen[string(k)] {
 			return nil
 		}
+		if err := q.mem.grow(48+int64(len(k)), "DISTINCT"); err != nil {
+			return err
+		}
 		q.seen[string(k)] = true
 	}
 	if q.streaming() {
@@ -406,6 +417,9 @@ func (q *pull) project(row catalog.Row) error {
 	}
 	keys, err := EvalAll(q.code.order, row, q.env)
 	if err != nil {
+		return err
+	}
+	if err := q.mem.grow(48+rowBytes(out)+rowBytes(keys), "ORDER BY"); err != nil {
 		return err
 	}
 	q.rows = append(q.rows, sortRow{out: out, keys: keys})

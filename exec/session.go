@@ -106,6 +106,9 @@ type Session struct {
 	// derived are the settings every statement reads, parsed as of
 	// varsGen derived.gen (derivedSettings).
 	derived derived
+	// prepared counts the prepared statements the client holds
+	// (countPrepared), against basin.max_prepared_statements.
+	prepared atomic.Int64
 	// memo holds what reads derive from the settings and a relation
 	// (Memo), while varsGen stays at memo.gen.
 	memo struct {
@@ -181,6 +184,8 @@ var defaultSettings = map[string]string{
 	"basin.monotonic_reads":       "off",
 	settingPlanCache:              "on",
 	settingMaxStatementBytes:      "1MB",
+	settingQueryMemory:            "256MB",
+	settingMaxPrepared:            "1000",
 	// basin.last_write_position is read-only: the token of the
 	// session's writes so far (positions.go).
 	"basin.last_write_position": "",
@@ -236,6 +241,7 @@ func (s *Session) fillEnv(env *Env) {
 	env.NoForward = d.forwarded != "off"
 	env.ServeRestoring = d.forwarded == "restoring"
 	env.PositionWait = d.positionWait
+	env.QueryMemory = d.queryMemory
 }
 
 // Query runs the statements of a simple Query message.

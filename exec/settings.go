@@ -152,6 +152,17 @@ func normalizeSetting(name, v string) (string, error) {
 			return "", invalid("Give a size of at least 1kB: bytes, or a number with a unit: kB, MB, GB.")
 		}
 		return formatBytes(n), nil
+	case settingQueryMemory:
+		n, err := parseBytes(v)
+		if err != nil || n < 64<<10 {
+			return "", invalid("Give a size of at least 64kB: bytes, or a number with a unit: kB, MB, GB.")
+		}
+		return formatBytes(n), nil
+	case settingMaxPrepared:
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
+			return "", invalid("Give a positive number of prepared statements.")
+		}
+		return strings.TrimSpace(v), nil
 	case "statement_timeout", "idle_in_transaction_session_timeout", "lock_timeout":
 		ms, err := parseMillis(v)
 		if err != nil {
@@ -306,8 +317,10 @@ type derived struct {
 	readYourWrites, monotonicReads bool
 	minPosition                    materialize.Position
 	forwarded                      string
-	// maxStatementBytes is basin.max_statement_bytes.
-	maxStatementBytes int64
+	// maxStatementBytes is basin.max_statement_bytes, queryMemory
+	// basin.query_memory, maxPrepared basin.max_prepared_statements.
+	maxStatementBytes, queryMemory int64
+	maxPrepared                    int
 }
 
 // derivedSettings are the settings every statement reads, parsed once per
@@ -343,6 +356,14 @@ func (s *Session) derivedSettings() *derived {
 		d.maxStatementBytes = defaultMaxStatementBytes
 		if n, err := parseBytes(s.vars[settingMaxStatementBytes]); err == nil {
 			d.maxStatementBytes = n
+		}
+		d.queryMemory = defaultQueryMemory
+		if n, err := parseBytes(s.vars[settingQueryMemory]); err == nil {
+			d.queryMemory = n
+		}
+		d.maxPrepared = defaultMaxPrepared
+		if n, err := strconv.Atoi(s.vars[settingMaxPrepared]); err == nil {
+			d.maxPrepared = n
 		}
 	}
 	return d
