@@ -211,8 +211,8 @@ func TestParseSCRAMVerifierErrors(t *testing.T) {
 }
 
 // TestPgxSCRAM logs in with pgx's SCRAM client, in plaintext and over TLS
-// (where pgx sends the gs2 flag 'y': it could bind, but the server did
-// not offer SCRAM-SHA-256-PLUS). A wrong password and an unknown user
+// (where pgx binds the channel with SCRAM-SHA-256-PLUS, which the server
+// offers there: TestSCRAMChannelBinding). A wrong password and an unknown user
 // get the same FATAL 28P01; the log tells them apart and never holds a
 // password.
 func TestPgxSCRAM(t *testing.T) {
@@ -252,8 +252,8 @@ func TestPgxSCRAM(t *testing.T) {
 	eventually(t, "failed sessions to be unregistered", func() bool { return ts.sessionCount() == len(postgresVerifiers)+2 })
 }
 
-// TestPsqlSCRAM logs in with libpq, which sends 'y' over TLS by default
-// (channel_binding=prefer).
+// TestPsqlSCRAM logs in with libpq, which binds the channel over TLS by
+// default (channel_binding=prefer) and sends 'n' in plaintext.
 func TestPsqlSCRAM(t *testing.T) {
 	ts := startServer(t, Options{Authenticator: testUsers(t, AuthSCRAM), TLSConfig: selfSignedTLS(t)})
 	psql := func(sslmode, user, password string) (string, string, int) {

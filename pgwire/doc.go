@@ -222,14 +222,17 @@ password. The user is always the StartupMessage's.
   - trust: AuthenticationOk at once, any user name. node/ allows it only
     on a loopback address.
 
-  - scram (scram.go): AuthenticationSASL offering only SCRAM-SHA-256
-    (channel binding, SCRAM-SHA-256-PLUS, is not offered), then
+  - scram (scram.go): AuthenticationSASL offering SCRAM-SHA-256 and,
+    over TLS, SCRAM-SHA-256-PLUS first (tls-server-end-point channel
+    binding: the hash of the server's certificate, RFC 5929), then
     SASLInitialResponse / AuthenticationSASLContinue / SASLResponse /
     AuthenticationSASLFinal, per RFC 5802 and 7677 in Postgres's
-    framing; the SCRAM arithmetic and the constant-time proof check are
-    github.com/xdg-go/scram's. The gs2 flags 'n' and 'y' are accepted
-    (pgx and libpq send 'y' over TLS when PLUS is not offered), 'p' is
-    08P01. As in Postgres, the user name inside the SCRAM message is
+    framing; the SCRAM arithmetic, the binding check and the
+    constant-time proof check are github.com/xdg-go/scram's. Over TLS
+    the gs2 flag 'p' goes with PLUS (pgx and libpq bind by default, and
+    channel_binding=require clients insist), 'n' is accepted and 'y' is
+    a downgrade (refused); in plaintext 'n' and 'y' are accepted and
+    'p' is 08P01. As in Postgres, the user name inside the SCRAM message is
     ignored (clients leave it empty), and an unknown user gets a mock
     verifier whose salt is stable per name (an HMAC of the name under a
     per-process secret) and whose keys match no proof, so the exchange
@@ -342,8 +345,7 @@ relies on Session.Query honouring its context.
 
 # What's next
 
-COPY, direct TLS (sslnegotiation=direct), SCRAM-SHA-256-PLUS
-(tls-server-end-point channel binding), and certificate reload without
-a restart.
+COPY, direct TLS (sslnegotiation=direct), tls-exporter channel binding,
+and certificate reload without a restart.
 */
 package pgwire

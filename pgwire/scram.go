@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -18,11 +20,18 @@ import (
 	"github.com/xdg-go/stringprep"
 )
 
-// scramMechanism is the one SASL mechanism offered. SCRAM-SHA-256-PLUS
-// (channel binding) is not: a client that asks for it with the gs2 flag
-// 'p' is refused, and one that supports it but saw it not offered says
-// 'y', which is accepted.
-const scramMechanism = "SCRAM-SHA-256"
+// scramMechanism is the SASL mechanism offered on every connection.
+// Over TLS scramPlusMechanism (channel binding, tls-server-end-point) is
+// offered first: a client that binds (gs2 flag 'p', so pgx and libpq with
+// channel_binding=require) proves it sees the server's own certificate,
+// so a man in the middle holding another certificate cannot relay its
+// login. Without TLS only scramMechanism is offered: a client asking for
+// PLUS there is refused, and one that could bind but saw PLUS not
+// offered says 'y', which is accepted.
+const (
+	scramMechanism     = "SCRAM-SHA-256"
+	scramPlusMechanism = "SCRAM-SHA-256-PLUS"
+)
 
 // DefaultSCRAMIterations is the PBKDF2 iteration count of verifiers
 // basin makes, Postgres's default scram_iterations.
@@ -197,6 +206,35 @@ func mockVerifier(user string) *SCRAMVerifier {
 	return v
 }
 
+// serverEndpointBinding is the tls-server-end-point channel binding
+// (RFC 5929) of this connection: the hash of the certificate the server
+// presented, which is the first of its TLS configuration (basin's has
+// one). false without TLS, or when the certificate's hash cannot be
+// told (then PLUS is not offered).
+func (c *conn) serverEndpointBinding() (scram.ChannelBinding, bool) {
+	if _, ok := c.nc.(*tls.Conn); !ok {
+		return scram.ChannelBinding{}, false
+	}
+	cfg := c.srv.opts.TLSConfig
+	if cfg == nil || len(cfg.Certificates) != 1 || len(cfg.Certificates[0].Certificate) == 0 {
+		return scram.ChannelBinding{}, false
+	}
+	leaf := cfg.Certificates[0].Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err != nil {
+			return scram.ChannelBinding{}, false
+		}
+	}
+	// The scram package hashes the first peer certificate of a client's
+	// view of the connection; the server's view of it is its own.
+	cb, err := scram.NewTLSServerEndpointBinding(&tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf}})
+	if err != nil {
+		return scram.ChannelBinding{}, false
+	}
+	return cb, true
+}
+
 // authSCRAM runs a SCRAM-SHA-256 exchange (RFC 5802, RFC 7677) in
 // Postgres's framing: AuthenticationSASL, SASLInitialResponse carrying
 // client-first-message, AuthenticationSASLContinue with
@@ -210,16 +248,24 @@ func mockVerifier(user string) *SCRAMVerifier {
 // the proof and fails there like a wrong password, revealing nothing
 // about which names exist.
 //
-// Channel binding is not offered. The gs2 flag 'n' (client cannot bind)
-// and 'y' (client could, but the server did not offer it) are accepted;
-// 'p' is refused as malformed. The client's proof is compared in
-// constant time by the scram package.
+// Over TLS, SCRAM-SHA-256-PLUS with tls-server-end-point binding is
+// offered too (serverEndpointBinding): the gs2 flag 'p' must then come
+// with SCRAM-SHA-256-PLUS and the hash of this server's certificate;
+// 'y' is refused as a downgrade (the client saw no PLUS though it was
+// offered); 'n' (the client cannot bind) is accepted. Without TLS only
+// 'n' and 'y' are. The client's proof is compared in constant time by
+// the scram package.
 func (c *conn) authSCRAM(user string) *pgerr.Error {
 	v, known, e := c.verifier(user)
 	if e != nil {
 		return e
 	}
-	if err := c.w.send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{scramMechanism}}); err != nil {
+	mechanisms := []string{scramMechanism}
+	binding, canBind := c.serverEndpointBinding()
+	if canBind {
+		mechanisms = []string{scramPlusMechanism, scramMechanism}
+	}
+	if err := c.w.send(&pgproto3.AuthenticationSASL{AuthMechanisms: mechanisms}); err != nil {
 		return errAuthAbandoned
 	}
 	if err := c.w.flush(); err != nil {
@@ -234,10 +280,19 @@ func (c *conn) authSCRAM(user string) *pgerr.Error {
 	if err := initial.Decode(body); err != nil {
 		return c.authViolation("invalid SASLInitialResponse", err.Error())
 	}
-	if initial.AuthMechanism != scramMechanism {
-		// Postgres's message; it also covers SCRAM-SHA-256-PLUS, which
+	plus := initial.AuthMechanism == scramPlusMechanism && canBind
+	if initial.AuthMechanism != scramMechanism && !plus {
+		// Postgres's message; it also covers SCRAM-SHA-256-PLUS where it
 		// was not offered.
 		return c.authViolation("client selected an invalid SASL authentication mechanism", "")
+	}
+	// The gs2 flag must agree with the mechanism, as in Postgres: 'p'
+	// (binding) only with PLUS, and PLUS only with 'p'.
+	if bound := len(initial.Data) > 0 && initial.Data[0] == 'p'; bound != plus {
+		if plus {
+			return c.authViolation("malformed SCRAM message", "SCRAM-SHA-256-PLUS was selected, but the message does not bind the channel")
+		}
+		return c.authViolation("malformed SCRAM message", "the message binds the channel, but SCRAM-SHA-256-PLUS was not selected")
 	}
 
 	creds := scram.StoredCredentials{
@@ -250,6 +305,9 @@ func (c *conn) authSCRAM(user string) *pgerr.Error {
 		return c.internalError(fmt.Errorf("pgwire: SCRAM server: %w", err))
 	}
 	conv := srv.NewConversation()
+	if canBind {
+		conv = srv.NewConversationWithChannelBinding(binding)
+	}
 
 	// client-first-message holds the gs2 header, an (ignored) user name
 	// and the client's nonce: nothing secret, so its parse error may be
