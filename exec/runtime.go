@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,14 +411,23 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
 	fwd := rel.RepartitionTopic(rt.opts.Cluster) // misplaced records (placement.go)
-	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, fwd, rel.Partitions, nil); err != nil {
+	maxBytes, err := rt.sourceMaxBytes(ctx, rel.Topic)
+	if err != nil {
+		return err
+	}
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, fwd, rel.Partitions,
+		map[string]*string{"max.message.bytes": maxBytes}); err != nil {
+		return err
+	}
+	limit, err := rt.recordLimit(ctx, fwd)
+	if err != nil {
 		return err
 	}
 	q := &Query{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
-		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd}
+		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd, maxRecord: limit}
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
@@ -425,6 +435,39 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 			}})
 	}
 	return rt.start(q)
+}
+
+// sourceMaxBytes returns the max.message.bytes the internal topics of a
+// relation over source are created with: the source's own, so that what
+// the source took, its changelog and repartition topics take too (as far
+// as compression allows: see recordLimit).
+func (rt *Runtime) sourceMaxBytes(ctx context.Context, source string) (*string, error) {
+	n, err := kafka.MaxMessageBytes(ctx, rt.adm, source)
+	if err != nil {
+		return nil, fmt.Errorf("reading max.message.bytes of %s: %w", source, err)
+	}
+	v := strconv.Itoa(max(n, kafka.DefaultMaxMessageBytes))
+	return &v, nil
+}
+
+// recordLimit returns the largest record the tasks of a relation write
+// to its internal topics, the least max.message.bytes among them (a
+// topic created by an older basin keeps its own). The producers bound a
+// batch before compression by it (kgo.ProducerBatchMaxBytes), so the
+// broker never refuses one; a record above it, which its source could
+// hold only compressed, is logged to the processing log and skipped.
+func (rt *Runtime) recordLimit(ctx context.Context, topics ...string) (int, error) {
+	limit := 0
+	for _, topic := range topics {
+		n, err := kafka.MaxMessageBytes(ctx, rt.adm, topic)
+		if err != nil {
+			return 0, fmt.Errorf("reading max.message.bytes of %s: %w", topic, err)
+		}
+		if limit == 0 || n < limit {
+			limit = n
+		}
+	}
+	return limit, nil
 }
 
 // StartView starts a view's persistent query: its internal topics are
@@ -436,14 +479,23 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
 	compact := "compact"
+	maxBytes, err := rt.sourceMaxBytes(ctx, plan.Source.Topic)
+	if err != nil {
+		return err
+	}
 	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangelogTopic(rt.opts.Cluster), rel.Partitions,
-		map[string]*string{"cleanup.policy": &compact}); err != nil {
+		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
 		return err
 	}
 	// The repartition topic carries every record of a view that
 	// re-keys, and only the misplaced records of one that does not
 	// (placement.go).
-	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), rel.Partitions, nil); err != nil {
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), rel.Partitions,
+		map[string]*string{"max.message.bytes": maxBytes}); err != nil {
+		return err
+	}
+	limit, err := rt.recordLimit(ctx, rel.ChangelogTopic(rt.opts.Cluster), rel.RepartitionTopic(rt.opts.Cluster))
+	if err != nil {
 		return err
 	}
 	q := &Query{Rel: rel, Plan: plan}
@@ -456,6 +508,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			ts := newTaskState(sp)
 			q.Rekey = append(q.Rekey, ts)
 			t := newRekeyTask(rt, plan, ts, ends)
+			t.maxRecord = limit
 			q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: sp, Rekey: true}, ts: ts,
 				name: fmt.Sprintf("%s/rekey/%d", rel.Name, sp),
 				run: func(r Role) func(context.Context) error {
@@ -476,6 +529,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		ts.sources = ends
 		q.Tasks = append(q.Tasks, ts)
 		t := newViewTask(rt, plan, ts)
+		t.maxRecord = limit
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {

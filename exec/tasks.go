@@ -266,6 +266,9 @@ type tableTask struct {
 	fwd string
 	// restoreEnd is the topic's end when the task started.
 	restoreEnd int64
+	// maxRecord is the largest record the forwarding topic takes
+	// (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
 }
 
 // forwardedFrom is the key in a table store's checkpoint inputs under
@@ -295,7 +298,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			return err
 		}
 		readFrom = min(readFrom, applyFrom)
-		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), kafka.ProducerOpts()...); err != nil {
+		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...); err != nil {
 			return err
 		}
 		defer prod.Close()
@@ -390,7 +393,11 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 						row = codec.keyRow(r.Key)
 					}
 					if q, wrong := place.owner(r.Key, row); wrong {
-						forward = append(forward, forwardRecord(&arena, t.fwd, q, r))
+						// One too large to forward was logged when
+						// first read.
+						if fr := forwardRecord(&arena, t.fwd, q, r); tooLarge(t.maxRecord, fr, t.fwd) == nil {
+							forward = append(forward, fr)
+						}
 					}
 				}
 				return
@@ -419,7 +426,12 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				if q, wrong := place.owner(r.Key, owned); wrong {
 					misplaced++
 					if active {
-						forward = append(forward, forwardRecord(&arena, t.fwd, q, r))
+						fr := forwardRecord(&arena, t.fwd, q, r)
+						if err := tooLarge(t.maxRecord, fr, t.fwd); err != nil {
+							bad = append(bad, t.rt.badRecord(t.rel, logged, err))
+							return
+						}
+						forward = append(forward, fr)
 					}
 					return
 				}
@@ -688,6 +700,9 @@ type viewTask struct {
 	// re-keys, where every record goes to its partition.
 	fwd   string
 	place *placement
+	// maxRecord is the largest record the changelog and forwarding
+	// topics take (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
 	// rowCanFail is whether evaluating the select list or HAVING over a
 	// group's state can fail, which apply must then find out per record.
 	rowCanFail bool
@@ -809,10 +824,10 @@ func (t *viewTask) run(ctx context.Context) error {
 	view := plan.View
 	changelog := view.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: view.StoreName(), Partition: p})
-	prod, err := rt.client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(kafka.ProducerOpts(),
+	prod, err := rt.client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(append(kafka.ProducerOpts(),
 		kgo.TransactionalID(view.TransactionalID(rt.opts.Cluster, p)),
 		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
-	)...)
+	), batchMax(t.maxRecord)...)...)
 	if err != nil {
 		return err
 	}
@@ -902,19 +917,151 @@ func (t *viewTask) run(ctx context.Context) error {
 		if perr != nil {
 			return perr
 		}
-		if err := t.commit(ctx, prod, store, changelog, b); err != nil {
+		vals, err := t.values(b)
+		if err != nil {
 			return err
 		}
-		cp = b.next
-		t.state.publishPosition(cp.Position.Clone())
-		t.state.inputNext.Store(cp.Input[input][p])
-		if t.fwd != "" {
-			t.state.fwdNext.Store(cp.Input[t.fwd][p])
+		if t.oversize(changelog, b, vals) != nil {
+			// A record makes a changelog or forwarded record larger
+			// than its topic takes: find it by committing the
+			// records one by one, skipping it into the processing
+			// log, rather than fail the batch for good.
+			if err := t.commitEach(ctx, prod, store, changelog, fetches, &cp); err != nil {
+				return err
+			}
+			continue
 		}
-		t.state.applied(cp.UpdatedAt)
-		t.state.errors.Add(int64(len(b.bad)))
-		t.state.misplaced.Add(int64(len(b.forward)))
+		if err := t.commit(ctx, prod, store, changelog, b, vals); err != nil {
+			return err
+		}
+		t.committed(b, &cp)
 	}
+}
+
+// committed makes b, just committed, the task's checkpoint cp and
+// publishes what it reached.
+func (t *viewTask) committed(b *viewBatch, cp *materialize.Checkpoint) {
+	p := t.state.Partition
+	*cp = b.next
+	t.state.publishPosition(cp.Position.Clone())
+	t.state.inputNext.Store(cp.Input[t.input][p])
+	if t.fwd != "" {
+		t.state.fwdNext.Store(cp.Input[t.fwd][p])
+	}
+	t.state.applied(cp.UpdatedAt)
+	t.state.errors.Add(int64(len(b.bad)))
+	t.state.misplaced.Add(int64(len(b.forward)))
+}
+
+// commitEach processes and commits the records of fetches one
+// transaction each. A record whose changes would write a record larger
+// than its topic takes is skipped into the processing log: its
+// transaction writes no changes, only the log entry and the offsets
+// past it.
+func (t *viewTask) commitEach(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
+	fetches kgo.Fetches, cp *materialize.Checkpoint) error {
+	var err error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if err != nil {
+			return
+		}
+		b := t.newBatch(*cp)
+		if err = t.process(store, b, r); err != nil {
+			return
+		}
+		var vals [][]byte
+		if vals, err = t.values(b); err != nil {
+			return
+		}
+		if big := t.oversize(changelog, b, vals); big != nil {
+			clear(b.changes)
+			b.order, b.forward, vals = b.order[:0], nil, nil
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, t.sourceOf(r), big))
+		}
+		if err = t.commit(ctx, prod, store, changelog, b, vals); err != nil {
+			return
+		}
+		t.committed(b, cp)
+	})
+	return err
+}
+
+// oversize returns why a record b writes is larger than its topic
+// takes, nil if none is.
+func (t *viewTask) oversize(changelog string, b *viewBatch, vals [][]byte) error {
+	if t.maxRecord <= 0 {
+		return nil
+	}
+	for i, e := range b.order {
+		if n := len(e.key) + len(vals[i]) + recordOverhead; n > t.maxRecord {
+			return recordTooLarge(n, t.maxRecord, changelog)
+		}
+	}
+	for _, r := range b.forward {
+		if err := tooLarge(t.maxRecord, r, t.fwd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceOf returns the source record an input record stands for, as a
+// skip is logged: the record itself when read from the source, else the
+// source partition and offset of its header, with its key (and, for a
+// forwarded record, its value, which are the source record's).
+func (t *viewTask) sourceOf(r *kgo.Record) *kgo.Record {
+	if r.Topic == t.srcTopic {
+		return r
+	}
+	v, _ := hasHeader(r, headerSource)
+	sp, off, err := decodeSrc(v)
+	if err != nil {
+		return r
+	}
+	src := &kgo.Record{Topic: t.srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key}
+	if !t.plan.Repartition {
+		src.Value = r.Value
+	}
+	return src
+}
+
+// recordOverhead bounds what a record batch of one record adds to the
+// record's key, value and headers: the batch's header (61 bytes) and the
+// record's lengths, attributes and deltas. franz-go counts the same way
+// against kgo.ProducerBatchMaxBytes.
+const recordOverhead = 256
+
+// batchMax returns the producer option that bounds a batch by limit
+// (before compression), none if limit is 0.
+func batchMax(limit int) []kgo.Opt {
+	if limit <= 0 {
+		return nil
+	}
+	return []kgo.Opt{kgo.ProducerBatchMaxBytes(int32(limit))}
+}
+
+// tooLarge returns an error if r, to be written to topic, is larger than
+// limit (0: no limit).
+func tooLarge(limit int, r *kgo.Record, topic string) error {
+	if limit <= 0 {
+		return nil
+	}
+	n := len(r.Key) + len(r.Value) + recordOverhead
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	if n > limit {
+		return recordTooLarge(n, limit, topic)
+	}
+	return nil
+}
+
+// recordTooLarge is the processing log's reason for a record whose
+// derived record is n bytes where topic takes limit.
+func recordTooLarge(n, limit int, topic string) error {
+	return pgerr.New(pgerr.ProgramLimitExceeded,
+		"the record it derives is %d bytes, more than the %d bytes (max.message.bytes) topic %s takes: a record that large "+
+			"fits its source only compressed; raise max.message.bytes of the source topic and recreate the query, or make the value smaller", n, limit, topic)
 }
 
 // process applies one input record to the batch. A record that cannot be
@@ -1239,12 +1386,9 @@ func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error
 }
 
 // commit writes one transaction and then applies it to the store.
-func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *viewBatch) error {
+// vals are the values of b's changed rows (values).
+func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *viewBatch, vals [][]byte) error {
 	p := t.state.Partition
-	vals, err := t.values(b)
-	if err != nil {
-		return err
-	}
 	if err := prod.BeginTransaction(); err != nil {
 		return err
 	}
@@ -1505,6 +1649,9 @@ type rekeyTask struct {
 	keyT   []catalog.Type
 	keyN   []string
 	out    string // the repartition topic
+	// maxRecord is the largest record the repartition topic takes
+	// (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
 	// Scratch space of one record: its row, GROUP BY values and view key.
 	row    catalog.Row
 	groups []any
@@ -1557,7 +1704,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		return err
 	}
 	defer cons.Close()
-	prod, err := rt.client(fmt.Sprintf("%s-rekey-%d-out", view.Name, t.sp), kafka.ProducerOpts()...)
+	prod, err := rt.client(fmt.Sprintf("%s-rekey-%d-out", view.Name, t.sp), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...)
 	if err != nil {
 		return err
 	}
@@ -1618,6 +1765,9 @@ func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 		return
 	}
 	rec, err := t.rekey(&b.arena, r)
+	if err == nil && rec != nil {
+		err = tooLarge(t.maxRecord, rec, t.out)
+	}
 	if err != nil {
 		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -157,6 +158,42 @@ func listCommittedOffsets(ctx context.Context, adm *kadm.Client, topic string) (
 		out[p] = o.Offset
 	}
 	return out, nil
+}
+
+// DefaultMaxMessageBytes is Kafka's default max.message.bytes
+// (message.max.bytes on the broker): the largest record batch, after
+// compression, a broker takes for a topic that sets no other.
+const DefaultMaxMessageBytes = 1048588
+
+// MaxMessageBytes returns the topic's max.message.bytes as the broker
+// describes it: the topic's own setting, else the broker's
+// message.max.bytes. A broker that does not describe it (or a value that
+// is not a number) gives DefaultMaxMessageBytes. The error wraps
+// ErrUnknownTopic if the topic does not exist.
+func MaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("kafka: configs of topic %q: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return 0, fmt.Errorf("kafka: configs of topic %q: %w", topic, ErrUnknownTopic)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("kafka: configs of topic %q: %w", topic, adminErr(err, rc.ErrMessage))
+	}
+	for _, c := range rc.Configs {
+		if c.Key != "max.message.bytes" || c.Value == nil {
+			continue
+		}
+		if n, err := strconv.Atoi(*c.Value); err == nil && n > 0 {
+			return n, nil
+		}
+	}
+	return DefaultMaxMessageBytes, nil
 }
 
 // DeleteTopic deletes the topic. The error wraps ErrUnknownTopic if it does

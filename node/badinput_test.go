@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/basindb/basin/kafka"
 )
 
@@ -84,6 +86,91 @@ func TestTruncatedSourceStopsView(t *testing.T) {
 	// Nothing was counted twice.
 	waitQuery(t, conn, `SELECT k, n FROM by_key`, "a|5\n")
 	waitQuery(t, conn, `SELECT v, n FROM by_v ORDER BY v`, "0|3\n1|2\n")
+}
+
+// TestLargeRecordLogged produces a record that its source topic takes
+// only compressed (a 1.5 MiB string, under the topic's max.message.bytes
+// once gzipped): the changelog record of a view that copies it, and the
+// repartition record of a view that re-keys by it, are larger than any
+// internal topic takes. Each view logs the record to the processing log,
+// naming why, and applies the records after it; its lag comes back to 0
+// only once they are.
+func TestLargeRecordLogged(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM src (k VARCHAR KEY, s VARCHAR) WITH (kafka_topic='src', value_format='json', partitions=1)`)
+	mustExec(t, conn, `CREATE TABLE wide AS SELECT k, s FROM src`)
+	mustExec(t, conn, `CREATE TABLE by_s AS SELECT s, COUNT(*) AS n FROM src GROUP BY s`)
+
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()}, append(kafka.ProducerOpts(),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerBatchMaxBytes(16<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	big := fmt.Sprintf(`{"s":"%s"}`, strings.Repeat("x", 3<<19))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, v := range []string{`{"s":"a"}`, big, `{"s":"b"}`} {
+		rec := &kgo.Record{Topic: "src", Partition: 0, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(v)}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("producing record %d: %v", i, err)
+		}
+	}
+
+	waitQuery(t, conn, `SELECT k, s FROM wide ORDER BY k`, "k0|a\nk2|b\n")
+	waitQuery(t, conn, `SELECT s, n FROM by_s ORDER BY s`, "a|1\nb|1\n")
+	waitQuery(t, conn, `SELECT query_id LIKE 'CTAS_WIDE_%' OR query_id LIKE 'CTAS_BY_S_%', source_offset, record_key,
+		error LIKE '%max.message.bytes%' FROM basin_processing_log ORDER BY query_id`,
+		"true|1|k1|true\ntrue|1|k1|true\n")
+	waitQuery(t, conn, `SELECT _offset_lag FROM wide WHERE k = 'k2'`, "0\n")
+	waitQuery(t, conn, `SELECT _offset_lag FROM by_s WHERE s = 'b'`, "0\n")
+}
+
+// TestInternalTopicsTakeSourceLimit creates a view over a topic that
+// takes records of up to 4 MiB: the view's changelog and repartition
+// topics take as much, and a 1.5 MiB record, too large for Kafka's
+// default, reaches the view.
+func TestInternalTopicsTakeSourceLimit(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()}, append(kafka.ProducerOpts(),
+		kgo.ProducerBatchMaxBytes(16<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadmClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	limit := "4194304"
+	if _, _, err := kafka.EnsureTopic(ctx, adm, "roomy", 1, map[string]*string{"max.message.bytes": &limit}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, `CREATE STREAM roomy (k VARCHAR KEY, s VARCHAR) WITH (kafka_topic='roomy', value_format='json')`)
+	mustExec(t, conn, `CREATE TABLE wide AS SELECT k, s FROM roomy`)
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := 0
+	for _, topic := range topics.Names() {
+		if !strings.Contains(topic, "-wide-") {
+			continue
+		}
+		internal++
+		if got, err := kafka.MaxMessageBytes(ctx, adm, topic); err != nil || got != 4194304 {
+			t.Errorf("max.message.bytes of %s = %d, %v; want 4194304, the source's", topic, got, err)
+		}
+	}
+	if internal != 2 {
+		t.Errorf("found %d internal topics of wide in %v, want 2 (changelog and repartition)", internal, topics.Names())
+	}
+	rec := &kgo.Record{Topic: "roomy", Partition: 0, Key: []byte("k"), Value: []byte(fmt.Sprintf(`{"s":"%s"}`, strings.Repeat("x", 3<<19)))}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, conn, `SELECT k, length(s) FROM wide`, fmt.Sprintf("k|%d\n", 3<<19))
 }
 
 // lineWith returns the first line of text that holds sub, "" if none
