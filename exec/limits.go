@@ -109,6 +109,9 @@ type queryMemory struct {
 
 // grow adds n bytes, failing with 53200 past the limit.
 func (m *queryMemory) grow(n int64, what string) error {
+	if m == nil {
+		return nil
+	}
 	m.used += n
 	if m.limit > 0 && m.used > m.limit {
 		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", formatBytes(m.limit), what).

@@ -247,6 +247,12 @@ func TestQueryMemoryAndPreparedLimits(t *testing.T) {
 			t.Fatalf("%s over 3 MB under basin.query_memory 1MB: %v, want 53200 naming the setting", c.q, err)
 		}
 	}
+	// Catalog queries (the general query engine) too: a join of
+	// catalogs without conditions.
+	_, err := run("SELECT a.attname, b.attname FROM pg_attribute a, pg_attribute b")
+	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.OutOfMemory || !strings.Contains(pe.Message, "basin.query_memory (1MB) for its join") {
+		t.Fatalf("catalog cross join under basin.query_memory 1MB: %v, want 53200", err)
+	}
 	// What fits still runs, and the session goes on.
 	if w := must("SELECT id FROM t ORDER BY id LIMIT 3"); len(w.rows) != 3 || w.rows[2][0] != int64(2) {
 		t.Fatalf("ORDER BY id LIMIT 3 under 1MB: %v", w.rows)
@@ -272,7 +278,7 @@ func TestQueryMemoryAndPreparedLimits(t *testing.T) {
 		}
 		held = append(held, p)
 	}
-	_, err := s.Prepare(ctx, "SELECT 1", nil)
+	_, err = s.Prepare(ctx, "SELECT 1", nil)
 	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.InsufficientResources || !strings.Contains(pe.Message, "basin.max_prepared_statements (20)") {
 		t.Fatalf("21st prepared statement: %v, want 53000 naming basin.max_prepared_statements (20)", err)
 	}

@@ -28,6 +28,10 @@ type queryEnv struct {
 	// outer holds the rows of the queries enclosing a subquery,
 	// innermost last (planner.OuterRef counts from there).
 	outer []catalog.Row
+	// mem counts the rows the joins and blocks of the query (its
+	// subqueries' included) made, against basin.query_memory. It counts
+	// every operator's output, freed or not: an overestimate.
+	mem *queryMemory
 }
 
 // withOuter returns env for a subquery run for row.
@@ -48,7 +52,7 @@ func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *En
 	if e.Ctx == nil {
 		e.Ctx = ctx
 	}
-	e.query = &queryEnv{snap: sessionSnapshot(&e)}
+	e.query = &queryEnv{snap: sessionSnapshot(&e), mem: &queryMemory{limit: e.QueryMemory}}
 	root := compileRel(plan.Query.Root)
 	rows, err := root.run(&e)
 	if err != nil {
@@ -308,6 +312,9 @@ func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
 			}
 			matched = true
 			matchedRight[i] = true
+			if err := env.query.mem.grow(rowBytes(row), "join"); err != nil {
+				return nil, err
+			}
 			out = append(out, row)
 			if len(out) > maxJoinRows {
 				return nil, pgerr.New(pgerr.ProgramLimitExceeded, "a join in this catalog query produces more than %d rows", maxJoinRows).
@@ -537,6 +544,9 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 			if keys, err = EvalAll(o.order, r, env); err != nil {
 				return nil, err
 			}
+		}
+		if err := env.query.mem.grow(48+rowBytes(out)+rowBytes(keys), "result"); err != nil {
+			return nil, err
 		}
 		outs = append(outs, outRow{out, keys})
 	}
