@@ -21,6 +21,16 @@ type users struct {
 
 func (u *users) Method() pgwire.AuthMethod { return u.method }
 
+// MethodFor implements pgwire.UserMethods: the cluster user logs in with
+// SCRAM whatever the method for people is, since the nodes accept
+// nothing else from each other (peerPoolConfig).
+func (u *users) MethodFor(name string) pgwire.AuthMethod {
+	if name == ClusterUser && u.method == pgwire.AuthPassword {
+		return pgwire.AuthSCRAM
+	}
+	return u.method
+}
+
 func (u *users) Verifier(name string) (*pgwire.SCRAMVerifier, bool) {
 	v, ok := u.verifiers[name]
 	return v, ok

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,24 +58,10 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 	if p, ok := f.pools[addr]; ok {
 		return p, nil
 	}
-	// Under trust any user name does; else the cluster's own user with
-	// the cluster secret, over TLS when this node (and so, in a cluster
-	// configured alike, the peer) serves TLS.
-	user, sslmode := "basin", "disable"
-	if f.c.n.opts.Auth != "" && f.c.n.opts.Auth != "trust" {
-		user = ClusterUser
-	}
-	if f.c.n.opts.TLSCert != "" {
-		sslmode = "require"
-	}
-	cfg, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://%s@%s/basin?sslmode=%s&application_name=basin-forward", user, addr, sslmode))
+	cfg, err := peerPoolConfig(&f.c.n.opts, addr)
 	if err != nil {
 		return nil, err
 	}
-	if user == ClusterUser {
-		cfg.ConnConfig.Password = f.c.n.opts.ClusterSecret
-	}
-	cfg.ConnConfig.ConnectTimeout = forwardConnectTimeout
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		ctx, cancel := context.WithTimeout(ctx, forwardConnectTimeout)
 		defer cancel()
@@ -101,6 +88,48 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 	}
 	f.pools[addr] = p
 	return p, nil
+}
+
+// peerPoolConfig is how this node connects to the peer at addr. Under
+// trust any user name does. Else it logs in as ClusterUser with the
+// cluster secret, and the secret never leaves in clear: only SCRAM is
+// accepted (require_auth: a peer, or anything at its address, that asks
+// for a cleartext or MD5 password, or lets the node in without asking,
+// is refused before anything derived from the secret is sent), over TLS
+// with channel binding required when this node (and so, in a cluster
+// configured alike, the peer) serves TLS, so that the SCRAM exchange is
+// bound to the peer's certificate. With --cluster-ca the certificate
+// must be signed by that CA and name the peer's address (verify-full);
+// without, TLS encrypts but does not tell a peer from an impostor.
+func peerPoolConfig(opts *Options, addr string) (*pgxpool.Config, error) {
+	user, sslmode := "basin", "disable"
+	if opts.Auth != "" && opts.Auth != "trust" {
+		user = ClusterUser
+	}
+	q := url.Values{"application_name": {"basin-forward"}}
+	if opts.TLSCert != "" {
+		sslmode = "require"
+		if opts.ClusterCA != "" {
+			sslmode = "verify-full"
+			q.Set("sslrootcert", opts.ClusterCA)
+		}
+		if user == ClusterUser {
+			q.Set("channel_binding", "require")
+		}
+	}
+	q.Set("sslmode", sslmode)
+	if user == ClusterUser {
+		q.Set("require_auth", "scram-sha-256")
+	}
+	cfg, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://%s@%s/basin?%s", user, addr, q.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	if user == ClusterUser {
+		cfg.ConnConfig.Password = opts.ClusterSecret
+	}
+	cfg.ConnConfig.ConnectTimeout = forwardConnectTimeout
+	return cfg, nil
 }
 
 func (f *forwarder) close() {

@@ -180,6 +180,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		MaxConnections: opts.MaxConnections,
 		Logger:         n.log.With("component", "pgwire"),
 		TLSConfig:      tlsConfig,
+		RequireTLS:     opts.RequireTLS,
 		Authenticator:  auth,
 	}, backend{n.engine}); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +87,17 @@ type Options struct {
 	// error.
 	TLSCert string
 	TLSKey  string
+	// ClusterCA is a PEM file with the CA certificate(s) that sign the
+	// nodes' TLS certificates (--cluster-ca). With it, a node reading
+	// from a peer over TLS verifies the peer's certificate against it and
+	// the peer's Postgres address (verify-full); without it (the
+	// default) the connection is encrypted but the peer not verified.
+	// Needs TLSCert.
+	ClusterCA string
+	// RequireTLS refuses Postgres connections that do not use TLS
+	// (--require-tls), with 28000 before authentication, so no password
+	// exchange ever runs in plaintext. Needs TLSCert. Default off.
+	RequireTLS bool
 	// Auth is how Postgres clients authenticate (--auth):
 	//   - "trust" (the default): any user name, no password. Allowed
 	//     only when PGAddr is a loopback address, unless
@@ -247,6 +259,21 @@ func (o *Options) Validate() error {
 func (o *Options) validateAuth() error {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together: give both files, or neither for no TLS")
+	}
+	if o.ClusterCA != "" {
+		if o.TLSCert == "" {
+			return errors.New("--cluster-ca verifies the TLS certificates of the other nodes, and needs TLS here too: give --tls-cert and --tls-key")
+		}
+		pem, err := os.ReadFile(o.ClusterCA)
+		if err != nil {
+			return fmt.Errorf("reading the cluster CA (--cluster-ca): %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--cluster-ca %s holds no PEM certificate", o.ClusterCA)
+		}
+	}
+	if o.RequireTLS && o.TLSCert == "" {
+		return errors.New("--require-tls refuses connections without TLS, so it needs TLS: give --tls-cert and --tls-key")
 	}
 	method, err := pgwire.ParseAuthMethod(o.Auth)
 	if err != nil {

@@ -78,15 +78,35 @@ const maxAuthMessageLen = 65535
 // an answer. It is never sent.
 var errAuthAbandoned = &pgerr.Error{Code: pgerr.ConnectionFailure, Message: "client went away during authentication"}
 
+// UserMethods is implemented by an Authenticator some of whose users
+// log in by another method than Method's: node's cluster user, whose
+// secret only ever travels inside SCRAM even where people's passwords
+// are sent in cleartext over TLS (AuthPassword).
+type UserMethods interface {
+	MethodFor(user string) AuthMethod
+}
+
 // authenticate runs the configured method for user and sends
 // AuthenticationOk, or a FATAL error and reports false. It runs inside
 // the startup deadline, so a client that stops answering (psql, for
 // one, hangs up to prompt for the password and then reconnects) costs
 // at most StartupTimeout.
 func (c *conn) authenticate(user string) bool {
+	if _, ok := c.nc.(*tls.Conn); !ok && c.srv.opts.RequireTLS {
+		c.log.Info("pgwire: connection without TLS refused (RequireTLS)", "user", user)
+		c.fatal(&pgerr.Error{
+			Code:    pgerr.InvalidAuthorizationSpecification,
+			Message: "this server accepts only TLS connections",
+			Hint:    "Connect with sslmode=require (or verify-full).",
+		})
+		return false
+	}
 	method := AuthTrust
 	if a := c.srv.opts.Authenticator; a != nil {
 		method = a.Method()
+		if um, ok := a.(UserMethods); ok {
+			method = um.MethodFor(user)
+		}
 	}
 	var e *pgerr.Error
 	switch method {

@@ -42,6 +42,9 @@ type Options struct {
 	// and upgrade the connection with tls.Server. Nil (the default)
 	// answers 'N' and the client continues in plaintext.
 	TLSConfig *tls.Config
+	// RequireTLS refuses (FATAL 28000, before any authentication) a
+	// connection that did not negotiate TLS. It needs TLSConfig.
+	RequireTLS bool
 
 	// Authenticator gives the authentication method and the users'
 	// verifiers (auth.go). Nil (the default) is trust: any user name is
@@ -117,6 +120,9 @@ func (o Options) Validate() error {
 	if o.MaxMessageSize > 0 && o.MaxMessageSize < minMaxMessageSize {
 		return fmt.Errorf("pgwire: MaxMessageSize is %d: must be at least %d bytes",
 			o.MaxMessageSize, minMaxMessageSize)
+	}
+	if o.RequireTLS && o.TLSConfig == nil {
+		return errors.New("pgwire: RequireTLS needs TLSConfig: without it every connection would be refused")
 	}
 	if o.Authenticator != nil {
 		switch m := o.Authenticator.Method(); m {

@@ -108,6 +108,8 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 	f.Int("row-cache-mb", node.DefaultRowCacheMB, "MiB of memory for the rows point reads returned, served again without a storage read (0 turns it off)")
 	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
 	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
+	f.String("cluster-ca", "", "PEM file with the CA that signs the nodes' TLS certificates; peers' certificates are verified against it (needs --tls-cert)")
+	f.Bool("require-tls", false, "refuse Postgres connections without TLS (needs --tls-cert)")
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
 		"users come from the config file's users: map")
 	f.Bool("allow-trust-remote", false, "allow --auth trust on a --pg-addr that is not loopback")
@@ -186,6 +188,8 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 			RowCacheMB:            rowCacheMB,
 			TLSCert:               v.GetString("tls-cert"),
 			TLSKey:                v.GetString("tls-key"),
+			ClusterCA:             v.GetString("cluster-ca"),
+			RequireTLS:            v.GetBool("require-tls"),
 			Auth:                  v.GetString("auth"),
 			Users:                 users,
 			ClusterSecret:         v.GetString("cluster-secret"),
