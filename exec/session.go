@@ -58,6 +58,14 @@ type Engine struct {
 	// Backends signals the node's other sessions (pg_cancel_backend);
 	// nil when there is no server.
 	Backends Backends
+
+	// DiskFullSince returns the error the embedded broker met writing
+	// for lack of space at or after a time, nil if none; nil without an
+	// embedded broker. A produce the broker could not write fails with
+	// UNKNOWN_SERVER_ERROR, which names no disk: INSERT asks here
+	// (produceError).
+	DiskFullSince func(since time.Time) error
+
 	// Members reports the cluster's tasks and nodes (SHOW TASKS, SHOW
 	// CLUSTER); nil reports this node's runtime alone.
 	Members ClusterInfo
@@ -439,8 +447,9 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		}
 		recs = append(recs, &kgo.Record{Topic: rel.Topic, Partition: p, Key: key, Value: value})
 	}
+	started := time.Now()
 	if err := s.e.Producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return pgerr.New(pgerr.IOError, "writing to topic %s: %v", rel.Topic, err)
+		return s.e.produceError(rel.Topic, started, err)
 	}
 	wrote := materialize.Position{}
 	for _, r := range recs {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -228,6 +229,19 @@ func (b *Broker) Health() error {
 	return ln.health()
 }
 
+// DiskFullSince returns the latest error the broker met writing its log
+// or state for lack of space (ENOSPC, EDQUOT; its path names the file),
+// if it met one at or after since, and nil otherwise. kfake answers a
+// produce it could not write with UNKNOWN_SERVER_ERROR and only logs
+// why, so an INSERT that failed asks here whether the disk is the cause.
+func (b *Broker) DiskFullSince(since time.Time) error {
+	df := b.klog.diskFull.Load()
+	if df == nil || df.at.Before(since) {
+		return nil
+	}
+	return df.err
+}
+
 // Close stops the broker: it stops accepting connections, writes its
 // state to the data dir and releases the data dir. Close is idempotent.
 func (b *Broker) Close() error {
@@ -372,9 +386,22 @@ func (a advertisedAddr) String() string { return string(a) }
 type kfakeLogger struct {
 	l      *slog.Logger
 	errors atomic.Int64
+	// diskFull is the latest write error for lack of space kfake logged
+	// (DiskFullSince).
+	diskFull atomic.Pointer[diskFullError]
+}
+
+type diskFullError struct {
+	err error
+	at  time.Time
 }
 
 func (k *kfakeLogger) Logf(level kfake.LogLevel, format string, args ...any) {
+	for _, a := range args {
+		if err, ok := a.(error); ok && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+			k.diskFull.Store(&diskFullError{err: err, at: time.Now()})
+		}
+	}
 	var sl slog.Level
 	switch level {
 	case kfake.LogLevelError:

@@ -172,6 +172,9 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Producer: n.prod,
 		Cluster: opts.Cluster, Node: n.id, DefaultPartitions: int32(opts.DefaultPartitions), Logger: n.log,
 	}
+	if n.broker != nil {
+		n.engine.DiskFullSince = n.broker.DiskFullSince
+	}
 	if err := n.ensureProcessingLog(wctx); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,8 @@ func callSafely(f func() error) error { return safe.Call(f) }
 //   - A statement cancelled by CancelRequest ends with 57014, whether the
 //     session reported the context's error or its own 57014.
 //   - An error carrying a SQLSTATE is sent as it is.
+//   - A write that failed for lack of space (ENOSPC) is 53100 naming
+//     the file (pgerr.FromDiskFull).
 //   - Anything else is a bug: XX000 "internal error: ..." to the client,
 //     and the error with a stack to the log.
 func (c *conn) wireError(err, cause error) *pgerr.Error {
@@ -78,6 +80,12 @@ func (c *conn) wireError(err, cause error) *pgerr.Error {
 		return errQueryCanceled
 	}
 	if pe, ok := pgerr.As(err); ok {
+		return pe
+	}
+	// A write that failed for lack of space is the operator's to fix,
+	// not a bug: 53100 naming the file, not XX000.
+	if pe, ok := pgerr.FromDiskFull(err, "the data directory"); ok {
+		c.log.Error("pgwire: statement failed: disk full", "err", err)
 		return pe
 	}
 	return c.internalError(err)

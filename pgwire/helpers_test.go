@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,6 +162,9 @@ func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) er
 		panic("kaboom")
 	case text == "bare error":
 		return errors.New("disk on fire")
+	case text == "disk full":
+		return fmt.Errorf("materialize: commit: %w",
+			&fs.PathError{Op: "write", Path: "/data/state/v/000001.log", Err: syscall.ENOSPC})
 	case text == "bad value":
 		if err := w.Columns([]catalog.Column{{Name: "n", Type: catalog.BigInt}}); err != nil {
 			return err

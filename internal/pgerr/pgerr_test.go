@@ -3,6 +3,9 @@ package pgerr
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -41,5 +44,27 @@ func TestCodeOf(t *testing.T) {
 	}
 	if Wrap(errors.New("bad"), DataException).Code != DataException || Wrap(wrapped, DataException).Code != UndefinedColumn {
 		t.Fatal("Wrap must keep an existing code and add a missing one")
+	}
+}
+
+// TestFromDiskFull: a write that failed for lack of space, however
+// wrapped, becomes 53100 naming the file it was writing; other errors
+// are not disk full.
+func TestFromDiskFull(t *testing.T) {
+	enospc := fmt.Errorf("persist batch write: %w", &fs.PathError{Op: "write", Path: "/data/broker/orders-0/00000000000000000000.log", Err: syscall.ENOSPC})
+	e, ok := FromDiskFull(enospc, "topic orders")
+	if !ok || e.Code != DiskFull || !strings.Contains(e.Message, "/data/broker/orders-0/00000000000000000000.log") ||
+		!strings.Contains(e.Message, "no space left on device") {
+		t.Errorf("FromDiskFull(%v) = %+v, %v: want 53100 naming the file", enospc, e, ok)
+	}
+	bare := fmt.Errorf("pebble: %w", syscall.ENOSPC)
+	if e, ok := FromDiskFull(bare, "store orders_by_region/3"); !ok || !strings.Contains(e.Message, "store orders_by_region/3") {
+		t.Errorf("FromDiskFull(%v) = %+v, %v: want 53100 naming the fallback", bare, e, ok)
+	}
+	if e, ok := FromDiskFull(fmt.Errorf("x: %w", syscall.EDQUOT), "f"); !ok || !strings.Contains(e.Message, "quota") {
+		t.Errorf("EDQUOT: %+v, %v", e, ok)
+	}
+	if _, ok := FromDiskFull(&fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, "f"); ok {
+		t.Error("EACCES taken for disk full")
 	}
 }
