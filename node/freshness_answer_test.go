@@ -127,4 +127,33 @@ func TestForgedLagReportNeverServesStaleRows(t *testing.T) {
 	if fooled == 0 {
 		t.Fatalf("no read went to the standby on the forged report: the attack was not reproduced")
 	}
+
+	// Within a bound the standby meets, both reads are served by it, the
+	// checked columns of a raw read cut off again.
+	haExec(t, ctx, conn, fmt.Sprintf("SET basin.acceptable_offset_lag = %d", k))
+	for name, q := range queries {
+		rows, err := haRows(ctx, conn, q)
+		if err != nil {
+			t.Fatalf("%s within the bound: %v", name, err)
+		}
+		if len(rows) == 0 {
+			t.Fatalf("%s within the bound: no rows", name)
+		}
+		for _, r := range rows {
+			if name == "scan" && (len(r) != 5 || r[3] != standby.ID || r[4] != fmt.Sprint(k)) {
+				t.Fatalf("%s within the bound: row %v, want served by %s with offset lag %d", name, r, standby.ID, k)
+			}
+			if name == "raw scan" && len(r) != 3 {
+				t.Fatalf("%s within the bound: row %v, want 3 columns", name, r)
+			}
+		}
+	}
+	// And one over it again is refused, though the lag report says lag 0.
+	haExec(t, ctx, conn, fmt.Sprintf("SET basin.acceptable_offset_lag = %d", k-1))
+	if err := forge(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := haRows(ctx, conn, queries["raw scan"]); haPgError(err) == nil || haPgError(err).Code != "55000" {
+		t.Fatalf("raw scan over the bound: %v, want 55000", err)
+	}
 }
