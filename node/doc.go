@@ -74,7 +74,15 @@
 //     forwardConns connections, so nodes forwarding scans to each other
 //     cannot deadlock. With authentication on, nodes forward as
 //     ClusterUser with the cluster secret, which Start adds to the
-//     users.
+//     users; peerPoolConfig accepts only SCRAM from the peer (never
+//     sending the secret to one that asks for it in cleartext),
+//     requires channel binding over TLS and, with Options.ClusterCA,
+//     verifies the peer's certificate. Lag reports only choose whom to
+//     ask: a forwarded read carries the session's lag bound (sendBound),
+//     the serving node refuses one its replica does not meet, and remote
+//     checks the lag and position the answer comes with (ha.CheckAnswer)
+//     before passing a row on, so a forged or old report cannot make a
+//     bounded read return stale rows.
 //
 // # Serving
 //

@@ -217,7 +217,10 @@ each user's SCRAM-SHA-256 verifier; nil means trust. pgwire owns the
 exchanges on the wire and Postgres's verifier format
 ("SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>", as in
 pg_authid); the store never sees a message and never needs to hold a
-password. The user is always the StartupMessage's.
+password. The user is always the StartupMessage's, and the method may
+depend on it (UserMethods: node's cluster user always uses SCRAM). With
+Options.RequireTLS a connection that did not negotiate TLS is refused
+with FATAL 28000 before any method runs.
 
   - trust: AuthenticationOk at once, any user name. node/ allows it only
     on a loopback address.
