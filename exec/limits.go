@@ -75,11 +75,20 @@ func formatBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
+// forwardedStatementSlack is how much longer than its
+// basin.max_statement_bytes a statement of a forwarded session (a read
+// another node forwards here) may be: the forwarding node sends the
+// client's WHERE clause, which was within the client's limit, plus the
+// partition's keys as parameters ($n, at most 65,535 of them) and the
+// relation's columns.
+const forwardedStatementSlack = 1 << 20
+
 // checkStatementSize refuses a statement text longer than the session's
 // basin.max_statement_bytes (54000), before any of it is parsed.
 func (s *Session) checkStatementSize(text string) error {
-	max := s.derivedSettings().maxStatementBytes
-	if int64(len(text)) <= max {
+	d := s.derivedSettings()
+	max := d.maxStatementBytes
+	if int64(len(text)) <= max || d.forwarded != "off" && int64(len(text)) <= max+forwardedStatementSlack {
 		return nil
 	}
 	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), formatBytes(max)).

@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/basindb/basin/internal/testcluster"
 )
 
 // TestStatementLimitsOverWire replays the statement attacks of issue 14
@@ -86,4 +89,38 @@ func TestStatementLimitsOverWire(t *testing.T) {
 		}
 	}
 	alive(conn)
+}
+
+// TestClusterLongInList reads a key IN list just under
+// basin.max_statement_bytes from a node that holds only some of the
+// view's partitions: the reads it forwards carry the list (the WHERE
+// clause) and the partition's keys as parameters, longer than the
+// client's statement, and the serving node must still take them.
+func TestClusterLongInList(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Args: []string{"--standby-replicas", "0"}})
+	v := newClusterView(t, c)
+	c.Node(0).Exec(t, "CREATE TABLE per_id AS SELECT id, COUNT(*) AS n FROM orders GROUP BY id")
+	waitPlacedView(t, c, c.Node(0), "per_id", 4, 0)
+	v.produce(t, 300)
+	n := c.Node(0)
+	c.Eventually(t, 30*time.Second, func() error {
+		rows, err := n.QueryErr(t, "SELECT count(*) FROM per_id")
+		if err != nil || rows[0][0] != "300" {
+			return fmt.Errorf("count %v %v", rows, err)
+		}
+		return nil
+	})
+	var b strings.Builder
+	b.WriteString("SELECT count(*), sum(n) FROM per_id WHERE id IN (")
+	for i := 0; b.Len() < 1<<20-16; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(i))
+	}
+	b.WriteString(")")
+	rows, err := n.QueryErr(t, b.String())
+	if err != nil || rows[0][0] != "300" || rows[0][1] != "300" {
+		t.Fatalf("IN list of %d bytes across nodes: %v, %v; want 300 rows", b.Len(), rows, err)
+	}
 }
