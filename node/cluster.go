@@ -341,14 +341,18 @@ func (n *Node) getJSON(ctx context.Context, peer, addr, path string, v any) erro
 	if addr == "" {
 		return errors.New("no HTTP address")
 	}
+	ctl := n.controlOf()
+	if ctl == nil {
+		return errors.New("this node is not in a cluster")
+	}
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ctl.url(addr, path), nil)
 	if err != nil {
 		return err
 	}
 	n.peerAuth.sign(req, peer, nil, time.Now())
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := ctl.client.Do(req)
 	if err != nil {
 		return err
 	}

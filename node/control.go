@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +26,14 @@ import (
 // a silent node down within a second with the defaults, well before the
 // group's session timeout moves its tasks; reads use both (ha.Route).
 type control struct {
-	n        *Node
-	live     *ha.Liveness
+	n    *Node
+	live *ha.Liveness
+	// client sends every request of this node to its peers (the
+	// heartbeats, the lag reports, GET /tasks), with a timeout from the
+	// request's context; scheme is https when the node has a
+	// certificate (see url).
 	client   *http.Client
+	scheme   string
 	lagEvery time.Duration
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -65,8 +71,19 @@ func (n *Node) startControl(cfg ha.LivenessConfig, lagEvery time.Duration) error
 	if err != nil {
 		return err
 	}
-	c := &control{n: n, live: live, lagEvery: lagEvery, lags: map[string]lagReport{},
-		client: &http.Client{Timeout: live.Config().HeartbeatInterval * 5}}
+	c := &control{n: n, live: live, lagEvery: lagEvery, lags: map[string]lagReport{}, scheme: "http"}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if n.opts.TLSCert != "" {
+		// A node with a certificate serves its HTTP address over TLS
+		// (startHTTP), and the nodes of a cluster are configured alike,
+		// as for forwarded reads (sslmode=require): the connection is
+		// encrypted, and the peer's certificate is not verified, for
+		// nodes have no CA to verify it against. What makes a request
+		// a node's is its signature (peerauth.go), not the channel.
+		c.scheme = "https"
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
+	}
+	c.client = &http.Client{Transport: tr}
 	c.cancel = func() {}
 	n.control.Store(c)
 	return nil
@@ -106,7 +123,11 @@ func (c *control) start() {
 func (c *control) close() {
 	c.cancel()
 	c.wg.Wait()
+	c.client.CloseIdleConnections()
 }
+
+// url is the URL of path on the peer HTTP address addr.
+func (c *control) url(addr, path string) string { return c.scheme + "://" + addr + path }
 
 // every calls send for each other node of the assignment, every d, each
 // in its own goroutine so that a hung peer delays no other.
@@ -160,7 +181,9 @@ func (c *control) post(ctx context.Context, peer, addr, path string, v any) bool
 	if err != nil {
 		return false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
+	ctx, cancel := context.WithTimeout(ctx, c.live.Config().HeartbeatInterval*5)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(addr, path), bytes.NewReader(b))
 	if err != nil {
 		return false
 	}

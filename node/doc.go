@@ -92,6 +92,16 @@
 // Options.Pprof), /tasks
 // (this node's tasks), and the control plane's /heartbeat, /lag and
 // /clusterStatus (404 on a node alone). docs/operations.md lists them for operators.
+// Over TLS when the node has a certificate; peers then call https.
+//
+// The cluster endpoints (/heartbeat, /lag, /tasks, /clusterStatus) go
+// through peerEndpoint (peerauth.go): a bounded body and, with a
+// cluster secret, an HMAC signature over the request, its receiver, a
+// timestamp and a nonce, so that a forged or replayed request cannot
+// make a node believe a peer alive or fresh. control (control.go) signs
+// what it sends, takes heartbeats and lag reports from members of the
+// assignment only, and forgets a node when it leaves the assignment:
+// what a node keeps of its peers is bounded by the cluster.
 //
 // # Shutdown
 //

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,7 +204,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		testServing(n)
 	}
 	if opts.HTTPAddr != "" {
-		if err := n.startHTTP(); err != nil {
+		if err := n.startHTTP(tlsConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -404,7 +405,11 @@ func (n *Node) ensureProcessingLog(ctx context.Context) error {
 	return nil
 }
 
-func (n *Node) startHTTP() error {
+// startHTTP serves the HTTP address, over TLS with tlsConfig when the
+// node has a certificate (the Postgres server's): the cluster endpoints
+// carry what a node knows of its peers, and peers call them with https
+// (control.url).
+func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.metrics.register(reg, n)
@@ -475,10 +480,19 @@ func (n *Node) startHTTP() error {
 	}
 	n.httpLn = ln
 	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serve := func() error { return n.http.Serve(ln) }
+	if tlsConfig != nil {
+		n.http.TLSConfig = tlsConfig.Clone()
+		// A client that fails the handshake (plaintext, a bad
+		// certificate) is its own problem: a line at debug level in the
+		// node's log, not one per attempt on stderr.
+		n.http.ErrorLog = slog.NewLogLogger(n.log.With("component", "http").Handler(), slog.LevelDebug)
+		serve = func() error { return n.http.ServeTLS(ln, "", "") }
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("http server", "err", err)
 		}
 	}()

@@ -84,7 +84,8 @@ type Options struct {
 	// --tls-key). With both, SSLRequest is answered 'S' and TLS 1.2 or
 	// later is negotiated; with neither (the default) it is answered
 	// 'N' and clients go on in plaintext. One without the other is an
-	// error.
+	// error. With them HTTPAddr serves HTTPS only, and the node calls
+	// its peers' HTTP addresses with https.
 	TLSCert string
 	TLSKey  string
 	// ClusterCA is a PEM file with the CA certificate(s) that sign the

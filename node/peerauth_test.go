@@ -3,20 +3,26 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/basindb/basin/internal/testcluster"
 	"github.com/basindb/basin/kafka"
 )
 
 // startPeerCluster starts in-process nodes ids on one embedded broker,
 // each with its HTTP server and secret as the cluster secret ("" for
 // none), and waits until every node has heard a heartbeat and a lag
-// report from every other.
-func startPeerCluster(t *testing.T, secret string, ids ...string) []*Node {
+// report from every other. mod, if not nil, adjusts every node's
+// options.
+func startPeerCluster(t *testing.T, secret string, mod func(*Options), ids ...string) []*Node {
 	t.Helper()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
 	if err != nil {
@@ -31,6 +37,9 @@ func startPeerCluster(t *testing.T, secret string, ids ...string) []*Node {
 			o.NodeID = id
 			o.ClusterSecret = secret
 			o.StandbyReplicas = 0
+			if mod != nil {
+				mod(o)
+			}
 		}))
 	}
 	eventually(t, 30*time.Second, func() error {
@@ -86,7 +95,7 @@ func peerRequest(t *testing.T, n *Node, method, path string, body []byte, sign f
 // alive and SHOW TASKS gathers the other node's tasks through its
 // signed GET /tasks.
 func TestPeerAuthClusterTalks(t *testing.T) {
-	nodes := startPeerCluster(t, "cluster pw", "n1", "n2", "n3")
+	nodes := startPeerCluster(t, "cluster pw", nil, "n1", "n2", "n3")
 	conn := connect(t, nodes[0].PGAddr())
 	mustExec(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic='t', value_format='json', partitions=3)`)
 	eventually(t, 30*time.Second, func() error {
@@ -110,13 +119,25 @@ func TestPeerAuthClusterTalks(t *testing.T) {
 		}
 		return nil
 	})
+	waitTasksReachable(t, conn, "n2", "n3")
+}
+
+// waitTasksReachable waits until SHOW TASKS on conn lists tasks of every
+// node of peers, none UNREACHABLE: each was asked with GET /tasks.
+func waitTasksReachable(t *testing.T, conn *pgx.Conn, peers ...string) {
+	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		out, err := queryText(context.Background(), conn, `SHOW TASKS`, true)
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains([]byte(out), []byte("n2")) || !bytes.Contains([]byte(out), []byte("n3")) || bytes.Contains([]byte(out), []byte("UNREACHABLE")) {
-			return fmt.Errorf("SHOW TASKS does not list every node's tasks, reachable:\n%s", out)
+		if strings.Contains(out, "UNREACHABLE") {
+			return fmt.Errorf("SHOW TASKS has unreachable nodes:\n%s", out)
+		}
+		for _, p := range peers {
+			if !strings.Contains(out, p) {
+				return fmt.Errorf("SHOW TASKS lists no task of %s:\n%s", p, out)
+			}
 		}
 		return nil
 	})
@@ -129,7 +150,7 @@ func TestPeerAuthClusterTalks(t *testing.T) {
 // request replayed, one with a stale timestamp and one signed for
 // another node are refused too.
 func TestForgedControlTrafficRefused(t *testing.T) {
-	nodes := startPeerCluster(t, "cluster pw", "n1", "n2")
+	nodes := startPeerCluster(t, "cluster pw", nil, "n1", "n2")
 	n1, n2 := nodes[0], nodes[1]
 	// n2 falls silent (its senders stop) but stays in the group: n1
 	// takes it for down, its lag report ages.
@@ -248,7 +269,7 @@ func TestPeerAuthReplayCacheBounded(t *testing.T) {
 // over the limit is refused (413), and a member that leaves the
 // assignment leaves the lag map and the liveness tracker.
 func TestForgedReportsBounded(t *testing.T) {
-	nodes := startPeerCluster(t, "", "n1", "n2")
+	nodes := startPeerCluster(t, "", nil, "n1", "n2")
 	n1, n2 := nodes[0], nodes[1]
 	ctl := n1.controlOf()
 	filler := bytes.Repeat([]byte("x"), 64<<10)
@@ -299,4 +320,90 @@ func TestForgedReportsBounded(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPeerHTTPOverTLS: a node with a certificate serves its HTTP address
+// over TLS (a plaintext request gets 400) and its peers call it with
+// https: heartbeats, lag reports and SHOW TASKS's GET /tasks all arrive,
+// signed, through TLS.
+func TestPeerHTTPOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeCert(t, dir, "node")
+	nodes := startPeerCluster(t, "cluster pw", func(o *Options) { o.TLSCert, o.TLSKey = cert, key }, "n1", "n2")
+	conn := connect(t, nodes[0].PGAddr())
+	mustExec(t, conn, `CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic='t', value_format='json', partitions=2)`)
+	waitTasksReachable(t, conn, "n1", "n2")
+
+	resp, err := http.Get("http://" + nodes[0].HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plaintext GET /healthz on a node with a certificate: %d, want 400 (TLS only)", resp.StatusCode)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	resp, err = (&http.Client{Transport: tr}).Get("https://" + nodes[0].HTTPAddr() + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz over TLS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.TLS == nil {
+		t.Errorf("GET /healthz over TLS: %d (TLS %v), want 200 over TLS", resp.StatusCode, resp.TLS != nil)
+	}
+}
+
+// TestClusterHTTPOverTLSWithSecret runs three real nodes with a
+// certificate, SCRAM and a cluster secret: their HTTP addresses serve
+// TLS only, and the signed heartbeats, lag reports and GET /tasks still
+// go between them (SHOW CLUSTER has every node alive with a lag report,
+// SHOW TASKS reaches every node).
+func TestClusterHTTPOverTLSWithSecret(t *testing.T) {
+	cert, key := writeCert(t, t.TempDir(), "node")
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Password: "client pw",
+		Args: []string{"--auth", "scram", "--tls-cert", cert, "--tls-key", key, "--standby-replicas", "0"},
+		Env:  []string{`BASIN_USERS={"basin": "client pw"}`, "BASIN_CLUSTER_SECRET=cluster pw"}})
+	n := c.Node(0)
+	n.Exec(t, `CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic='t', value_format='json', partitions=3)`)
+	c.Eventually(t, 30*time.Second, func() error {
+		rows, err := n.QueryErr(t, "SHOW CLUSTER")
+		if err != nil {
+			return err
+		}
+		alive := 0
+		for _, r := range rows {
+			if r[3] == "t" || r[3] == "true" {
+				alive++
+			}
+		}
+		if len(rows) != 3 || alive != 3 {
+			return fmt.Errorf("SHOW CLUSTER: %v, want 3 nodes alive", rows)
+		}
+		rows, err = n.QueryErr(t, "SHOW TASKS")
+		if err != nil {
+			return err
+		}
+		nodes := map[string]bool{}
+		for _, r := range rows {
+			for _, v := range r {
+				if v == "UNREACHABLE" {
+					return fmt.Errorf("SHOW TASKS: %v has an unreachable node", rows)
+				}
+				if strings.HasPrefix(v, "node-") {
+					nodes[v] = true
+				}
+			}
+		}
+		if len(nodes) != 3 {
+			return fmt.Errorf("SHOW TASKS names nodes %v, want all 3", nodes)
+		}
+		return nil
+	})
+	// The HTTP address is TLS only; testcluster's HTTPGet falls back to
+	// https, and the cluster endpoints refuse it unsigned.
+	status, _, err := n.HTTPGet(t.Context(), "/clusterStatus")
+	if err != nil || status != http.StatusUnauthorized {
+		t.Errorf("unsigned GET /clusterStatus over TLS: %d %v, want 401", status, err)
+	}
 }

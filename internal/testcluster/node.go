@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,23 +208,40 @@ func closeConn(conn *pgx.Conn) {
 }
 
 // HTTPGet sends GET path to the node's HTTP address and returns the
-// status and body.
+// status and body. A node with a certificate (--tls-cert) serves the
+// address over TLS only and answers plaintext with 400: HTTPGet then
+// asks again with https, without verifying the certificate (tests use
+// self-signed ones).
 func (n *Node) HTTPGet(ctx context.Context, path string) (status int, body []byte, err error) {
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.HTTPAddr+path, nil)
-	if err != nil {
-		return 0, nil, err
+	status, body, err = n.httpGet(ctx, http.DefaultClient, "http://"+n.HTTPAddr+path)
+	if err == nil && status == http.StatusBadRequest && strings.Contains(string(body), "HTTP request to an HTTPS server") {
+		status, body, err = n.httpGet(ctx, tlsClient, "https://"+n.HTTPAddr+path)
 	}
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("testcluster: GET %s on %s: %w", path, n.ID, err)
 	}
-	defer resp.Body.Close()
-	body, err = io.ReadAll(resp.Body)
+	return status, body, nil
+}
+
+// tlsClient is HTTPGet's client for nodes that serve HTTPS.
+var tlsClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+func (n *Node) httpGet(ctx context.Context, cl *http.Client, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, nil, fmt.Errorf("testcluster: GET %s on %s: reading the body: %w", path, n.ID, err)
+		return 0, nil, err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the body: %w", err)
 	}
 	return resp.StatusCode, body, nil
 }
