@@ -111,6 +111,9 @@ func (b *Batch) commit(cp Checkpoint, wo *pebble.WriteOptions) error {
 	if b.s.db.closed.Load() {
 		return ErrClosed
 	}
+	if err := b.s.db.health.err(); err != nil {
+		return err
+	}
 	if st := b.s.cache; st != nil {
 		// Invalidate before the data becomes visible, and let no Lookup
 		// fill the store until it is (see rowCache).

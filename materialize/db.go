@@ -36,6 +36,8 @@ type DB struct {
 	// rows is the row cache; nil when Options.RowCacheSize is 0.
 	rows   *rowCache
 	closed atomic.Bool
+	// health fails the DB when Pebble finds damage (corrupt.go).
+	health *health
 }
 
 // Open opens, creating if needed, the database in opts.Dir. The errors it
@@ -68,13 +70,23 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %q is open in another basin process or another DB of this process (%v); stop it or use another data directory", ErrLocked, dir, err)
 	}
 
+	// A directory this DB found damaged before is not served again.
+	if err := checkMarker(dir); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	h := &health{dir: dir, log: log}
+
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	popts := &pebble.Options{
 		Cache:              cache,
 		Lock:               lock,
-		Logger:             pebbleLogger{log},
+		Logger:             pebbleLogger{log, h},
 		FormatMajorVersion: pebble.FormatNewest,
+		// Damage found by a read or a compaction fails the DB instead
+		// of Pebble's default, a Fatalf (corrupt.go).
+		EventListener: &pebble.EventListener{DataCorruption: h.onCorruption},
 	}
 	// Bloom filters on every level (later levels inherit L0's): a key
 	// lookup then reads only the sstables that may hold its key instead
@@ -101,7 +113,7 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; if the directory is damaged, move it aside and restart: views are restored from their changelogs", dir, err)
 	}
-	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync}
+	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync, health: h}
 	if opts.NoSync {
 		db.wo = pebble.NoSync
 	}
@@ -139,7 +151,10 @@ func prepareDir(dir string) (string, error) {
 // stamped with another.
 func (db *DB) checkFormat() error {
 	v, closer, err := db.pdb.Get(formatKey)
+	err = db.health.readErr(err)
 	switch {
+	case errors.Is(err, ErrCorrupt):
+		return err
 	case errors.Is(err, pebble.ErrNotFound):
 		if err := db.pdb.Set(formatKey, []byte(formatVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("materialize: cannot write the storage format to %q: %w", db.dir, err)
@@ -204,6 +219,9 @@ func (db *DB) Stores() ([]StoreID, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := db.health.err(); err != nil {
+		return nil, err
+	}
 	seen := make(map[StoreID]struct{})
 	for _, ns := range []byte{nsCheckpoint, nsData} {
 		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: []byte{ns}, UpperBound: []byte{ns + 1}})
@@ -220,7 +238,7 @@ func (db *DB) Stores() ([]StoreID, error) {
 			// Skip the rest of this store's keys.
 			valid = it.SeekGE(PrefixEnd(appendStorePrefix(nil, ns, id)))
 		}
-		if err := it.Close(); err != nil {
+		if err := db.health.readErr(it.Close()); err != nil {
 			return nil, fmt.Errorf("materialize: listing stores: %w", err)
 		}
 	}
@@ -309,7 +327,10 @@ func (s *Snapshot) Close() error {
 
 // pebbleLogger sends Pebble's log lines to slog. Pebble's info lines (WAL
 // replay, and so on) are debug detail for a basin operator.
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l *slog.Logger
+	h *health
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
@@ -319,11 +340,14 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 
-// Fatalf is called by Pebble on a broken invariant; it must not return.
+// Fatalf is called by Pebble on a broken invariant, and by default on
+// corruption (the DB's event listener handles that instead). Pebble
+// expects it not to return; exiting, though, would only restart the node
+// into the same failure, a crash loop. So it fails the DB, which every
+// read and commit then reports, and returns.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
-	p.l.Error(msg)
-	panic(msg)
+	p.h.record(&CorruptError{Dir: p.h.dir, Detail: oneLine(errors.New(msg))})
 }
 
 // Dump writes a human-readable listing of the stores of view ("" for

@@ -135,6 +135,15 @@
 // ErrIncompatible (another storage format), ErrBadEncoding (a key, row or
 // position token this package did not write), ErrUnsupportedType.
 //
+// Damage Pebble finds while the DB runs (a block checksum that fails on a
+// read or a compaction) fails the whole DB instead of the process:
+// Pebble's DataCorruption event and its logger's Fatalf, whose defaults
+// exit, record a *CorruptError, and every read and commit returns it
+// from then on (ErrCorrupt to the engine, XX001 data_corrupted to a
+// client). The DB leaves the file BASIN-CORRUPT in its directory, and
+// Open refuses a directory holding it, with the remedy. corrupt.go has
+// the details.
+//
 // # Debugging
 //
 // Start from the checkpoints: DB.Stores lists the stores on disk, and

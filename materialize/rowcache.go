@@ -413,6 +413,9 @@ func (s *StoreReader) Lookup(key []byte) (value []byte, ok bool, err error) {
 	if s.db.closed.Load() {
 		return nil, false, ErrClosed
 	}
+	if err := s.db.health.err(); err != nil {
+		return nil, false, err
+	}
 	// Build the full key on the stack: the hit path must not allocate.
 	var buf [128]byte
 	k := append(append(buf[:0], s.prefix...), key...)
@@ -431,6 +434,7 @@ func (s *StoreReader) fill(sh *rowShard, h uint64, key []byte) ([]byte, bool, er
 	k := append((*bp)[:0], key...)
 	defer func() { *bp = k[:0]; keyBufs.Put(bp) }()
 	v, closer, err := s.r.Get(k)
+	err = s.db.health.readErr(err)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}

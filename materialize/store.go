@@ -44,11 +44,15 @@ func (s *StoreReader) Get(key []byte) (value []byte, ok bool, err error) {
 	if s.db.closed.Load() {
 		return nil, false, ErrClosed
 	}
+	if err := s.db.health.err(); err != nil {
+		return nil, false, err
+	}
 	bp := keyBufs.Get().(*[]byte)
 	k := append(append((*bp)[:0], s.prefix...), key...)
 	v, closer, err := s.r.Get(k)
 	*bp = k[:0]
 	keyBufs.Put(bp)
+	err = s.db.health.readErr(err)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -68,7 +72,11 @@ func (s *StoreReader) Checkpoint() (Checkpoint, error) {
 	if s.db.closed.Load() {
 		return Checkpoint{}, ErrClosed
 	}
+	if err := s.db.health.err(); err != nil {
+		return Checkpoint{}, err
+	}
 	v, closer, err := s.r.Get(s.cpKey)
+	err = s.db.health.readErr(err)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Checkpoint{}, nil
 	}
@@ -91,6 +99,9 @@ func (s *StoreReader) NewIter(lower, upper []byte) (*Iter, error) {
 	if s.db.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := s.db.health.err(); err != nil {
+		return nil, err
+	}
 	lo := append(append(make([]byte, 0, len(s.prefix)+len(lower)), s.prefix...), lower...)
 	var hi []byte
 	if upper == nil {
@@ -100,9 +111,9 @@ func (s *StoreReader) NewIter(lower, upper []byte) (*Iter, error) {
 	}
 	it, err := s.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return nil, fmt.Errorf("materialize: iterating store %s: %w", s.id, err)
+		return nil, fmt.Errorf("materialize: iterating store %s: %w", s.id, s.db.health.readErr(err))
 	}
-	return &Iter{it: it, id: s.id, prefix: s.prefix}, nil
+	return &Iter{it: it, h: s.db.health, id: s.id, prefix: s.prefix}, nil
 }
 
 // Iter iterates over a key range of one store. Key and Value are valid
@@ -110,6 +121,7 @@ func (s *StoreReader) NewIter(lower, upper []byte) (*Iter, error) {
 // use.
 type Iter struct {
 	it     *pebble.Iterator
+	h      *health
 	id     StoreID
 	prefix []byte
 	seek   []byte // scratch for seek keys
@@ -165,7 +177,7 @@ func (i *Iter) Error() error {
 		err = i.it.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("materialize: iterating store %s: %w", i.id, err)
+		return fmt.Errorf("materialize: iterating store %s: %w", i.id, i.h.readErr(err))
 	}
 	return nil
 }
@@ -177,7 +189,7 @@ func (i *Iter) Close() error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("materialize: iterating store %s: %w", i.id, err)
+		return fmt.Errorf("materialize: iterating store %s: %w", i.id, i.h.readErr(err))
 	}
 	return nil
 }
