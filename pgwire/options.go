@@ -74,8 +74,10 @@ type Options struct {
 	// the broker, the views' stores and the HTTP server need too: with
 	// StartupTimeout they bound what such a flood holds. Sessions are
 	// bounded by MaxConnections. Defaults
-	// DefaultMaxStartupConnections (256) and
-	// DefaultMaxStartupConnectionsPerHost (64).
+	// DefaultMaxStartupConnections (256), or a quarter of the process's
+	// descriptor limit (RLIMIT_NOFILE) when that is less, and
+	// DefaultMaxStartupConnectionsPerHost (64), or the total when that
+	// is less.
 	MaxStartupConnections        int
 	MaxStartupConnectionsPerHost int
 }
@@ -99,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxStartupConnections == 0 {
 		o.MaxStartupConnections = DefaultMaxStartupConnections
+		if limit := fileLimit(); limit > 0 {
+			o.MaxStartupConnections = max(1, min(o.MaxStartupConnections, limit/4))
+		}
 	}
 	if o.MaxStartupConnectionsPerHost == 0 {
 		o.MaxStartupConnectionsPerHost = min(DefaultMaxStartupConnectionsPerHost, o.MaxStartupConnections)

@@ -127,3 +127,30 @@ func TestStartupLimits(t *testing.T) {
 		t.Errorf("Health after the flood: %v", err)
 	}
 }
+
+// TestStartupLimitsBelowDescriptorLimit: the default total startup limit
+// stays at a quarter of the descriptor limit when that is below 256, so
+// a flood of silent connections cannot use up the descriptors even
+// where the limit is low; the per-host default is never above it.
+func TestStartupLimitsBelowDescriptorLimit(t *testing.T) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	low := orig
+	low.Cur = min(orig.Max, 200)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{}.withDefaults()
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if want := int(low.Cur) / 4; o.MaxStartupConnections != want || o.MaxStartupConnectionsPerHost != want {
+		t.Errorf("under a descriptor limit of %d: MaxStartupConnections %d, per host %d; want %d and %d",
+			low.Cur, o.MaxStartupConnections, o.MaxStartupConnectionsPerHost, want, want)
+	}
+	if o := (Options{}).withDefaults(); o.MaxStartupConnections != min(DefaultMaxStartupConnections, int(orig.Cur)/4) {
+		t.Errorf("under a descriptor limit of %d: MaxStartupConnections %d", orig.Cur, o.MaxStartupConnections)
+	}
+}
