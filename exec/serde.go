@@ -836,10 +836,13 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 	switch t {
 	case catalog.Varchar:
 		if raw[0] == '"' {
-			return jsonString(raw), nil
+			return jsonText(raw)
 		}
 		// Numbers, booleans and nested JSON land in a VARCHAR column as
 		// their JSON text, as in ksqlDB.
+		if !utf8.Valid(raw) {
+			return nil, &convError{pgerr.CharacterNotInRepertoire, fmt.Sprintf("%s is not valid UTF-8", describeJSON(raw))}
+		}
 		return string(raw), nil
 
 	case catalog.Boolean:
@@ -911,6 +914,30 @@ func jsonString(raw []byte) string {
 	var s string
 	json.Unmarshal(raw, &s) // raw was validated
 	return s
+}
+
+// jsonText decodes a valid JSON string literal into a VARCHAR value,
+// which holds exactly what the record says or is an error: a string
+// that is not valid UTF-8, or whose \u escapes are not characters (a
+// lone UTF-16 surrogate), would become U+FFFD, and the record is skipped
+// into the processing log instead (docs/sql.md, "Record formats"). A NUL
+// character (\u0000) is kept, as INSERT writes it: a VARCHAR holds it,
+// though no Postgres text value does.
+func jsonText(raw []byte) (any, *convError) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	if !utf8.Valid(inner) {
+		return nil, &convError{pgerr.CharacterNotInRepertoire, fmt.Sprintf("string %s is not valid UTF-8", snippet(inner))}
+	}
+	s := jsonString(raw)
+	if strings.ContainsRune(s, utf8.RuneError) && !bytes.Contains(inner, []byte("\xef\xbf\xbd")) &&
+		!bytes.Contains(bytes.ToLower(inner), []byte(`\ufffd`)) {
+		return nil, &convError{pgerr.CharacterNotInRepertoire, fmt.Sprintf(
+			"string %s has a \\u escape that is not a character (a lone UTF-16 surrogate)", snippet(inner))}
+	}
+	return s, nil
 }
 
 // numberText returns the text of a JSON number, or of a JSON string that

@@ -414,6 +414,13 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				logged = &kgo.Record{Topic: t.rel.Topic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 			}
 			row, keyVals, err := codec.decode(r.Key, r.Value)
+			if err == nil && slices.Contains(keyVals, nil) {
+				// A table's row is found by its key; a record without
+				// one (a null record key, or a NULL key column) names
+				// no row to set or delete.
+				err = pgerr.New(pgerr.NullValueNotAllowedDataException,
+					"record has a NULL key, and table %s keeps a row per key", t.rel.Name)
+			}
 			if err != nil {
 				bad = append(bad, t.rt.badRecord(t.rel, logged, err))
 				return

@@ -173,6 +173,43 @@ func TestInternalTopicsTakeSourceLimit(t *testing.T) {
 	waitQuery(t, conn, `SELECT k, length(s) FROM wide`, fmt.Sprintf("k|%d\n", 3<<19))
 }
 
+// TestBadTextAndNullKeyLogged writes a table's topic records that
+// today's basin would change or keep silently: a null key (a row no key
+// finds), a string that is not valid UTF-8 and one with a lone UTF-16
+// surrogate (both would read back with U+FFFD in place of what was
+// sent). Each is skipped into the processing log, saying why; a NUL
+// character is kept, as the documented rule says.
+func TestBadTextAndNullKeyLogged(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (kafka_topic='users', value_format='json', partitions=1)`)
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()}, kafka.ProducerOpts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := []*kgo.Record{
+		{Key: nil, Value: []byte(`{"name":"ghost"}`)},
+		{Key: []byte("u1"), Value: []byte(`{"name":"ok"}`)},
+		{Key: []byte("u2"), Value: []byte("{\"name\":\"bad\xff\"}")},
+		{Key: []byte("u3"), Value: []byte(`{"name":"half \ud800 a pair"}`)},
+		{Key: []byte("u4"), Value: []byte(`{"name":"nul\u0000here"}`)},
+	}
+	for _, r := range recs {
+		r.Topic, r.Partition = "users", 0
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, conn, `SELECT id, length(name) FROM users ORDER BY id`, "u1|2\nu4|8\n")
+	waitQuery(t, conn, `SELECT source_offset, error FROM basin_processing_log ORDER BY source_offset`,
+		"0|record has a NULL key, and table users keeps a row per key\n"+
+			"2|field \"name\": string \"bad\\xff\" is not valid UTF-8\n"+
+			"3|field \"name\": string \"half \\\\ud800 a pair\" has a \\u escape that is not a character (a lone UTF-16 surrogate)\n")
+}
+
 // lineWith returns the first line of text that holds sub, "" if none
 // does.
 func lineWith(text, sub string) string {
