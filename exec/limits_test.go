@@ -178,6 +178,12 @@ func TestStatementLimits(t *testing.T) {
 	if _, err := run("SELECT 1 WHERE 1 IN (" + inList(400000, 1) + ")"); !isCode(err, pgerr.QueryCanceled) {
 		t.Fatalf("3 MB IN list under statement_timeout 1ms: %v, want 57014", err)
 	}
+	if _, err := s.Prepare(ctx, "SELECT id FROM t WHERE id IN ("+inList(400000, 1)+")", nil); !isCode(err, pgerr.QueryCanceled) {
+		t.Fatalf("3 MB IN list prepared under statement_timeout 1ms: %v, want 57014", err)
+	}
+	if s.prepared.Load() != 0 {
+		t.Fatalf("a Parse that timed out counts as a prepared statement")
+	}
 	must("RESET statement_timeout")
 	must("RESET basin.max_statement_bytes")
 	if _, err := run(big); !isCode(err, pgerr.ProgramLimitExceeded) {

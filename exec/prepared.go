@@ -80,7 +80,18 @@ type Prepared struct {
 // empty statement; more than one is 42601, as in Postgres.
 func (s *Session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (p *Prepared, err error) {
 	defer func() { s.failTxn(err) }()
-	if p, err = s.prepare(ctx, text, paramTypes); err != nil {
+	// statement_timeout and cancel cover a Parse message's parse and
+	// plan, as they do a Query's (limits.go).
+	sctx, cancel, timeout := s.statementContext(ctx)
+	defer cancel()
+	p, err = s.prepare(sctx, text, paramTypes)
+	if err == nil && sctx.Err() != nil {
+		err = sctx.Err()
+	}
+	if err = timeout(err); errors.Is(err, context.Canceled) {
+		err = pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := s.countPrepared(p); err != nil {
