@@ -70,4 +70,19 @@
 // Prepared.Bind makes a Portal that runs it (prepared.go). A portal read
 // with a row limit runs its pull query on a goroutine it owns, feeding a
 // small channel, so it can stop after N rows and resume; Close stops it.
+//
+// # Limits
+//
+// What one statement or session may take is bounded by session settings
+// with documented defaults (limits.go): basin.max_statement_bytes is
+// checked before a Query or Parse is lexed (sql then refuses expressions
+// too deep to parse in bounded memory), statement_timeout and cancel run
+// from before the parse (a parse cannot be interrupted, so one that
+// outlasts them fails when it ends), basin.max_prepared_statements
+// counts the client's prepared statements (Prepare to Prepared.Close; the
+// plan cache's are not counted), and basin.query_memory is checked as a
+// pull query collects rows to sort, groups or DISTINCT keys, and as a
+// catalog query's joins and blocks make rows. Loops over many keys or
+// rows check the statement's context every thousand or so, so a cancel
+// or timeout stops a long IN list's lookups as it does a scan.
 package exec
