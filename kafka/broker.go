@@ -320,10 +320,10 @@ type retryListener struct {
 	log  *slog.Logger
 
 	closed atomic.Bool
-	// failing is the error of the latest Accept while it keeps failing,
+	// failing is the latest failed Accept while Accept keeps failing,
 	// nil once one succeeds; stopped is set when Accept returned an
 	// error to kfake, which then accepts no more.
-	failing atomic.Pointer[error]
+	failing atomic.Pointer[acceptFailure]
 	stopped atomic.Pointer[error]
 }
 
@@ -336,6 +336,18 @@ func (l *retryListener) Close() error {
 
 // maxAcceptBackoff bounds the wait between two failed Accepts.
 const maxAcceptBackoff = time.Second
+
+// acceptFailure is a failed Accept and when it failed.
+type acceptFailure struct {
+	err error
+	at  time.Time
+}
+
+// acceptFailureFresh is how long health reports a failed Accept. A
+// failure that lasts (EMFILE, with the connection left in the backlog)
+// is retried at least every maxAcceptBackoff and stays fresh; one after
+// which no connection came to succeed (a one-off error) stops counting.
+const acceptFailureFresh = 5 * maxAcceptBackoff
 
 func (l *retryListener) Accept() (net.Conn, error) {
 	var backoff time.Duration
@@ -355,7 +367,7 @@ func (l *retryListener) Accept() (net.Conn, error) {
 			}
 			return nil, err
 		}
-		l.failing.Store(&err)
+		l.failing.Store(&acceptFailure{err: err, at: time.Now()})
 		backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
 		l.log.Warn("broker accept failed; retrying", "addr", l.addr.String(), "err", err, "backoff", backoff)
 		time.Sleep(backoff) // Close during the wait makes the next Accept fail with ErrClosed
@@ -369,8 +381,8 @@ func (l *retryListener) health() error {
 	if err := l.stopped.Load(); err != nil {
 		return fmt.Errorf("kafka: the broker listener on %s stopped: %w", l.addr, *err)
 	}
-	if err := l.failing.Load(); err != nil {
-		return fmt.Errorf("kafka: the broker on %s cannot accept connections: %w", l.addr, *err)
+	if f := l.failing.Load(); f != nil && time.Since(f.at) < acceptFailureFresh {
+		return fmt.Errorf("kafka: the broker on %s cannot accept connections: %w", l.addr, f.err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // scriptedListener returns the errors and connections sent on results,
@@ -78,5 +79,22 @@ func TestRetryListenerOutOfDescriptors(t *testing.T) {
 	}
 	if err := rl.health(); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("health after Close: %v", err)
+	}
+}
+
+// TestRetryListenerStaleFailure: a failed Accept after which no
+// connection came (so none succeeded to clear it) stops failing health
+// once it is older than acceptFailureFresh; a lasting failure is retried
+// more often than that and stays reported.
+func TestRetryListenerStaleFailure(t *testing.T) {
+	rl := &retryListener{addr: advertisedAddr("127.0.0.1:9092")}
+	emfile := &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	rl.failing.Store(&acceptFailure{err: emfile, at: time.Now()})
+	if rl.health() == nil {
+		t.Error("health with a fresh accept failure: nil")
+	}
+	rl.failing.Store(&acceptFailure{err: emfile, at: time.Now().Add(-2 * acceptFailureFresh)})
+	if err := rl.health(); err != nil {
+		t.Errorf("health with a stale accept failure: %v", err)
 	}
 }

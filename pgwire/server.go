@@ -53,10 +53,11 @@ type Server struct {
 		startups       int
 		startupsByHost map[string]int
 		// acceptErr is the error of the latest Accept while it keeps
-		// failing (out of file descriptors), nil once one succeeds;
-		// acceptStopped is set when the accept loop ended before Close.
-		// Health reports both.
+		// failing (out of file descriptors), nil once one succeeds, and
+		// acceptErrAt when it failed; acceptStopped is set when the
+		// accept loop ended before Close. Health reports both.
 		acceptErr     error
+		acceptErrAt   time.Time
 		acceptStopped error
 	}
 
@@ -211,8 +212,14 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) setAcceptState(acceptErr, stopped error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mu.acceptErr, s.mu.acceptStopped = acceptErr, stopped
+	s.mu.acceptErr, s.mu.acceptErrAt, s.mu.acceptStopped = acceptErr, time.Now(), stopped
 }
+
+// acceptFailureFresh is how long Health reports a failed Accept. A
+// failure that lasts (EMFILE, with the connection left in the backlog)
+// is retried at least once a second and stays fresh; one after which no
+// connection came to succeed (a one-off error) stops counting.
+const acceptFailureFresh = 5 * time.Second
 
 // Health reports why the server cannot take new connections: its
 // listener was closed from under it, or accepting fails (most often the
@@ -226,7 +233,7 @@ func (s *Server) Health() error {
 		return ErrServerClosed
 	case s.mu.acceptStopped != nil:
 		return s.mu.acceptStopped
-	case s.mu.acceptErr != nil:
+	case s.mu.acceptErr != nil && time.Since(s.mu.acceptErrAt) < acceptFailureFresh:
 		return fmt.Errorf("the Postgres listener on %s cannot accept connections: %w", s.mu.ln.Addr(), s.mu.acceptErr)
 	}
 	return nil
