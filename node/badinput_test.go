@@ -210,6 +210,42 @@ func TestBadTextAndNullKeyLogged(t *testing.T) {
 			"3|field \"name\": string \"half \\\\ud800 a pair\" has a \\u escape that is not a character (a lone UTF-16 surrogate)\n")
 }
 
+// TestLargeMisplacedRecordLogged writes a table's topic a record in the
+// wrong partition (its producer hashes keys another way) that its topic
+// takes only compressed: forwarded uncompressed to its key's partition it
+// is larger than the forwarding topic takes. It is logged to the
+// processing log, and the records after it are applied.
+func TestLargeMisplacedRecordLogged(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE TABLE items (id VARCHAR PRIMARY KEY, s VARCHAR) WITH (kafka_topic='items', value_format='json', partitions=2)`)
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()}, append(kafka.ProducerOpts(),
+		kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.ProducerBatchMaxBytes(16<<20))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// keys of partition 1 (murmur2), written to partition 0
+	var keys []string
+	for i := 0; len(keys) < 2; i++ {
+		if k := fmt.Sprintf("i%d", i); kafka.Partition([]byte(k), 2) == 1 {
+			keys = append(keys, k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	big := fmt.Sprintf(`{"s":"%s"}`, strings.Repeat("x", 3<<19))
+	for i, v := range []string{big, `{"s":"small"}`} {
+		rec := &kgo.Record{Topic: "items", Partition: 0, Key: []byte(keys[i]), Value: []byte(v)}
+		if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitQuery(t, conn, `SELECT id, s FROM items`, keys[1]+"|small\n")
+	waitQuery(t, conn, `SELECT source_partition, source_offset, record_key, error LIKE '%max.message.bytes%' FROM basin_processing_log`,
+		"0|0|"+keys[0]+"|true\n")
+}
+
 // lineWith returns the first line of text that holds sub, "" if none
 // does.
 func lineWith(text, sub string) string {
