@@ -24,6 +24,31 @@ import (
 // options.
 func startPeerCluster(t *testing.T, secret string, mod func(*Options), ids ...string) []*Node {
 	t.Helper()
+	nodes := startPeerNodes(t, secret, mod, ids...)
+	eventually(t, 30*time.Second, func() error {
+		now := time.Now()
+		for _, n := range nodes {
+			for _, o := range nodes {
+				if o == n {
+					continue
+				}
+				if l, ok := n.controlOf().live.Get(o.id, now); !ok || l.LastHeartbeat.IsZero() || !l.Alive {
+					return fmt.Errorf("%s has no heartbeat from %s yet", n.id, o.id)
+				}
+				if _, ok := n.controlOf().lagOf(o.id); !ok {
+					return fmt.Errorf("%s has no lag report from %s yet", n.id, o.id)
+				}
+			}
+		}
+		return nil
+	})
+	return nodes
+}
+
+// startPeerNodes is startPeerCluster up to the point where every node
+// has the assignment with all of them, before they hear from each other.
+func startPeerNodes(t *testing.T, secret string, mod func(*Options), ids ...string) []*Node {
+	t.Helper()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -43,21 +68,9 @@ func startPeerCluster(t *testing.T, secret string, mod func(*Options), ids ...st
 		}))
 	}
 	eventually(t, 30*time.Second, func() error {
-		now := time.Now()
 		for _, n := range nodes {
 			if a, ok := n.clusterOf().assignment(); !ok || len(a.NodeIDs()) != len(nodes) {
 				return fmt.Errorf("%s: the assignment does not hold all %d nodes yet", n.id, len(nodes))
-			}
-			for _, o := range nodes {
-				if o == n {
-					continue
-				}
-				if l, ok := n.controlOf().live.Get(o.id, now); !ok || l.LastHeartbeat.IsZero() || !l.Alive {
-					return fmt.Errorf("%s has no heartbeat from %s yet", n.id, o.id)
-				}
-				if _, ok := n.controlOf().lagOf(o.id); !ok {
-					return fmt.Errorf("%s has no lag report from %s yet", n.id, o.id)
-				}
 			}
 		}
 		return nil
@@ -405,5 +418,42 @@ func TestClusterHTTPOverTLSWithSecret(t *testing.T) {
 	status, _, err := n.HTTPGet(t.Context(), "/clusterStatus")
 	if err != nil || status != http.StatusUnauthorized {
 		t.Errorf("unsigned GET /clusterStatus over TLS: %d %v, want 401", status, err)
+	}
+}
+
+// TestPeerHTTPVerifiedWithClusterCA: with --cluster-ca a node verifies
+// the certificate of the peer it sends to. Nodes whose certificates the
+// CA signed talk; a node that verifies against another CA sends nothing
+// to its peer (every heartbeat fails), while the peer, which does not
+// verify, still reaches it.
+func TestPeerHTTPVerifiedWithClusterCA(t *testing.T) {
+	ca, cert, key, otherCA := writeClusterCerts(t, t.TempDir())
+	startPeerCluster(t, "cluster pw", func(o *Options) { o.TLSCert, o.TLSKey, o.ClusterCA = cert, key, ca }, "n1", "n2")
+
+	nodes := startPeerNodes(t, "cluster pw", func(o *Options) {
+		o.TLSCert, o.TLSKey = cert, key
+		if o.NodeID == "n1" {
+			o.ClusterCA = otherCA
+		}
+	}, "n1", "n2")
+	n1, n2 := nodes[0], nodes[1]
+	// Two lag reports from n2 a lag interval apart: n1, which sends a
+	// heartbeat every 100ms, has tried ten times meanwhile.
+	var first time.Time
+	eventually(t, 30*time.Second, func() error {
+		lr, ok := n1.controlOf().lagOf("n2")
+		if !ok {
+			return fmt.Errorf("n1 has no lag report from n2, which does not verify n1's certificate")
+		}
+		if first.IsZero() {
+			first = lr.Received
+		}
+		if !lr.Received.After(first) {
+			return fmt.Errorf("n1 has one lag report from n2, waiting for the next")
+		}
+		return nil
+	})
+	if l, _ := n2.controlOf().live.Get("n1", time.Now()); !l.LastHeartbeat.IsZero() {
+		t.Errorf("n2 heard a heartbeat from n1, which verifies n2's certificate against another CA")
 	}
 }
