@@ -36,7 +36,9 @@
 // topic moves backwards under it: Sync and Submit fail from then on.
 // Submit reports a command done only when the replay applied a record
 // with the same checksum at the offset the broker gave it
-// (ErrNotApplied otherwise). Deleting the state of a dropped relation is
+// (ErrNotApplied otherwise); while the replay has failed to fetch for
+// longer than fetchFailGrace, Submit, Sync and OpenLog fail with
+// ErrLogUnreadable instead of waiting forever. Deleting the state of a dropped relation is
 // the node's business, and it does so only for DROPs a complete replay
 // applied.
 //

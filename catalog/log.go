@@ -31,6 +31,13 @@ var ErrLogClosed = errors.New("catalog: command log closed")
 // partial one; nothing may be started, dropped or deleted from it.
 var ErrLogLost = errors.New("catalog: the command topic lost commands")
 
+// ErrLogUnreadable is returned by Submit and Sync, and by OpenLog, while
+// the replay has failed to fetch the topic for longer than
+// fetchFailGrace: the catalog may be missing commands the broker has, so
+// nothing that depends on it being complete may proceed. Unlike
+// ErrLogLost it clears once fetches succeed again.
+var ErrLogUnreadable = errors.New("catalog: the command topic cannot be read")
+
 // ErrNotApplied is returned by Submit when the command it appended was
 // not applied by this node: the offset the broker gave it holds another
 // command when replayed, or is behind what the replay has applied.
@@ -87,6 +94,10 @@ type Log struct {
 		// fetchWarned is when a fetch error was last logged, so that
 		// an error the client retries forever does not flood the log.
 		fetchWarned time.Time
+		// failingSince is when fetches of the topic started failing
+		// (zero while they succeed), fetchErr the last error.
+		failingSince time.Time
+		fetchErr     error
 	}
 }
 
@@ -192,7 +203,7 @@ func lostError(opts LogOptions, m mark, what string) error {
 	remedy := fmt.Sprintf("Restore the topic from a backup or a replica and start the node again; to accept the loss instead, "+
 		"move %s aside and start: relations missing from the topic are then gone (create them again) and their state stays on disk unused.",
 		opts.MarkFile)
-	return &lostErr{
+	return &codedErr{
 		msg: fmt.Sprintf("%v: this node applied the commands of %s up to offset %d (recorded in %s), but %s. "+
 			"The broker may have truncated a corrupt log segment, a Kafka leader without the latest records may have taken over, "+
 			"or the topic was deleted and created again. basin does not start on a partial catalog: its relations would vanish "+
@@ -203,14 +214,43 @@ func lostError(opts LogOptions, m mark, what string) error {
 	}
 }
 
-// lostErr is an ErrLogLost with the SQLSTATE error a client sees.
-type lostErr struct {
+// codedErr is an error of this file (is is ErrLogLost when nil) with the
+// SQLSTATE error a client sees.
+type codedErr struct {
 	msg string
+	is  error
 	pe  *pgerr.Error
 }
 
-func (e *lostErr) Error() string   { return e.msg }
-func (e *lostErr) Unwrap() []error { return []error{ErrLogLost, e.pe} }
+func (e *codedErr) Error() string { return e.msg }
+func (e *codedErr) Unwrap() []error {
+	if e.is == nil {
+		return []error{ErrLogLost, e.pe}
+	}
+	return []error{e.is, e.pe}
+}
+
+// unreadableErrorLocked is the ErrLogUnreadable error once fetches have
+// failed for longer than fetchFailGrace, else nil. l.mu must be held.
+func (l *Log) unreadableErrorLocked(now time.Time) error {
+	since := l.mu.failingSince
+	if since.IsZero() || now.Sub(since) < fetchFailGrace {
+		return nil
+	}
+	return &codedErr{
+		msg: fmt.Sprintf("%v: fetching %s after offset %d has failed for %s (%v); the catalog may miss commands the broker has, so DDL waits for it. "+
+			"Check the broker; with the embedded broker a damaged log segment is a likely cause: see \"What basin does when data is bad\" in the operations guide",
+			ErrLogUnreadable, l.opts.Topic, l.mu.last.Offset, now.Sub(since).Round(time.Second), l.mu.fetchErr),
+		is: ErrLogUnreadable,
+		pe: pgerr.New(pgerr.IOError, "the catalog's command topic %s cannot be read (%v); DDL is refused until it can", l.opts.Topic, l.mu.fetchErr).
+			WithHint("Check the broker and the node's log."),
+	}
+}
+
+// fetchFailGrace is how long the replay may fail to fetch before the
+// calls waiting for it fail: a broker restarting or a leader moving is
+// retried through, a topic that cannot be read is reported.
+const fetchFailGrace = 5 * time.Second
 
 // readMark reads the mark of topic from path; nil when there is none
 // (a new node, a mark of another topic, or no path).
@@ -313,7 +353,9 @@ func (l *Log) replay(ctx context.Context, want *mark) {
 			return
 		}
 		var lost error
+		failed := false
 		fetches.EachError(func(t string, p int32, err error) {
+			failed = true
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				// Below the replay's position: the topic was truncated
 				// or recreated under it.
@@ -325,6 +367,7 @@ func (l *Log) replay(ctx context.Context, want *mark) {
 			}
 			l.warnFetch(t, err)
 		})
+		l.noteFetch(failed)
 		if lost != nil {
 			l.fail(lost)
 			return
@@ -373,7 +416,9 @@ func (l *Log) replay(ctx context.Context, want *mark) {
 		// transaction marker or an empty topic. Advance past control
 		// records so waiters for the end offset wake up.
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 && p.HighWatermark > 0 {
+			// A failed fetch carries no records but may carry the high
+			// watermark: that is not the end reached.
+			if p.Err == nil && len(p.Records) == 0 && p.HighWatermark > 0 {
 				l.markEnd(p.HighWatermark - 1)
 			}
 		})
@@ -390,10 +435,35 @@ func (l *Log) warnFetch(topic string, err error) {
 	if !quiet {
 		l.mu.fetchWarned = now
 	}
+	l.mu.fetchErr = err
 	l.mu.Unlock()
 	if !quiet {
 		l.opts.Logger.Warn("command topic fetch failed; retrying", "topic", topic, "err", err)
 	}
+}
+
+// noteFetch records whether the last poll's fetch failed; a failure
+// wakes the waiters, which give up once fetchFailGrace has passed.
+func (l *Log) noteFetch(failed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !failed {
+		l.mu.failingSince, l.mu.fetchErr = time.Time{}, nil
+		return
+	}
+	if l.mu.failingSince.IsZero() {
+		l.mu.failingSince = time.Now()
+	}
+	l.wakeAllLocked()
+}
+
+// wakeAllLocked wakes every waiter, to look at the log's state again.
+// l.mu must be held.
+func (l *Log) wakeAllLocked() {
+	for _, w := range l.mu.waiters {
+		close(w.ch)
+	}
+	l.mu.waiters = l.mu.waiters[:0]
 }
 
 // fetchWarnEvery bounds how often a repeated fetch error is logged.
@@ -456,27 +526,38 @@ func (l *Log) stop(err error) {
 	l.wakeLocked()
 }
 
+// waitApplied waits until offset is applied, the replay stops, fetches
+// have failed for fetchFailGrace, or ctx ends.
 func (l *Log) waitApplied(ctx context.Context, offset int64) error {
-	l.mu.Lock()
-	if l.mu.err != nil {
-		err := l.mu.err
-		l.mu.Unlock()
-		return err
-	}
-	if offset <= l.mu.applied {
-		l.mu.Unlock()
-		return nil
-	}
-	w := waiter{offset: offset, ch: make(chan struct{})}
-	l.mu.waiters = append(l.mu.waiters, w)
-	l.mu.Unlock()
-	select {
-	case <-w.ch:
+	for {
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.mu.err
-	case <-ctx.Done():
-		return ctx.Err()
+		if l.mu.err != nil {
+			err := l.mu.err
+			l.mu.Unlock()
+			return err
+		}
+		if offset <= l.mu.applied {
+			l.mu.Unlock()
+			return nil
+		}
+		if err := l.unreadableErrorLocked(time.Now()); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		w := waiter{offset: offset, ch: make(chan struct{})}
+		l.mu.waiters = append(l.mu.waiters, w)
+		l.mu.Unlock()
+		// Failures wake the waiters, but look again after the grace
+		// even if none came (the client's retries back off).
+		t := time.NewTimer(fetchFailGrace)
+		select {
+		case <-w.ch:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
 	}
 }
 

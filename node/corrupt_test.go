@@ -363,3 +363,52 @@ type quietPebble struct{}
 func (quietPebble) Infof(string, ...any)      {}
 func (quietPebble) Errorf(string, ...any)     {}
 func (quietPebble) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// TestCorruptCommandTopicWithoutMark is the same damage on a data dir
+// without the mark (written by a basin before it kept one): the node
+// cannot tell the topic lost commands and starts on what is left, but
+// it deletes no state, and a CREATE the broker takes but the replay
+// cannot apply (the broker fails fetches of the truncated partition)
+// fails instead of answering success and creating nothing.
+func TestCorruptCommandTopicWithoutMark(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM orders (order_id BIGINT KEY, region VARCHAR, amount DOUBLE) WITH (kafka_topic='orders', value_format='json', partitions=1)`)
+	mustExec(t, conn, `CREATE TABLE customers (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (kafka_topic='customers', value_format='json', partitions=1)`)
+	mustExec(t, conn, `CREATE TABLE rev AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region`)
+	mustExec(t, conn, `INSERT INTO orders (order_id, region, amount) VALUES (1, 'eu', 1.5)`)
+	waitQuery(t, conn, `SELECT region, n FROM rev`, "eu|1\n")
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := storesOnDisk(t, dir)
+	for _, seg := range commandSegments(t, dir, "test") {
+		flipMiddle(t, seg, 16)
+	}
+	if err := os.Remove(filepath.Join(dir, catalogMarkFile)); err != nil {
+		t.Fatal(err)
+	}
+
+	n2 := startNode(t, dir)
+	conn2 := connect(t, n2.PGAddr())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err := conn2.Exec(ctx, `CREATE STREAM more (id BIGINT KEY, v VARCHAR) WITH (kafka_topic='more', value_format='json', partitions=1)`)
+	if err == nil {
+		if _, qerr := queryText(ctx, conn2, `SELECT * FROM more`, false); qerr != nil {
+			t.Fatalf("CREATE STREAM answered success but created nothing: %v", qerr)
+		}
+	} else {
+		t.Logf("create: %v", err)
+	}
+	if err := n2.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	after := storesOnDisk(t, dir)
+	for v := range before {
+		if !after[v] {
+			t.Errorf("store %s was deleted by a start on a damaged command topic (before %v, after %v)", v, before, after)
+		}
+	}
+}
