@@ -121,7 +121,9 @@ type Options struct {
 	// from each other (forwarded reads) as user basin_cluster, when Auth
 	// is not "trust": every node of the cluster needs the same one. It
 	// is the config-file key cluster-secret or BASIN_CLUSTER_SECRET and,
-	// like Users, has no flag.
+	// like Users, has no flag. Under any Auth, a key derived from it
+	// signs the node's HTTP requests to its peers, and the node refuses
+	// unsigned ones on the cluster endpoints (peerauth.go).
 	ClusterSecret string
 	// Pprof serves Go's profiles on HTTPAddr under /debug/pprof/
 	// (--pprof). Default false: a profile shows the process's command
