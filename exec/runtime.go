@@ -431,7 +431,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
-				return func(ctx context.Context) error { return t.run(ctx, r == RoleActive) }
+				return func(ctx context.Context) error { return stalled(ts, t.run(ctx, r == RoleActive)) }
 			}})
 	}
 	return rt.start(q)
@@ -534,7 +534,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
 				if r == RoleActive {
-					return t.run
+					return func(ctx context.Context) error { return stalled(ts, t.run(ctx)) }
 				}
 				return func(ctx context.Context) error {
 					store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})

@@ -104,6 +104,18 @@ func (rt *Runtime) resumeAt(ctx context.Context, rel *catalog.Relation, topic st
 	return kgo.NewOffset().At(next), nil
 }
 
+// stalled marks ts, whose task ended with err, as not current when err
+// is ErrInputTruncated: the task stays stopped, and its lag reads at
+// least 1 (TaskState.Lag), not 0, until a run catches up again
+// (markRestored), so that no read bounded by acceptable_offset_lag
+// takes its rows for fresh.
+func stalled(ts *TaskState, err error) error {
+	if errors.Is(err, ErrInputTruncated) {
+		ts.restored.Store(false)
+	}
+	return err
+}
+
 func truncatedErr(rel *catalog.Relation, topic string, p int32, next, end int64) error {
 	return fmt.Errorf("%w: topic %s partition %d ends at offset %d, but %s %s has applied it up to offset %d; "+
 		"records it reflects are gone from the topic (truncated, or deleted and created again). "+
