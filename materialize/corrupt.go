@@ -131,6 +131,18 @@ func (h *health) onCorruption(info pebble.DataCorruptionInfo) {
 	h.record(h.fromInfo(&info, info.Details))
 }
 
+// onBackgroundError is Pebble's BackgroundError event (a failed flush or
+// compaction). A compaction that meets damage fails again each time it
+// is retried: the damage is recorded (and logged once per file) instead
+// of logged on every attempt.
+func (h *health) onBackgroundError(err error) {
+	if pebble.IsCorruptionError(err) {
+		h.record(h.fromInfo(pebble.ExtractDataCorruptionInfo(err), err))
+		return
+	}
+	h.log.Error("pebble: background error: " + oneLine(err))
+}
+
 func (h *health) fromInfo(info *pebble.DataCorruptionInfo, cause error) *CorruptError {
 	e := &CorruptError{Dir: h.dir, Detail: oneLine(cause)}
 	if info != nil {

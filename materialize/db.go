@@ -86,7 +86,7 @@ func Open(opts Options) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		// Damage found by a read or a compaction fails the DB instead
 		// of Pebble's default, a Fatalf (corrupt.go).
-		EventListener: &pebble.EventListener{DataCorruption: h.onCorruption},
+		EventListener: &pebble.EventListener{DataCorruption: h.onCorruption, BackgroundError: h.onBackgroundError},
 	}
 	// Bloom filters on every level (later levels inherit L0's): a key
 	// lookup then reads only the sstables that may hold its key instead
