@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -259,9 +260,29 @@ func TestQueryMemoryAndPreparedLimits(t *testing.T) {
 	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.OutOfMemory || !strings.Contains(pe.Message, "basin.query_memory (1MB) for its join") {
 		t.Fatalf("catalog cross join under basin.query_memory 1MB: %v, want 53200", err)
 	}
-	// What fits still runs, and the session goes on.
+	// What fits still runs, and the session goes on. ORDER BY ... LIMIT
+	// keeps only the rows that can still be among the first: the whole
+	// 3 MB sorts within 1MB.
 	if w := must("SELECT id FROM t ORDER BY id LIMIT 3"); len(w.rows) != 3 || w.rows[2][0] != int64(2) {
 		t.Fatalf("ORDER BY id LIMIT 3 under 1MB: %v", w.rows)
+	}
+	w := must("SELECT id, v FROM t ORDER BY v DESC LIMIT 4 OFFSET 2")
+	// v is id then x's; in text order, descending: 9x..., 99x..., 999x...,
+	// 998x..., 997x..., 996x..., ...
+	var got []int64
+	for _, r := range w.rows {
+		got = append(got, r[0].(int64))
+	}
+	if want := []int64{999, 998, 997, 996}; !slices.Equal(got, want) {
+		t.Fatalf("ORDER BY v DESC LIMIT 4 OFFSET 2 under 1MB: ids %v, want %v", got, want)
+	}
+	// Ties keep their arrival order, as a stable sort would, and a
+	// LIMIT past the rows returns them all.
+	if w := must("SELECT id FROM t ORDER BY id % 2 LIMIT 5000"); len(w.rows) != rows || w.rows[0][0].(int64)%2 != 0 || w.rows[rows-1][0].(int64)%2 != 1 {
+		t.Fatalf("ORDER BY id %% 2 LIMIT 5000: %d rows", len(w.rows))
+	}
+	if w := must("SELECT id FROM t ORDER BY id LIMIT 0"); len(w.rows) != 0 {
+		t.Fatalf("LIMIT 0: %d rows", len(w.rows))
 	}
 	if _, err := run("SET basin.query_memory = '1kB'"); !isCode(err, pgerr.InvalidParameterValue) {
 		t.Fatalf("SET basin.query_memory = '1kB': %v, want 22023", err)

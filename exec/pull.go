@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -53,6 +54,8 @@ type pull struct {
 	reads []PartitionRead
 	// mem is what rows, seen and hash hold, against basin.query_memory.
 	mem queryMemory
+	// sorted numbers the rows collected for sorting (sortRow.seq).
+	sorted int64
 
 	// A single-key lookup's partition and key, without allocations.
 	onePart [1]int32
@@ -77,6 +80,41 @@ type pull struct {
 type sortRow struct {
 	out  catalog.Row
 	keys []any
+	// seq is the row's place in arrival order, which breaks ties (the
+	// sort is stable); size is what it counts in mem.
+	seq, size int64
+}
+
+// sortLess orders rows by ORDER BY, then by arrival.
+func (q *pull) sortLess(a, b *sortRow) bool {
+	for k, o := range q.plan.Order {
+		c := CompareNullable(a.keys[k], b.keys[k], o.NullsFirst)
+		if o.Desc && a.keys[k] != nil && b.keys[k] != nil {
+			c = -c
+		}
+		if c != 0 {
+			return c < 0
+		}
+	}
+	return a.seq < b.seq
+}
+
+// topK keeps, for ORDER BY ... LIMIT, only the rows that can still be
+// among the first LIMIT + OFFSET: q.rows is then a heap with the last
+// of them on top, and a row past them is dropped at once, so memory
+// stays with the LIMIT rather than the input.
+type topK struct{ q *pull }
+
+func (h topK) Len() int           { return len(h.q.rows) }
+func (h topK) Less(i, j int) bool { return h.q.sortLess(&h.q.rows[j], &h.q.rows[i]) } // the last on top
+func (h topK) Swap(i, j int)      { h.q.rows[i], h.q.rows[j] = h.q.rows[j], h.q.rows[i] }
+func (h topK) Push(x any)         { h.q.rows = append(h.q.rows, x.(sortRow)) }
+func (h topK) Pop() any {
+	n := len(h.q.rows) - 1
+	r := h.q.rows[n]
+	h.q.rows[n] = sortRow{}
+	h.q.rows = h.q.rows[:n]
+	return r
 }
 
 type groupState struct {
@@ -419,10 +457,27 @@ func (q *pull) project(row catalog.Row) error {
 	if err != nil {
 		return err
 	}
-	if err := q.mem.grow(48+rowBytes(out)+rowBytes(keys), "ORDER BY"); err != nil {
+	r := sortRow{out: out, keys: keys, seq: q.sorted, size: 64 + rowBytes(out) + rowBytes(keys)}
+	q.sorted++
+	if k := q.plan.Limit + q.plan.Offset; q.plan.Limit >= 0 && k >= 0 {
+		h := topK{q}
+		if int64(len(q.rows)) >= k {
+			if k == 0 || !q.sortLess(&r, &q.rows[0]) {
+				return nil // not among the first k
+			}
+			q.mem.used -= q.rows[0].size
+			heap.Pop(h)
+		}
+		if err := q.mem.grow(r.size, "ORDER BY"); err != nil {
+			return err
+		}
+		heap.Push(h, r)
+		return nil
+	}
+	if err := q.mem.grow(r.size, "ORDER BY"); err != nil {
 		return err
 	}
-	q.rows = append(q.rows, sortRow{out: out, keys: keys})
+	q.rows = append(q.rows, r)
 	return nil
 }
 
@@ -472,20 +527,7 @@ func (q *pull) finish() error {
 	if q.streaming() {
 		return nil
 	}
-	order := q.plan.Order
-	sort.SliceStable(q.rows, func(i, j int) bool {
-		a, b := q.rows[i].keys, q.rows[j].keys
-		for k, o := range order {
-			c := CompareNullable(a[k], b[k], o.NullsFirst)
-			if o.Desc && a[k] != nil && b[k] != nil {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
-		}
-		return false
-	})
+	sort.Slice(q.rows, func(i, j int) bool { return q.sortLess(&q.rows[i], &q.rows[j]) })
 	for _, r := range q.rows {
 		if err := q.send(r.out); err != nil {
 			if err == errLimitReached {
