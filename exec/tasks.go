@@ -1154,6 +1154,13 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		for i, k := range t.codec.keyIdx {
 			keyVals[i] = row[k]
 		}
+		if plan.Source.Kind == catalog.KindTable && slices.Contains(keyVals, nil) {
+			// The table skips it (tableTask): a record without a key
+			// names none of its rows, so it changes none of the view's.
+			b.bad = append(b.bad, rt.badRecord(view, src, pgerr.New(pgerr.NullValueNotAllowedDataException,
+				"record has a NULL key, and table %s keeps a row per key", plan.Source.Name)))
+			return nil
+		}
 		if tombstone {
 			if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
 				t.remove(store, b, keyVals)

@@ -183,6 +183,7 @@ func TestBadTextAndNullKeyLogged(t *testing.T) {
 	n := startNode(t, t.TempDir())
 	conn := connect(t, n.PGAddr())
 	mustExec(t, conn, `CREATE TABLE users (id VARCHAR PRIMARY KEY, name VARCHAR) WITH (kafka_topic='users', value_format='json', partitions=1)`)
+	mustExec(t, conn, `CREATE TABLE names AS SELECT id, name FROM users`)
 	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()}, kafka.ProducerOpts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -204,10 +205,13 @@ func TestBadTextAndNullKeyLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQuery(t, conn, `SELECT id, length(name) FROM users ORDER BY id`, "u1|2\nu4|8\n")
-	waitQuery(t, conn, `SELECT source_offset, error FROM basin_processing_log ORDER BY source_offset`,
+	waitQuery(t, conn, `SELECT id, length(name) FROM names ORDER BY id`, "u1|2\nu4|8\n")
+	// Each record is logged twice: by the table and by the view.
+	waitQuery(t, conn, `SELECT DISTINCT source_offset, error FROM basin_processing_log ORDER BY source_offset`,
 		"0|record has a NULL key, and table users keeps a row per key\n"+
 			"2|field \"name\": string \"bad\\xff\" is not valid UTF-8\n"+
 			"3|field \"name\": string \"half \\\\ud800 a pair\" has a \\u escape that is not a character (a lone UTF-16 surrogate)\n")
+	waitQuery(t, conn, `SELECT count(*) FROM basin_processing_log`, "6\n")
 }
 
 // TestLargeMisplacedRecordLogged writes a table's topic a record in the
