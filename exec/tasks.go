@@ -78,7 +78,7 @@ var ErrInputTruncated = errors.New("exec: input topic truncated below the applie
 // resumeAt returns the offset at which a task of rel that has applied
 // topic/p up to next resumes reading it (applied is false when it has
 // applied nothing yet: it reads from the start). Task consumers never
-// reset an offset that is out of range themselves (consumerOf), so this
+// reset an offset that is out of range themselves (noReset), so this
 // is where it is decided, each time a task starts:
 //   - next above the partition's end is ErrInputTruncated, naming the
 //     topic, partition, offset and end;
@@ -235,21 +235,26 @@ func (rt *Runtime) partitionBounds(ctx context.Context, topic string, p int32) (
 
 // consumer returns a client reading one partition from off, committed
 // data only, with control records kept so that the read offset passes
-// transaction markers. An offset out of range fails the fetch.
+// transaction markers.
 func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.consumerOf(id, map[string]map[int32]kgo.Offset{topic: {p: off}}, extra...)
 }
 
 // consumerOf is consumer reading the partitions of offs, each from its
 // offset.
+//
+// A reader of a changelog (restore, a standby) that finds its offset out
+// of range reads it again from the start, franz-go's default: applying a
+// changelog again changes nothing. A task reading its input adds
+// noReset, for applying input again would count it again.
+// noReset makes an offset out of range the task's error rather than a
+// jump to the partition's start: resumeAt decides where a task that
+// starts again reads from.
+var noReset = kgo.ConsumeResetOffset(kgo.NoResetOffset())
+
 func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.client(id, append([]kgo.Opt{
 		kgo.ConsumePartitions(offs),
-		// An offset out of range is the task's error, never a silent
-		// jump to the start (franz-go's default), which would apply
-		// again what the task has applied: resumeAt decides where a
-		// task that starts again reads from.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500 * time.Millisecond),
@@ -339,7 +344,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	cons, err := t.rt.consumerOf(fmt.Sprintf("%s-%d", t.rel.Name, p), map[string]map[int32]kgo.Offset{
 		t.rel.Topic: {p: srcFrom},
 		t.fwd:       {p: fwdFrom},
-	})
+	}, noReset)
 	if err != nil {
 		return err
 	}
@@ -876,7 +881,7 @@ func (t *viewTask) run(ctx context.Context) error {
 			guard.expect(topic, next)
 		}
 	}
-	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs)
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs, noReset)
 	if err != nil {
 		return err
 	}
@@ -1725,7 +1730,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		}
 		guard.expect(src.Topic, o.At)
 	}
-	cons, err := rt.consumer(fmt.Sprintf("%s-rekey-%d", view.Name, t.sp), src.Topic, t.sp, start)
+	cons, err := rt.consumer(fmt.Sprintf("%s-rekey-%d", view.Name, t.sp), src.Topic, t.sp, start, noReset)
 	if err != nil {
 		return err
 	}
