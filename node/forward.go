@@ -133,12 +133,15 @@ func peerPoolConfig(opts *Options, addr string) (*pgxpool.Config, error) {
 }
 
 func (f *forwarder) close() {
+	// The pools are closed without mu held: closing a connection runs
+	// BeforeClose, which takes mu.
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, p := range f.pools {
+	pools := f.pools
+	f.pools = nil
+	f.mu.Unlock()
+	for _, p := range pools {
 		p.Close()
 	}
-	f.pools = nil
 }
 
 // ReadPartition implements exec.Forwarder. ha.Route orders the
