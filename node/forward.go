@@ -290,7 +290,7 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 	// serve within them (sendBound), and whatever it or its lag report
 	// said, the lag and position it sends with the rows decide.
 	var check func(exec.PartitionRead) error
-	if rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0 {
+	if rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(rb.MinPosition) > 0 {
 		check = func(read exec.PartitionRead) error {
 			pos, perr := materialize.ParsePosition(read.Position)
 			if rej, ok := ha.CheckAnswer(ri, read.OffsetLag, read.TimeLagMs, pos, read.Position != "" && perr == nil, &rb.ReadBounds); !ok {
