@@ -76,7 +76,7 @@
 //     ClusterUser with the cluster secret, which Start adds to the
 //     users; peerPoolConfig accepts only SCRAM from the peer (never
 //     sending the secret to one that asks for it in cleartext),
-//     requires channel binding over TLS and, with Options.ClusterCA,
+//     offers channel binding over TLS and, with Options.ClusterCA,
 //     verifies the peer's certificate. Lag reports only choose whom to
 //     ask: a forwarded read carries the session's lag bound (sendBound),
 //     the serving node refuses one its replica does not meet, and remote

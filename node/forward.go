@@ -96,9 +96,14 @@ func (f *forwarder) pool(addr string) (*pgxpool.Pool, error) {
 // accepted (require_auth: a peer, or anything at its address, that asks
 // for a cleartext or MD5 password, or lets the node in without asking,
 // is refused before anything derived from the secret is sent), over TLS
-// with channel binding required when this node (and so, in a cluster
-// configured alike, the peer) serves TLS, so that the SCRAM exchange is
-// bound to the peer's certificate. With --cluster-ca the certificate
+// when this node (and so, in a cluster configured alike, the peer) serves
+// TLS, with channel binding offered: every node offers
+// SCRAM-SHA-256-PLUS over TLS, so the exchange is bound to the peer's
+// certificate, and a man in the middle that strips PLUS from the offer
+// is caught by the real peer (the client then says it could have bound,
+// inside what the proof covers). prefer rather than require, so that a
+// certificate whose hash the binding cannot name (Ed25519) still works,
+// unbound. With --cluster-ca the certificate
 // must be signed by that CA and name the peer's address (verify-full);
 // without, TLS encrypts but does not tell a peer from an impostor.
 func peerPoolConfig(opts *Options, addr string) (*pgxpool.Config, error) {
@@ -114,7 +119,7 @@ func peerPoolConfig(opts *Options, addr string) (*pgxpool.Config, error) {
 			q.Set("sslrootcert", opts.ClusterCA)
 		}
 		if user == ClusterUser {
-			q.Set("channel_binding", "require")
+			q.Set("channel_binding", "prefer")
 		}
 	}
 	q.Set("sslmode", sslmode)
