@@ -52,6 +52,10 @@ type Server struct {
 		// MaxStartupConnectionsPerHost bound (goServe, endStartup).
 		startups       int
 		startupsByHost map[string]int
+		// startupsChanged, when not nil, is closed (and cleared) at the
+		// next change of startups: what waits for a count (tests)
+		// selects on it.
+		startupsChanged chan struct{}
 		// acceptErr is the error of the latest Accept while it keeps
 		// failing (out of file descriptors), nil once one succeeds, and
 		// acceptErrAt when it failed; acceptStopped is set when the
@@ -280,6 +284,7 @@ func (s *Server) goServe(nc net.Conn) serveOutcome {
 	}
 	s.mu.startups++
 	s.mu.startupsByHost[host]++
+	s.startupsChangedLocked()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -298,6 +303,27 @@ func (s *Server) endStartup(host string) {
 	if s.mu.startupsByHost[host]--; s.mu.startupsByHost[host] <= 0 {
 		delete(s.mu.startupsByHost, host)
 	}
+	s.startupsChangedLocked()
+}
+
+// startupsChangedLocked wakes what waits for the startup count to change.
+// s.mu must be held.
+func (s *Server) startupsChangedLocked() {
+	if s.mu.startupsChanged != nil {
+		close(s.mu.startupsChanged)
+		s.mu.startupsChanged = nil
+	}
+}
+
+// startupsAndChange returns the connections in startup and a channel
+// closed when that count next changes.
+func (s *Server) startupsAndChange() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.startupsChanged == nil {
+		s.mu.startupsChanged = make(chan struct{})
+	}
+	return s.mu.startups, s.mu.startupsChanged
 }
 
 // remoteHost is the IP address of a remote address, what the per-host

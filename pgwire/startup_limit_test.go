@@ -48,18 +48,18 @@ func closedAtOnce(nc net.Conn) error {
 // waitStartups waits until the server counts n connections in startup.
 func (ts *testServer) waitStartups(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
 	for {
-		ts.mu.Lock()
-		got := ts.mu.startups
-		ts.mu.Unlock()
+		got, changed := ts.startupsAndChange()
 		if got == n {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-timer.C:
 			t.Fatalf("%d connections in startup, want %d", got, n)
 		}
-		time.Sleep(time.Millisecond) // polling a condition, not a fixed wait
 	}
 }
 
