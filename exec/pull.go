@@ -628,6 +628,7 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 		}
 		var parts []int32
 		var keys [][][]any
+		part := rel.PartitionerOf()
 	next:
 		for n, l := range lookups {
 			if n%1024 == 1023 && q.env != nil && q.env.Ctx != nil && q.env.Ctx.Err() != nil {
@@ -653,7 +654,7 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 			if seen[string(kb)] {
 				continue
 			}
-			p := rel.PartitionerOf().Partition(kb, rel.Partitions)
+			p := part.Partition(kb, rel.Partitions)
 			if pin >= 0 && p != pin {
 				continue // the filter's _partition = N would drop it
 			}

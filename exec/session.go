@@ -412,6 +412,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		}
 	}
 	codec := newRelCodec(rel)
+	part := rel.PartitionerOf()
 	env := s.env()
 	recs := make([]*kgo.Record, 0, len(st.Rows))
 	for _, vals := range st.Rows {
@@ -443,7 +444,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		}
 		p := int32(s.e.rrCount.Add(1) % uint32(rel.Partitions))
 		if key != nil {
-			p = rel.PartitionerOf().Partition(key, rel.Partitions)
+			p = part.Partition(key, rel.Partitions)
 		}
 		recs = append(recs, &kgo.Record{Topic: rel.Topic, Partition: p, Key: key, Value: value})
 	}

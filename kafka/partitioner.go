@@ -99,6 +99,16 @@ func ParsePartitioner(name string) (Partitioner, error) {
 // PartitionerOf returns the partitioner named name, Murmur2 for "" or a
 // name it does not know (names are checked where they are accepted).
 func PartitionerOf(name string) Partitioner {
+	// The catalog keeps canonical names: those need no folding, and this
+	// runs for every key a read or an INSERT places.
+	switch name {
+	case "", Murmur2:
+		return PartitionerMurmur2
+	case CRC32:
+		return PartitionerCRC32
+	case FNV1a:
+		return PartitionerFNV1a
+	}
 	p, err := ParsePartitioner(name)
 	if err != nil {
 		return PartitionerMurmur2
