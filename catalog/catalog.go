@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,43 @@ type Relation struct {
 	// relation. It tells apart a relation from an older one of the same
 	// name, so state on disk is never confused between them.
 	Version int64 `json:"version"`
+	// Halts are the losses of input the relation's tasks found (OpHalt),
+	// in the order found, with whether the operator accepted each.
+	Halts []Halt `json:"halts,omitempty"`
+}
+
+// Halt is a loss of input a task found: partition Partition of Topic
+// ended at End, below Offset, the offset the task had applied it up to.
+// The records the task had applied at offsets End to Offset-1 are gone
+// from the topic (truncated, or the topic deleted and created again);
+// reading the partition from its start would apply again what the task
+// has applied, reading on at Offset would skip unseen what producers
+// write at End and after. So the partition's tasks stop, on every node,
+// until the operator chooses: RESUME continues each at End (Resumed is
+// then the command-topic offset of the RESUME), or DROP rebuilds.
+type Halt struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// End is the partition's end when the loss was found; -1 when it
+	// could not be read (RESUME then continues at Offset).
+	End int64 `json:"end"`
+	// Error is the task's error, as SHOW QUERIES and SHOW TASKS show it.
+	Error string `json:"error"`
+	// Resumed is the offset of the RESUME command that accepted the
+	// loss, 0 while the tasks wait for the operator.
+	Resumed int64 `json:"resumed,omitempty"`
+}
+
+// Halted returns the halt of topic/p the operator has not resumed, if
+// any.
+func (r *Relation) Halted(topic string, p int32) (Halt, bool) {
+	for _, h := range r.Halts {
+		if h.Topic == topic && h.Partition == p && h.Resumed == 0 {
+			return h, true
+		}
+	}
+	return Halt{}, false
 }
 
 // Materialized reports whether basin keeps the relation in Pebble (tables
@@ -159,6 +197,9 @@ type Change struct {
 	Offset  int64
 	Created *Relation // set when a relation was created
 	Dropped *Relation // set when a relation was dropped
+	// Altered is set when a halt or a resume replaced a relation's
+	// entry with this one (same Version: its tasks and state stay).
+	Altered *Relation
 	// Err is why the command was rejected at apply time (a race between
 	// two nodes' DDL); the catalog is unchanged then.
 	Err error
@@ -206,10 +247,64 @@ func (c *Catalog) Apply(offset int64, cmd *Command) Change {
 		}
 		delete(c.mu.rels, name)
 		ch.Dropped = r
+	case OpHalt, OpResume:
+		name := strings.ToLower(cmd.Name)
+		r, ok := c.mu.rels[name]
+		if !ok {
+			ch.Err = pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", cmd.Name)
+			return ch
+		}
+		var halts []Halt
+		if cmd.Op == OpHalt {
+			if halts = addHalt(r.Halts, *cmd.Halt); halts == nil {
+				return ch // found already: nothing changes
+			}
+		} else {
+			if halts = resumeHalts(r.Halts, offset); halts == nil {
+				ch.Err = pgerr.New(pgerr.ObjectNotInPrerequisiteState, "query %s of %q is not stopped by lost input; nothing to resume", r.QueryName(), r.Name)
+				return ch
+			}
+		}
+		alt := *r
+		alt.Halts = halts
+		c.mu.rels[name] = &alt
+		ch.Altered = &alt
 	default:
 		ch.Err = pgerr.New(pgerr.InternalError, "unknown catalog command %q at offset %d", cmd.Op, offset)
 	}
 	return ch
+}
+
+// addHalt returns halts with h added, or nil if halts has it already:
+// a halt of the same partition waiting for the operator, or one of the
+// same loss (offset and end) the operator resumed, which a replica
+// that had not heard of the RESUME yet found again.
+func addHalt(halts []Halt, h Halt) []Halt {
+	for _, o := range halts {
+		if o.Topic == h.Topic && o.Partition == h.Partition &&
+			(o.Resumed == 0 || o.Offset == h.Offset && o.End == h.End) {
+			return nil
+		}
+	}
+	h.Resumed = 0
+	return append(slices.Clip(halts), h)
+}
+
+// resumeHalts returns halts with each one waiting marked resumed by the
+// command at offset, or nil if none waits.
+func resumeHalts(halts []Halt, offset int64) []Halt {
+	out := slices.Clone(halts)
+	n := 0
+	for i := range out {
+		if out[i].Resumed == 0 {
+			out[i].Resumed = offset
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return out
 }
 
 // DependentsError is the error for dropping a relation that views read.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/basindb/basin/internal/pgerr"
@@ -202,5 +204,62 @@ func TestParseType(t *testing.T) {
 	}
 	if _, ok := ParseType("jsonb"); ok {
 		t.Error("ParseType(jsonb) succeeded")
+	}
+}
+
+// TestApplyHalts: a halt is recorded once per partition while it waits,
+// RESUME marks every waiting halt with its own offset (and fails when
+// none waits), the same loss found again after a RESUME is not a new
+// halt, and a new loss is. The relation keeps its version.
+func TestApplyHalts(t *testing.T) {
+	c := New()
+	c.Apply(1, create(stream("s")))
+	c.Apply(2, create(view("v", "s")))
+	halt := func(p int32, offset, end int64) *Command {
+		return &Command{Op: OpHalt, Name: "V", Halt: &Halt{Topic: "s", Partition: p, Offset: offset, End: end, Error: "lost"}}
+	}
+	resume := &Command{Op: OpResume, Name: "v"}
+	steps := []struct {
+		cmd     *Command
+		code    pgerr.Code
+		altered bool
+		halts   string // topic/partition offset>end resumed, per halt
+	}{
+		{cmd: resume, code: pgerr.ObjectNotInPrerequisiteState, halts: ""},
+		{cmd: halt(0, 5, 2), altered: true, halts: "s/0 5>2 r0"},
+		{cmd: halt(0, 5, 3), halts: "s/0 5>2 r0"},
+		{cmd: halt(1, 9, 0), altered: true, halts: "s/0 5>2 r0,s/1 9>0 r0"},
+		{cmd: resume, altered: true, halts: "s/0 5>2 r7,s/1 9>0 r7"},
+		{cmd: resume, code: pgerr.ObjectNotInPrerequisiteState, halts: "s/0 5>2 r7,s/1 9>0 r7"},
+		{cmd: halt(0, 5, 2), halts: "s/0 5>2 r7,s/1 9>0 r7"},
+		{cmd: halt(0, 8, 4), altered: true, halts: "s/0 5>2 r7,s/1 9>0 r7,s/0 8>4 r0"},
+		{cmd: &Command{Op: OpHalt, Name: "nope", Halt: &Halt{Topic: "s"}}, code: pgerr.UndefinedTable, halts: "s/0 5>2 r7,s/1 9>0 r7,s/0 8>4 r0"},
+	}
+	for i, st := range steps {
+		ch := c.Apply(int64(3+i), st.cmd)
+		if got := codeOf(ch.Err); got != st.code {
+			t.Fatalf("step %d (%s): error %v, want %q", i, st.cmd.Op, ch.Err, st.code)
+		}
+		if (ch.Altered != nil) != st.altered {
+			t.Fatalf("step %d (%s): altered %v, want %v", i, st.cmd.Op, ch.Altered != nil, st.altered)
+		}
+		r, _ := c.Lookup("v")
+		if r.Version != 2 {
+			t.Fatalf("step %d: version %d, want 2", i, r.Version)
+		}
+		var got []string
+		for _, h := range r.Halts {
+			got = append(got, fmt.Sprintf("%s/%d %d>%d r%d", h.Topic, h.Partition, h.Offset, h.End, h.Resumed))
+		}
+		if s := strings.Join(got, ","); s != st.halts {
+			t.Fatalf("step %d (%s): halts %s, want %s", i, st.cmd.Op, s, st.halts)
+		}
+		waiting := regexp.MustCompile(`(^|,)s/0 \d+>\d+ r0`).MatchString(st.halts)
+		if h, ok := r.Halted("s", 0); ok != waiting {
+			t.Fatalf("step %d: Halted(s, 0) = %v, %v", i, h, ok)
+		}
+	}
+	if _, err := DecodeCommand([]byte(`{"op":"halt","name":"v"}`)); err == nil {
+		t.Fatal("a halt command without a halt decoded")
 	}
 }

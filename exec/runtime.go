@@ -48,6 +48,10 @@ type RuntimeOptions struct {
 	// acceptable.recovery.lag: a replica that close is caught up enough
 	// to be given the active). Zero serves none.
 	RecoveryLag int64
+	// Halt records in the catalog that a task of the relation named found
+	// its input partition lost records it had applied (halts.go); nil
+	// records nothing (the task stops only while the loss shows).
+	Halt func(ctx context.Context, relation string, h catalog.Halt) error
 }
 
 func (o *RuntimeOptions) ensureDefaults() {
@@ -112,6 +116,10 @@ type Query struct {
 	handlesOnce sync.Once
 	codec       *relCodec
 	stores      []*materialize.Store // by partition
+
+	// halts are Rel's halts as the catalog has them now (Alter);
+	// guarded by the runtime's mu.
+	halts []catalog.Halt
 }
 
 // handles returns the relation's record codec and its stores' handles.
@@ -152,6 +160,10 @@ type TaskState struct {
 	// batches.
 	pendingAt atomic.Int64
 	restored  atomic.Bool
+	// halted is set while the catalog holds a halt of the task's
+	// partition the operator has not resumed (halts.go), on every
+	// replica: its lag is then at least 1.
+	halted atomic.Bool
 	// position is the source position of the last commit; sources, for a
 	// task behind a repartition topic, the source ends it is measured
 	// against.
@@ -201,8 +213,8 @@ func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	} else {
 		offsetLag = max(0, t.inputEnd.Load()-t.inputNext.Load()) + max(0, t.fwdEnd.Load()-t.fwdNext.Load())
 	}
-	if !t.restored.Load() && offsetLag == 0 {
-		offsetLag = 1 // restoring: not known to be current
+	if (!t.restored.Load() || t.halted.Load()) && offsetLag == 0 {
+		offsetLag = 1 // restoring, or stopped by lost input: not known to be current
 	}
 	if offsetLag > 0 {
 		oldest := t.pendingAt.Load()
@@ -431,7 +443,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
-				return func(ctx context.Context) error { return stalled(ts, t.run(ctx, r == RoleActive)) }
+				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx, r == RoleActive)) }
 			}})
 	}
 	return rt.start(q)
@@ -515,7 +527,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 					if r != RoleActive {
 						return nil // re-keying keeps no state to stand by with
 					}
-					return t.run
+					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
 				}})
 		}
 	}
@@ -534,7 +546,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
 				if r == RoleActive {
-					return func(ctx context.Context) error { return stalled(ts, t.run(ctx)) }
+					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
 				}
 				return func(ctx context.Context) error {
 					store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
@@ -613,6 +625,7 @@ func (rt *Runtime) start(q *Query) error {
 		return fmt.Errorf("exec: query for %s already running", q.Rel.Name)
 	}
 	q.ctx, q.cancel = context.WithCancel(rt.ctx)
+	q.setHalts(q.Rel.Halts)
 	rt.mu.queries[name] = q
 	rt.reconcileLocked(q)
 	return nil

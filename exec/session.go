@@ -322,6 +322,8 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.drop(ctx, st, w)
 	case *sql.Show:
 		return s.show(ctx, st, w)
+	case *sql.Resume:
+		return s.resume(ctx, st, w)
 	case *sql.Describe:
 		return s.describe(st, w)
 	case *sql.Set:
@@ -603,6 +605,51 @@ func (s *Session) drop(ctx context.Context, st *sql.Drop, w ResultWriter) error 
 		return catalog.DependentsError(rel, deps)
 	}
 	return s.submit(ctx, &catalog.Command{Op: catalog.OpDrop, Name: rel.Name}, tag, w)
+}
+
+// resume runs RESUME query_id: the query's tasks that its lost input
+// stopped continue where the topic ended when the loss was found
+// (halts.go); a NOTICE per stopped partition says what the view goes on
+// counting without.
+func (s *Session) resume(ctx context.Context, st *sql.Resume, w ResultWriter) error {
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return err
+	}
+	var rel *catalog.Relation
+	for _, r := range s.e.Catalog.List(catalog.KindTable, catalog.KindView) {
+		if strings.EqualFold(r.QueryName(), st.Query) {
+			rel = r
+		}
+	}
+	if rel == nil {
+		return pgerr.New(pgerr.UndefinedObject, "query %q does not exist", strings.ToUpper(st.Query)).
+			WithHint("SHOW QUERIES lists the queries and their ids.")
+	}
+	var waiting []catalog.Halt
+	for _, h := range rel.Halts {
+		if h.Resumed == 0 {
+			waiting = append(waiting, h)
+		}
+	}
+	if len(waiting) == 0 {
+		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "query %s is not stopped by lost input; nothing to resume", rel.QueryName()).
+			WithHint("RESUME continues a query that stopped because its source topic lost records (SHOW QUERIES says ERROR, \"input topic truncated\").")
+	}
+	if q, ok := s.e.Runtime.Query(rel.Name); ok && q.Plan != nil && q.Plan.Repartition {
+		return pgerr.New(pgerr.FeatureNotSupported, "view %s re-keys its source (GROUP BY other than the source key) and cannot continue past lost input", rel.Name).
+			WithHint("Rebuild it: DROP TABLE %s, then CREATE it again with the statement SHOW QUERIES shows.", sql.QuoteIdent(rel.Name))
+	}
+	if err := s.submit(ctx, &catalog.Command{Op: catalog.OpResume, Name: rel.Name}, "", nil); err != nil {
+		return err
+	}
+	for _, h := range waiting {
+		msg := fmt.Sprintf("%s %s continues topic %s partition %d at offset %d", strings.ToLower(string(rel.Kind)), rel.Name, h.Topic, h.Partition, min(h.End, h.Offset))
+		if h.End < h.Offset {
+			msg += fmt.Sprintf("; the %d records it had applied at offsets %d to %d, which the topic lost, stay reflected in its rows", h.Offset-h.End, h.End, h.Offset-1)
+		}
+		_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.SuccessfulCompletion, Message: msg})
+	}
+	return w.Complete("RESUME")
 }
 
 func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error {

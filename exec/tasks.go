@@ -94,7 +94,7 @@ func (rt *Runtime) resumeAt(ctx context.Context, rel *catalog.Relation, topic st
 		return kgo.Offset{}, err
 	}
 	if next > end {
-		return kgo.Offset{}, truncatedErr(rel, topic, p, next, end)
+		return kgo.Offset{}, rt.truncatedErr(rel, topic, p, next, end)
 	}
 	if next < start {
 		rt.log.Warn("input records deleted before they were read; resuming at the partition's start",
@@ -104,23 +104,12 @@ func (rt *Runtime) resumeAt(ctx context.Context, rel *catalog.Relation, topic st
 	return kgo.NewOffset().At(next), nil
 }
 
-// stalled marks ts, whose task ended with err, as not current when err
-// is ErrInputTruncated: the task stays stopped, and its lag reads at
-// least 1 (TaskState.Lag), not 0, until a run catches up again
-// (markRestored), so that no read bounded by acceptable_offset_lag
-// takes its rows for fresh.
-func stalled(ts *TaskState, err error) error {
-	if errors.Is(err, ErrInputTruncated) {
-		ts.restored.Store(false)
-	}
-	return err
-}
-
-func truncatedErr(rel *catalog.Relation, topic string, p int32, next, end int64) error {
-	return fmt.Errorf("%w: topic %s partition %d ends at offset %d, but %s %s has applied it up to offset %d; "+
-		"records it reflects are gone from the topic (truncated, or deleted and created again). "+
-		"Rebuild it (DROP and CREATE it again) or accept the loss (see Troubleshooting in the operations guide)",
-		ErrInputTruncated, topic, p, end, strings.ToLower(string(rel.Kind)), rel.Name, next)
+func (rt *Runtime) truncatedErr(rel *catalog.Relation, topic string, p int32, next, end int64) error {
+	return &TruncatedError{Topic: topic, Partition: p, Offset: next, End: end, msg: fmt.Sprintf(
+		"%v: topic %s partition %d ends at offset %d, but %s %s has applied it up to offset %d; "+
+			"records it reflects are gone from the topic (truncated, or deleted and created again). "+
+			"%s (see Troubleshooting in the operations guide)",
+		ErrInputTruncated, topic, p, end, strings.ToLower(string(rel.Kind)), rel.Name, next, remedy(rel, rt.rekeys(rel)))}
 }
 
 // inputGuard catches a task's input going back while it reads: franz-go
@@ -161,11 +150,20 @@ func (g *inputGuard) check(fetches kgo.Fetches) (topic string, p int32, next int
 // wentBack is the error of a task whose input went back (inputGuard):
 // ErrInputTruncated, with the partition's end if it can be had.
 func (rt *Runtime) wentBack(ctx context.Context, rel *catalog.Relation, topic string, p int32, next int64) error {
-	if _, end, err := rt.partitionBounds(ctx, topic, p); err == nil && end < next {
-		return truncatedErr(rel, topic, p, next, end)
+	_, end, err := rt.partitionBounds(ctx, topic, p)
+	if err != nil {
+		// Tried again, the task compares its offset with the end as it
+		// starts (resumeAt), or finds the input going back again.
+		return fmt.Errorf("topic %s partition %d went back below offset %d, which %s %s has applied, and its end cannot be read: %w",
+			topic, p, next, strings.ToLower(string(rel.Kind)), rel.Name, err)
 	}
-	return fmt.Errorf("%w: topic %s partition %d went back below offset %d, which %s %s has applied",
-		ErrInputTruncated, topic, p, next, strings.ToLower(string(rel.Kind)), rel.Name)
+	if end < next {
+		return rt.truncatedErr(rel, topic, p, next, end)
+	}
+	return &TruncatedError{Topic: topic, Partition: p, Offset: next, End: end, msg: fmt.Sprintf(
+		"%v: topic %s partition %d went back below offset %d, which %s %s has applied (the topic was deleted and created again, and holds %d records now). "+
+			"%s (see Troubleshooting in the operations guide)",
+		ErrInputTruncated, topic, p, next, strings.ToLower(string(rel.Kind)), rel.Name, end, remedy(rel, rt.rekeys(rel)))}
 }
 
 // behindPosition returns ErrInputTruncated if a partition of topic ends
@@ -185,7 +183,7 @@ func (rt *Runtime) behindPosition(ctx context.Context, rel *catalog.Relation, to
 	var errs []error
 	ends.Each(func(o kadm.ListedOffset) {
 		if seen, ok := pos.Get(topic, o.Partition); ok && o.Offset < seen {
-			errs = append(errs, truncatedErr(rel, topic, o.Partition, seen, o.Offset))
+			errs = append(errs, rt.truncatedErr(rel, topic, o.Partition, seen, o.Offset))
 		}
 	})
 	return errors.Join(errs...)
@@ -305,6 +303,21 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	if err != nil {
 		return err
 	}
+	for _, topic := range []string{t.rel.Topic, t.fwd} {
+		if err := t.rt.checkHalt(t.rel, topic, p); err != nil {
+			return err
+		}
+	}
+	if next := t.rt.takeResume(t.rel, &cp, t.rel.Topic, p, cp.ChangelogOffset, cp.ChangelogOffset > 0); next != cp.ChangelogOffset {
+		cp.ChangelogOffset = next
+		setOffset(&cp.Input, t.rel.Topic, p, next)
+		if _, ok := cp.Position.Get(t.rel.Topic, p); ok {
+			cp.Position[t.rel.Topic][p] = next
+		}
+	}
+	if next, ok := cp.Input[t.fwd][p]; ok {
+		setOffset(&cp.Input, t.fwd, p, t.rt.takeResume(t.rel, &cp, t.fwd, p, next, true))
+	}
 	group := t.rel.RekeyGroup(t.rt.opts.Cluster)
 	// applyFrom is the first source offset the store does not reflect;
 	// the active reads from its forwarding progress if that is behind.
@@ -394,7 +407,15 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 					return // not a forwarded record: nothing to apply
 				}
 				if seen, ok := cp.Input[from][sp]; ok && off < seen {
-					return // sent again by a restarted forwarder
+					// Sent again by a restarted forwarder, unless
+					// partition sp lost records and RESUME continued
+					// it below them: what it forwards from there on
+					// is new (halts.go).
+					h, resumed := t.rt.resumed(t.rel, &cp, t.rel.Topic, sp)
+					if !resumed || off < h.End {
+						return
+					}
+					setOffset(&cp.Input, resumedKey(t.rel.Topic), sp, h.Resumed)
 				}
 				setOffset(&cp.Input, from, sp, off+1)
 			case r.Offset < applyFrom:
@@ -867,11 +888,26 @@ func (t *viewTask) run(ctx context.Context) error {
 	input := t.input
 	offs := map[string]map[int32]kgo.Offset{}
 	var guard inputGuard
+	if plan.Repartition {
+		if err := rt.checkHalts(view, t.srcTopic); err != nil {
+			return err
+		}
+	}
 	for _, topic := range []string{input, t.fwd} {
 		if topic == "" {
 			continue
 		}
+		if err := rt.checkHalt(view, topic, p); err != nil {
+			return err
+		}
 		next, applied := cp.Input[topic][p]
+		if n := rt.takeResume(view, &cp, topic, p, next, applied); n != next {
+			next = n
+			setOffset(&cp.Input, topic, p, n)
+			if _, ok := cp.Position.Get(topic, p); ok {
+				cp.Position[topic][p] = n
+			}
+		}
 		from, err := rt.resumeAt(ctx, view, topic, p, next, applied)
 		if err != nil {
 			return err
@@ -1722,6 +1758,9 @@ func (t *rekeyTask) run(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("reading offsets of %s: %w", group, err)
+	}
+	if err := rt.checkHalt(view, src.Topic, t.sp); err != nil {
+		return err
 	}
 	var guard inputGuard
 	if o, ok := offs.Lookup(src.Topic, t.sp); ok && o.Err == nil && o.At >= 0 {

@@ -144,6 +144,8 @@ func writeName(st sql.Statement) string {
 		return "CREATE TABLE AS"
 	case *sql.Drop:
 		return "DROP"
+	case *sql.Resume:
+		return "RESUME"
 	}
 	return ""
 }

@@ -135,7 +135,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return nil, err
 	}
 	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
-		RecoveryLag: opts.AcceptableRecoveryLag}); err != nil {
+		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt}); err != nil {
 		return nil, err
 	}
 	n.rt.SetPullObserver(n.metrics.observePull)
@@ -252,6 +252,20 @@ func (n *Node) startBroker() (*kafka.Broker, error) {
 // Postgres server serves, with the engine as sessions first see it.
 var testServing func(*Node)
 
+// recordHalt records in the catalog that a task of relation lost input
+// it had applied (exec's halts.go): the partition's tasks stay stopped
+// on every node until the operator resumes or drops the relation.
+func (n *Node) recordHalt(ctx context.Context, relation string, h catalog.Halt) error {
+	if n.clog == nil {
+		return errors.New("the catalog is not open yet")
+	}
+	ch, err := n.clog.Submit(ctx, &catalog.Command{Op: catalog.OpHalt, Name: relation, Halt: &h})
+	if err != nil {
+		return err
+	}
+	return ch.Err
+}
+
 // onChange acts on a catalog change: start or drop the relation's query.
 // During the startup replay it does nothing; startQueries then starts the
 // queries of the final catalog.
@@ -290,6 +304,8 @@ func (n *Node) onChange(ch catalog.Change) {
 		if err := n.startQuery(ch.Created); err != nil {
 			n.log.Error("starting query", "relation", ch.Created.Name, "err", err)
 		}
+	case ch.Altered != nil:
+		n.rt.Alter(ch.Altered)
 	case ch.Dropped != nil:
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -169,6 +169,12 @@ type Describe struct {
 	Name string
 }
 
+// Resume is RESUME query_id: the operator accepts that the query's
+// input lost records and lets its stopped tasks continue.
+type Resume struct {
+	Query string
+}
+
 // Drop is DROP STREAM|TABLE [IF EXISTS] name.
 type Drop struct {
 	Kind     RelationKind
@@ -222,6 +228,7 @@ func (*Select) statement()        {}
 func (*Show) statement()          {}
 func (*Describe) statement()      {}
 func (*Drop) statement()          {}
+func (*Resume) statement()        {}
 func (*Set) statement()           {}
 func (*Explain) statement()       {}
 func (*Txn) statement()           {}

@@ -118,6 +118,18 @@ func (sp *stmtParser) parseDescribe(i int) (Statement, error) {
 	return &Describe{Name: name}, c.end()
 }
 
+// parseResume parses RESUME query_id (ksqlDB's statement; basin
+// resumes a query its lost input stopped).
+func (sp *stmtParser) parseResume(i int) (Statement, error) {
+	c := sp.cursor(i + 1)
+	t := c.tok()
+	if t.kind != tokIdent && t.kind != tokQuotedIdent {
+		return nil, sp.syntaxErr(t)
+	}
+	c.k++
+	return &Resume{Query: t.val}, c.end()
+}
+
 func (sp *stmtParser) parseDrop(i int) (Statement, error) {
 	c := sp.cursor(i + 1)
 	var kind RelationKind

@@ -127,6 +127,8 @@ func (f *formatter) stmt(s Statement) {
 		}
 	case *Describe:
 		f.printf("DESCRIBE %s", QuoteIdent(s.Name))
+	case *Resume:
+		f.printf("RESUME %s", QuoteIdent(s.Query))
 	case *Drop:
 		f.printf("DROP %s ", s.Kind)
 		if s.IfExists {

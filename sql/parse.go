@@ -122,6 +122,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseShow(i)
 	case "describe", "desc":
 		return sp.parseDescribe(i)
+	case "resume":
+		return sp.parseResume(i)
 	case "set":
 		return sp.parseSet(i)
 	case "reset":
