@@ -244,18 +244,33 @@ func (c *converter) insertStmt(s *ast.InsertStmt) (*Insert, error) {
 	for _, col := range s.Columns {
 		out.Columns = append(out.Columns, col.Name.O)
 	}
+	if c.tt.runs != nil {
+		n := len(s.Lists)
+		for _, row := range s.Lists {
+			if len(row) != 1 {
+				continue
+			}
+			if run, ok := c.run(row[0]); ok {
+				n += run.param - 1
+			}
+		}
+		out.Rows = make([][]Expr, 0, n)
+	}
 	for _, row := range s.Lists {
+		if len(row) == 1 {
+			if run, ok := c.run(row[0]); ok {
+				if err := c.runRows(out, run); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		if len(out.Columns) > 0 && len(row) > len(out.Columns) {
 			return nil, &pgerr.Error{Code: pgerr.SyntaxError,
 				Message: "INSERT has more expressions than target columns", Position: c.pos(row[len(out.Columns)])}
 		}
-		if len(out.Rows) > 0 && len(row) != len(out.Rows[0]) {
-			p := 0
-			if len(row) > 0 {
-				p = c.pos(row[0])
-			}
-			return nil, &pgerr.Error{Code: pgerr.SyntaxError,
-				Message: "VALUES lists must all be the same length", Position: p}
+		if err := checkRowWidth(out, len(row), func() int { return c.pos(row[0]) }); err != nil {
+			return nil, err
 		}
 		var exprs []Expr
 		for _, x := range row {
@@ -268,6 +283,43 @@ func (c *converter) insertStmt(s *ast.InsertStmt) (*Insert, error) {
 		out.Rows = append(out.Rows, exprs)
 	}
 	return out, nil
+}
+
+// checkRowWidth checks that a row of n values, the first at pos(), is
+// as wide as the INSERT's first.
+func checkRowWidth(ins *Insert, n int, pos func() int) error {
+	if len(ins.Rows) > 0 && n != len(ins.Rows[0]) {
+		p := 0
+		if n > 0 {
+			p = pos()
+		}
+		return &pgerr.Error{Code: pgerr.SyntaxError,
+			Message: "VALUES lists must all be the same length", Position: p}
+	}
+	return nil
+}
+
+// runRows appends the rows of a folded run of rows to the INSERT,
+// checked as rows TiDB parsed are.
+func (c *converter) runRows(ins *Insert, run token) error {
+	if run.kind != tokRows {
+		return c.errMisplacedRun()
+	}
+	rows, ok := c.sp.runRows(run)
+	if !ok {
+		return c.errMisplacedRun()
+	}
+	for _, row := range rows {
+		if len(ins.Columns) > 0 && len(row) > len(ins.Columns) {
+			return &pgerr.Error{Code: pgerr.SyntaxError,
+				Message: "INSERT has more expressions than target columns", Position: row[len(ins.Columns)].Position()}
+		}
+		if err := checkRowWidth(ins, len(row), func() int { return row[0].Position() }); err != nil {
+			return err
+		}
+		ins.Rows = append(ins.Rows, row)
+	}
+	return nil
 }
 
 // binaryOps maps TiDB operators to basin's. opcode.Or is | in TiDB's
@@ -329,7 +381,7 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		list, err := c.exprs(n.List)
+		list, err := c.inList(n.List)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +439,66 @@ func (c *converter) exprs(ns []ast.ExprNode) ([]Expr, error) {
 	return out, nil
 }
 
+// run returns the folded run of constants n is the placeholder of.
+func (c *converter) run(n ast.ExprNode) (token, bool) {
+	if c.tt.runs == nil {
+		return token{}, false
+	}
+	v, ok := n.(*driver.ValueExpr)
+	if !ok {
+		return token{}, false
+	}
+	k, ok := c.tt.runs[v.OriginTextPosition()]
+	if !ok {
+		return token{}, false
+	}
+	return c.sp.toks[k], true
+}
+
+// errMisplacedRun is returned with stmtParser.unfold set, for the
+// statement to be parsed again unfolded.
+func (c *converter) errMisplacedRun() error {
+	c.sp.unfold = true
+	return internalErr("a folded run of constants is misplaced in %q", c.tt.sql)
+}
+
+// inList converts the items of an IN list, putting back the constants
+// of a folded run.
+func (c *converter) inList(ns []ast.ExprNode) ([]Expr, error) {
+	if c.tt.runs == nil {
+		return c.exprs(ns)
+	}
+	n := len(ns)
+	for _, x := range ns {
+		if run, ok := c.run(x); ok {
+			n += run.param - 1
+		}
+	}
+	out := make([]Expr, 0, n)
+	for _, x := range ns {
+		run, ok := c.run(x)
+		if !ok {
+			e, err := c.expr(x)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			continue
+		}
+		if run.kind != tokLiterals {
+			return nil, c.errMisplacedRun()
+		}
+		if out, ok = c.sp.runLiterals(run, out); !ok {
+			return nil, c.errMisplacedRun()
+		}
+	}
+	return out, nil
+}
+
 func (c *converter) literal(n *driver.ValueExpr) (Expr, error) {
+	if _, ok := c.run(n); ok {
+		return nil, c.errMisplacedRun()
+	}
 	lit := &Literal{Pos: c.pos(n)}
 	switch n.Kind() {
 	case driver.KindNull:

@@ -34,6 +34,12 @@ const (
 	// character Postgres has no token for is a one-character tokOp too,
 	// so that the parser reports it as a syntax error where it stands.
 	tokOp
+	// tokLiterals is the constants of a long IN list and tokRows the
+	// rows of a long INSERT ... VALUES, folded into one token each
+	// (literals.go). pos and end span the constants or rows; param is
+	// how many there are; val is empty.
+	tokLiterals
+	tokRows
 )
 
 // token is one lexical token. pos and end are byte offsets into the
@@ -61,12 +67,20 @@ type lexer struct {
 	text string
 	i    int
 	toks []token
+	// fold folds long runs of constants (literals.go); run is the run
+	// being collected and stmt the index of the current statement's
+	// first token.
+	fold bool
+	run  litRun
+	stmt int
 }
 
-// lex tokenizes the whole text. Statements are split afterwards, on the
-// ";" tokens, so a semicolon inside a string or comment never splits.
+// lex tokenizes the whole text, folding long runs of constants.
+// Statements are split afterwards, on the ";" tokens, so a semicolon
+// inside a string or comment never splits.
 func lex(text string) ([]token, *pgerr.Error) {
-	return lexInto(make([]token, 0, lexEstimate(text)), text)
+	l := &lexer{text: text, toks: make([]token, 0, lexEstimate(text)), fold: true}
+	return l.all()
 }
 
 // lexEstimate is how many tokens to make room for at first: about one
@@ -75,15 +89,24 @@ func lex(text string) ([]token, *pgerr.Error) {
 // series; a long text (a large INSERT) grows from a bounded start.
 func lexEstimate(text string) int { return min(len(text)/4+4, 256) }
 
-// lexInto is lex appending the tokens to toks.
+// lexInto is lex appending the tokens to toks, every constant a token
+// of its own.
 func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
 	l := &lexer{text: text, toks: toks}
+	return l.all()
+}
+
+// all lexes the rest of the text.
+func (l *lexer) all() ([]token, *pgerr.Error) {
 	var nest nesting
 	for {
 		if err := l.skipSpace(); err != nil {
 			return nil, err
 		}
 		if l.i >= len(l.text) {
+			if l.fold {
+				l.endRun()
+			}
 			return l.toks, nil
 		}
 		n := len(l.toks)
@@ -94,6 +117,9 @@ func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
 			if err := nest.token(l.text, t); err != nil {
 				return nil, err
 			}
+		}
+		if l.fold && len(l.toks) == n+1 {
+			l.stepRun(nest.depth)
 		}
 	}
 }

@@ -78,6 +78,14 @@ func parse(text string) ([]Parsed, error) {
 		sp := &stmtParser{text: text, toks: append(piece, end), pos: pt}
 		st, err := sp.statement(0)
 		sp.release()
+		if sp.unfold {
+			// A folded run of constants was not where it may be: parse
+			// the statement from the tokens it would have had.
+			piece = lexRange(make([]token, 0, 2*n), text, piece[0].pos, piece[n-1].end)
+			sp = &stmtParser{text: text, toks: append(piece, end), pos: pt}
+			st, err = sp.statement(0)
+			sp.release()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -96,6 +104,10 @@ type stmtParser struct {
 	// tidb are the TiDB parsers whose trees the statement's conversion
 	// reads (parseTiDB); release returns them.
 	tidb []*parser.Parser
+	// unfold is set when the statement's parse met a folded run of
+	// constants (literals.go) where it cannot stand, in an error or
+	// in TiDB's tree: the statement is parsed again without folds.
+	unfold bool
 }
 
 // statement parses the statement starting at toks[i] and running to the
@@ -178,6 +190,9 @@ func (sp *stmtParser) syntaxErr(t token) *pgerr.Error {
 func (sp *stmtParser) tokText(t token) string {
 	if t.kind == tokEOF {
 		return t.val
+	}
+	if t.kind == tokLiterals || t.kind == tokRows {
+		sp.unfold = true // the message is to name a token of the run
 	}
 	return sp.text[t.pos:t.end]
 }

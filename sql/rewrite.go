@@ -57,6 +57,9 @@ type outItem struct {
 	// mark says what a function name the rewrite made up stands for
 	// (ARRAY[...], x[i], ...); see rewrite_pg.go.
 	mark markKind
+	// run is, for the placeholder of a folded run of constants
+	// (literals.go), 1 + the index of the run's token.
+	run int
 }
 
 // castInfo is a cast the rewrite turned into a function call.
@@ -80,6 +83,9 @@ type tidbText struct {
 	params map[int]int
 	casts  map[int]castInfo
 	marks  map[int]markKind
+	// runs maps the offset of a placeholder constant to the index of
+	// the folded run of constants it stands for (literals.go).
+	runs map[int]int
 	// aliases are the FROM aliases the rewrite replaced by placeholders
 	// (basin__alias_N), because TiDB has no column alias lists.
 	aliases []aliasInfo
@@ -117,6 +123,12 @@ func buildWith(items []outItem, end token, aliases []aliasInfo) *tidbText {
 				tt.marks = make(map[int]markKind)
 			}
 			tt.marks[b.Len()] = it.mark
+		}
+		if it.run != 0 {
+			if tt.runs == nil {
+				tt.runs = make(map[int]int)
+			}
+			tt.runs[b.Len()] = it.run - 1
 		}
 		b.WriteString(it.text)
 	}
@@ -299,6 +311,15 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		return i + 1, nil
 	case tokParam:
 		rw.add(outItem{text: "?", kind: itemOperand, orig: t.pos, origEnd: t.end, param: t.param})
+		return i + 1, nil
+	case tokLiterals:
+		// The conversion puts the constants in the placeholder's place.
+		rw.add(outItem{text: "0", kind: itemOperand, orig: t.pos, origEnd: t.end, run: i + 1})
+		return i + 1, nil
+	case tokRows:
+		rw.addTok(t, "(", itemOpen)
+		rw.add(outItem{text: "0", kind: itemOperand, orig: t.pos, origEnd: t.end, run: i + 1})
+		rw.addTok(t, ")", itemClose)
 		return i + 1, nil
 	}
 	switch t.val {
