@@ -14,7 +14,9 @@ package materialize
 // also leaves a marker file in the directory, so the next Open fails at
 // once with the remedy instead of serving until it meets the damage
 // again. The remedy is always the same: the changelog is the truth, so
-// move the directory aside and let the node restore every store.
+// move the directory aside and let the node restore every store. Until
+// then the DB starts no compactions (scheduler.go): Pebble would retry
+// the one that met the damage at once, over and over.
 
 import (
 	"errors"
@@ -87,6 +89,8 @@ type health struct {
 	dir    string
 	log    *slog.Logger
 	failed atomic.Pointer[CorruptError]
+	// full is set once a write found the disk full (diskfull.go).
+	full atomic.Pointer[DiskFullError]
 
 	mu struct {
 		sync.Mutex
@@ -94,13 +98,30 @@ type health struct {
 	}
 }
 
-// err returns the DB's failure, nil while it is healthy.
+// err returns the DB's damage, the error of every read, nil while it
+// is healthy.
 func (h *health) err() error {
 	if e := h.failed.Load(); e != nil {
 		return e
 	}
 	return nil
 }
+
+// writeErr returns the error of every write: the DB's damage, else its
+// full disk, nil while it is healthy.
+func (h *health) writeErr() error {
+	if e := h.failed.Load(); e != nil {
+		return e
+	}
+	if e := h.full.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// halted reports whether the DB has failed, for reads or for writes: it
+// then needs no compactions (scheduler).
+func (h *health) halted() bool { return h.failed.Load() != nil || h.full.Load() != nil }
 
 // record notes damage: the first one fails the DB and leaves the marker;
 // each file is logged once. It returns the DB's failure.
@@ -134,10 +155,15 @@ func (h *health) onCorruption(info pebble.DataCorruptionInfo) {
 // onBackgroundError is Pebble's BackgroundError event (a failed flush or
 // compaction). A compaction that meets damage fails again each time it
 // is retried: the damage is recorded (and logged once per file) instead
-// of logged on every attempt.
+// of logged on every attempt. So is a full disk, which fullFS has
+// recorded already (a flush is retried too).
 func (h *health) onBackgroundError(err error) {
 	if pebble.IsCorruptionError(err) {
 		h.record(h.fromInfo(pebble.ExtractDataCorruptionInfo(err), err))
+		return
+	}
+	if n, ok := diskFullErrno(err); ok {
+		h.recordFull(&DiskFullError{Dir: h.dir, Op: "write", Errno: n})
 		return
 	}
 	h.log.Error("pebble: background error: " + oneLine(err))

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/basindb/basin/internal/pgerr"
 )
@@ -128,34 +131,97 @@ func TestCorruptSSTableCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// New tables over the same keys, as a task's writes would flush,
-	// until Pebble compacts them in the background with the damaged one
-	// and meets the damage.
+	meetDamage(t, db, id)
+	t.Logf("failed by: %v", db.health.err())
+	_, _, err = db.Store(id).Get([]byte("k000001"))
+	checkCorrupt(t, err, dir)
+	_ = db.Close()
+	checkReopenRefused(t, dir)
+}
+
+// meetDamage flushes new tables over the keys of store id, as a task's
+// writes would, until Pebble compacts them in the background with the
+// damaged one and meets the damage, failing the DB.
+func meetDamage(t *testing.T, db *DB, id StoreID) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for r := 0; db.health.err() == nil; r++ {
 		if time.Now().After(deadline) {
 			t.Fatal("no compaction met the damaged sstable within 30s")
 		}
 		if r < 8 {
-			b := db.pdb.NewBatch()
-			for i := r; i < 20000; i += 10 {
-				_ = b.Set(append(appendStorePrefix(nil, nsData, id), fmt.Sprintf("k%06d", i)...), []byte("new"), nil)
-			}
-			if err := b.Commit(nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.pdb.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			flushOver(t, db, id, r)
 		} else {
 			<-time.After(20 * time.Millisecond) // poll interval, not a wait for the outcome
 		}
 	}
-	t.Logf("failed by: %v", db.health.err())
-	_, _, err = db.Store(id).Get([]byte("k000001"))
-	checkCorrupt(t, err, dir)
-	_ = db.Close()
-	checkReopenRefused(t, dir)
+}
+
+// flushOver writes a tenth of the keys of writeFlushed into store id,
+// straight to Pebble (a failed DB refuses commits), and flushes them to
+// a new L0 table.
+func flushOver(t *testing.T, db *DB, id StoreID, r int) {
+	t.Helper()
+	b := db.pdb.NewBatch()
+	for i := r % 10; i < 20000; i += 10 {
+		_ = b.Set(append(appendStorePrefix(nil, nsData, id), fmt.Sprintf("k%06d", i)...), []byte("new"), nil)
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.pdb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptCompactionNotRetried: once the DB has recorded damage,
+// Pebble starts no more compactions. Before, it retried the compaction
+// that met the damaged file, about a hundred times a second, each
+// reading the tables again, until the DB was closed. Each flush of a
+// new table over the damaged one is a chance Pebble takes to schedule a
+// compaction (L0 holds more tables than its compaction threshold); the
+// test gives it ten, waits until no compaction runs, and counts the
+// compactions begun since the damage was recorded: at most the one or
+// two already granted then.
+func TestCorruptCompactionNotRetried(t *testing.T) {
+	dir := t.TempDir()
+	id := StoreID{"v_7", 2}
+	for _, f := range writeFlushed(t, dir, id, 20000, 1) {
+		flip(t, f, 16)
+	}
+	var begun atomic.Int64
+	db, err := Open(Options{Dir: dir, Logger: quietLogger(), tune: func(o *pebble.Options) {
+		l := pebble.TeeEventListener(*o.EventListener, pebble.EventListener{
+			CompactionBegin: func(pebble.CompactionInfo) { begun.Add(1) },
+		})
+		o.EventListener = &l
+		// The flushes below pile tables up in L0 that no compaction
+		// takes away: Pebble must not stall them.
+		o.L0StopWritesThreshold = 1000
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	meetDamage(t, db, id)
+	atDamage := begun.Load()
+	for r := 0; r < 10; r++ {
+		flushOver(t, db, id, r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for db.pdb.Metrics().Compact.NumInProgress > 0 {
+		if n := begun.Load() - atDamage; n >= 5 {
+			t.Fatalf("%d compactions begun after the DB recorded the damage, want at most the ones already granted", n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compactions still running 10s after the damage; %d begun since it was recorded", begun.Load()-atDamage)
+		}
+		<-time.After(time.Millisecond) // poll interval, not a wait for the outcome
+	}
+	if n := begun.Load() - atDamage; n >= 5 {
+		t.Fatalf("%d compactions begun after the DB recorded the damage, want at most the ones already granted", n)
+	}
+	t.Logf("%d compactions begun after the damage (%d before)", begun.Load()-atDamage, atDamage)
 }
 
 // checkCorrupt checks err is the damage of the DB in dir: ErrCorrupt

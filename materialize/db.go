@@ -15,7 +15,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DB is the one Pebble database of a node, holding every view partition
@@ -61,7 +60,7 @@ func Open(opts Options) (*DB, error) {
 	// is absolute and resolved: Pebble's in-process lock table is keyed by
 	// path, and POSIX locks do not conflict within one process, so two
 	// spellings of one directory would otherwise both succeed.
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := pebble.LockDirectory(dir, opts.fs)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -98,6 +97,13 @@ func Open(opts Options) (*DB, error) {
 	// of a small memtable is another L0 file to compact. The first
 	// memtable starts small and doubles, so an idle store stays small.
 	popts.MemTableSize = memTableSize
+	// Writes that find the disk full fail the DB's writes (diskfull.go);
+	// a failed DB starts no compactions (scheduler.go).
+	popts.FS = fullFS{FS: opts.fs, h: h}
+	popts.Experimental.CompactionScheduler = newScheduler(h)
+	if opts.tune != nil {
+		opts.tune(popts)
+	}
 	popts.EnsureDefaults()
 	// A Loader's table left by a crash before its ingestion.
 	if left, err := filepath.Glob(filepath.Join(dir, "load-*.sst")); err == nil {
@@ -275,6 +281,9 @@ func (db *DB) dropRanges(what string, match func(StoreID) bool, prefixes ...[]by
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	if err := db.health.writeErr(); err != nil {
+		return fmt.Errorf("materialize: dropping %s: %w", what, err)
+	}
 	if c := db.rows; c != nil {
 		c.drops.enter()
 		defer c.drops.exit() // after the commit
@@ -288,6 +297,10 @@ func (db *DB) dropRanges(what string, match func(StoreID) bool, prefixes ...[]by
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("materialize: dropping %s: %w", what, err)
+	}
+	// A failed log write is reported through Fatalf, not by Commit.
+	if err := db.health.writeErr(); err != nil {
 		return fmt.Errorf("materialize: dropping %s: %w", what, err)
 	}
 	db.log.Info("dropped", "what", what)
@@ -340,13 +353,23 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 
-// Fatalf is called by Pebble on a broken invariant, and by default on
-// corruption (the DB's event listener handles that instead). Pebble
-// expects it not to return; exiting, though, would only restart the node
-// into the same failure, a crash loop. So it fails the DB, which every
-// read and commit then reports, and returns.
+// Fatalf is called by Pebble on a broken invariant, by default on
+// corruption (the DB's event listener handles that instead), and on a
+// failed write of its log or manifest. Pebble expects it not to return;
+// exiting, though, would only restart the node into the same failure, a
+// crash loop. So it fails the DB, which every read and commit then
+// reports, and returns. A write that found the disk full is no damage:
+// it fails the DB's writes (diskfull.go), and leaves no marker.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
+	if n, ok := diskFullErrno(errors.New(msg)); ok || p.h.full.Load() != nil {
+		if !ok {
+			n = p.h.full.Load().Errno
+		}
+		p.l.Error(msg)
+		p.h.recordFull(&DiskFullError{Dir: p.h.dir, Op: "write", Errno: n})
+		return
+	}
 	p.h.record(&CorruptError{Dir: p.h.dir, Detail: oneLine(errors.New(msg))})
 }
 

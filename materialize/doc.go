@@ -132,8 +132,9 @@
 // checkpoint. Errors wrap a sentinel tested with errors.Is: ErrClosed,
 // ErrLocked, ErrCorrupt (the directory or a checkpoint is damaged: move
 // the directory aside, or drop the store, and restore from the changelog),
-// ErrIncompatible (another storage format), ErrBadEncoding (a key, row or
-// position token this package did not write), ErrUnsupportedType.
+// ErrDiskFull (free space and open the DB again), ErrIncompatible
+// (another storage format), ErrBadEncoding (a key, row or position token
+// this package did not write), ErrUnsupportedType.
 //
 // Damage Pebble finds while the DB runs (a block checksum that fails on a
 // read or a compaction) fails the whole DB instead of the process:
@@ -143,6 +144,16 @@
 // client). The DB leaves the file BASIN-CORRUPT in its directory, and
 // Open refuses a directory holding it, with the remedy. corrupt.go has
 // the details.
+//
+// A write that finds the file system full (ENOSPC, EDQUOT) is no
+// damage, but Pebble cannot go on after a failed log write: every write
+// of the DB (commits, loads, drops) returns the same *DiskFullError from
+// then on (ErrDiskFull, 53100 disk_full naming the directory to a
+// client) without reaching Pebble, reads go on, and no marker is left.
+// The DB takes writes again once opened again with space freed, and has
+// every commit that succeeded. diskfull.go has the details. A failed DB,
+// damaged or full, starts no compactions (scheduler.go): they would
+// fail, and be retried, over and over.
 //
 // # Debugging
 //

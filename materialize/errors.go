@@ -18,6 +18,13 @@ var (
 	// move the directory (or drop the store) and restore from the changelog.
 	ErrCorrupt = errors.New("materialize: corrupt data")
 
+	// ErrDiskFull is returned by every write of a DB (commits, loads,
+	// drops) once one of its writes found the file system full: Pebble
+	// cannot go on after a failed log write, so the DB takes writes again
+	// only once opened again, with space freed. Nothing is lost: every
+	// commit that succeeded is in the log.
+	ErrDiskFull = errors.New("materialize: disk full")
+
 	// ErrIncompatible is returned by Open when the data directory was
 	// written by a basin with a different storage layout.
 	ErrIncompatible = errors.New("materialize: incompatible storage format")

@@ -103,6 +103,11 @@ func (l *Loader) Flush(cp Checkpoint) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	// Ingestion goes through Pebble's commit pipeline, which a failed
+	// log write broke (diskfull.go).
+	if err := db.health.writeErr(); err != nil {
+		return fmt.Errorf("materialize: loading store %s: %w", l.s.id, err)
+	}
 	if len(l.entries) > 0 {
 		// Sort by key; of a key's writes the last is kept.
 		slices.SortStableFunc(l.entries, func(a, b loadEntry) int { return bytes.Compare(l.key(a), l.key(b)) })
@@ -136,7 +141,7 @@ func (l *Loader) ingest(path string) error {
 // write writes the sorted entries, the last of each key, to an sstable
 // at path.
 func (l *Loader) write(path string) error {
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	f, err := l.s.db.popts.FS.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}

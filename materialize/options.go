@@ -3,6 +3,9 @@ package materialize
 import (
 	"errors"
 	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options configures a DB. The zero value of every field except Dir is a
@@ -35,6 +38,13 @@ type Options struct {
 	// checkpoint still move together), and the node re-reads a little more
 	// of the changelog. For tests and benchmarks.
 	NoSync bool
+
+	// Test hooks, unset in production. fs, when set, is the file system
+	// the DB writes through instead of the operating system's (a test
+	// fills the disk with it); tune, when set, adjusts Pebble's options
+	// last (a test adds an event listener, or lowers a threshold).
+	fs   vfs.FS
+	tune func(*pebble.Options)
 }
 
 // DefaultCacheSize is the default Options.CacheSize.
@@ -60,5 +70,8 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.fs == nil {
+		o.fs = vfs.Default
 	}
 }
