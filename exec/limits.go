@@ -77,9 +77,10 @@ func formatBytes(n int64) string {
 
 // forwardedStatementSlack is how much longer than its
 // basin.max_statement_bytes a statement of a forwarded session (a read
-// another node forwards here) may be: the forwarding node sends the
-// client's WHERE clause, which was within the client's limit, plus the
-// partition's keys as parameters ($n, at most 65,535 of them) and the
+// another node forwards here) may be: the forwarding node sets the
+// client's limit on the session and sends the client's WHERE clause,
+// which was within it, plus the partition's keys as parameters ($n, at
+// most 30,000 a statement: node/forward.go's maxForwardKeys) and the
 // relation's columns.
 const forwardedStatementSlack = 1 << 20
 

@@ -61,8 +61,7 @@ func TestRemoteRejectsStaleAnswer(t *testing.T) {
 		if req.RawFormats != nil {
 			req.RawRow = func([][]byte) error { emitted++; return nil }
 		}
-		q, args := forwardQuery(&req, true)
-		sent, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), q, args, func(exec.PartitionRead) {},
+		sent, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(exec.PartitionRead) {},
 			func(catalog.Row) error { emitted++; return nil })
 		var stale *staleAnswer
 		if !errors.As(err, &stale) || sent || emitted != 0 {
@@ -86,8 +85,7 @@ func TestRemoteRejectsStaleAnswer(t *testing.T) {
 				return nil
 			}
 		}
-		q, args := forwardQuery(&req, true)
-		if _, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), q, args, func(exec.PartitionRead) {},
+		if _, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(exec.PartitionRead) {},
 			func(catalog.Row) error { emitted++; return nil }); err != nil || emitted != 2 {
 			t.Fatalf("raw %v within the bound: %d rows, %v", raw, emitted, err)
 		}

@@ -69,7 +69,9 @@
 //     per peer whose connections set basin.forwarded, so the peer reads
 //     only its own replicas and never forwards again. The forwarded
 //     statement carries what can run there (the filter, the columns, the
-//     LIMIT) and the session's position bound; reads ahead of the
+//     LIMIT, the keys: at most maxForwardKeys a statement, a read of more
+//     being several) and the session's position bound and
+//     basin.max_statement_bytes; reads ahead of the
 //     partition being consumed may use only aheadConns of a pool's
 //     forwardConns connections, so nodes forwarding scans to each other
 //     cannot deadlock. With authentication on, nodes forward as

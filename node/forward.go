@@ -37,10 +37,10 @@ type forwarder struct {
 	mu    sync.Mutex
 	pools map[string]*pgxpool.Pool // by Postgres address
 	ahead map[string]chan struct{} // read-ahead slots, by Postgres address
-	// bound is the freshness bound each pooled connection's session was
-	// last given (sendBound), so that a connection reading under the
-	// same bound again is not told it again.
-	bound map[*pgx.Conn]string
+	// bound is what each pooled connection's session was last given
+	// (sendBound), so that a connection reading under the same bound
+	// again is not told it again.
+	bound map[*pgx.Conn]peerSettings
 }
 
 // forwardConns is the size of the connection pool to each peer: enough
@@ -183,13 +183,12 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	waiting := len(r.Ordered)
 	// The SQL of a forwarded read, made when a peer is first tried: most
 	// reads of a node's own replica never need it.
-	var query string
-	var args []any
-	forwarded := func() (string, []any) {
-		if query == "" {
-			query, args = forwardQuery(req, rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0)
+	var stmts []forwardStmt
+	forwarded := func() []forwardStmt {
+		if stmts == nil {
+			stmts = forwardQuery(req, rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0)
 		}
-		return query, args
+		return stmts
 	}
 	var refused []ha.ReplicaInfo // peers that answered 55000
 	for i, ri := range tries {
@@ -210,8 +209,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		if !ok {
 			continue
 		}
-		q, qa := forwarded()
-		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, q, qa, served, emit)
+		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, forwarded(), served, emit)
 		if err == nil {
 			return nil
 		}
@@ -244,8 +242,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			r := *req
 			r.ServeRestoring = true
 			ri.Role = ha.RoleRestoring
-			q, qa := forwarded()
-			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, q, qa, served, emit)
+			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, forwarded(), served, emit)
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}
@@ -260,8 +257,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 			if !ok || rj.Node == f.c.n.id || len(rj.Codes) != 1 || rj.Code != ha.RejectDown {
 				continue
 			}
-			q, qa := forwarded()
-			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, q, qa, served, emit)
+			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, forwarded(), served, emit)
 			if err == nil || sent || ctx.Err() != nil {
 				return err
 			}
@@ -278,7 +274,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 // remote reads the partition from replica ri on another node (see
 // attempt), telling served where it went: first from what routing knew,
 // then from the first row's pseudo-columns.
-func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadRequest, ri ha.ReplicaInfo, watch bool, addr, query string, args []any,
+func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadRequest, ri ha.ReplicaInfo, watch bool, addr string, stmts []forwardStmt,
 	served func(exec.PartitionRead), emit func(catalog.Row) error) (bool, error) {
 	p, ncols := req.Partition, len(req.Rel.Schema.Columns)
 	last := exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()}
@@ -305,7 +301,7 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 		}
 	}
 	first, emitted := true, false
-	sent, err := f.attempt(ctx, rb, req, ri.Node, watch, addr, query, args, position, check, func(row catalog.Row) error {
+	sent, err := f.attempt(ctx, rb, req, ri.Node, watch, addr, stmts, position, check, func(row catalog.Row) error {
 		if first {
 			first = false
 			last = exec.ReadFromRow(p, row, ncols)
@@ -509,6 +505,11 @@ func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *
 type readBounds struct {
 	ha.ReadBounds
 	forwardTimeout time.Duration
+	// maxStatementBytes is the session's basin.max_statement_bytes,
+	// which the serving node bounds the forwarded statements by (plus
+	// a slack for the keys and columns they add); empty without a
+	// session.
+	maxStatementBytes string
 }
 
 // defaultForwardTimeout is basin.forward_timeout's default.
@@ -567,6 +568,7 @@ func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds
 		b.MaxTimeLag = d
 	}
 	b.ReadFrom = ha.ReadFrom(setting("basin.read_from"))
+	b.maxStatementBytes = setting("basin.max_statement_bytes")
 	if v := setting("basin.forward_timeout"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d > 0 {
 			b.forwardTimeout = d
@@ -585,7 +587,7 @@ func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds
 // for the next replica. Once rows flow there is no timeout. Waiting for
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
-func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr, query string, args []any,
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr string, stmts []forwardStmt,
 	position func(string), check func(exec.PartitionRead) error, emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
@@ -697,8 +699,10 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 			}
 		}()
 	}
+	var rows int64 // rows the peer sent, over all the statements
 	first := true
 	onRow := func() {
+		rows++
 		if first {
 			first = false
 			mu.Lock()
@@ -706,64 +710,112 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 			mu.Unlock()
 		}
 	}
-	if req.RawRow != nil {
-		sent, err = readRaw(actx, conn.Conn(), query, args, req, check, onRow)
-	} else {
-		sent, err = f.read(actx, conn.Conn(), query, args, req.Rel, func(row catalog.Row) error {
-			onRow()
-			return emit(row)
-		})
+	for i, st := range stmts {
+		query := st.query
+		if req.Limit >= 0 {
+			// A read of many keys is several statements: each may send
+			// what the LIMIT has left.
+			if i > 0 && rows >= req.Limit {
+				break
+			}
+			query += " LIMIT " + strconv.FormatInt(req.Limit-rows, 10)
+		}
+		before := rows
+		var got bool
+		if req.RawRow != nil {
+			got, err = readRaw(actx, conn.Conn(), query, st.args, req, check, onRow)
+		} else {
+			got, err = f.read(actx, conn.Conn(), query, st.args, req.Rel, func(row catalog.Row) error {
+				onRow()
+				return emit(row)
+			})
+		}
+		sent = sent || got
+		if err != nil {
+			break
+		}
+		last := i == len(stmts)-1 || req.Limit >= 0 && rows >= req.Limit
+		if empty := rows == before; position != nil && last || check != nil && empty {
+			// Where the peer read, as it says: rows sent raw carry no
+			// _position, and an empty result no rows at all, so the lag
+			// report's position (older) would stand for it; and an empty
+			// answer (to any of the statements) is checked against the
+			// bounds by the lag it was read at, as rows are.
+			if read, ok := peerLastRead(actx, conn.Conn(), req.Partition); ok {
+				if check != nil && empty {
+					if err := check(read); err != nil {
+						return sent, err
+					}
+				}
+				if position != nil && last {
+					position(read.Position)
+				}
+			}
+		}
+		if last {
+			break
+		}
+		// The peer has answered; until its first row, each statement
+		// has basin.forward_timeout of its own.
+		mu.Lock()
+		if !started && !timedOut {
+			timer.Reset(timeout)
+		}
+		mu.Unlock()
 	}
 	if err != nil && !sent {
 		return sent, fail(err)
 	}
-	if err == nil && (position != nil || check != nil && !sent) {
-		// Where the peer read, as it says: rows sent raw carry no
-		// _position, and an empty result no rows at all, so the lag
-		// report's position (older) would stand for it; and an empty
-		// answer is checked against the bounds by the lag it was read
-		// at, as rows are.
-		if read, ok := peerLastRead(actx, conn.Conn(), req.Partition); ok {
-			if check != nil && !sent {
-				if err := check(read); err != nil {
-					return false, err
-				}
-			}
-			if position != nil {
-				position(read.Position)
-			}
-		}
-	}
 	return sent, err
+}
+
+// peerSettings are the settings of a read that a forwarded session
+// takes from the forwarding one (sendBound); "" is a setting's default.
+type peerSettings struct {
+	offsetLag, timeLag, maxStatementBytes string
 }
 
 // sendBound gives the session of conn the read's lag bound (as the
 // session's basin.acceptable_offset_lag and basin.acceptable_time_lag),
 // so that the serving node refuses (55000) a read its replica cannot
-// serve within it rather than send stale rows. Told once per connection
-// and bound: most reads repeat the last one's.
+// serve within it rather than send stale rows, and the client's
+// basin.max_statement_bytes, so that the serving node takes a forwarded
+// statement as long as the client's own (which the forwarded one
+// repeats, with the partition's keys) and no longer: a client that
+// raised the limit for a long IN list has it raised on the peer too.
+// Told once per connection and value: most reads repeat the last one's.
 func (f *forwarder) sendBound(ctx context.Context, conn *pgx.Conn, b readBounds) error {
-	offset, timeLag := "", ""
+	var want peerSettings
 	if b.MaxOffsetLag >= 0 {
-		offset = strconv.FormatInt(b.MaxOffsetLag, 10)
+		want.offsetLag = strconv.FormatInt(b.MaxOffsetLag, 10)
 	}
 	if b.MaxTimeLag > 0 {
-		timeLag = b.MaxTimeLag.String()
+		want.timeLag = b.MaxTimeLag.String()
 	}
-	want := offset + "/" + timeLag
 	f.mu.Lock()
-	have, ok := f.bound[conn]
+	have := f.bound[conn] // a new connection's: every setting its default
 	f.mu.Unlock()
-	if have == want || !ok && want == "/" {
+	if want.maxStatementBytes = b.maxStatementBytes; want.maxStatementBytes == "" {
+		want.maxStatementBytes = have.maxStatementBytes // a read without a session: the last one's stands
+	}
+	if have == want {
 		return nil
 	}
-	if _, err := conn.Exec(ctx, "SELECT set_config('basin.acceptable_offset_lag', $1, false), set_config('basin.acceptable_time_lag', $2, false)", offset, timeLag); err != nil {
+	var err error
+	if want.maxStatementBytes == have.maxStatementBytes {
+		_, err = conn.Exec(ctx, "SELECT set_config('basin.acceptable_offset_lag', $1, false), set_config('basin.acceptable_time_lag', $2, false)",
+			want.offsetLag, want.timeLag)
+	} else {
+		_, err = conn.Exec(ctx, "SELECT set_config('basin.acceptable_offset_lag', $1, false), set_config('basin.acceptable_time_lag', $2, false), set_config('basin.max_statement_bytes', $3, false)",
+			want.offsetLag, want.timeLag, want.maxStatementBytes)
+	}
+	if err != nil {
 		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.bound == nil {
-		f.bound = map[*pgx.Conn]string{}
+		f.bound = map[*pgx.Conn]peerSettings{}
 	}
 	f.bound[conn] = want
 	return nil
@@ -814,9 +866,19 @@ func (f *forwarder) tryAhead(addr string) (release func(), ok bool) {
 	}
 }
 
+// forwardCachedBytes is the longest forwarded statement read prepares
+// as a named statement, kept in pgx's statement cache on this node and
+// as a prepared statement in the peer's session (up to 512 of them a
+// connection): a read of many keys, or with a long filter, is sent
+// unnamed instead, its text and plan held only while it runs.
+const forwardCachedBytes = 16 << 10
+
 // read runs the forwarded query on conn. sent reports whether a row was
 // emitted before an error.
 func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (sent bool, err error) {
+	if len(query) > forwardCachedBytes {
+		args = append([]any{pgx.QueryExecModeDescribeExec}, args...)
+	}
 	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		return false, peerError(err)
@@ -1004,14 +1066,29 @@ func peerError(err error) error {
 	return out
 }
 
+// forwardStmt is one statement of a forwarded read, without its LIMIT
+// (attempt adds what the read's limit has left).
+type forwardStmt struct {
+	query string
+	args  []any
+}
+
+// maxForwardKeys is how many keys one forwarded statement carries: each
+// is a parameter, and a statement may have at most 65,535 (the Bind
+// message counts them in 16 bits). A read of more keys of one partition
+// is sent to the peer as several statements, one after another on the
+// same connection.
+const maxForwardKeys = 30000
+
 // forwardQuery is the SQL that reads a partition on a peer: the columns
 // the query needs (NULL for the others), then the pseudo-columns; only
-// the partition, only its keys when given, only rows matching the
-// pushed filter, at most the pushed LIMIT.
+// the partition, only its keys when given (at most maxForwardKeys a
+// statement), only rows matching the pushed filter. The pushed LIMIT is
+// attempt's to add.
 //
 // freshness adds to a raw read the pseudo-columns readRaw checks the
 // answer by.
-func forwardQuery(req *exec.ReadRequest, freshness bool) (string, []any) {
+func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 	rel := req.Rel
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -1040,34 +1117,46 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) (string, []any) {
 	if req.Alias != "" {
 		fmt.Fprintf(&b, " AS %s", sql.QuoteIdent(req.Alias))
 	}
-	args := []any{int64(req.Partition)}
 	b.WriteString(" WHERE _partition = $1")
 	if req.Where != "" {
 		fmt.Fprintf(&b, " AND (%s)", req.Where)
 	}
 	keyCols := rel.Schema.KeyIndexes()
-	switch {
-	case len(req.Keys) == 1:
+	if len(req.Keys) == 1 {
+		args := []any{int64(req.Partition)}
 		for i, k := range keyCols {
 			args = append(args, req.Keys[0][i])
 			fmt.Fprintf(&b, " AND %s = $%d", sql.QuoteIdent(rel.Schema.Columns[k].Name), len(args))
 		}
-	case len(req.Keys) > 1:
-		// "key IN (...)": the key is one column.
-		fmt.Fprintf(&b, " AND %s IN (", sql.QuoteIdent(rel.Schema.Columns[keyCols[0]].Name))
-		for i, key := range req.Keys {
+		return []forwardStmt{{b.String(), args}}
+	}
+	if len(req.Keys) == 0 {
+		return []forwardStmt{{b.String(), []any{int64(req.Partition)}}}
+	}
+	// "key IN (...)": the key is one column.
+	fmt.Fprintf(&b, " AND %s IN (", sql.QuoteIdent(rel.Schema.Columns[keyCols[0]].Name))
+	head := b.String()
+	stmts := make([]forwardStmt, 0, (len(req.Keys)+maxForwardKeys-1)/maxForwardKeys)
+	for keys := req.Keys; len(keys) > 0; {
+		n := min(len(keys), maxForwardKeys)
+		b.Reset()
+		b.Grow(len(head) + 8*n)
+		b.WriteString(head)
+		args := make([]any, 1, n+1)
+		args[0] = int64(req.Partition)
+		for i, key := range keys[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			args = append(args, key[0])
-			fmt.Fprintf(&b, "$%d", len(args))
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(len(args)))
 		}
 		b.WriteString(")")
+		stmts = append(stmts, forwardStmt{b.String(), args})
+		keys = keys[n:]
 	}
-	if req.Limit >= 0 {
-		fmt.Fprintf(&b, " LIMIT %d", req.Limit)
-	}
-	return b.String(), args
+	return stmts
 }
 
 // fromPeer converts a value pgx decoded to the Go value of basin type t
