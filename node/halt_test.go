@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestLostInputWaitsForOperator(t *testing.T) {
 	// below what every task has applied (5).
 	recreate(t, n.Brokers(), "src", [2]string{"a", `{"v":10}`}, [2]string{"a", `{"v":10}`})
 	recreate(t, n.Brokers(), "tsrc", [2]string{"k0", `{"v":100}`}, [2]string{"k1", `{"v":101}`})
-	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"})
+	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5)
 
 	// Producers write on, past every task's offset.
 	var more, tmore [][2]string
@@ -66,7 +67,7 @@ func TestLostInputWaitsForOperator(t *testing.T) {
 	}
 	n = startNode(t, dir)
 	conn = connect(t, n.PGAddr())
-	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"})
+	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5)
 	waitQuery(t, conn, `SELECT k, n, s, _offset_lag > 0 FROM by_key`, "a|5|2|true\n")
 	waitQuery(t, conn, `SELECT count(*), max(_offset_lag) > 0 FROM tsrc`, "5|true\n")
 
@@ -138,8 +139,9 @@ func recreate(t *testing.T, brokers []string, topic string, kvs ...[2]string) {
 
 // waitStopped waits until the task of partition 0 of each relation
 // (name -> source topic) reports, in SHOW TASKS, that its source ended
-// below what it had applied (offset 5), and SHOW QUERIES says ERROR.
-func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string) {
+// below what it had applied (offset applied), and SHOW QUERIES says
+// ERROR.
+func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string, applied int) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -151,7 +153,7 @@ func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string) {
 		for rel, topic := range rels {
 			line := lineMatching(got, `^`+regexp.QuoteMeta(rel)+`@\d+/0\|`)
 			if !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "topic "+topic+" partition 0") ||
-				!strings.Contains(line, rel+" has applied it up to offset 5") {
+				!strings.Contains(line, fmt.Sprintf("%s has applied it up to offset %d", rel, applied)) {
 				return fmt.Errorf("the task of %s does not report its lost input:\n%s", rel, got)
 			}
 		}
@@ -197,4 +199,56 @@ func execNotices(t *testing.T, conn *pgx.Conn, q string) string {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return strings.Join(notices, "\n")
+}
+
+// TestCorruptSourceSegmentWaitsForOperator is the attack as the review
+// ran it: bytes flipped in the middle of a source topic's segment while
+// the node is down. The embedded broker truncates the partition at the
+// damaged batch as it starts, so the view has applied records the
+// topic no longer holds. It must stop rather than read from offset 0
+// and count again, stay stopped once producers have written past its
+// offset, and, resumed, apply every record written since the loss.
+func TestCorruptSourceSegmentWaitsForOperator(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM src (k VARCHAR KEY, v BIGINT) WITH (kafka_topic='src', value_format='json', partitions=1)`)
+	mustExec(t, conn, `CREATE TABLE by_key AS SELECT k, COUNT(*) AS n FROM src GROUP BY k`)
+	const before = 40
+	for range before { // a batch each, so the damage cuts the log in its middle
+		produceRaw(t, n.Brokers(), "src", [2]string{"a", `{"v":1}`})
+	}
+	waitQuery(t, conn, `SELECT k, n FROM by_key`, fmt.Sprintf("a|%d\n", before))
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := filepath.Glob(filepath.Join(dir, "kafka", "partitions", "src-0", "*.dat"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segment of src under %s: %v", dir, err)
+	}
+	for _, seg := range segs {
+		flipMiddle(t, seg, 16)
+	}
+
+	n = startNode(t, dir)
+	conn = connect(t, n.PGAddr())
+	waitStopped(t, conn, map[string]string{"by_key": "src"}, before)
+	const after = 60 // more than the broker cut: the end passes the view's offset
+	for range after / 10 {
+		var kvs [][2]string
+		for range 10 {
+			kvs = append(kvs, [2]string{"a", `{"v":1}`})
+		}
+		produceRaw(t, n.Brokers(), "src", kvs...)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, dir)
+	conn = connect(t, n.PGAddr())
+	waitStopped(t, conn, map[string]string{"by_key": "src"}, before)
+	waitQuery(t, conn, `SELECT k, n, _offset_lag > 0 FROM by_key`, fmt.Sprintf("a|%d|true\n", before))
+
+	execNotices(t, conn, "RESUME "+queryID(t, conn, "by_key"))
+	waitQuery(t, conn, `SELECT k, n, _offset_lag FROM by_key`, fmt.Sprintf("a|%d|0\n", before+after))
 }
