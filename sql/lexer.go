@@ -89,13 +89,6 @@ func lex(text string) ([]token, *pgerr.Error) {
 // series; a long text (a large INSERT) grows from a bounded start.
 func lexEstimate(text string) int { return min(len(text)/4+4, 256) }
 
-// lexInto is lex appending the tokens to toks, every constant a token
-// of its own.
-func lexInto(toks []token, text string) ([]token, *pgerr.Error) {
-	l := &lexer{text: text, toks: toks}
-	return l.all()
-}
-
 // all lexes the rest of the text.
 func (l *lexer) all() ([]token, *pgerr.Error) {
 	var nest nesting

@@ -271,6 +271,47 @@ func TestFoldedRunsParseAsBefore(t *testing.T) {
 	}
 }
 
+// TestFoldedRunsShapeAsBefore checks that ShapeOf, which folds runs as
+// the parser does, returns the same shapes folded and unfolded.
+func TestFoldedRunsShapeAsBefore(t *testing.T) {
+	shape := func(text string, tokens int) (Shape, bool) {
+		defer func(old int) { runFoldTokens = old }(runFoldTokens)
+		runFoldTokens = tokens
+		return ShapeOf(text)
+	}
+	r := rand.New(rand.NewSource(2))
+	for i := range 3000 {
+		text := fillContext(r, foldContexts[r.Intn(len(foldContexts))], i%2 == 0)
+		want, wok := shape(text, noFold)
+		got, gok := shape(text, 1)
+		if wok != gok || !reflect.DeepEqual(want, got) {
+			t.Fatalf("%q:\nunfolded: %v %#v\nfolded:   %v %#v", text, wok, want, gok, got)
+		}
+	}
+}
+
+// TestShapeOfParameterBound checks that a statement with more constants
+// to lift than a statement may have parameters has no shape.
+func TestShapeOfParameterBound(t *testing.T) {
+	list := func(n int) string {
+		var b strings.Builder
+		b.WriteString("SELECT * FROM t WHERE k IN (")
+		for k := range n {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprint(&b, k)
+		}
+		return b.String() + ")"
+	}
+	if sh, ok := ShapeOf(list(maxParams)); !ok || len(sh.Args) != maxParams {
+		t.Errorf("%d constants: ok %v, %d arguments", maxParams, ok, len(sh.Args))
+	}
+	if _, ok := ShapeOf(list(maxParams + 1)); ok {
+		t.Errorf("%d constants: has a shape", maxParams+1)
+	}
+}
+
 // TestFoldedRunsFixed checks folding against the plain parse on
 // statements picked by hand, and that the plain lists among them fold.
 func TestFoldedRunsFixed(t *testing.T) {

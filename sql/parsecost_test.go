@@ -79,6 +79,20 @@ func TestParseMemoryBound(t *testing.T) {
 	}
 }
 
+// TestShapeOfMemoryBound checks that taking the shape of a megabyte
+// statement, as the plan cache does for every simple query, allocates
+// a bounded multiple of its size (a 1 MB IN list once took 95 MB).
+func TestShapeOfMemoryBound(t *testing.T) {
+	const mb = 1 << 20
+	for name, text := range bigInputs(mb) {
+		a := allocated(func() { ShapeOf(text) })
+		t.Logf("%-10s 1 MB: ShapeOf %4.1f MB allocated", name, float64(a)/mb)
+		if a > 40*mb {
+			t.Errorf("%s: ShapeOf of 1 MB allocated %.1f MB, want at most 40 MB", name, float64(a)/mb)
+		}
+	}
+}
+
 func BenchmarkParseBig(b *testing.B) {
 	for name, text := range bigInputs(1 << 20) {
 		b.Run(name, func(b *testing.B) {

@@ -31,13 +31,18 @@ const maxPooledToks = 1024
 
 // ShapeOf returns the shape of text. ok is false when text cannot have
 // one: it does not lex (the parser reports why), it holds more than one
-// statement, or it already has parameters ($n in the simple protocol is
-// an error the parser reports).
+// statement, it already has parameters ($n in the simple protocol is
+// an error the parser reports), or it would have more parameters than
+// a statement can (maxParams), so that it could not be prepared.
 func ShapeOf(text string) (sh Shape, ok bool) {
 	// The tokens are not kept past the call: their buffer is reused by
-	// the next (strings in them are the text's or their own).
+	// the next (strings in them are the text's or their own). Long runs
+	// of constants are folded as for parsing (literals.go) and read back
+	// one token at a time, so a megabyte IN list costs about its
+	// arguments, not 48 bytes of token for each constant and comma.
 	bp := shapeToks.Get().(*[]token)
-	all, err := lexInto((*bp)[:0], text)
+	l := &lexer{text: text, toks: (*bp)[:0], fold: true}
+	all, err := l.all()
 	defer func() {
 		if cap(all) <= maxPooledToks {
 			clear(all) // keep no string (nor the text) alive
@@ -56,20 +61,22 @@ func ShapeOf(text string) (sh Shape, ok bool) {
 	b.Grow(len(text) + 8)
 	kinds := make([]byte, 0, 4)
 	from := 0
-	for _, t := range toks {
+	// lift lifts t if it is a constant of a liftable kind; ok is false
+	// when text can have no shape.
+	lift := func(t token) bool {
 		var arg any
 		switch t.kind {
 		case tokParam:
-			return Shape{}, false
+			return false
 		case tokOp:
 			if t.val == ";" {
-				return Shape{}, false
+				return false
 			}
 		case tokNumber:
 			if t.isInt {
 				n, err := strconv.ParseInt(t.val, 10, 64)
 				if err != nil {
-					return Shape{}, false
+					return false
 				}
 				arg = n
 			}
@@ -77,7 +84,10 @@ func ShapeOf(text string) (sh Shape, ok bool) {
 			arg = t.val
 		}
 		if arg == nil {
-			continue
+			return true
+		}
+		if len(sh.Args) == maxParams {
+			return false
 		}
 		sh.Args = append(sh.Args, arg)
 		b.WriteString(text[from:t.pos])
@@ -88,6 +98,21 @@ func ShapeOf(text string) (sh Shape, ok bool) {
 			kinds = append(kinds, 'i')
 		} else {
 			kinds = append(kinds, 's')
+		}
+		return true
+	}
+	for _, t := range toks {
+		if t.kind != tokLiterals && t.kind != tokRows {
+			if !lift(t) {
+				return Shape{}, false
+			}
+			continue
+		}
+		r := newRunReader(text, t)
+		for rt, more := r.next(); more; rt, more = r.next() {
+			if !lift(rt) {
+				return Shape{}, false
+			}
 		}
 	}
 	end := len(text)
