@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/basindb/basin/internal/connlimit"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -61,10 +62,31 @@ type BrokerOptions struct {
 	GroupMinSessionTimeout time.Duration
 	GroupMaxSessionTimeout time.Duration
 
+	// MaxConnections bounds the client connections open at once, and
+	// MaxConnectionsPerHost those from one remote IP address other than
+	// the broker's own (connections from the broker's address, the
+	// node's own clients among them, count towards MaxConnections only).
+	// A connection past either is closed as soon as it is accepted, and
+	// the broker logs "too many open connections" at most every 10 s
+	// with the count. They keep a flood of connections that never send
+	// a request from using up the process's file descriptors, which the
+	// broker's log segments, the node's stores and its other ports need
+	// too. Defaults: a quarter of the process's descriptor limit
+	// (RLIMIT_NOFILE; DefaultMaxConnections when it is unknown), and
+	// half of MaxConnections: a basin node opens about 5 connections per
+	// task (a Kafka client each, with connections for produce, fetch and
+	// the group), so one with hundreds of tasks opens thousands.
+	MaxConnections        int
+	MaxConnectionsPerHost int
+
 	// Logger receives the broker's warnings and errors; its requests are
 	// logged at debug level. Default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultMaxConnections is BrokerOptions.MaxConnections's default when
+// the process's descriptor limit is unknown.
+const DefaultMaxConnections = 4096
 
 // Validate checks o and fills in defaults.
 func (o *BrokerOptions) Validate() error {
@@ -97,6 +119,19 @@ func (o *BrokerOptions) Validate() error {
 		return fmt.Errorf("kafka: group session timeout bounds: minimum %v exceeds maximum %v",
 			o.GroupMinSessionTimeout, o.GroupMaxSessionTimeout)
 	}
+	if o.MaxConnections < 0 || o.MaxConnectionsPerHost < 0 {
+		return fmt.Errorf("kafka: broker connection limits %d in total and %d per host: must be positive, or 0 for the default",
+			o.MaxConnections, o.MaxConnectionsPerHost)
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+		if limit := connlimit.FileLimit(); limit > 0 {
+			o.MaxConnections = max(1, limit/4)
+		}
+	}
+	if o.MaxConnectionsPerHost == 0 {
+		o.MaxConnectionsPerHost = max(1, o.MaxConnections/2)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -113,8 +148,10 @@ type Broker struct {
 	logger  *slog.Logger
 	klog    *kfakeLogger
 	// ln is the listener kfake accepts on (nil until NewCluster has
-	// called ListenFn); Health asks it.
-	ln atomic.Pointer[retryListener]
+	// called ListenFn); Health asks it. It accepts from limited, which
+	// caps the open connections.
+	ln      atomic.Pointer[retryListener]
+	limited atomic.Pointer[connlimit.Listener]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -166,8 +203,16 @@ func StartBroker(opts BrokerOptions) (*Broker, error) {
 			return nil, fmt.Errorf("kafka: broker listen on %s: %w", opts.Addr, err)
 		}
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		limited := connlimit.NewListener(ln, connlimit.Options{
+			Max:            opts.MaxConnections,
+			MaxPerHost:     opts.MaxConnectionsPerHost,
+			SameHostExempt: true,
+			Name:           "broker",
+			Logger:         b.logger,
+		})
+		b.limited.Store(limited)
 		rl := &retryListener{
-			Listener: ln,
+			Listener: limited,
 			addr:     advertisedAddr(net.JoinHostPort(opts.AdvertisedHost, port)),
 			log:      b.logger,
 		}
@@ -227,6 +272,12 @@ func (b *Broker) Health() error {
 		return errors.New("kafka: the broker has no listener")
 	}
 	return ln.health()
+}
+
+// openConns returns the client connections the broker holds open and a
+// channel closed when that number next changes.
+func (b *Broker) openConns() (int, <-chan struct{}) {
+	return b.limited.Load().Open()
 }
 
 // DiskFullSince returns the latest error the broker met writing its log

@@ -35,7 +35,12 @@
 // restart. The listener it is given (retryListener) retries every Accept
 // error but a closed listener, with backoff, and Broker.Health reports
 // an Accept that keeps failing or a listener closed before Close, which
-// the node's /healthz turns into a 503.
+// the node's /healthz turns into a 503. Under it, a connlimit.Listener
+// caps the client connections open at once (BrokerOptions.MaxConnections,
+// MaxConnectionsPerHost) and closes those past the caps as they are
+// accepted, so that a flood of connections that never send a request
+// cannot take every descriptor the process has: the node's stores and
+// other ports draw on the same budget.
 //
 // # Clients
 //

@@ -94,7 +94,11 @@
 // Options.Pprof), /tasks
 // (this node's tasks), and the control plane's /heartbeat, /lag and
 // /clusterStatus (404 on a node alone). docs/operations.md lists them for operators.
-// Over TLS when the node has a certificate; peers then call https.
+// Over TLS when the node has a certificate; peers then call https. Its
+// listener caps the open connections in total and per remote host and
+// closes those past the caps at once, and the server bounds how long a
+// request may take to arrive and a connection may idle (httplimits.go),
+// so that silent connections cannot take the process's descriptors.
 //
 // The cluster endpoints (/heartbeat, /lag, /tasks, /clusterStatus) go
 // through peerEndpoint (peerauth.go): a bounded body and, with a

@@ -494,8 +494,16 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 	if err != nil {
 		return fmt.Errorf("http listener on %s: %w", n.opts.HTTPAddr, err)
 	}
+	// Capped, so that a flood of silent connections cannot take every
+	// descriptor (httplimits.go).
+	ln = n.limitHTTPListener(ln)
 	n.httpLn = ln
-	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	n.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		IdleTimeout:       httpIdleTimeout,
+	}
 	serve := func() error { return n.http.Serve(ln) }
 	if tlsConfig != nil {
 		n.http.TLSConfig = tlsConfig.Clone()
