@@ -117,6 +117,9 @@ func Open(opts Options) (*DB, error) {
 		if pebble.IsCorruptionError(err) {
 			return nil, fmt.Errorf("%w: the view store in %q is damaged (%v); move the directory aside and restart: views are restored from their changelogs", ErrCorrupt, dir, err)
 		}
+		if _, full := diskFullErrno(err); full {
+			return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; free space on its file system and start again", dir, err)
+		}
 		return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; if the directory is damaged, move it aside and restart: views are restored from their changelogs", dir, err)
 	}
 	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync, health: h}
@@ -162,7 +165,11 @@ func (db *DB) checkFormat() error {
 	case errors.Is(err, ErrCorrupt):
 		return err
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := db.pdb.Set(formatKey, []byte(formatVersion), pebble.Sync); err != nil {
+		err := db.pdb.Set(formatKey, []byte(formatVersion), pebble.Sync)
+		if err == nil {
+			err = db.health.writeErr() // a failed log write is reported through Fatalf
+		}
+		if err != nil {
 			return fmt.Errorf("materialize: cannot write the storage format to %q: %w", db.dir, err)
 		}
 		return nil

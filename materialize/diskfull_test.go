@@ -172,3 +172,38 @@ func checkDiskFull(t *testing.T, err error, dir string) {
 		t.Fatalf("commit on a full disk: %+v (SQLSTATE %v), want 53100 naming %s", pe, pgerr.CodeOf(err), dir)
 	}
 }
+
+// TestDiskFullOpen opens a new DB on a full disk: Open fails with the
+// full disk (53100 for a client), not damage and no marker, and
+// succeeds once there is space.
+func TestDiskFullOpen(t *testing.T) {
+	dir := t.TempDir()
+	var full atomic.Bool
+	full.Store(true)
+	opts := Options{Dir: dir, Logger: quietLogger(), fs: fillableFS(&full)}
+	db, err := Open(opts)
+	if err == nil {
+		_ = db.Close()
+		t.Fatal("Open on a full disk succeeded")
+	}
+	t.Logf("open on a full disk: %v", err)
+	if pe, ok := pgerr.FromDiskFull(err, dir); !ok || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "free space") {
+		t.Fatalf("Open on a full disk: %v (%+v), want ENOSPC and the remedy, not ErrCorrupt", err, pe)
+	}
+	if _, err := os.Stat(filepath.Join(dir, corruptMarkerName)); err == nil {
+		t.Errorf("a full disk left %s", corruptMarkerName)
+	}
+	full.Store(false)
+	db, err = Open(opts)
+	if err != nil {
+		t.Fatalf("Open once space is back: %v", err)
+	}
+	b := db.Store(StoreID{"v", 0}).NewBatch()
+	b.Set([]byte("k"), []byte("v"))
+	if err := b.Commit(Checkpoint{ChangelogOffset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
