@@ -111,8 +111,6 @@ func (b *Batch) commit(cp Checkpoint, wo *pebble.WriteOptions) error {
 	if b.s.db.closed.Load() {
 		return ErrClosed
 	}
-	// A DB whose disk was full never reaches Pebble again: after a failed
-	// log write, Pebble panics on the next commit (diskfull.go).
 	if err := b.s.db.health.writeErr(); err != nil {
 		return err
 	}
@@ -127,15 +125,7 @@ func (b *Batch) commit(cp Checkpoint, wo *pebble.WriteOptions) error {
 	if err := pb.Set(b.s.cpKey, enc, nil); err != nil {
 		return fmt.Errorf("materialize: commit to store %s: %w", b.s.id, err)
 	}
-	err := pb.Commit(wo)
-	if err == nil {
-		// Pebble reports a failed log write through Fatalf and returns
-		// nil. A commit that raced with another's failure may be
-		// reported failed though it is in the log: that is safe, the
-		// caller retries from the checkpoint it reads.
-		err = b.s.db.health.writeErr()
-	}
-	if err != nil {
+	if err := b.s.db.apply(pb, wo); err != nil {
 		return fmt.Errorf("materialize: commit to store %s at changelog offset %d: %w", b.s.id, cp.ChangelogOffset, err)
 	}
 	return nil

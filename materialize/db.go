@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -35,8 +36,12 @@ type DB struct {
 	// rows is the row cache; nil when Options.RowCacheSize is 0.
 	rows   *rowCache
 	closed atomic.Bool
-	// health fails the DB when Pebble finds damage (corrupt.go).
+	// health fails the DB when Pebble finds damage (corrupt.go) or its
+	// disk full (diskfull.go).
 	health *health
+	// writeMu makes checking health.writeErr and entering Pebble's
+	// commit pipeline one step for every write (see apply).
+	writeMu sync.Mutex
 }
 
 // Open opens, creating if needed, the database in opts.Dir. The errors it
@@ -288,9 +293,6 @@ func (db *DB) dropRanges(what string, match func(StoreID) bool, prefixes ...[]by
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if err := db.health.writeErr(); err != nil {
-		return fmt.Errorf("materialize: dropping %s: %w", what, err)
-	}
 	if c := db.rows; c != nil {
 		c.drops.enter()
 		defer c.drops.exit() // after the commit
@@ -303,15 +305,49 @@ func (db *DB) dropRanges(what string, match func(StoreID) bool, prefixes ...[]by
 			return fmt.Errorf("materialize: dropping %s: %w", what, err)
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("materialize: dropping %s: %w", what, err)
-	}
-	// A failed log write is reported through Fatalf, not by Commit.
-	if err := db.health.writeErr(); err != nil {
+	if err := db.apply(b, pebble.Sync); err != nil {
 		return fmt.Errorf("materialize: dropping %s: %w", what, err)
 	}
 	db.log.Info("dropped", "what", what)
 	return nil
+}
+
+// apply commits pb, durably if wo.Sync, unless the DB's writes have
+// failed (health.writeErr), whose error it then returns.
+//
+// The check and the entry into Pebble's commit pipeline are one step,
+// under writeMu. After a write to its log fails, Pebble panics on the
+// next record that reaches the log writer once that writer has taken
+// the failure in (its error is sticky), and the write's error reaches
+// Pebble only after fullFS has recorded it. So a write that passes the
+// check under writeMu, after the previous one entered the pipeline,
+// never meets a failed log writer. The fsync is waited for outside
+// writeMu (ApplyNoSyncWait, SyncWait): concurrent commits still share
+// one.
+//
+// Pebble reports a failed log write of a commit it waited for through
+// Fatalf, and returns nil; SyncWait returns it. Either way the commit
+// then fails with the DB's failure. A commit that raced with another's
+// failure may be reported failed though it is in the log: that is
+// safe, its writer retries from the checkpoint it reads.
+func (db *DB) apply(pb *pebble.Batch, wo *pebble.WriteOptions) error {
+	db.writeMu.Lock()
+	err := db.health.writeErr()
+	if err == nil {
+		if wo.Sync {
+			err = db.pdb.ApplyNoSyncWait(pb, wo)
+		} else {
+			err = db.pdb.Apply(pb, wo)
+		}
+	}
+	db.writeMu.Unlock()
+	if err == nil && wo.Sync {
+		err = pb.SyncWait()
+	}
+	if ferr := db.health.writeErr(); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // NewSnapshot returns a consistent, read-only view of every store as of

@@ -11,7 +11,9 @@ package materialize
 // on every commit (Batch.Commit, Loader.Flush, DropStore, DropView)
 // returns the same *DiskFullError (ErrDiskFull, and 53100 disk_full
 // naming the directory to a client) before it reaches Pebble, and
-// compactions stop (scheduler). Reads go on: what they see was
+// compactions stop (scheduler). The check and the entry into Pebble are
+// one step (DB.apply), so that no write of one committer meets the log
+// writer another's failed write broke. Reads go on: what they see was
 // committed, and data and checkpoints still move together. Nothing is
 // damaged, so no marker is left, and the DB is opened again as usual
 // once there is space: that is the remedy, restarting the node, because

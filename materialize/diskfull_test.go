@@ -207,3 +207,88 @@ func TestDiskFullOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiskFullConcurrentCommits fills the disk under sixteen stores
+// committing at once, in batches larger than a log block. Pebble panics
+// on a record that reaches its log writer once the writer has taken in
+// a failed write; a commit that had checked the DB's health before the
+// failure and entered Pebble after it was such a record, and killed the
+// process. Now every committer ends with ErrDiskFull, and the DB opened
+// again has each store's synced commits.
+func TestDiskFullConcurrentCommits(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		dir := t.TempDir()
+		var full atomic.Bool
+		opts := Options{Dir: dir, Logger: quietLogger(), fs: fillableFS(&full)}
+		db, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const stores = 16
+		var synced [stores]int64 // per store, the last synced commit's offset
+		var commits atomic.Int64
+		errs := make(chan error, stores)
+		for g := 0; g < stores; g++ {
+			go func() {
+				s := db.Store(StoreID{"v", int32(g)})
+				for i := 0; ; i++ {
+					b := s.NewBatch()
+					for j := 0; j < 10; j++ {
+						b.Set([]byte(fmt.Sprintf("k%06d-%d", i, j)), []byte(strings.Repeat("v", 5000)))
+					}
+					cp := Checkpoint{ChangelogOffset: int64(i + 1)}
+					var err error
+					if i%5 == 4 {
+						err = b.Commit(cp)
+						if err == nil {
+							synced[g] = cp.ChangelogOffset
+						}
+					} else {
+						err = b.CommitNoSync(cp)
+					}
+					if commits.Add(1) == 200 {
+						full.Store(true)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		for g := 0; g < stores; g++ {
+			if err := <-errs; !errors.Is(err, ErrDiskFull) {
+				t.Fatalf("commit on a full disk: %v, want ErrDiskFull", err)
+			}
+		}
+		_ = db.Close()
+
+		full.Store(false)
+		db, err = Open(opts)
+		if err != nil {
+			t.Fatalf("reopen: %v", err)
+		}
+		for g := 0; g < stores; g++ {
+			s := db.Store(StoreID{"v", int32(g)})
+			cp, err := s.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.ChangelogOffset < synced[g] {
+				t.Fatalf("store %d after reopen: checkpoint %d, but commit %d was synced", g, cp.ChangelogOffset, synced[g])
+			}
+			for _, i := range []int64{cp.ChangelogOffset - 1, cp.ChangelogOffset} {
+				_, ok, err := s.Get([]byte(fmt.Sprintf("k%06d-9", i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := i >= 0 && i < cp.ChangelogOffset; ok != want {
+					t.Fatalf("store %d after reopen: commit %d present %v, checkpoint %d", g, i, ok, cp.ChangelogOffset)
+				}
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -103,8 +103,6 @@ func (l *Loader) Flush(cp Checkpoint) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	// Ingestion goes through Pebble's commit pipeline, which a failed
-	// log write broke (diskfull.go).
 	if err := db.health.writeErr(); err != nil {
 		return fmt.Errorf("materialize: loading store %s: %w", l.s.id, err)
 	}
@@ -135,7 +133,15 @@ func (l *Loader) ingest(path string) error {
 		defer st.gate.exit()
 		invalidateStore(st)
 	}
-	return l.s.db.pdb.Ingest(context.Background(), []string{path})
+	// An ingestion goes through Pebble's commit pipeline, and may write
+	// a log record: it is a write like a commit (DB.apply).
+	db := l.s.db
+	db.writeMu.Lock()
+	defer db.writeMu.Unlock()
+	if err := db.health.writeErr(); err != nil {
+		return err
+	}
+	return db.pdb.Ingest(context.Background(), []string{path})
 }
 
 // write writes the sorted entries, the last of each key, to an sstable
