@@ -35,6 +35,11 @@ import (
 //     an INTEGER id, which matches nothing) takes the ordinary path;
 //   - the bound statement's result columns are the literal one's.
 //
+// A query with more than maxShapeArgs constants is not cached: its
+// shape would cost, to prepare, far more than the query's own parse of
+// folded constants (sql's literals.go), and would be kept with a key as
+// long as the query.
+//
 // Inside a transaction block the cache is not used, so that nothing it
 // does can fail the block. A catalog change re-plans the bound statement
 // as prepared statements are (Prepared.Bind); a failure there drops the
@@ -47,6 +52,9 @@ const settingPlanCache = "basin.plan_cache"
 // planCacheSize bounds the shapes a session remembers; when full, the
 // cache starts over.
 const planCacheSize = 256
+
+// maxShapeArgs bounds the constants of a cached shape.
+const maxShapeArgs = 1024
 
 // planCacheCounters count what the sessions' plan caches did.
 type planCacheCounters struct {
@@ -81,7 +89,7 @@ func (s *Session) cachedQuery(ctx context.Context, text string, w ResultWriter) 
 		return false, nil, nil
 	}
 	sh, ok := sql.ShapeOf(text)
-	if !ok || len(sh.Args) == 0 {
+	if !ok || len(sh.Args) == 0 || len(sh.Args) > maxShapeArgs {
 		return false, nil, nil
 	}
 	e, hit := s.plans[sh.Key]

@@ -94,6 +94,21 @@ func TestPlanCache(t *testing.T) {
 	check(0, "SELECT id FROM pc WHERE id = -1", "SELECT id FROM pc WHERE id = -2") // minus is an operator
 	check(0, "SELECT id FROM pc WHERE id = '1'", "SELECT id FROM pc WHERE id = '2'")
 	check(0, "SELECT id FROM pc WHERE name = 5", "SELECT id FROM pc WHERE name = 6")
+	// More constants than a cached shape takes (exec's maxShapeArgs):
+	// the query's own parse folds them, the shape's could not.
+	inList := func(from int) string {
+		var b strings.Builder
+		b.WriteString("SELECT id FROM pc WHERE id IN (")
+		for i := range 1025 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(from + i))
+		}
+		b.WriteString(") ORDER BY id")
+		return b.String()
+	}
+	check(0, inList(0), inList(1), inList(2))
 
 	// Off, and inside a transaction block, the cache is not used.
 	exec("SET basin.plan_cache = off")
