@@ -1118,8 +1118,13 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 		fmt.Fprintf(&b, " AS %s", sql.QuoteIdent(req.Alias))
 	}
 	b.WriteString(" WHERE _partition = $1")
+	// The keys come before the pushed filter, which may pin the key too
+	// (a client's "key IN (...)" holds every partition's keys): the
+	// serving node looks up the keys of the first IN list of the
+	// conjunction, and this statement's are the fewest.
+	var where string
 	if req.Where != "" {
-		fmt.Fprintf(&b, " AND (%s)", req.Where)
+		where = " AND (" + req.Where + ")"
 	}
 	keyCols := rel.Schema.KeyIndexes()
 	if len(req.Keys) == 1 {
@@ -1128,9 +1133,11 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 			args = append(args, req.Keys[0][i])
 			fmt.Fprintf(&b, " AND %s = $%d", sql.QuoteIdent(rel.Schema.Columns[k].Name), len(args))
 		}
+		b.WriteString(where)
 		return []forwardStmt{{b.String(), args}}
 	}
 	if len(req.Keys) == 0 {
+		b.WriteString(where)
 		return []forwardStmt{{b.String(), []any{int64(req.Partition)}}}
 	}
 	// "key IN (...)": the key is one column.
@@ -1140,7 +1147,7 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 	for keys := req.Keys; len(keys) > 0; {
 		n := min(len(keys), maxForwardKeys)
 		b.Reset()
-		b.Grow(len(head) + 8*n)
+		b.Grow(len(head) + 8*n + len(where))
 		b.WriteString(head)
 		args := make([]any, 1, n+1)
 		args[0] = int64(req.Partition)
@@ -1153,6 +1160,7 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 			b.WriteString(strconv.Itoa(len(args)))
 		}
 		b.WriteString(")")
+		b.WriteString(where)
 		stmts = append(stmts, forwardStmt{b.String(), args})
 		keys = keys[n:]
 	}
