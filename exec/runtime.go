@@ -94,6 +94,8 @@ type Runtime struct {
 		// fwd reads partitions held elsewhere; nil on a node alone.
 		fwd Forwarder
 	}
+	// pause notices that the process did not run for a while (pause.go).
+	pause *pauseWatch
 	// observer is told of every finished pull query (metrics); read
 	// without the lock on every query.
 	observer atomic.Pointer[func(PullStats)]
@@ -160,6 +162,8 @@ type TaskState struct {
 	// batches.
 	pendingAt atomic.Int64
 	restored  atomic.Bool
+	// pause is the runtime's pause watch (nil in tests without one).
+	pause *pauseWatch
 	// halted is set while the catalog holds a halt of the task's
 	// partition the operator has not resumed (halts.go), on every
 	// replica: its lag is then at least 1.
@@ -222,6 +226,11 @@ func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 			oldest = t.updatedAt.Load()
 		}
 		timeLagMs = max(0, now.UnixMilli()-max(oldest, 0))
+	}
+	if since, paused := t.pause.stale(now); paused {
+		// The process was paused: the ends it knows may be old.
+		offsetLag = max(offsetLag, 1)
+		timeLagMs = max(timeLagMs, now.Sub(since).Milliseconds())
 	}
 	return offsetLag, timeLagMs
 }
@@ -311,6 +320,14 @@ func newTaskState(p int32) *TaskState {
 	return &TaskState{Partition: p, ready: make(chan struct{})}
 }
 
+// newTaskState returns the state of a task of partition p, its lag
+// watched for pauses.
+func (rt *Runtime) newTaskState(p int32) *TaskState {
+	ts := newTaskState(p)
+	ts.pause = rt.pause
+	return ts
+}
+
 // markRestored records that the task's store has caught up with its
 // changelog and the task is processing input.
 func (t *TaskState) markRestored() {
@@ -366,6 +383,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	rt := &Runtime{opts: opts, log: opts.Logger.With("component", "runtime")}
 	rt.mu.queries = make(map[string]*Query)
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	rt.pause = newPauseWatch(time.Now())
 	var err error
 	if rt.admCl, err = rt.client("admin"); err != nil {
 		return nil, err
@@ -375,6 +393,11 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		rt.admCl.Close()
 		return nil, err
 	}
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		rt.pause.run(rt.ctx)
+	}()
 	return rt, nil
 }
 
@@ -437,7 +460,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	}
 	q := &Query{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
-		ts := newTaskState(p)
+		ts := rt.newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
 		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd, maxRecord: limit}
 		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
@@ -517,7 +540,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		input = rel.RepartitionTopic(rt.opts.Cluster)
 		ends = &sourceEnds{topic: plan.Source.Topic, ends: make([]atomic.Int64, plan.Source.Partitions)}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
-			ts := newTaskState(sp)
+			ts := rt.newTaskState(sp)
 			q.Rekey = append(q.Rekey, ts)
 			t := newRekeyTask(rt, plan, ts, ends)
 			t.maxRecord = limit
@@ -537,7 +560,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		fwd = rel.RepartitionTopic(rt.opts.Cluster)
 	}
 	for p := int32(0); p < rel.Partitions; p++ {
-		ts := newTaskState(p)
+		ts := rt.newTaskState(p)
 		ts.sources = ends
 		q.Tasks = append(q.Tasks, ts)
 		t := newViewTask(rt, plan, ts)
