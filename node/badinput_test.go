@@ -36,21 +36,7 @@ func TestTruncatedSourceStopsView(t *testing.T) {
 	waitQuery(t, conn, `SELECT k, n FROM by_key`, "a|5\n")
 	waitQuery(t, conn, `SELECT v, n FROM by_v ORDER BY v`, "0|3\n1|2\n")
 
-	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: n.Brokers(), Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadmClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := kafka.DeleteTopic(ctx, adm, "src"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := kafka.EnsureTopic(ctx, adm, "src", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produceRaw(t, n.Brokers(), "src", [2]string{"a", `{"v":0}`}, [2]string{"a", `{"v":1}`})
+	recreate(t, n.Brokers(), "src", [2]string{"a", `{"v":0}`}, [2]string{"a", `{"v":1}`})
 
 	// Each view's task stops, saying why. (by_v's re-keying task cannot
 	// tell: a deleted topic's committed offsets go with it, and it reads

@@ -1,11 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,34 +114,7 @@ func TestForwardedTimeLagBound(t *testing.T) {
 
 	// forge posts to the reader a lag report in the standby's name that
 	// says all its tasks are current, by offset and by time.
-	forge := func() error {
-		st, err := haClusterStatus(t, reader)
-		if err != nil {
-			return err
-		}
-		var tasks []exec.TaskStatus
-		for _, ns := range st.Nodes {
-			if ns.Node == standby.ID {
-				tasks = ns.Tasks
-			}
-		}
-		if len(tasks) == 0 {
-			return fmt.Errorf("%s lists no tasks of %s", reader.ID, standby.ID)
-		}
-		for i := range tasks {
-			tasks[i].OffsetLag, tasks[i].TimeLagMs = 0, 0
-		}
-		body, _ := json.Marshal(map[string]any{"node": standby.ID, "tasks": tasks})
-		resp, err := http.Post("http://"+reader.HTTPAddr+"/lag", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("POST /lag: %s", resp.Status)
-		}
-		return nil
-	}
+	forge := func() error { return forgeLagReport(t, reader, standby.ID) }
 	// refused checks that a read under the bound failed with 55000
 	// naming both replicas, and returns the message.
 	refused := func(name string, rows [][]string, err error) string {

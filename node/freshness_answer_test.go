@@ -61,34 +61,7 @@ func TestForgedLagReportNeverServesStaleRows(t *testing.T) {
 
 	// forge posts to the reader a lag report in the standby's name that
 	// says all its tasks are current.
-	forge := func() error {
-		st, err := haClusterStatus(t, reader)
-		if err != nil {
-			return err
-		}
-		var tasks []exec.TaskStatus
-		for _, ns := range st.Nodes {
-			if ns.Node == standby.ID {
-				tasks = ns.Tasks
-			}
-		}
-		if len(tasks) == 0 {
-			return fmt.Errorf("%s lists no tasks of %s", reader.ID, standby.ID)
-		}
-		for i := range tasks {
-			tasks[i].OffsetLag, tasks[i].TimeLagMs = 0, 0
-		}
-		body, _ := json.Marshal(map[string]any{"node": standby.ID, "tasks": tasks})
-		resp, err := http.Post("http://"+reader.HTTPAddr+"/lag", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("POST /lag: %s", resp.Status)
-		}
-		return nil
-	}
+	forge := func() error { return forgeLagReport(t, reader, standby.ID) }
 
 	conn := reader.Conn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -156,4 +129,36 @@ func TestForgedLagReportNeverServesStaleRows(t *testing.T) {
 	if _, err := haRows(ctx, conn, queries["raw scan"]); haPgError(err) == nil || haPgError(err).Code != "55000" {
 		t.Fatalf("raw scan over the bound: %v, want 55000", err)
 	}
+}
+
+// forgeLagReport posts to reader, as no member would, a lag report in
+// node's name that says all its tasks are current, by offset and by
+// time (the cluster has no secret, so /lag takes it).
+func forgeLagReport(t *testing.T, reader *testcluster.Node, node string) error {
+	st, err := haClusterStatus(t, reader)
+	if err != nil {
+		return err
+	}
+	var tasks []exec.TaskStatus
+	for _, ns := range st.Nodes {
+		if ns.Node == node {
+			tasks = ns.Tasks
+		}
+	}
+	if len(tasks) == 0 {
+		return fmt.Errorf("%s lists no tasks of %s", reader.ID, node)
+	}
+	for i := range tasks {
+		tasks[i].OffsetLag, tasks[i].TimeLagMs = 0, 0
+	}
+	body, _ := json.Marshal(map[string]any{"node": node, "tasks": tasks})
+	resp, err := http.Post("http://"+reader.HTTPAddr+"/lag", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST /lag: %s", resp.Status)
+	}
+	return nil
 }
