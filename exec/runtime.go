@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/backoff"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -673,18 +674,14 @@ func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *Tas
 				return
 			}
 			ts.setError(err)
-			wait := b.failed(time.Since(began), rand.Float64())
+			wait := b.Failed(time.Since(began), rand.Float64())
 			if safe.IsPanic(err) {
 				safe.Log(rt.log, "task panicked; restarting from its checkpoint", err, "task", name, "backoff", wait)
 			} else {
 				rt.log.Warn("task failed; restarting from its checkpoint", "task", name, "err", err, "backoff", wait)
 			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if backoff.Sleep(ctx, wait) != nil {
 				return
-			case <-t.C:
 			}
 		}
 	}()

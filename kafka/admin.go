@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/basindb/basin/internal/backoff"
 )
 
 // ErrUnknownTopic reports that a topic does not exist.
@@ -27,7 +29,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, name string, partitions 
 	if partitions < 1 {
 		return false, 0, fmt.Errorf("kafka: create topic %q: partition count %d must be at least 1", name, partitions)
 	}
-	backoff := 20 * time.Millisecond
+	b := backoff.New(20*time.Millisecond, time.Second)
 	for {
 		resp, err := adm.CreateTopic(ctx, partitions, -1, configs, name)
 		switch {
@@ -53,10 +55,9 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, name string, partitions 
 		default:
 			return false, 0, fmt.Errorf("kafka: create topic %q: %w", name, adminErr(err, resp.ErrMessage))
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
+		if err := b.Wait(ctx); err != nil {
 			return false, 0, fmt.Errorf("kafka: create topic %q: %w", name, err)
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -94,7 +95,7 @@ func topicDetail(ctx context.Context, adm *kadm.Client, name string) (kadm.Topic
 // for every partition: a real Kafka answers CreateTopics before the
 // partitions are ready to take produce requests.
 func waitTopicLeaders(ctx context.Context, adm *kadm.Client, name string) error {
-	backoff := 10 * time.Millisecond
+	b := backoff.New(10*time.Millisecond, time.Second)
 	for {
 		d, err := topicDetail(ctx, adm, name)
 		if err != nil && !errors.Is(err, ErrUnknownTopic) {
@@ -109,10 +110,9 @@ func waitTopicLeaders(ctx context.Context, adm *kadm.Client, name string) error 
 		if ready {
 			return nil
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
+		if err := b.Wait(ctx); err != nil {
 			return fmt.Errorf("kafka: waiting for topic %q partitions to have leaders: %w", name, err)
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -216,15 +216,4 @@ func adminErr(err error, msg string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, msg)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/basindb/basin/internal/backoff"
 	"github.com/basindb/basin/internal/connlimit"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -401,11 +402,11 @@ type acceptFailure struct {
 const acceptFailureFresh = 5 * maxAcceptBackoff
 
 func (l *retryListener) Accept() (net.Conn, error) {
-	var backoff time.Duration
+	var b *backoff.Backoff // nil until an Accept fails
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			if backoff != 0 {
+			if b != nil {
 				l.failing.Store(nil)
 				l.log.Info("broker accepting connections again", "addr", l.addr.String())
 			}
@@ -419,9 +420,12 @@ func (l *retryListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		l.failing.Store(&acceptFailure{err: err, at: time.Now()})
-		backoff = min(max(2*backoff, 5*time.Millisecond), maxAcceptBackoff)
-		l.log.Warn("broker accept failed; retrying", "addr", l.addr.String(), "err", err, "backoff", backoff)
-		time.Sleep(backoff) // Close during the wait makes the next Accept fail with ErrClosed
+		if b == nil {
+			b = backoff.New(10*time.Millisecond, maxAcceptBackoff)
+		}
+		wait := b.Next()
+		l.log.Warn("broker accept failed; retrying", "addr", l.addr.String(), "err", err, "backoff", wait)
+		time.Sleep(wait) // Close during the wait makes the next Accept fail with ErrClosed
 	}
 }
 

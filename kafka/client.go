@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/backoff"
 )
 
 // ClientOptions are the settings basin gives every franz-go client.
@@ -71,20 +73,15 @@ func ConsumerOpts() []kgo.Opt {
 // done, retrying with backoff. It returns the last broker error along
 // with the context's.
 func WaitReady(ctx context.Context, cl *kgo.Client) error {
-	backoff := 20 * time.Millisecond
+	b := backoff.New(20*time.Millisecond, time.Second)
 	for {
 		err := cl.Ping(ctx)
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("kafka: brokers not ready: %w (last error: %v)", ctx.Err(), err)
-		case <-t.C:
+		if werr := b.Wait(ctx); werr != nil {
+			return fmt.Errorf("kafka: brokers not ready: %w (last error: %v)", werr, err)
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

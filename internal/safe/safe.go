@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/basindb/basin/internal/backoff"
 )
 
 // PanicError is a recovered panic: the value passed to panic and the
@@ -52,12 +54,8 @@ func Call(f func() error) (err error) {
 // one bad turn of the loop must not end the loop, nor the process.
 func Restart(ctx context.Context, log *slog.Logger, msg string, wait time.Duration, f func()) {
 	for Do(log, msg, f) != nil {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, wait) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }
