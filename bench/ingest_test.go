@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/testcluster"
 )
 
@@ -156,26 +157,25 @@ func countRecords(t *testing.T, c *testcluster.Cluster, topic string, idle time.
 	}
 }
 
-// pollUntil calls fn every interval until it reports done, failing the
-// test on error or when d has passed, and returns when it was done.
+// pollUntil calls fn every interval until it reports done
+// (internal/poll), failing the test on error or when d has passed, and
+// returns when it was done.
 func pollUntil(t *testing.T, d, interval time.Duration, fn func() (bool, error)) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		done, err := fn()
-		if err != nil {
-			t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var done time.Time
+	err := poll.WaitEvery(ctx, interval, func() (bool, error) {
+		ok, err := fn()
+		if ok {
+			done = time.Now()
 		}
-		if done {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not done within %v", d)
-		}
-		<-tick.C
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("not done within %v: %v", d, err)
 	}
+	return done
 }
 
 // queryMaps runs sql on conn and returns its rows as column name → text.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -215,19 +216,6 @@ func TestStandbyFailover(t *testing.T) {
 	}
 }
 
-// waitUntil checks cond every 20ms until it holds (true) or d passes
-// (false): for states nothing signals, such as a task's progress.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return cond()
-		}
-	}
-	return true
-}
+// waitUntil checks cond until it holds (true) or d passes (false): for
+// states nothing signals, such as a task's progress (internal/poll).
+func waitUntil(d time.Duration, cond func() bool) bool { return poll.Cond(d, cond) }

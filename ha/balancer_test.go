@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 const (
@@ -202,22 +204,16 @@ func (n *groupNode) setOffsets(m map[TaskID]int64) {
 	n.mu.Unlock()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or the deadline passes
+// (internal/poll).
 func waitFor(t *testing.T, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, why := cond()
-		if ok {
-			return
+	poll.Until(t, d, func() error {
+		if ok, why := cond(); !ok {
+			return errors.New(why)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v: %s", d, why)
-		}
-		<-tick.C
-	}
+		return nil
+	})
 }
 
 // waitAgreed waits until the given nodes' last assignments are the same

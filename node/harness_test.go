@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // testLogger logs to stderr when BASIN_TEST_LOG is set (e.g. "debug"),
@@ -121,21 +123,11 @@ func errorText(err error) string {
 	return "ERROR: " + err.Error() + "\n"
 }
 
-// eventually calls fn until it returns nil or the deadline passes, and
-// returns its last error.
+// eventually calls fn until it returns nil, failing the test with its
+// last error once d has passed (internal/poll).
 func eventually(t testing.TB, d time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", d, err)
-		}
-		waitABit()
-	}
+	poll.Until(t, d, fn)
 }
 
 // waitABit yields between polls of a condition. It is the poll interval

@@ -623,12 +623,11 @@ func waitRows(t *testing.T, conn *pgx.Conn, what, q string, want []string) {
 	t.Helper()
 	sort.Strings(want)
 	wantText := strings.Join(want, "\n")
-	var got string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		out, err := queryText(ctx, conn, q, false)
 		cancel()
+		var got string
 		if err != nil {
 			got = "error: " + err.Error()
 		} else {
@@ -639,12 +638,9 @@ func waitRows(t *testing.T, conn *pgx.Conn, what, q string, want []string) {
 			sort.Strings(lines)
 			got = strings.Join(lines, "\n")
 		}
-		if got == wantText {
-			return
+		if got != wantText {
+			return fmt.Errorf("%s: %s\n got:\n%s\nwant:\n%s", what, q, got, wantText)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s\n got:\n%s\nwant:\n%s", what, q, got, wantText)
-		}
-		waitABit()
-	}
+		return nil
+	})
 }

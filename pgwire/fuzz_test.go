@@ -155,7 +155,7 @@ func (c *halfClosedConn) Read(p []byte) (int, error) {
 // check still runs.
 func checkGoroutinesBack(t *testing.T, before int) {
 	t.Helper()
-	if !poll(func() bool { return runtime.NumGoroutine() <= before }) {
+	if !pollCond(func() bool { return runtime.NumGoroutine() <= before }) {
 		t.Errorf("%d goroutines running after the connection ended, %d before it started:\n%s",
 			runtime.NumGoroutine(), before, allStacks(64<<10))
 	}

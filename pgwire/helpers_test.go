@@ -20,6 +20,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/poll"
 )
 
 // testTimeout bounds every wait in these tests: a condition that does not
@@ -443,27 +444,14 @@ func (ts *testServer) waitStarted(t testing.TB, text string) {
 // anything takes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !poll(cond) {
+	if !pollCond(cond) {
 		t.Fatalf("timed out after %v waiting for %s", testTimeout, what)
 	}
 }
 
-// poll checks cond every millisecond until it holds (true) or
-// testTimeout passes (false).
-func poll(cond func() bool) bool {
-	deadline := time.NewTimer(testTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return cond()
-		}
-	}
-	return true
-}
+// pollCond checks cond until it holds (true) or testTimeout passes
+// (false) (internal/poll).
+func pollCond(cond func() bool) bool { return poll.Cond(testTimeout, cond) }
 
 // waitClosed waits until the fake backend closes a session.
 func (ts *testServer) waitClosed(t testing.TB) {

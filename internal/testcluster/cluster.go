@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // Options configure a test cluster. The zero value is one node.
@@ -402,31 +404,15 @@ func (c *Cluster) Eventually(t testing.TB, d time.Duration, fn func() error) {
 }
 
 // Eventually calls fn until it returns nil and fails the test with fn's
-// last error if that takes longer than Timeout(d). It waits 10ms after
-// the first failure, doubling up to 250ms.
+// last error if that takes longer than Timeout(d) (internal/poll).
 func Eventually(t testing.TB, d time.Duration, fn func() error) {
 	t.Helper()
-	eventually(t, d, fn, func() string { return "" })
+	eventually(t, d, fn, nil)
 }
 
 func eventually(t testing.TB, d time.Duration, fn func() error, crashes func() string) {
 	t.Helper()
-	d = Timeout(d)
-	deadline := time.Now().Add(d)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if s := crashes(); s != "" {
-			t.Fatalf("testcluster: %s (waiting for: %v)", s, err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testcluster: condition not met within %v: %v", d, err)
-		}
-		timer := time.NewTimer(min(wait, time.Until(deadline)+time.Millisecond))
-		<-timer.C
-	}
+	poll.UntilOr(t, Timeout(d), fn, crashes)
 }
 
 // crashes describes the processes that exited without being asked to.
