@@ -26,7 +26,7 @@ import (
 
 // The shape of B2 and B4: ingestRecords JSON records on a topic of
 // ingestPartitions partitions, keyed by a BIGINT id in basin's KAFKA key
-// format (8 bytes big-endian, exec/serde.go).
+// format (8 bytes big-endian, serde/key.go).
 const (
 	ingestRecords    = 1_000_000
 	ingestPartitions = 4

@@ -10,8 +10,8 @@ import (
 )
 
 // Benchmarks of the per-record hot paths of a task: filter evaluation,
-// aggregate updates and the stored-row codec. JSON decoding of input
-// records is BenchmarkDecodeJSONValue in serde_test.go.
+// aggregate updates and the stored-row codec. Decoding input records and
+// encoding record keys are package serde's benchmarks.
 // Run with: go test -run '^$' -bench . -benchmem ./exec/
 
 // benchOrdersCatalog holds orders(id BIGINT key, region VARCHAR,
@@ -153,40 +153,6 @@ func BenchmarkDecodeStored(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, _, err := decodeStored(enc, len(benchStoredRow)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkDecodeJSONRecord decodes a typical input record's JSON value
-// into the orders value columns (with SetBytes and allocations, which
-// BenchmarkDecodeJSONValue does not report).
-func BenchmarkDecodeJSONRecord(b *testing.B) {
-	vcols := []catalog.Column{
-		{Name: "region", Type: catalog.Varchar},
-		{Name: "amount", Type: catalog.Double},
-		{Name: "qty", Type: catalog.BigInt},
-		{Name: "ts", Type: catalog.Timestamp},
-	}
-	in := []byte(`{"region":"eu-west","amount":75.5,"qty":3,"ts":1704164645678,"note":"gift wrap"}`)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := DecodeJSONValue(vcols, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkEncodeKafkaKey encodes a BIGINT record key in the kafka
-// format, as every produced record does.
-func BenchmarkEncodeKafkaKey(b *testing.B) {
-	types := []catalog.Type{catalog.BigInt}
-	names := []string{"id"}
-	vals := []any{int64(123456789)}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := EncodeKey("kafka", types, names, vals); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 )
 
 // Placement of keyed records.
@@ -39,7 +40,7 @@ type placement struct {
 	part       kafka.Partitioner
 	partitions int32
 	p          int32 // the task's partition
-	codec      *relCodec
+	codec      *serde.Codec
 	// canonical is whether key bytes must be encoded again before
 	// hashing: a JSON key may be written with other spacing or field
 	// order than basin's, and its partition is that of basin's bytes,
@@ -48,9 +49,9 @@ type placement struct {
 	keyVals   []any
 }
 
-func newPlacement(rel *catalog.Relation, codec *relCodec, p int32) *placement {
+func newPlacement(rel *catalog.Relation, codec *serde.Codec, p int32) *placement {
 	return &placement{part: rel.PartitionerOf(), partitions: rel.Partitions, p: p, codec: codec,
-		canonical: rel.KeyFormat != planner.FormatKafka, keyVals: make([]any, len(codec.keyIdx))}
+		canonical: rel.KeyFormat != planner.FormatKafka, keyVals: make([]any, len(codec.KeyIndex()))}
 }
 
 // owner returns the partition a record whose decoded row is row (key
@@ -58,17 +59,17 @@ func newPlacement(rel *catalog.Relation, codec *relCodec, p int32) *placement {
 // another than the task's. A record without a whole key belongs where
 // it is: it has no key to be found by.
 func (pl *placement) owner(key []byte, row catalog.Row) (int32, bool) {
-	if len(pl.codec.keyIdx) == 0 || key == nil {
+	if len(pl.codec.KeyIndex()) == 0 || key == nil {
 		return pl.p, false
 	}
-	for i, k := range pl.codec.keyIdx {
+	for i, k := range pl.codec.KeyIndex() {
 		pl.keyVals[i] = row[k]
 	}
 	if slices.Contains(pl.keyVals, nil) {
 		return pl.p, false
 	}
 	if pl.canonical {
-		kb, err := pl.codec.encodeKey(pl.keyVals)
+		kb, err := pl.codec.EncodeKey(pl.keyVals)
 		if err != nil {
 			return pl.p, false
 		}

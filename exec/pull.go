@@ -19,6 +19,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 )
 
 // PartitionRead describes where one partition of a pull query was served
@@ -614,11 +615,11 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 		pin = int32(n)
 	}
 	if lookups := q.code.lookups; lookups != nil {
-		var codec *relCodec
+		var codec *serde.Codec
 		if query != nil && query.Rel == rel {
 			codec, _ = query.handles(q.rt.opts.DB)
 		} else {
-			codec = newRelCodec(rel)
+			codec = serde.NewCodec(rel)
 		}
 		// One key, the common case, needs no sets.
 		var byPart map[int32][][]any
@@ -647,7 +648,7 @@ func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, k
 				}
 				key[i] = v
 			}
-			kb, err := codec.encodeKey(key)
+			kb, err := codec.EncodeKey(key)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -1339,7 +1340,7 @@ func (q *pull) scanStream(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	codec := newRelCodec(rel)
+	codec := serde.NewCodec(rel)
 	ncols := len(rel.Schema.Columns)
 	done := make(map[int32]bool)
 	for remaining > 0 {
@@ -1362,7 +1363,7 @@ func (q *pull) scanStream(ctx context.Context) error {
 			if r.Attrs.IsControl() {
 				return
 			}
-			row, _, err := codec.decode(r.Key, r.Value)
+			row, _, err := codec.Decode(r.Key, r.Value)
 			if err != nil || row == nil {
 				return // bad records are the processing log's business
 			}

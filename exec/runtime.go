@@ -21,6 +21,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 )
 
 // RuntimeOptions configure the persistent-query runtime of a node.
@@ -117,7 +118,7 @@ type Query struct {
 
 	// The handles reads use, made once rather than per read.
 	handlesOnce sync.Once
-	codec       *relCodec
+	codec       *serde.Codec
 	stores      []*materialize.Store // by partition
 
 	// halts are Rel's halts as the catalog has them now (Alter);
@@ -126,9 +127,9 @@ type Query struct {
 }
 
 // handles returns the relation's record codec and its stores' handles.
-func (q *Query) handles(db *materialize.DB) (*relCodec, []*materialize.Store) {
+func (q *Query) handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
 	q.handlesOnce.Do(func() {
-		q.codec = newRelCodec(q.Rel)
+		q.codec = serde.NewCodec(q.Rel)
 		name := q.Rel.StoreName()
 		q.stores = make([]*materialize.Store, q.Rel.Partitions)
 		for p := range q.stores {

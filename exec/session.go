@@ -21,6 +21,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
 
@@ -413,7 +414,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 			idx = append(idx, i)
 		}
 	}
-	codec := newRelCodec(rel)
+	codec := serde.NewCodec(rel)
 	part := rel.PartitionerOf()
 	env := s.env()
 	recs := make([]*kgo.Record, 0, len(st.Rows))
@@ -434,13 +435,13 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 			}
 			row[idx[j]] = v
 		}
-		for _, k := range codec.keyIdx {
+		for _, k := range codec.KeyIndex() {
 			if row[k] == nil && rel.Kind == catalog.KindTable {
 				return pgerr.New(pgerr.NotNullViolation, "null value in column %q of relation %q violates not-null constraint", cols[k].Name, rel.Name).
 					WithDetail("%s is the key of table %s.", cols[k].Name, rel.Name)
 			}
 		}
-		key, value, err := codec.encode(row)
+		key, value, err := codec.Encode(row)
 		if err != nil {
 			return err
 		}

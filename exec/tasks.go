@@ -19,6 +19,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 )
 
 // Record headers basin's internal topics use.
@@ -362,7 +363,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		return err
 	}
 	defer cons.Close()
-	codec := newRelCodec(t.rel)
+	codec := serde.NewCodec(t.rel)
 	place := newPlacement(t.rel, codec, p)
 	t.state.inputNext.Store(cp.ChangelogOffset)
 	t.state.fwdNext.Store(cp.Input[t.fwd][p])
@@ -426,9 +427,9 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				if r.Attrs.IsControl() {
 					return
 				}
-				if row, _, err := codec.decode(r.Key, r.Value); err == nil {
+				if row, _, err := codec.Decode(r.Key, r.Value); err == nil {
 					if row == nil {
-						row = codec.keyRow(r.Key)
+						row = codec.KeyRow(r.Key)
 					}
 					if q, wrong := place.owner(r.Key, row); wrong {
 						// One too large to forward was logged when
@@ -451,7 +452,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			if forwarded {
 				logged = &kgo.Record{Topic: t.rel.Topic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 			}
-			row, keyVals, err := codec.decode(r.Key, r.Value)
+			row, keyVals, err := codec.Decode(r.Key, r.Value)
 			if err == nil && slices.Contains(keyVals, nil) {
 				// A table's row is found by its key; a record without
 				// one (a null record key, or a NULL key column) names
@@ -466,7 +467,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			if !forwarded {
 				owned := row
 				if owned == nil {
-					owned = codec.keyRow(r.Key)
+					owned = codec.KeyRow(r.Key)
 				}
 				if q, wrong := place.owner(r.Key, owned); wrong {
 					misplaced++
@@ -730,7 +731,7 @@ type viewTask struct {
 	rt     *Runtime
 	plan   *planner.ViewPlan
 	state  *TaskState
-	codec  *relCodec
+	codec  *serde.Codec
 	filter Expr
 	group  []Expr
 	output []Expr
@@ -773,7 +774,7 @@ type viewTask struct {
 }
 
 func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
-	t := &viewTask{rt: rt, plan: plan, state: ts, codec: newRelCodec(plan.Source), env: &Env{},
+	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	if plan.Repartition {
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
@@ -803,7 +804,7 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		t.agg = NewAggregator(plan.Aggs)
 	}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
-	t.keyVals = make([]any, len(t.codec.keyIdx))
+	t.keyVals = make([]any, len(t.codec.KeyIndex()))
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.KeyGroup))
 	t.changes = make(map[string]*pending)
@@ -1180,7 +1181,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			b.next.Position.Advance(srcTopic, p, r.Offset+1)
 		}
 		row = t.row[:len(plan.Source.Schema.Columns)]
-		tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
+		tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
 		if err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
@@ -1192,7 +1193,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			}
 		}
 		keyVals := t.keyVals
-		for i, k := range t.codec.keyIdx {
+		for i, k := range t.codec.KeyIndex() {
 			keyVals[i] = row[k]
 		}
 		if plan.Source.Kind == catalog.KindTable && slices.Contains(keyVals, nil) {
@@ -1245,7 +1246,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		// for, in the source's formats, not as the internal repartition
 		// record.
 		logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp}
-		logged.Key, logged.Value, _ = t.codec.encode(row)
+		logged.Key, logged.Value, _ = t.codec.Encode(row)
 	}
 	b.bad = append(b.bad, rt.badRecord(view, logged, err))
 	return nil
@@ -1709,7 +1710,7 @@ type rekeyTask struct {
 	ends   *sourceEnds // shared with the view's tasks, for their lag
 	plan   *planner.ViewPlan
 	sp     int32
-	codec  *relCodec
+	codec  *serde.Codec
 	filter Expr
 	group  []Expr
 	env    *Env
@@ -1726,7 +1727,7 @@ type rekeyTask struct {
 }
 
 func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
-	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: newRelCodec(plan.Source), env: &Env{},
+	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &Env{},
 		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
 	if plan.Filter != nil {
 		t.filter = Compile(plan.Filter)
@@ -1851,7 +1852,7 @@ func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 // nil when the filter drops it.
 func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	row := t.row
-	tombstone, err := t.codec.decodeInto(row, r.Key, r.Value)
+	tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
 	if err != nil || tombstone {
 		return nil, err
 	}
@@ -1874,7 +1875,7 @@ func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	}
 	buf := a.bytes.begin()
 	start := len(buf)
-	buf, null, err := appendRecordKey(buf, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
+	buf, null, err := serde.AppendKey(buf, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
 	if err != nil {
 		return nil, err
 	}

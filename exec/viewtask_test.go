@@ -14,6 +14,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
 
@@ -221,7 +222,7 @@ func TestViewTaskGroupCache(t *testing.T) {
 // bigintKey is the kafka-format key of a BIGINT.
 func bigintKey(t *testing.T, id int64) []byte {
 	t.Helper()
-	k, err := EncodeKey("kafka", []catalog.Type{catalog.BigInt}, []string{"id"}, []any{id})
+	k, err := serde.EncodeKey("kafka", []catalog.Type{catalog.BigInt}, []string{"id"}, []any{id})
 	if err != nil {
 		t.Fatal(err)
 	}

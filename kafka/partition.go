@@ -8,7 +8,7 @@ package kafka
 // "murmur2_random" and the Java client all agree with it, so a key written
 // by any of them lands where basin looks for it.
 //
-// key is the serialized record key (see exec.EncodeKey). Kafka's
+// key is the serialized record key (see serde.EncodeKey). Kafka's
 // partitioner places records with a nil key by stickiness, not by hash;
 // Partition hashes a nil key like an empty one, so a caller producing
 // keyless records decides their partition itself.

@@ -135,7 +135,8 @@
 // # Package map
 //
 // Lowest first: kafka (clients, admin, embedded broker), catalog (types,
-// relations, command log), sql (Postgres-flavoured parsing), planner
+// relations, command log), serde (Kafka record keys and values in
+// their key_format and value_format), sql (Postgres-flavoured parsing), planner
 // (plans), materialize (Pebble stores), exec (tasks and pull queries),
 // ha (cluster membership, failure detection and routing decisions),
 // pgwire (the Postgres protocol), node (this package), cmd/basin (flags).

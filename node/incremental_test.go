@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/serde"
 )
 
 var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute (0: a fixed default)")
@@ -235,7 +235,7 @@ func randomEv(rng *rand.Rand, place *mixedPlacement) (*kgo.Record, *evRec) {
 	partition := int32(rng.Intn(3))
 	if ev.id != nil {
 		var err error
-		key, err = exec.EncodeKey("kafka", []catalog.Type{catalog.BigInt}, []string{"id"}, []any{*ev.id})
+		key, err = serde.EncodeKey("kafka", []catalog.Type{catalog.BigInt}, []string{"id"}, []any{*ev.id})
 		if err != nil {
 			panic(err)
 		}

@@ -1,47 +1,11 @@
-package exec
+package serde
 
-// Record serialization: how basin values become Kafka record keys and
-// values and back.
-//
-// Keys. key_format = 'kafka' (the default, ksqlDB's KAFKA format) writes a
-// single key column the way Kafka's own serializers do, so that any
-// producer can write keys basin reads, and both agree on the partition
-// (kafka.Partition hashes these bytes):
-//
-//	VARCHAR    the UTF-8 bytes (StringSerializer)
-//	INTEGER    4 bytes, big-endian two's complement (IntegerSerializer)
-//	BIGINT     8 bytes, big-endian two's complement (LongSerializer)
-//	DOUBLE     8 bytes, big-endian IEEE 754 (DoubleSerializer)
-//	BOOLEAN    1 byte, 0 or 1 (BooleanSerializer, Kafka 3.5+)
-//	TIMESTAMP  8 bytes, big-endian epoch milliseconds
-//
-// ksqlDB's KAFKA format has no TIMESTAMP; basin writes it as a BIGINT of
-// epoch milliseconds, the convention of Kafka record timestamps, so the
-// microseconds of a timestamp key are truncated (floored). A key with
-// several columns cannot be written in this format; key_format = 'json'
-// writes a single key column as a JSON scalar and several as a JSON object
-// keyed by column name. A NULL key (every key column NULL) is a null
-// record key.
-//
-// Values. value_format = 'json' is a JSON object with one field per value
-// column, named as the column. Reading is lenient the way ksqlDB is (field
-// names match case-insensitively, missing fields are NULL, extra fields
-// are ignored, numbers may arrive as strings); writing is exact and reads
-// back to the same values:
-//
-//	TIMESTAMP  epoch milliseconds as a JSON number, as ksqlDB writes it,
-//	           with up to three decimals for the microseconds
-//	           (1700000000123.456); read from a number of epoch
-//	           milliseconds or from an RFC 3339 / ISO 8601 string
-//	DOUBLE     a JSON number; NaN and ±Inf, which JSON cannot carry, as the
-//	           strings "NaN", "Infinity" and "-Infinity", which read back
-//
-// Errors describe the record for the processing log: which field, what
-// was expected, what was found.
+// JSON record values, and JSON keys' scalars and objects: a lenient
+// one-pass decoder with encoding/json behind it for what the scan does not
+// take, and an exact encoder.
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,253 +20,11 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 )
 
-// Key formats, as written in key_format.
-const (
-	KeyFormatKafka = "kafka"
-	KeyFormatJSON  = "json"
-)
-
-// keyFormat resolves a key_format; the empty string is the default.
-func keyFormat(format string) (string, error) {
-	switch strings.ToLower(format) {
-	case "", KeyFormatKafka:
-		return KeyFormatKafka, nil
-	case KeyFormatJSON:
-		return KeyFormatJSON, nil
-	}
-	return "", pgerr.New(pgerr.FeatureNotSupported, "key format %q is not supported", format).
-		WithHint("use key_format = 'kafka' or key_format = 'json'")
-}
-
-func errMultiColumnKafkaKey(names []string) error {
-	return pgerr.New(pgerr.FeatureNotSupported,
-		"key_format 'kafka' supports a single key column, not %d (%s)", len(names), strings.Join(names, ", ")).
-		WithHint("use key_format = 'json' for a key of several columns")
-}
-
-// EncodeKey serializes the key columns (types, names and values in key
-// order) in the given key format. It returns nil, a null record key, when
-// there are no key columns or all of them are NULL.
-func EncodeKey(format string, types []catalog.Type, names []string, vals []any) ([]byte, error) {
-	b, null, err := appendRecordKey(nil, format, types, names, vals)
-	if err != nil || null {
-		return nil, err
-	}
-	if b == nil {
-		b = []byte{} // an empty key, not a null one
-	}
-	return b, nil
-}
-
-// appendRecordKey appends the key EncodeKey returns to dst; null reports a
-// null record key, for which nothing is appended.
-func appendRecordKey(dst []byte, format string, types []catalog.Type, names []string, vals []any) (_ []byte, null bool, err error) {
-	f, err := keyFormat(format)
-	if err != nil {
-		return dst, false, err
-	}
-	if len(types) != len(vals) || len(names) != len(vals) {
-		return dst, false, fmt.Errorf("exec: encode key: %d types, %d names and %d values", len(types), len(names), len(vals))
-	}
-	allNull := true
-	for _, v := range vals {
-		allNull = allNull && v == nil
-	}
-	if f == KeyFormatKafka && len(vals) > 1 {
-		return dst, false, errMultiColumnKafkaKey(names)
-	}
-	if allNull {
-		return dst, true, nil
-	}
-	if f == KeyFormatKafka {
-		dst, err = appendKafkaKey(dst, types[0], names[0], vals[0])
-		return dst, false, err
-	}
-	if len(vals) == 1 {
-		dst, err = appendJSONValue(dst, types[0], names[0], vals[0])
-		return dst, false, err
-	}
-	dst = append(dst, '{')
-	for i, v := range vals {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, names[i])
-		dst = append(dst, ':')
-		if dst, err = appendJSONValue(dst, types[i], names[i], v); err != nil {
-			return dst, false, err
-		}
-	}
-	return append(dst, '}'), false, nil
-}
-
-func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, error) {
-	switch t {
-	case catalog.Varchar:
-		if s, ok := v.(string); ok {
-			return append(dst, s...), nil
-		}
-	case catalog.Int:
-		if i, ok := v.(int64); ok {
-			if i < math.MinInt32 || i > math.MaxInt32 {
-				return dst, pgerr.New(pgerr.NumericValueOutOfRange, "key column %q: %d is out of range for INTEGER", name, i)
-			}
-			return binary.BigEndian.AppendUint32(dst, uint32(int32(i))), nil
-		}
-	case catalog.BigInt:
-		if i, ok := v.(int64); ok {
-			return binary.BigEndian.AppendUint64(dst, uint64(i)), nil
-		}
-	case catalog.Double:
-		if f, ok := v.(float64); ok {
-			return binary.BigEndian.AppendUint64(dst, math.Float64bits(f)), nil
-		}
-	case catalog.Boolean:
-		if b, ok := v.(bool); ok {
-			if b {
-				return append(dst, 1), nil
-			}
-			return append(dst, 0), nil
-		}
-	case catalog.Timestamp:
-		if ts, ok := v.(time.Time); ok {
-			return binary.BigEndian.AppendUint64(dst, uint64(ts.UnixMilli())), nil
-		}
-	default:
-		return dst, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
-	}
-	return dst, badGoValue(name, t, v)
-}
-
-func badGoValue(name string, t catalog.Type, v any) error {
-	return fmt.Errorf("exec: column %q: a %T is not a %s value", name, v, t)
-}
-
-// DecodeKey deserializes a record key into the values of the key columns
-// cols (in key order). A nil key decodes to all NULLs.
-func DecodeKey(format string, cols []catalog.Column, b []byte) ([]any, error) {
-	out := make([]any, len(cols))
-	if err := decodeKeyInto(out, nil, format, cols, b); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// decodeKeyInto is DecodeKey storing key column i's value in
-// dst[idx[i]] (dst[i] when idx is nil); each of those is set, to nil for
-// NULL. dst is garbage after an error.
-func decodeKeyInto(dst []any, idx []int, format string, cols []catalog.Column, b []byte) error {
-	f, err := keyFormat(format)
-	if err != nil {
-		return err
-	}
-	if f == KeyFormatKafka && len(cols) > 1 {
-		names := make([]string, len(cols))
-		for i, c := range cols {
-			names[i] = c.Name
-		}
-		return errMultiColumnKafkaKey(names)
-	}
-	for i := range cols {
-		setCol(dst, idx, i, nil)
-	}
-	if b == nil || len(cols) == 0 {
-		return nil
-	}
-	if f == KeyFormatKafka {
-		v, err := decodeKafkaKey(cols[0], b)
-		setCol(dst, idx, 0, v)
-		return err
-	}
-
-	raw, err := trimJSON(b, "key")
-	if err != nil {
-		return err
-	}
-	if raw[0] != '{' {
-		if !json.Valid(raw) {
-			return invalidJSON(raw, "key")
-		}
-		if string(raw) == "null" {
-			return nil
-		}
-		if len(cols) > 1 {
-			return notObject(raw, "key", fmt.Sprintf("; a key of %d columns is a JSON object with a field per column", len(cols)))
-		}
-		v, cerr := decodeJSONScalar(raw, cols[0].Type)
-		if cerr != nil {
-			return cerr.wrap("key column %q", cols[0].Name)
-		}
-		setCol(dst, idx, 0, v)
-		return nil
-	}
-	// An object: one field per key column. A single key column may come
-	// wrapped in an object too, as some producers write it.
-	return decodeJSONFields(dst, idx, cols, raw, "key", "key field %q")
-}
-
-// setCol stores column i's value in dst[idx[i]], or dst[i] when idx is
-// nil.
-func setCol(dst []any, idx []int, i int, v any) {
-	if idx != nil {
-		dst[idx[i]] = v
-	} else {
-		dst[i] = v
-	}
-}
-
-func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
-	want := func(n int, what string) error {
-		return pgerr.New(pgerr.DataException,
-			"key column %q: expected %d bytes (%s), found %d bytes", c.Name, n, what, len(b)).
-			WithHint("key_format 'kafka' reads a %s key as Kafka's serializers write it; is the key written in another format?", c.Type)
-	}
-	switch c.Type {
-	case catalog.Varchar:
-		if !utf8.Valid(b) {
-			return nil, pgerr.New(pgerr.DataException, "key column %q: key is not valid UTF-8 (%s)", c.Name, snippet(b))
-		}
-		return string(b), nil
-	case catalog.Int:
-		if len(b) != 4 {
-			return nil, want(4, "a big-endian 32-bit INTEGER")
-		}
-		return int64(int32(binary.BigEndian.Uint32(b))), nil
-	case catalog.BigInt:
-		if len(b) != 8 {
-			return nil, want(8, "a big-endian 64-bit BIGINT")
-		}
-		return int64(binary.BigEndian.Uint64(b)), nil
-	case catalog.Double:
-		if len(b) != 8 {
-			return nil, want(8, "a big-endian IEEE 754 DOUBLE")
-		}
-		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
-	case catalog.Boolean:
-		if len(b) != 1 {
-			return nil, want(1, "a BOOLEAN")
-		}
-		switch b[0] {
-		case 0:
-			return false, nil
-		case 1:
-			return true, nil
-		}
-		return nil, pgerr.New(pgerr.DataException, "key column %q: BOOLEAN key byte is %d, want 0 or 1", c.Name, b[0])
-	case catalog.Timestamp:
-		if len(b) != 8 {
-			return nil, want(8, "big-endian 64-bit epoch milliseconds")
-		}
-		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC(), nil
-	}
-	return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be deserialized", c.Name, c.Type)
-}
-
-// DecodeJSONValue deserializes a JSON object record value into the values
+// decodeJSONValue deserializes a JSON object record value into the values
 // of the value columns cols. A null record value (a tombstone) is the
 // caller's to handle; here it is an error, like any value that is not a
 // JSON object.
-func DecodeJSONValue(cols []catalog.Column, b []byte) ([]any, error) {
+func decodeJSONValue(cols []catalog.Column, b []byte) ([]any, error) {
 	out := make([]any, len(cols))
 	if err := decodeJSONValueInto(out, nil, cols, b); err != nil {
 		return nil, err
@@ -310,7 +32,7 @@ func DecodeJSONValue(cols []catalog.Column, b []byte) ([]any, error) {
 	return out, nil
 }
 
-// decodeJSONValueInto is DecodeJSONValue storing column i's value in
+// decodeJSONValueInto is decodeJSONValue storing column i's value in
 // dst[idx[i]] (dst[i] when idx is nil); each of those is set, to nil for
 // NULL. dst is garbage after an error.
 func decodeJSONValueInto(dst []any, idx []int, cols []catalog.Column, b []byte) error {
@@ -324,9 +46,9 @@ func decodeJSONValueInto(dst []any, idx []int, cols []catalog.Column, b []byte) 
 	return decodeJSONFields(dst, idx, cols, raw, "value", "field %q")
 }
 
-// EncodeJSONValue serializes the values of the value columns cols as a
+// encodeJSONValue serializes the values of the value columns cols as a
 // JSON object, fields in column order and named as the columns.
-func EncodeJSONValue(cols []catalog.Column, vals []any) ([]byte, error) {
+func encodeJSONValue(cols []catalog.Column, vals []any) ([]byte, error) {
 	if len(cols) != len(vals) {
 		return nil, fmt.Errorf("exec: encode value: %d columns and %d values", len(cols), len(vals))
 	}
@@ -991,7 +713,7 @@ func isDecimal(s string) bool {
 	return i == len(s)
 }
 
-// parseNonFinite reads the strings EncodeJSONValue writes for non-finite
+// parseNonFinite reads the strings encodeJSONValue writes for non-finite
 // doubles, and the other spellings strconv knows ("inf", "+Infinity").
 func parseNonFinite(s string) (float64, bool) {
 	s = strings.TrimSpace(s)
@@ -1052,7 +774,7 @@ func parseEpochMillis(b []byte, raw []byte) (any, *convError) {
 	}
 	text := string(b)
 	// A decimal fraction is read exactly, to the microsecond (further
-	// digits are cut), so that what EncodeJSONValue writes reads back to
+	// digits are cut), so that what encodeJSONValue writes reads back to
 	// the same time at any magnitude.
 	if intPart, frac, ok := strings.Cut(strings.TrimPrefix(text, "-"), "."); ok && allDigits(intPart) && allDigits(frac) {
 		ms, err := strconv.ParseInt(intPart, 10, 64)

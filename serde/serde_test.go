@@ -1,4 +1,4 @@
-package exec
+package serde
 
 import (
 	"bytes"
@@ -84,12 +84,12 @@ func TestSerdeKafkaKey(t *testing.T) {
 			if got := hex.EncodeToString(b); got != tc.hex {
 				t.Fatalf("EncodeKey = %s, want %s", got, tc.hex)
 			}
-			vals, err := DecodeKey("kafka", []catalog.Column{col("k", tc.typ)}, b)
+			vals, err := decodeKey("kafka", []catalog.Column{col("k", tc.typ)}, b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !sameValues(vals, []any{tc.val}) {
-				t.Fatalf("DecodeKey = %#v, want %#v", vals, tc.val)
+				t.Fatalf("decodeKey = %#v, want %#v", vals, tc.val)
 			}
 		})
 	}
@@ -101,7 +101,7 @@ func TestSerdeKafkaKey(t *testing.T) {
 	}
 	// Timestamp keys keep milliseconds only.
 	b, _ = EncodeKey("kafka", []catalog.Type{catalog.Timestamp}, []string{"k"}, []any{ts("2024-01-02 03:04:05.678999")})
-	vals, _ := DecodeKey("kafka", []catalog.Column{col("k", catalog.Timestamp)}, b)
+	vals, _ := decodeKey("kafka", []catalog.Column{col("k", catalog.Timestamp)}, b)
 	if !sameValues(vals, []any{ts("2024-01-02 03:04:05.678")}) {
 		t.Errorf("timestamp key round trip = %v", vals)
 	}
@@ -117,13 +117,13 @@ func TestSerdeNullAndEmptyKeys(t *testing.T) {
 		if err != nil || b != nil {
 			t.Errorf("%s: EncodeKey(no columns) = %q, %v; want nil", format, b, err)
 		}
-		vals, err := DecodeKey(format, []catalog.Column{col("k", catalog.Int)}, nil)
+		vals, err := decodeKey(format, []catalog.Column{col("k", catalog.Int)}, nil)
 		if err != nil || len(vals) != 1 || vals[0] != nil {
-			t.Errorf("%s: DecodeKey(nil) = %v, %v; want [NULL]", format, vals, err)
+			t.Errorf("%s: decodeKey(nil) = %v, %v; want [NULL]", format, vals, err)
 		}
-		vals, err = DecodeKey(format, nil, []byte("ignored"))
+		vals, err = decodeKey(format, nil, []byte("ignored"))
 		if err != nil || len(vals) != 0 {
-			t.Errorf("%s: DecodeKey(no columns) = %v, %v", format, vals, err)
+			t.Errorf("%s: decodeKey(no columns) = %v, %v", format, vals, err)
 		}
 	}
 	two := []catalog.Type{catalog.Int, catalog.Varchar}
@@ -131,9 +131,9 @@ func TestSerdeNullAndEmptyKeys(t *testing.T) {
 	if err != nil || b != nil {
 		t.Errorf("EncodeKey(json, all NULL) = %q, %v; want nil", b, err)
 	}
-	vals, err := DecodeKey("json", []catalog.Column{col("a", catalog.Int), col("b", catalog.Varchar)}, []byte("null"))
+	vals, err := decodeKey("json", []catalog.Column{col("a", catalog.Int), col("b", catalog.Varchar)}, []byte("null"))
 	if err != nil || vals[0] != nil || vals[1] != nil {
-		t.Errorf("DecodeKey(json, null) = %v, %v", vals, err)
+		t.Errorf("decodeKey(json, null) = %v, %v", vals, err)
 	}
 }
 
@@ -170,12 +170,12 @@ func TestSerdeJSONKey(t *testing.T) {
 				t.Fatalf("EncodeKey = %s, want %s", b, tc.json)
 			}
 			for _, in := range append([]string{tc.json}, tc.extra...) {
-				vals, err := DecodeKey("json", tc.cols, []byte(in))
+				vals, err := decodeKey("json", tc.cols, []byte(in))
 				if err != nil {
-					t.Fatalf("DecodeKey(%s): %v", in, err)
+					t.Fatalf("decodeKey(%s): %v", in, err)
 				}
 				if !sameValues(vals, tc.vals) {
-					t.Fatalf("DecodeKey(%s) = %#v, want %#v", in, vals, tc.vals)
+					t.Fatalf("decodeKey(%s) = %#v, want %#v", in, vals, tc.vals)
 				}
 			}
 		})
@@ -216,7 +216,7 @@ func TestSerdeKeyErrors(t *testing.T) {
 			`key column "id": JSON number "2147483648" is out of range for INTEGER`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeKey(tc.format, tc.cols, []byte(tc.key))
+			_, err := decodeKey(tc.format, tc.cols, []byte(tc.key))
 			checkErr(t, err, tc.code, tc.msg)
 		})
 	}
@@ -296,12 +296,12 @@ func TestSerdeDecodeJSONValue(t *testing.T) {
 		{"date only", `{"ts":"2024-01-02"}`, []any{nil, nil, nil, nil, nil, ts("2024-01-02 00:00:00")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DecodeJSONValue(valueCols, []byte(tc.in))
+			got, err := decodeJSONValue(valueCols, []byte(tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !sameValues(got, tc.want) {
-				t.Fatalf("DecodeJSONValue(%s)\n got  %#v\n want %#v", tc.in, got, tc.want)
+				t.Fatalf("decodeJSONValue(%s)\n got  %#v\n want %#v", tc.in, got, tc.want)
 			}
 		})
 	}
@@ -348,7 +348,7 @@ func TestSerdeDecodeJSONValueErrors(t *testing.T) {
 			`found JSON string "` + strings.Repeat("x", 40) + `..."`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeJSONValue(valueCols, []byte(tc.in))
+			_, err := decodeJSONValue(valueCols, []byte(tc.in))
 			checkErr(t, err, tc.code, tc.msg)
 		})
 	}
@@ -376,17 +376,17 @@ func TestSerdeEncodeJSONValue(t *testing.T) {
 			`{"customer":null,"qty":null,"total":null,"amount":1e-7,"paid":null,"ts":null}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := EncodeJSONValue(valueCols, tc.vals)
+			b, err := encodeJSONValue(valueCols, tc.vals)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(b) != tc.want {
-				t.Fatalf("EncodeJSONValue\n got  %s\n want %s", b, tc.want)
+				t.Fatalf("encodeJSONValue\n got  %s\n want %s", b, tc.want)
 			}
 			if !json.Valid(b) {
-				t.Fatalf("EncodeJSONValue wrote invalid JSON: %s", b)
+				t.Fatalf("encodeJSONValue wrote invalid JSON: %s", b)
 			}
-			back, err := DecodeJSONValue(valueCols, b)
+			back, err := decodeJSONValue(valueCols, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,9 +400,9 @@ func TestSerdeEncodeJSONValue(t *testing.T) {
 		})
 	}
 
-	_, err := EncodeJSONValue(valueCols, []any{1})
+	_, err := encodeJSONValue(valueCols, []any{1})
 	checkErr(t, err, pgerr.InternalError, "exec: encode value: 6 columns and 1 values")
-	_, err = EncodeJSONValue([]catalog.Column{col("ts", catalog.Timestamp)}, []any{int64(1)})
+	_, err = encodeJSONValue([]catalog.Column{col("ts", catalog.Timestamp)}, []any{int64(1)})
 	checkErr(t, err, pgerr.InternalError, `exec: column "ts": a int64 is not a TIMESTAMP value`)
 }
 
@@ -431,7 +431,7 @@ func TestSerdeStringsMatchEncodingJSON(t *testing.T) {
 }
 
 func TestSerdeRoundTripRandomish(t *testing.T) {
-	// Every value EncodeJSONValue writes decodes to itself, for values at
+	// Every value encodeJSONValue writes decodes to itself, for values at
 	// the edges of each type.
 	edge := [][]any{
 		{"", int64(math.MaxInt32), int64(math.MaxInt64), math.MaxFloat64, false, time.UnixMicro(math.MaxInt64 / 2).UTC()},
@@ -440,11 +440,11 @@ func TestSerdeRoundTripRandomish(t *testing.T) {
 		{nil, nil, nil, math.Copysign(0, -1), nil, time.UnixMicro(-1).UTC()},
 	}
 	for _, vals := range edge {
-		b, err := EncodeJSONValue(valueCols, vals)
+		b, err := encodeJSONValue(valueCols, vals)
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := DecodeJSONValue(valueCols, b)
+		back, err := decodeJSONValue(valueCols, b)
 		if err != nil {
 			t.Fatalf("decode %s: %v", b, err)
 		}
@@ -466,7 +466,7 @@ func FuzzDecodeJSONValue(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		vals, err := DecodeJSONValue(valueCols, b)
+		vals, err := decodeJSONValue(valueCols, b)
 		if err != nil {
 			if _, ok := pgerr.As(err); !ok {
 				t.Fatalf("error without a SQLSTATE: %v", err)
@@ -474,11 +474,11 @@ func FuzzDecodeJSONValue(f *testing.F) {
 			return
 		}
 		// What decodes, encodes, and decodes to the same values.
-		enc, err := EncodeJSONValue(valueCols, vals)
+		enc, err := encodeJSONValue(valueCols, vals)
 		if err != nil {
 			t.Fatalf("encode %#v: %v", vals, err)
 		}
-		back, err := DecodeJSONValue(valueCols, enc)
+		back, err := decodeJSONValue(valueCols, enc)
 		if err != nil {
 			t.Fatalf("decode of re-encoded %s: %v", enc, err)
 		}
@@ -501,7 +501,7 @@ func FuzzDecodeKey(f *testing.F) {
 		if !multi {
 			format, cs, ts, ns = "kafka", cols[1:], types[1:], names[1:]
 		}
-		vals, err := DecodeKey(format, cs, b)
+		vals, err := decodeKey(format, cs, b)
 		if err != nil {
 			return
 		}
@@ -509,7 +509,7 @@ func FuzzDecodeKey(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode %#v: %v", vals, err)
 		}
-		back, err := DecodeKey(format, cs, enc)
+		back, err := decodeKey(format, cs, enc)
 		if err != nil || !reflect.DeepEqual(back, vals) {
 			t.Fatalf("%q decodes to %#v; re-encoded %q decodes to %#v, %v", b, vals, enc, back, err)
 		}
@@ -519,7 +519,7 @@ func FuzzDecodeKey(f *testing.F) {
 func BenchmarkDecodeJSONValue(b *testing.B) {
 	in := []byte(`{"CUSTOMER":"c1","QTY":3,"TOTAL":900,"AMOUNT":9.5,"PAID":true,"TS":1704164645678,"OTHER":"x"}`)
 	for b.Loop() {
-		if _, err := DecodeJSONValue(valueCols, in); err != nil {
+		if _, err := decodeJSONValue(valueCols, in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -528,7 +528,7 @@ func BenchmarkDecodeJSONValue(b *testing.B) {
 func BenchmarkEncodeJSONValue(b *testing.B) {
 	vals := []any{"c1", int64(3), int64(900), 9.5, true, ts("2024-01-02 03:04:05.678")}
 	for b.Loop() {
-		if _, err := EncodeJSONValue(valueCols, vals); err != nil {
+		if _, err := encodeJSONValue(valueCols, vals); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -612,7 +612,7 @@ func TestSerdeJSONFieldsScanMatchesMap(t *testing.T) {
 		obj = append(obj, fmt.Sprintf(`"C%d":%d`, 39-i, i))
 	}
 	checkSameAsSlow(t, wide, []byte("{"+strings.Join(obj, ",")+"}"))
-	vals, err := DecodeJSONValue(wide, []byte("{"+strings.Join(obj, ",")+"}"))
+	vals, err := decodeJSONValue(wide, []byte("{"+strings.Join(obj, ",")+"}"))
 	if err != nil || vals[0] != int64(39) || vals[39] != int64(0) {
 		t.Fatalf("wide object: %v, %v", vals, err)
 	}

@@ -1,0 +1,120 @@
+package serde
+
+import (
+	"fmt"
+
+	"github.com/basindb/basin/catalog"
+)
+
+// Codec turns Kafka records of a stream or table into rows of the
+// relation and back: the key columns from and to the record key in the
+// relation's key_format, the others from and to the JSON value. A Codec
+// is made once per relation and is safe for concurrent use; it keeps no
+// state between calls.
+type Codec struct {
+	rel     *catalog.Relation
+	keyCols []catalog.Column
+	keyIdx  []int
+	valCols []catalog.Column
+	valIdx  []int
+}
+
+// NewCodec returns the codec of rel's records.
+func NewCodec(rel *catalog.Relation) *Codec {
+	c := &Codec{rel: rel}
+	for i, col := range rel.Schema.Columns {
+		if col.Key {
+			c.keyCols = append(c.keyCols, col)
+			c.keyIdx = append(c.keyIdx, i)
+		} else {
+			c.valCols = append(c.valCols, col)
+			c.valIdx = append(c.valIdx, i)
+		}
+	}
+	return c
+}
+
+// KeyIndex returns the positions in a row of the relation's key columns,
+// in key order. The slice is the codec's own: callers must not modify it.
+func (c *Codec) KeyIndex() []int { return c.keyIdx }
+
+// Decode builds a row from a record. A nil value is a tombstone: the row
+// is nil (the key is still decoded).
+func (c *Codec) Decode(key, value []byte) (row catalog.Row, keyVals []any, err error) {
+	if len(c.keyCols) > 0 {
+		keyVals = make([]any, len(c.keyCols))
+		if err = decodeKeyInto(keyVals, nil, c.rel.KeyFormat, c.keyCols, key); err != nil {
+			return nil, nil, fmt.Errorf("key: %w", err)
+		}
+	}
+	if value == nil {
+		return nil, keyVals, nil
+	}
+	row = make(catalog.Row, len(c.rel.Schema.Columns))
+	if err := decodeJSONValueInto(row, c.valIdx, c.valCols, value); err != nil {
+		return nil, keyVals, err
+	}
+	for i, k := range c.keyIdx {
+		row[k] = keyVals[i]
+	}
+	return row, keyVals, nil
+}
+
+// DecodeInto is Decode into row, which it overwrites (a row of the
+// relation's width): a task that is done with a row before the next
+// record reuses it. For a tombstone only the key columns are set. The
+// key values are row's at KeyIndex.
+func (c *Codec) DecodeInto(row catalog.Row, key, value []byte) (tombstone bool, err error) {
+	if len(c.keyCols) > 0 {
+		if err := decodeKeyInto(row, c.keyIdx, c.rel.KeyFormat, c.keyCols, key); err != nil {
+			return false, fmt.Errorf("key: %w", err)
+		}
+	}
+	if value == nil {
+		return true, nil
+	}
+	return false, decodeJSONValueInto(row, c.valIdx, c.valCols, value)
+}
+
+// KeyRow returns a row of the relation with only its key columns set,
+// from record key key (nil where it does not decode): what placement
+// hashes for a tombstone.
+func (c *Codec) KeyRow(key []byte) catalog.Row {
+	row := make(catalog.Row, len(c.rel.Schema.Columns))
+	if len(c.keyCols) > 0 {
+		if err := decodeKeyInto(row, c.keyIdx, c.rel.KeyFormat, c.keyCols, key); err != nil {
+			return make(catalog.Row, len(c.rel.Schema.Columns))
+		}
+	}
+	return row
+}
+
+// Encode returns the record key and value of a row.
+func (c *Codec) Encode(row catalog.Row) (key, value []byte, err error) {
+	if len(c.keyCols) > 0 {
+		kv := make([]any, len(c.keyIdx))
+		for i, k := range c.keyIdx {
+			kv[i] = row[k]
+		}
+		if key, err = c.EncodeKey(kv); err != nil {
+			return nil, nil, err
+		}
+	}
+	vv := make([]any, len(c.valIdx))
+	for i, v := range c.valIdx {
+		vv[i] = row[v]
+	}
+	value, err = encodeJSONValue(c.valCols, vv)
+	return key, value, err
+}
+
+// EncodeKey returns the record key of the key column values vals (in key
+// order), as EncodeKey does for the relation's key format.
+func (c *Codec) EncodeKey(vals []any) ([]byte, error) {
+	types := make([]catalog.Type, len(c.keyCols))
+	names := make([]string, len(c.keyCols))
+	for i, k := range c.keyCols {
+		types[i], names[i] = k.Type, k.Name
+	}
+	return EncodeKey(c.rel.KeyFormat, types, names, vals)
+}
