@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -20,11 +21,16 @@ import (
 //	                      NOTICE <sqlstate>: <message>, one a line
 //	error [detail]        the statement fails; output: ERROR <sqlstate>: <message> [(position N)],
 //	                      with detail also its DETAIL and HINT lines
-//	query [rowsort] [colnames] [retry]
+//	query [rowsort] [colnames] [settled]
 //	                      output: the rows, values separated by |.
-//	                      retry re-runs the query until it returns the
-//	                      expected rows or 15s pass (views are updated
-//	                      asynchronously).
+//	                      settled is for a read of views the file's
+//	                      writes feed: the session's read-your-writes
+//	                      bound (on by default) makes the first answer
+//	                      wait for them, so it must match; the query is
+//	                      then read again until every task of the node has
+//	                      applied all its input, and each of those answers
+//	                      must match too (settledAnswers). A count that
+//	                      overshoots and then settles fails.
 //
 // Regenerate expected output with -rewrite and review the diff.
 func TestLogic(t *testing.T) {
@@ -74,35 +80,21 @@ func TestLogic(t *testing.T) {
 					}
 					return out
 				}
-				if !d.HasArg("retry") || d.Rewrite {
-					if d.HasArg("retry") {
-						// Rewriting: wait until the answer stops changing
-						// for a while (views may apply a burst of records
-						// in several transactions). Review the result.
-						prev, same := run(), 0
-						for i := 0; i < 200 && same < 10; i++ {
-							waitABit()
-							cur := run()
-							if cur == prev && cur != "" {
-								same++
-							} else {
-								same = 0
-							}
-							prev = cur
-						}
-						return prev
-					}
+				if !d.HasArg("settled") {
 					return run()
 				}
-				var got string
-				deadline := time.Now().Add(15 * time.Second)
-				for {
-					got = run()
-					if got == d.Expected || time.Now().After(deadline) {
-						return got
-					}
-					waitABit()
+				caughtUp := func() bool { return tasksCaughtUp(n) }
+				if d.Rewrite {
+					// Rewriting: take the answer once every task has
+					// applied its input. Review the result.
+					waitFor(caughtUp, time.Now().Add(settleTimeout))
+					return run()
 				}
+				got, err := settledAnswers(d.Expected, run, caughtUp, time.Now().Add(settleTimeout))
+				if err != nil {
+					t.Errorf("%s: %v", d.Pos, err)
+				}
+				return got
 			}
 			t.Fatalf("%s: unknown directive %q", d.Pos, d.Cmd)
 			return ""
@@ -121,4 +113,100 @@ func sortRows(out string, header bool) string {
 	}
 	sort.Strings(lines[start:])
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// settleTimeout bounds how long a settled query is read again for the
+// node's tasks to apply all their input.
+const settleTimeout = 15 * time.Second
+
+// settledAnswers reads a settled query: the first answer of read must be
+// want (the read waited for the session's writes), and so must every
+// later one, read until caughtUp reports every task current (one more
+// read after it does). It returns the answer that differs from want, or
+// the last one; the error says which answer differed after a first that
+// matched, or that the tasks did not catch up by the deadline.
+func settledAnswers(want string, read func() string, caughtUp func() bool, deadline time.Time) (string, error) {
+	got := read()
+	if got != want {
+		return got, nil
+	}
+	for i := 2; ; i++ {
+		done := caughtUp()
+		got = read()
+		if got != want {
+			return got, fmt.Errorf("answer %d differs from the expected rows, which the first answer had", i)
+		}
+		if done {
+			return got, nil
+		}
+		if time.Now().After(deadline) {
+			return got, errors.New("the node's tasks did not apply all their input in time")
+		}
+		waitABit()
+	}
+}
+
+// tasksCaughtUp reports whether every task of n has restored and applied
+// all the input records it knows of. (A task's changelog offset is no
+// measure: the changelog's end counts its transaction markers too.)
+func tasksCaughtUp(n *Node) bool {
+	for _, ts := range n.localTasks().Tasks {
+		if ts.State != "RUNNING" || ts.OffsetLag != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// waitFor waits until cond holds or the deadline passes.
+func waitFor(cond func() bool, deadline time.Time) {
+	for !cond() && time.Now().Before(deadline) {
+		waitABit()
+	}
+}
+
+// TestSettledAnswers runs the settled directive's check against fake
+// reads: an answer that overshoots and then settles fails (the retry
+// directive it replaced passed it on its second read), as does a right
+// answer that a later read contradicts.
+func TestSettledAnswers(t *testing.T) {
+	deadline := time.Now().Add(time.Minute)
+	reads := func(answers ...string) func() string {
+		return func() string {
+			a := answers[0]
+			if len(answers) > 1 {
+				answers = answers[1:]
+			}
+			return a
+		}
+	}
+	after := func(n int) func() bool { // caught up from the nth check on
+		return func() bool { n--; return n <= 0 }
+	}
+	for _, tc := range []struct {
+		name     string
+		read     func() string
+		caughtUp func() bool
+		want     string // the answer returned
+		err      string
+	}{
+		{"overshoots then settles", reads("14\n", "13\n"), after(1), "14\n", ""},
+		{"right then overshoots", reads("13\n", "13\n", "14\n", "13\n"), after(3), "14\n", "answer 3 differs"},
+		{"right until caught up", reads("13\n"), after(3), "13\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := settledAnswers("13\n", tc.read, tc.caughtUp, deadline)
+			if got != tc.want {
+				t.Errorf("answer %q, want %q", got, tc.want)
+			}
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+	// Tasks that never catch up fail the query at the deadline.
+	_, err := settledAnswers("13\n", reads("13\n"), func() bool { return false }, time.Now())
+	if err == nil {
+		t.Error("no error for tasks that never caught up")
+	}
 }
