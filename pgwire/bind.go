@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -49,7 +50,7 @@ func (c *conn) handleBind(m *pgproto3.Bind) error {
 	}
 	params := make([]any, n)
 	for i, b := range m.Parameters {
-		v, err := decodeParam(i+1, st.paramOIDs[i], paramFormats[i], b)
+		v, err := pgcodec.DecodeParam(i+1, st.paramOIDs[i], paramFormats[i], b)
 		if err != nil {
 			return c.extendedError(err, nil)
 		}

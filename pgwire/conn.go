@@ -290,7 +290,7 @@ func ownMessage(msg pgproto3.FrontendMessage) pgproto3.FrontendMessage {
 		return &c
 	case *pgproto3.Bind, *pgproto3.Describe, *pgproto3.Execute:
 		// Their handlers keep nothing of them: handleBind decodes the
-		// parameters into values of their own (decodeParam never aliases
+		// parameters into values of their own (pgcodec.DecodeParam never aliases
 		// its bytes) and copies the format codes it keeps.
 		return msg
 	case *pgproto3.Close:

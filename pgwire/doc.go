@@ -21,7 +21,10 @@ parameters reach it decoded into Go values. Backend and Session are interfaces o
 caller) and implemented by node/, so pgwire imports no engine package and
 is tested with a fake backend. catalog.Type is the one shared vocabulary:
 it gives each column's type OID, and its Go value types are what the text
-and binary encoders and decoders in types.go produce and accept.
+and binary encoders and decoders of package pgcodec produce and accept.
+pgcodec is the wire format of values (and DataRow framing) alone, shared
+with the engine's raw-row path and the node-to-node reader; pgwire imports
+it, catalog and internal/pgerr, and nothing above them.
 
 # Layers
 
@@ -49,7 +52,7 @@ and binary encoders and decoders in types.go produce and accept.
 
   - resultWriter (result.go) and writer (writer.go): the ResultWriter the
     Session reports to, encoding RowDescription, DataRow (text or binary
-    format, by types.go), CommandComplete, EmptyQueryResponse and
+    format, by pgcodec), CommandComplete, EmptyQueryResponse and
     NoticeResponse onto a per-connection buffer with the flush policy
     described below.
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // The extended query protocol: what its messages share. Each message
@@ -135,7 +136,7 @@ var allText [64]int16
 // false otherwise). The result must not be modified: all-text results
 // share one array.
 func expandFormats(codes []int16, n int) ([]int16, bool) {
-	if n <= len(allText) && (len(codes) == 0 || len(codes) == 1 && codes[0] == formatText) {
+	if n <= len(allText) && (len(codes) == 0 || len(codes) == 1 && codes[0] == pgcodec.FormatText) {
 		return allText[:n:n], true
 	}
 	out := make([]int16, n)
@@ -157,7 +158,7 @@ func expandFormats(codes []int16, n int) ([]int16, bool) {
 // binary.
 func checkFormats(codes []int16) error {
 	for _, f := range codes {
-		if f != formatText && f != formatBinary {
+		if f != pgcodec.FormatText && f != pgcodec.FormatBinary {
 			return pgerr.New(pgerr.InvalidParameterValue, "unsupported format code: %d", f)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -29,7 +30,7 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 	}
 	declared := make([]catalog.Type, len(m.ParameterOIDs))
 	for i, oid := range m.ParameterOIDs {
-		t, ok := paramType(oid)
+		t, ok := pgcodec.ParamType(oid)
 		if !ok {
 			return c.extendedError(pgerr.New(pgerr.FeatureNotSupported, "parameter $%d has type OID %d, which basin does not support", i+1, oid).
 				WithHint("Leave the type unspecified (0) for basin to infer it, or declare bool, int2, int4, int8, float4, float8, numeric, text, varchar, date, timestamp or timestamptz."), nil)
@@ -70,7 +71,7 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 		case i < len(types) && types[i] != catalog.Unknown:
 			oids[i] = types[i].OID()
 		default:
-			oids[i] = oidText
+			oids[i] = pgcodec.OIDText
 		}
 	}
 	if c.stmts == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -251,7 +252,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 func TestAppendText(t *testing.T) {
 	for _, c := range floatCases {
-		if got := string(appendFloat8(nil, c.f)); got != c.text {
+		if got := string(pgcodec.AppendFloat8(nil, c.f)); got != c.text {
 			t.Errorf("float8 %v: %q, want %q", c.f, got, c.text)
 		}
 	}
@@ -267,7 +268,7 @@ func TestAppendText(t *testing.T) {
 		{time.Date(0, 12, 31, 23, 0, 0, 0, time.UTC), "0001-12-31 23:00:00 BC"},
 		{time.Date(-43, 3, 15, 0, 0, 0, 0, time.UTC), "0044-03-15 00:00:00 BC"},
 	} {
-		if got := string(appendTimestamp(nil, c.t)); got != c.text {
+		if got := string(pgcodec.AppendTimestamp(nil, c.t)); got != c.text {
 			t.Errorf("timestamp %v: %q, want %q", c.t, got, c.text)
 		}
 	}
@@ -283,7 +284,7 @@ func TestAppendText(t *testing.T) {
 		{catalog.Varchar, "a\tb", "a\tb"},
 		{catalog.Unknown, "x", "x"},
 	} {
-		got, err := appendText(nil, c.typ, c.v)
+		got, err := pgcodec.AppendText(nil, c.typ, c.v)
 		if err != nil || string(got) != c.text {
 			t.Errorf("%s %v: %q %v, want %q", c.typ, c.v, got, err, c.text)
 		}
@@ -299,7 +300,7 @@ func TestAppendText(t *testing.T) {
 		{catalog.Varchar, []byte("x")},
 		{catalog.Timestamp, "2024-01-01"},
 	} {
-		if _, err := appendText(nil, c.typ, c.v); err == nil {
+		if _, err := pgcodec.AppendText(nil, c.typ, c.v); err == nil {
 			t.Errorf("%s accepted a Go %T", c.typ, c.v)
 		}
 	}

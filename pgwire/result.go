@@ -9,6 +9,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -113,7 +114,7 @@ func (r *resultWriter) rowDescription(cols []catalog.Column, formats []int16) (*
 	}
 	fields := r.rdesc.Fields[:0]
 	for i, col := range cols {
-		format := formatText
+		format := pgcodec.FormatText
 		if formats != nil {
 			format = formats[i]
 		}
@@ -129,7 +130,7 @@ func (r *resultWriter) rowDescription(cols []catalog.Column, formats []int16) (*
 		fields = append(fields, pgproto3.FieldDescription{
 			Name:         name,
 			DataTypeOID:  col.Type.OID(),
-			DataTypeSize: typeLen(col.Type),
+			DataTypeSize: pgcodec.TypeLen(col.Type),
 			TypeModifier: -1,
 			Format:       format,
 		})
@@ -167,8 +168,8 @@ func (r *resultWriter) Row(vals []any) error {
 func (r *resultWriter) WireFormats() []int16 {
 	out := make([]int16, len(r.types))
 	for i := range out {
-		if r.formats != nil && r.formats[i] == formatBinary {
-			out[i] = formatBinary
+		if r.formats != nil && r.formats[i] == pgcodec.FormatBinary {
+			out[i] = pgcodec.FormatBinary
 		}
 	}
 	return out
@@ -199,10 +200,10 @@ func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byt
 		at := len(dst)
 		dst = append(dst, 0, 0, 0, 0)
 		var err error
-		if r.formats != nil && r.formats[i] == formatBinary {
-			dst, err = appendBinary(dst, r.types[i], v)
+		if r.formats != nil && r.formats[i] == pgcodec.FormatBinary {
+			dst, err = pgcodec.AppendBinary(dst, r.types[i], v)
 		} else {
-			dst, err = appendText(dst, r.types[i], v)
+			dst, err = pgcodec.AppendText(dst, r.types[i], v)
 		}
 		if err != nil {
 			return dst[:start], fmt.Errorf("pgwire: %s: column %d: %w", what, i+1, err)

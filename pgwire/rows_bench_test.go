@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // Benchmarks of result encoding: a DataRow built from basin values
@@ -38,7 +39,7 @@ func BenchmarkDataRow(b *testing.B) {
 		formats []int16 // nil: a simple Query, all text
 	}{
 		{"text", nil},
-		{"binary", []int16{formatBinary, formatBinary, formatBinary, formatBinary}},
+		{"binary", []int16{pgcodec.FormatBinary, pgcodec.FormatBinary, pgcodec.FormatBinary, pgcodec.FormatBinary}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var out countWriter
@@ -79,7 +80,7 @@ func BenchmarkAppendValue(b *testing.B) {
 		for _, format := range []struct {
 			name   string
 			append func([]byte, catalog.Type, any) ([]byte, error)
-		}{{"text", appendText}, {"binary", appendBinary}} {
+		}{{"text", pgcodec.AppendText}, {"binary", pgcodec.AppendBinary}} {
 			b.Run(col.Type.PGName()+"/"+format.name, func(b *testing.B) {
 				buf, err := format.append(nil, col.Type, v)
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/sql"
 )
 
@@ -483,6 +484,11 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 			return v, nil
 		}
 	}
+	if s, ok := v.(string); ok {
+		if out, ok, err := pgcodec.CastText(s, t); ok {
+			return out, err
+		}
+	}
 	switch t {
 	case catalog.Varchar:
 		return FormatValue(v), nil
@@ -496,12 +502,6 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", typeWord(t))
 			}
 			n = int64(roundHalfAway(v))
-		case string:
-			p, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type %s: %q", typeWord(t), v)
-			}
-			n = p
 		case bool:
 			if v {
 				n = 1
@@ -519,19 +519,6 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 			return float64(v), nil
 		case float64:
 			return v, nil
-		case string:
-			s := strings.TrimSpace(v)
-			switch strings.ToLower(s) {
-			case "infinity", "+infinity", "inf":
-				s = "+Inf"
-			case "-infinity", "-inf":
-				s = "-Inf"
-			}
-			f, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type double precision: %q", v)
-			}
-			return f, nil
 		}
 	case catalog.Boolean:
 		switch v := v.(type) {
@@ -539,14 +526,6 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 			return v, nil
 		case int64:
 			return v != 0, nil
-		case string:
-			switch strings.ToLower(strings.TrimSpace(v)) {
-			case "t", "true", "yes", "y", "on", "1":
-				return true, nil
-			case "f", "false", "no", "n", "off", "0":
-				return false, nil
-			}
-			return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type boolean: %q", v)
 		}
 	case catalog.Oid, catalog.RegClass, catalog.RegType, catalog.RegProc, catalog.RegNamespace:
 		switch v := v.(type) {
@@ -555,12 +534,6 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 				return nil, pgerr.New(pgerr.NumericValueOutOfRange, "OID out of range")
 			}
 			return v, nil
-		case string:
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil || n < 0 || n > 1<<32-1 {
-				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type oid: %q", v)
-			}
-			return n, nil
 		}
 	case catalog.Timestamp:
 		switch v := v.(type) {

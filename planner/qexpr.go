@@ -6,6 +6,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/sql"
 )
 
@@ -752,90 +753,12 @@ func FormatArrayValue(t catalog.Type, v []any) string {
 }
 
 // ParseArray parses an array's text form ({a,b,"c d",NULL}, or "1 2"
-// for a vector) into values of t's element type.
+// for a vector) into values of t's element type, each element converted
+// as a cast from text would (pgcodec.ParseArray reads the form).
 func ParseArray(s string, t catalog.Type) ([]any, error) {
-	elem := t.Elem()
-	conv := func(x string) (any, error) {
-		if elem.OidLike() {
-			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-			if err != nil {
-				return nil, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type oid: %q", x)
-			}
-			return n, nil
-		}
-		if elem == catalog.Unknown || elem == catalog.Record {
-			return x, nil
-		}
+	return pgcodec.ParseArray(s, t, func(x string, elem catalog.Type) (any, error) {
 		return ConvertValue(x, elem)
-	}
-	s = strings.TrimSpace(s)
-	if t == catalog.Int2Vector || t == catalog.OidVector {
-		var out []any
-		for _, f := range strings.Fields(s) {
-			v, err := conv(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}
-	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "malformed array literal: %q", s).
-			WithDetail("Array value must start with \"{\" or dimension information.")
-	}
-	body := s[1 : len(s)-1]
-	out := []any{}
-	if strings.TrimSpace(body) == "" {
-		return out, nil
-	}
-	var cur strings.Builder
-	quoted, inQuotes, escaped := false, false, false
-	flush := func() error {
-		text := cur.String()
-		cur.Reset()
-		if !quoted {
-			text = strings.TrimSpace(text)
-			if strings.EqualFold(text, "null") {
-				out = append(out, nil)
-				return nil
-			}
-		}
-		v, err := conv(text)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	}
-	for i := 0; i < len(body); i++ {
-		ch := body[i]
-		switch {
-		case escaped:
-			cur.WriteByte(ch)
-			escaped = false
-		case ch == '\\':
-			escaped = true
-		case ch == '"':
-			inQuotes, quoted = !inQuotes, true
-		case ch == '{' && !inQuotes:
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "multidimensional arrays are not supported")
-		case ch == ',' && !inQuotes:
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			quoted = false
-		default:
-			cur.WriteByte(ch)
-		}
-	}
-	if inQuotes {
-		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "malformed array literal: %q", s)
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	})
 }
 
 // liftExt is grouping.lift for the scalars of catalog queries.

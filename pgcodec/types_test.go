@@ -1,4 +1,4 @@
-package pgwire
+package pgcodec
 
 import (
 	"encoding/binary"
@@ -82,7 +82,7 @@ func TestDecodeText(t *testing.T) {
 		{oidTimestampTZ, "2024-01-01 10:00:00+5x", nil, "22007"},
 	} {
 		t.Run(fmt.Sprintf("%s/%q", pgTypeName(c.oid), c.in), func(t *testing.T) {
-			got, err := decodeParam(1, c.oid, formatText, []byte(c.in))
+			got, err := DecodeParam(1, c.oid, FormatText, []byte(c.in))
 			if c.want == nil {
 				if pgerr.CodeOf(err) != pgerr.Code(c.code) {
 					t.Fatalf("got %v, %v; want error %s", got, err, c.code)
@@ -128,11 +128,11 @@ func TestBinaryRoundTrip(t *testing.T) {
 		{catalog.Timestamp, time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{catalog.Timestamp, time.Date(294276, 12, 31, 23, 59, 59, 999999000, time.UTC)},
 	} {
-		b, err := appendBinary([]byte{}, c.t, c.v) // non-nil: nil is NULL
+		b, err := AppendBinary([]byte{}, c.t, c.v) // non-nil: nil is NULL
 		if err != nil {
 			t.Fatalf("%s %v: %v", c.t, c.v, err)
 		}
-		got, err := decodeParam(1, c.t.OID(), formatBinary, b)
+		got, err := DecodeParam(1, c.t.OID(), FormatBinary, b)
 		if err != nil {
 			t.Fatalf("%s %v: %v", c.t, c.v, err)
 		}
@@ -152,11 +152,11 @@ func TestBinaryRoundTrip(t *testing.T) {
 		}
 	}
 	// The epoch is 2000-01-01: zero microseconds.
-	b, _ := appendBinary(nil, catalog.Timestamp, time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+	b, _ := AppendBinary(nil, catalog.Timestamp, time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
 	if binary.BigEndian.Uint64(b) != 0 {
 		t.Errorf("2000-01-01 encodes as %x", b)
 	}
-	if _, err := appendBinary(nil, catalog.Int, int64(math.MaxInt32+1)); err == nil {
+	if _, err := AppendBinary(nil, catalog.Int, int64(math.MaxInt32+1)); err == nil {
 		t.Error("an int4 column took 2^31")
 	}
 }
@@ -188,7 +188,7 @@ func TestDecodeBinaryOthers(t *testing.T) {
 		{oidTimestampTZ, binary.BigEndian.AppendUint64(nil, 1), time.Date(2000, 1, 1, 0, 0, 0, 1000, time.UTC)},
 		{oidVarchar, []byte("v"), "v"},
 	} {
-		got, err := decodeParam(1, c.oid, formatBinary, c.b)
+		got, err := DecodeParam(1, c.oid, FormatBinary, c.b)
 		if err != nil {
 			t.Errorf("%s %x: %v", pgTypeName(c.oid), c.b, err)
 			continue
@@ -201,7 +201,7 @@ func TestDecodeBinaryOthers(t *testing.T) {
 			t.Errorf("%s %x = %#v, want %#v", pgTypeName(c.oid), c.b, got, c.want)
 		}
 	}
-	got, err := decodeParam(1, oidNumeric, formatBinary, numeric(0, 0xC000))
+	got, err := DecodeParam(1, oidNumeric, FormatBinary, numeric(0, 0xC000))
 	if f, ok := got.(float64); err != nil || !ok || !math.IsNaN(f) {
 		t.Errorf("numeric NaN = %v, %v", got, err)
 	}
@@ -220,7 +220,7 @@ func TestDecodeBinaryOthers(t *testing.T) {
 		if b == nil {
 			b = []byte{}
 		}
-		if _, err := decodeParam(3, bad.oid, formatBinary, b); pgerr.CodeOf(err) != pgerr.InvalidBinaryRepresentation {
+		if _, err := DecodeParam(3, bad.oid, FormatBinary, b); pgerr.CodeOf(err) != pgerr.InvalidBinaryRepresentation {
 			t.Errorf("%s %x: %v, want 22P03", pgTypeName(bad.oid), bad.b, err)
 		}
 	}

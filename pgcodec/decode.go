@@ -1,4 +1,4 @@
-package pgwire
+package pgcodec
 
 import (
 	"bytes"
@@ -11,266 +11,20 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
-// typeLen returns pg_type.typlen of t, as RowDescription reports it: the
-// fixed size in bytes, -1 for variable-length types, -2 for unknown
-// (a C string).
-func typeLen(t catalog.Type) int16 {
-	switch t {
-	case catalog.Boolean:
-		return 1
-	case catalog.Int:
-		return 4
-	case catalog.BigInt, catalog.Double, catalog.Timestamp:
-		return 8
-	case catalog.Varchar:
-		return -1
-	case catalog.Unknown:
-		return -2
-	}
-	return pgTypeLen(t)
-}
-
-// appendText appends the Postgres text format of v, a value of column type
-// t, to b. v must not be nil (NULL has no text form; DataRow marks it
-// apart). A Go type that does not belong to t is an engine bug and an
-// error.
-func appendText(b []byte, t catalog.Type, v any) ([]byte, error) {
-	switch t {
-	case catalog.Boolean:
-		if x, ok := v.(bool); ok {
-			if x {
-				return append(b, 't'), nil
-			}
-			return append(b, 'f'), nil
-		}
-	case catalog.Int, catalog.BigInt:
-		if x, ok := v.(int64); ok {
-			return strconv.AppendInt(b, x, 10), nil
-		}
-	case catalog.Double:
-		if x, ok := v.(float64); ok {
-			return appendFloat8(b, x), nil
-		}
-	case catalog.Varchar, catalog.Unknown:
-		if x, ok := v.(string); ok {
-			return append(b, x...), nil
-		}
-	case catalog.Timestamp:
-		if x, ok := v.(time.Time); ok {
-			return appendTimestamp(b, x), nil
-		}
-	default:
-		return appendTextPG(b, t, v)
-	}
-	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
-}
-
-// appendFloat8 appends f as Postgres 12 and later print a float8 with the
-// default extra_float_digits = 1: the shortest decimal that reads back as
-// the same double, in fixed notation when its decimal exponent is in
-// [-4, 15) and in exponent notation otherwise, with at least two exponent
-// digits. Go's 'g' switches to exponents earlier (1e+06 where Postgres
-// prints 1000000), so the choice is made here and only the digits come
-// from strconv.
-func appendFloat8(b []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, "NaN"...)
-	case math.IsInf(f, 1):
-		return append(b, "Infinity"...)
-	case math.IsInf(f, -1):
-		return append(b, "-Infinity"...)
-	case f == 0:
-		if math.Signbit(f) {
-			return append(b, "-0"...)
-		}
-		return append(b, '0')
-	}
-	var scratch [32]byte
-	e := strconv.AppendFloat(scratch[:0], f, 'e', -1, 64)
-	if exp := decimalExponent(e); exp < -4 || exp >= 15 {
-		return append(b, e...) // "1.5e+300", "2.5e-05": Postgres's form too
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
-}
-
-// decimalExponent returns the exponent of a float formatted by strconv
-// with 'e' ("-1.25e+07" → 7).
-func decimalExponent(e []byte) int {
-	for i := len(e) - 1; i >= 0; i-- {
-		if e[i] == 'e' {
-			n, _ := strconv.Atoi(string(e[i+1:]))
-			return n
-		}
-	}
-	return 0
-}
-
-// appendTimestamp appends t in Postgres's ISO style for timestamp without
-// time zone: UTC, microseconds with trailing zeros dropped, and years
-// before 1 AD as "0001-... BC" (Go's year 0 is 1 BC).
-func appendTimestamp(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	y := t.Year()
-	if y > 0 {
-		return t.AppendFormat(b, catalog.TimestampLayout)
-	}
-	b = fmt.Appendf(b, "%04d", 1-y)
-	b = t.AppendFormat(b, catalog.TimestampLayout[len("2006"):])
-	return append(b, " BC"...)
-}
-
-// Format codes of Bind's parameter and result formats.
-const (
-	formatText   int16 = 0
-	formatBinary int16 = 1
-)
-
-// Type OIDs a client may declare for a parameter beyond basin's own
-// types (catalog.Type.OID), and what basin takes each as. pg_type.dat is
-// the reference.
-const (
-	oidBool        = 16
-	oidName        = 19
-	oidInt8        = 20
-	oidInt2        = 21
-	oidInt4        = 23
-	oidText        = 25
-	oidFloat4      = 700
-	oidFloat8      = 701
-	oidUnknown     = 705
-	oidBPChar      = 1042
-	oidVarchar     = 1043
-	oidDate        = 1082
-	oidTimestamp   = 1114
-	oidTimestampTZ = 1184
-	oidNumeric     = 1700
-)
-
-// paramType maps a parameter type OID from Parse to the basin type its
-// values become. 0 and unknown (705) leave the type to the server and
-// map to catalog.Unknown. ok is false for a type basin cannot decode.
-func paramType(oid uint32) (t catalog.Type, ok bool) {
-	switch oid {
-	case 0, oidUnknown:
-		return catalog.Unknown, true
-	case oidBool:
-		return catalog.Boolean, true
-	case oidInt2, oidInt4:
-		return catalog.Int, true
-	case oidInt8:
-		return catalog.BigInt, true
-	case oidFloat4, oidFloat8, oidNumeric:
-		return catalog.Double, true
-	case oidText, oidVarchar, oidBPChar, oidName:
-		return catalog.Varchar, true
-	case oidTimestamp, oidTimestampTZ, oidDate:
-		return catalog.Timestamp, true
-	}
-	return pgParamType(oid)
-}
-
-// pgTypeName names an OID for error messages.
-func pgTypeName(oid uint32) string {
-	switch oid {
-	case oidBool:
-		return "boolean"
-	case oidName:
-		return "name"
-	case oidInt2:
-		return "smallint"
-	case oidInt4:
-		return "integer"
-	case oidInt8:
-		return "bigint"
-	case oidText:
-		return "text"
-	case oidFloat4:
-		return "real"
-	case oidFloat8:
-		return "double precision"
-	case oidBPChar:
-		return "character"
-	case oidVarchar:
-		return "character varying"
-	case oidDate:
-		return "date"
-	case oidTimestamp:
-		return "timestamp without time zone"
-	case oidTimestampTZ:
-		return "timestamp with time zone"
-	case oidNumeric:
-		return "numeric"
-	}
-	return "unknown"
-}
-
-// pgEpochUnix is 2000-01-01 00:00:00 UTC in Unix seconds: the zero of
-// binary timestamps (integer_datetimes on) and, in days, dates.
-const pgEpochUnix = 946684800
-
-// appendBinary appends the Postgres binary format of v, a non-NULL value
-// of column type t, to b: what the type's send function produces.
-func appendBinary(b []byte, t catalog.Type, v any) ([]byte, error) {
-	switch t {
-	case catalog.Boolean:
-		if x, ok := v.(bool); ok {
-			if x {
-				return append(b, 1), nil
-			}
-			return append(b, 0), nil
-		}
-	case catalog.Int:
-		if x, ok := v.(int64); ok {
-			if x < math.MinInt32 || x > math.MaxInt32 {
-				return b, fmt.Errorf("integer %d out of range for int4", x)
-			}
-			return binary.BigEndian.AppendUint32(b, uint32(int32(x))), nil
-		}
-	case catalog.BigInt:
-		if x, ok := v.(int64); ok {
-			return binary.BigEndian.AppendUint64(b, uint64(x)), nil
-		}
-	case catalog.Double:
-		if x, ok := v.(float64); ok {
-			return binary.BigEndian.AppendUint64(b, math.Float64bits(x)), nil
-		}
-	case catalog.Varchar, catalog.Unknown:
-		if x, ok := v.(string); ok {
-			return append(b, x...), nil
-		}
-	case catalog.Timestamp:
-		if x, ok := v.(time.Time); ok {
-			// From seconds, not UnixMicro or a Duration: those overflow
-			// within Postgres's range (4713 BC to 294276 AD).
-			secs := x.Unix() - pgEpochUnix
-			if secs > math.MaxInt64/1000000-1 || secs < math.MinInt64/1000000+1 {
-				return b, fmt.Errorf("timestamp %v out of range", x)
-			}
-			us := secs*1e6 + int64(x.Nanosecond()/1000)
-			return binary.BigEndian.AppendUint64(b, uint64(us)), nil
-		}
-	default:
-		return appendBinaryPG(b, t, v)
-	}
-	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
-}
-
-// decodeParam decodes the value of parameter n (1-based, for messages)
+// DecodeParam decodes the value of parameter n (1-based, for messages)
 // of type oid, sent in format (text or binary), into the Go value of its
-// basin type (see paramType). A nil b is NULL. Errors are what Postgres
+// basin type (see ParamType). A nil b is NULL. Errors are what Postgres
 // reports for the same bytes: 22P02 and friends for text, 22P03 for
 // binary. The value never aliases b, which is the read buffer of the
 // Bind message and reused by the next one.
-func decodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
+func DecodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
 	if b == nil {
 		return nil, nil
 	}
-	if format == formatBinary {
+	if format == FormatBinary {
 		v, err := decodeBinary(oid, b)
 		if err != nil {
 			return nil, pgerr.New(pgerr.InvalidBinaryRepresentation, "incorrect binary data format in bind parameter %d", n).
@@ -571,7 +325,7 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 		if frac < 0 {
 			secs, frac = secs-1, frac+1e6
 		}
-		return time.Unix(secs+pgEpochUnix, frac*1000).UTC(), nil
+		return time.Unix(secs+EpochUnix, frac*1000).UTC(), nil
 	case oidDate:
 		if err := wantLen(4); err != nil {
 			return nil, err

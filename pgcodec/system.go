@@ -1,4 +1,4 @@
-package pgwire
+package pgcodec
 
 import (
 	"encoding/binary"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/planner"
 )
 
 // Encodings of the system types catalog queries return: oids, vectors
@@ -34,7 +33,7 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 		if x, ok := v.([]any); ok {
 			elem := t.Elem()
 			return append(b, catalog.FormatArray(t, x, func(e any) string {
-				out, err := appendText(nil, elem, e)
+				out, err := AppendText(nil, elem, e)
 				if err != nil {
 					return fmt.Sprint(e)
 				}
@@ -100,7 +99,7 @@ func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 			at := len(b)
 			b = append(b, 0, 0, 0, 0)
 			var err error
-			if b, err = appendBinary(b, elem, e); err != nil {
+			if b, err = AppendBinary(b, elem, e); err != nil {
 				return b, err
 			}
 			binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
@@ -115,7 +114,7 @@ func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 		return append(b, x...), nil
 	}
 	if x, ok := v.(time.Time); ok {
-		return appendBinary(b, catalog.Timestamp, x)
+		return AppendBinary(b, catalog.Timestamp, x)
 	}
 	return b, fmt.Errorf("cannot encode a Go %T as %s", v, t.PGName())
 }
@@ -148,7 +147,7 @@ func decodeTextPG(t catalog.Type, s string) (any, error) {
 		}
 		return int64(n), nil
 	}
-	return planner.ParseArray(s, t)
+	return ParseArray(s, t, nil)
 }
 
 // decodeBinaryPG is the receive function of oid and of one-dimensional

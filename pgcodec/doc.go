@@ -1,0 +1,55 @@
+// Package pgcodec is the PostgreSQL wire format of basin's values: for
+// each catalog.Type, its type length, its text and binary encodings (what
+// the type's output and send functions produce), the decoding of bind
+// parameters by the OID and format a client sends them in (the input and
+// receive functions), the decoding of rows another basin node sends
+// back, the text form of arrays, DataRow framing, and the Postgres epoch.
+// It knows bytes and Go values, never messages' flow or SQL.
+//
+// # Why the boundary is here
+//
+// Three paths write or read these bytes, and they must agree to the
+// byte: pgwire encodes results and decodes parameters; exec's raw-row
+// path (exec/wire.go) encodes stored rows straight into DataRows and
+// passes rows a peer sent on as they came; node's forwarded reads decode
+// what a peer answers. Each had its own copy of the epoch and of some
+// encoders; here there is one, so a format fixed once is fixed for all,
+// and pgwire imports no engine package to get it (planner calls
+// ParseArray and CastText here, not the reverse).
+//
+// pgcodec imports catalog (the types) and internal/pgerr (the SQLSTATEs
+// a bad value gets) and nothing else of basin; never planner, exec,
+// node or pgwire. It takes no driver either: the OIDs it knows are its
+// own constants, and a peer's row reaches it as OID, format and bytes.
+//
+// # Values
+//
+// A non-NULL value of type t is: bool, int64 (int and bigint alike),
+// float64, string, or a UTC time.Time; oids are int64, arrays and
+// vectors []any of their element's values. AppendText and AppendBinary
+// refuse any other Go type with an error (an engine bug, not a client's).
+// Timestamps are microseconds since 2000-01-01 in binary (integer
+// datetimes), computed from seconds (TimestampMicros) because
+// time.UnixMicro overflows within Postgres's range.
+//
+// # Decoding
+//
+// DecodeParam follows Postgres's input and receive functions for the
+// types clients declare (ParamType lists them), with Postgres's
+// SQLSTATEs: 22P02 and its kin for text, 22P03 for binary. CastText is
+// the input basin's SQL casts and array literals have always used; the
+// two differ in small ways and stay apart, each what its path accepted
+// before they met here. DecodePeer reads only the forms a peer sends
+// for the common types and says ok false for the rest, which the driver
+// (pgx) then decodes; FromDriver widens what it returns.
+//
+// # Testing
+//
+// types_test.go checks decoding against what PostgreSQL 15 answers for
+// the same input, and that every binary encoding decodes back;
+// peer_test.go encodes with pgx (test-only) and decodes with DecodePeer.
+// pgwire's tests run the encoders through real clients (psql, pgx), the
+// compat suite through psycopg2, JDBC and node-postgres, and
+// exec.TestWireEncoderMatchesAppendRow holds the raw-row path to these
+// encoders byte for byte.
+package pgcodec

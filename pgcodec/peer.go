@@ -1,0 +1,84 @@
+package pgcodec
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+)
+
+// epochMicros is EpochUnix in Unix microseconds.
+const epochMicros = EpochUnix * 1_000_000
+
+// DecodePeer decodes a value of a row another basin node sent (a
+// forwarded read) from its wire form, type oid in format, to the Go
+// value basin uses (int64, float64, bool, string, UTC time), for the
+// types a view's columns and the pseudo-columns mostly have; ok is false
+// for any other type or form (the driver then decodes the row). A nil b
+// is NULL. Unlike DecodeParam it refuses nothing with an error: what it
+// cannot read, the driver can.
+func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
+	if b == nil {
+		return nil, true
+	}
+	if format == FormatText {
+		switch oid {
+		case oidText, oidVarchar, oidName:
+			return string(b), true
+		}
+		return nil, false
+	}
+	switch oid {
+	case oidInt8:
+		if len(b) == 8 {
+			return int64(binary.BigEndian.Uint64(b)), true
+		}
+	case oidInt4:
+		if len(b) == 4 {
+			return int64(int32(binary.BigEndian.Uint32(b))), true
+		}
+	case oidInt2:
+		if len(b) == 2 {
+			return int64(int16(binary.BigEndian.Uint16(b))), true
+		}
+	case oidFloat8:
+		if len(b) == 8 {
+			return math.Float64frombits(binary.BigEndian.Uint64(b)), true
+		}
+	case oidFloat4:
+		if len(b) == 4 {
+			return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), true
+		}
+	case oidBool:
+		if len(b) == 1 {
+			return b[0] != 0, true
+		}
+	case oidText, oidVarchar, oidName:
+		return string(b), true
+	case oidTimestamp:
+		if len(b) == 8 {
+			us := int64(binary.BigEndian.Uint64(b))
+			if us > math.MaxInt64-epochMicros || us == math.MinInt64 {
+				return nil, false // infinity, or beyond time's range: pgx's way
+			}
+			return time.UnixMicro(us + epochMicros).UTC(), true
+		}
+	}
+	return nil, false
+}
+
+// FromDriver converts a value pgx decoded from a peer's row to the Go
+// value basin uses (the widths differ: int4 arrives as int32, basin
+// keeps int64).
+func FromDriver(v any) any {
+	switch v := v.(type) {
+	case int16:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case float32:
+		return float64(v)
+	case time.Time:
+		return v.UTC()
+	}
+	return v
+}
