@@ -2,7 +2,8 @@
 // replica: membership and task assignment over Kafka's group protocol,
 // static membership, standby and warm-up replicas (assign.go,
 // balancer.go, protocol*.go); failure detection from heartbeats
-// (liveness.go); and where each partition of a read goes (router.go).
+// (liveness.go); and where each partition of a read goes (router.go) and
+// which replica it tries next (attempts.go).
 // Every decision here is a deterministic function or state machine with
 // time passed in; the goroutines, HTTP endpoints and connections that
 // feed them are package node's (node/cluster.go, control.go, forward.go).
@@ -217,9 +218,14 @@
 // replica and the last lag report of every other), and the session's
 // ReadBounds (basin.read_from, the lag bounds, a position bound), and
 // returns the replicas to try in order, those worth waiting for to reach
-// the position, and every rejected one with every reason. The caller
-// (node/forward.go) tries them in order and moves on at once when one
-// fails; NoReplicaError turns the rejections into the 55000 users see,
+// the position, and every rejected one with every reason. Attempts
+// (attempts.go) takes it from there: given what each attempt answered,
+// it says which replica to try next (in order, the next at once when one
+// fails; then peers that refused for restoring, asked to serve anyway
+// when no lag bound is set; then, when heartbeats ruled out everyone,
+// the nodes marked down) and when the read ends. The caller
+// (node/forward.go) only makes the attempts, over pgx or in place;
+// NoReplicaError turns the rejections into the 55000 users see,
 // with the bounds in DETAIL and what to relax in HINT. The rules are in
 // router.go's comment; docs/consistency.md, "Reads across replicas",
 // tells users the same.

@@ -6,10 +6,11 @@ package ha
 // users are told of it). Like Assign it is a
 // pure, deterministic function, here of what this node knows of the
 // replicas (from the assignment map, the heartbeats, the lag reports)
-// and of the session's bounds, with the time passed in. The pull
-// executor calls it per partition, tries Ordered in order, moves on at
-// once when an attempt fails, and turns the result into NoReplicaError
-// when nothing is left.
+// and of the session's bounds, with the time passed in. The node's
+// forwarder calls it per partition and hands the result to Attempts
+// (attempts.go), which says which replica to try next, moving on at once
+// when an attempt fails, and gives the NoReplicaError when nothing is
+// left.
 //
 // # Candidates and checks
 //

@@ -63,8 +63,11 @@
 //   - forward.go is exec.Forwarder: for each partition a read needs,
 //     ha.Route orders its replicas, this node's own among them, by the
 //     session's bounds (lag, position, basin.read_from) and what
-//     heartbeats and lag reports say; the first is tried and the next at
-//     once when an attempt fails before sending a row. A local replica is
+//     heartbeats and lag reports say, and ha.Attempts decides which to
+//     try next from what the attempts so far answered (the next at once
+//     when one fails before sending a row, then the restoring and
+//     marked-down fallbacks) and when to give up; forward.go only makes
+//     the attempts and reports their answers. A local replica is
 //     read in place; a peer's over the Postgres wire, through a pgx pool
 //     per peer whose connections set basin.forwarded, so the peer reads
 //     only its own replicas and never forwards again. The forwarded
@@ -138,6 +141,7 @@
 // relations, command log), serde (Kafka record keys and values in
 // their key_format and value_format), sql (Postgres-flavoured parsing), planner
 // (plans), materialize (Pebble stores), exec (tasks and pull queries),
-// ha (cluster membership, failure detection and routing decisions),
+// ha (cluster membership, failure detection, routing and replica
+// selection decisions),
 // pgwire (the Postgres protocol), node (this package), cmd/basin (flags).
 package node

@@ -154,10 +154,12 @@ func (f *forwarder) close() {
 // basin.read_from and drops those that heartbeats say are down or whose
 // lag (this node's own, other nodes' last lag reports) is over the
 // session's (or the view's) bounds or whose position is behind the
-// session's; each is tried in turn, the next at once when one fails
-// before sending a row. Replicas behind the position bound are tried
-// last: they wait up to basin.position_wait to catch up. When none can
-// serve, the error names every replica and why.
+// session's; ha.Attempts then says which to try next (in turn, the next
+// at once when one fails before sending a row; replicas behind the
+// position bound last, as they wait up to basin.position_wait to catch
+// up; then the fallbacks) and, when none can serve, gives the error that
+// names every replica and why. This function only makes the attempts:
+// this node's replica through req.Local, the others over the wire.
 func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, env *exec.Env, served func(exec.PartitionRead), emit func(catalog.Row) error) error {
 	rel, p := req.Rel, req.Partition
 	now := time.Now()
@@ -178,9 +180,6 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 	sc.ordered = r.Ordered
 	m := f.c.n.metrics
 	m.observeRouting(r)
-	rejected := r.Rejected
-	tries := append(r.Ordered, r.Waitable...)
-	waiting := len(r.Ordered)
 	// The SQL of a forwarded read, made when a peer is first tried: most
 	// reads of a node's own replica never need it.
 	var stmts []forwardStmt
@@ -190,85 +189,46 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		}
 		return stmts
 	}
-	var refused []ha.ReplicaInfo // peers that answered 55000
-	for i, ri := range tries {
-		if i >= waiting {
-			rejected = dropRejection(rejected, ri.Node)
-		}
-		if ri.Node == f.c.n.id {
-			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
-			err := req.Local.Read(ctx)
-			if err == nil || ctx.Err() != nil || pgerr.CodeOf(err) != pgerr.ObjectNotInPrerequisiteState {
-				return err
-			}
-			rejected = append(rejected, ha.AttemptFailed(ri, err))
-			m.failovers.WithLabelValues(string(ri.Role)).Inc()
-			continue
-		}
-		info, ok := a.Nodes[ri.Node]
+	// ha.Attempts says which replica to try next and when to give up;
+	// this loop only makes the attempts and reports what they answered.
+	attempts := ha.NewAttempts(r, rb.ReadBounds, f.c.n.id)
+	for {
+		at, ok := attempts.Next()
 		if !ok {
-			continue
+			break
 		}
-		sent, err := f.remote(ctx, rb, req, ri, true, info.PGAddr, forwarded(), served, emit)
-		if err == nil {
-			return nil
+		ri := at.Replica
+		var ans ha.Answer
+		if at.Local {
+			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
+			ans.Err = req.Local.Read(ctx)
+		} else if info, ok := a.Nodes[ri.Node]; !ok {
+			ans.Unreachable = true
+		} else {
+			rr := req
+			if at.ServeRestoring {
+				restoring := *req
+				restoring.ServeRestoring = true
+				rr = &restoring
+			}
+			ans.Sent, ans.Err = f.remote(ctx, rb, rr, ri, at.Watch, info.PGAddr, forwarded(), served, emit)
+			if ans.Err != nil {
+				var stale *staleAnswer
+				if errors.As(ans.Err, &stale) {
+					ans.Stale = &stale.rej
+				}
+			}
 		}
-		if sent || ctx.Err() != nil {
-			return err
-		}
-		var stale *staleAnswer
-		if errors.As(err, &stale) {
-			// The replica answered, but behind the bound: its lag report
-			// (forged, or just old) said otherwise. Its rows were not
-			// passed on; the next replica is tried.
-			rejected = append(rejected, stale.rej)
+		ans.Canceled = ctx.Err() != nil
+		switch attempts.Report(ans) {
+		case ha.Finish:
+			return ans.Err
+		case ha.FailedOver:
 			m.failovers.WithLabelValues(string(ri.Role)).Inc()
-			continue
-		}
-		if pe, ok := pgerr.As(err); ok && pe.Code != pgerr.ObjectNotInPrerequisiteState {
-			return err // the query itself failed: another replica would fail too
-		} else if ok {
-			refused = append(refused, ri)
-		}
-		rejected = append(rejected, ha.AttemptFailed(ri, err))
-		m.failovers.WithLabelValues(string(ri.Role)).Inc()
-	}
-	// Last resort: the replicas that answered but refused because they
-	// are restoring (typically a standby that has just become the active
-	// and is replaying the changelog's tail), when the session accepts
-	// any lag. Their rows say _role = 'restoring' with their lag.
-	if rb.MaxOffsetLag < 0 && rb.MaxTimeLag == 0 {
-		for _, ri := range refused {
-			r := *req
-			r.ServeRestoring = true
-			ri.Role = ha.RoleRestoring
-			sent, err := f.remote(ctx, rb, &r, ri, true, a.Nodes[ri.Node].PGAddr, forwarded(), served, emit)
-			if err == nil || sent || ctx.Err() != nil {
-				return err
-			}
-		}
-	}
-	// And if heartbeats ruled out every replica, the ones down for no
-	// other reason are tried after all, each for basin.forward_timeout:
-	// a node too busy to send heartbeats in time may still answer.
-	if len(tries) == 0 {
-		for _, rj := range r.Rejected {
-			info, ok := a.Nodes[rj.Node]
-			if !ok || rj.Node == f.c.n.id || len(rj.Codes) != 1 || rj.Code != ha.RejectDown {
-				continue
-			}
-			sent, err := f.remote(ctx, rb, req, rj.ReplicaInfo, false, info.PGAddr, forwarded(), served, emit)
-			if err == nil || sent || ctx.Err() != nil {
-				return err
-			}
-			var stale *staleAnswer
-			if errors.As(err, &stale) {
-				rejected = append(dropRejection(rejected, rj.Node), stale.rej)
-			}
 		}
 	}
 	m.noReplica.Inc()
-	return ha.NoReplicaError(rel.Name, p, rb.ReadBounds, rejected)
+	return attempts.Err(rel.Name, p)
 }
 
 // remote reads the partition from replica ri on another node (see
@@ -346,19 +306,6 @@ func sameLag(last exec.PartitionRead, row catalog.Row, ncols int) bool {
 type staleAnswer struct{ rej ha.Rejection }
 
 func (e *staleAnswer) Error() string { return e.rej.Node + " " + e.rej.Reason }
-
-// dropRejection removes node's rejection from rejected: a replica that
-// was behind the position bound is being tried after all, and if it
-// fails its attempt's reason replaces it.
-func dropRejection(rejected []ha.Rejection, node string) []ha.Rejection {
-	out := rejected[:0:0]
-	for _, r := range rejected {
-		if r.Node != node {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 // Explain implements exec.Forwarder: the routing of a read of
 // req.Partition as it would go now.
