@@ -2,8 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -140,22 +138,4 @@ type RawRows interface {
 	// WriteRows writes DataRow messages, rows of them; b is not kept
 	// past the call.
 	WriteRows(b []byte, rows int) error
-}
-
-// appendDataRow appends the DataRow message of wire values (nil for
-// NULL) to dst.
-func appendDataRow(dst []byte, vals [][]byte) []byte {
-	start := len(dst)
-	dst = append(dst, 'D', 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(vals)))
-	for _, v := range vals {
-		if v == nil {
-			dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32)
-			continue
-		}
-		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
-	}
-	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
-	return dst
 }

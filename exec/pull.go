@@ -18,6 +18,7 @@ import (
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/serde"
 )
@@ -1139,7 +1140,7 @@ func (s *rawSink) wire(vals [][]byte) error {
 	if len(vals) != s.n {
 		return fmt.Errorf("exec: a forwarded row has %d columns, want %d", len(vals), s.n)
 	}
-	s.b.raw = appendDataRow(s.b.raw, vals)
+	s.b.raw = pgcodec.AppendDataRow(s.b.raw, vals)
 	return s.added()
 }
 

@@ -8,14 +8,15 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // wireEncoder turns stored rows straight into DataRow messages, without
 // decoding them into Go values first, for the column types and formats
 // whose wire form it knows: every common type in binary, and booleans,
 // integers and text in text format (the text forms of doubles and
-// timestamps are pgwire's alone). It must agree byte for byte with
-// pgwire's encoders (TestWireEncoderMatchesAppendRow).
+// timestamps are pgcodec's alone). It must agree byte for byte with
+// pgcodec's encoders (TestWireEncoderMatchesAppendRow).
 type wireEncoder struct {
 	types   []catalog.Type
 	formats []int16
@@ -28,10 +29,6 @@ type wireEncoder struct {
 // encoding expects (a row written before the column changed): the row
 // takes the ordinary path.
 var errNotWire = errors.New("exec: stored value needs the ordinary encoder")
-
-// pgEpochUnix is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
-// seconds.
-const pgEpochUnix = 946684800
 
 // newWireEncoder returns the encoder of cols in formats, nil when a
 // column's type and format are not ones it knows.
@@ -60,7 +57,7 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 		switch t := all[c].Type; t {
 		case catalog.Boolean, catalog.Int, catalog.BigInt, catalog.Varchar:
 		case catalog.Double, catalog.Timestamp:
-			if formats[i] != 1 {
+			if formats[i] != pgcodec.FormatBinary {
 				return nil
 			}
 		default:
@@ -125,7 +122,7 @@ func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([
 	if v.Kind == materialize.RowNull {
 		return binary.BigEndian.AppendUint32(dst, math.MaxUint32), nil
 	}
-	binFmt := e.formats[c] == 1
+	binFmt := e.formats[c] == pgcodec.FormatBinary
 	at := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	switch t := e.types[c]; {
@@ -146,7 +143,7 @@ func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([
 			dst = strconv.AppendInt(dst, v.Int, 10)
 		case t == catalog.Int:
 			if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
-				return dst[:at], errNotWire // pgwire reports it
+				return dst[:at], errNotWire // pgcodec reports it
 			}
 			dst = binary.BigEndian.AppendUint32(dst, uint32(int32(v.Int)))
 		default:
@@ -157,11 +154,11 @@ func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([
 	case t == catalog.Varchar && v.Kind == materialize.RowString:
 		dst = append(dst, v.Bytes...)
 	case t == catalog.Timestamp && v.Kind == materialize.RowTime:
-		secs := v.Time.Unix() - pgEpochUnix
-		if secs > math.MaxInt64/1000000-1 || secs < math.MinInt64/1000000+1 {
-			return dst[:at], errNotWire // pgwire reports it
+		us, ok := pgcodec.TimestampMicros(v.Time)
+		if !ok {
+			return dst[:at], errNotWire // pgcodec reports it
 		}
-		dst = binary.BigEndian.AppendUint64(dst, uint64(secs*1e6+int64(v.Time.Nanosecond()/1000)))
+		dst = binary.BigEndian.AppendUint64(dst, uint64(us))
 	default:
 		return dst[:at], errNotWire
 	}

@@ -3,11 +3,13 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // TestWireEncoder checks what the stored-row encoder does besides the
@@ -44,7 +46,7 @@ func TestWireEncoder(t *testing.T) {
 	want = append(binary.BigEndian.AppendUint32(want, 2), "42"...)
 	want = append(binary.BigEndian.AppendUint32(want, 6), "héllo"...)
 	want = binary.BigEndian.AppendUint32(want, 8)
-	want = binary.BigEndian.AppendUint64(want, uint64((ts.Unix()-pgEpochUnix)*1e6+123456))
+	want = binary.BigEndian.AppendUint64(want, uint64((ts.Unix()-pgcodec.EpochUnix)*1e6+123456))
 	binary.BigEndian.PutUint32(want[len(prefix)+1:], uint32(len(want)-len(prefix)-1))
 	if !bytes.Equal(out, want) {
 		t.Fatalf("DataRow\n got %x\nwant %x", out, want)
@@ -107,5 +109,49 @@ func TestWireEncoderColumns(t *testing.T) {
 	}
 	if out, _, err := enc.appendStored(nil, short, new(materialize.RowValue)); err != errNotWire || len(out) != 0 {
 		t.Fatalf("a row without column s: %x, %v; want nothing, errNotWire", out, err)
+	}
+}
+
+// TestWireEncoderMatchesAppendRow checks the stored-row encoder against
+// pgcodec's encoders, byte for byte, for each type and format it takes.
+func TestWireEncoderMatchesAppendRow(t *testing.T) {
+	cols := []catalog.Column{{Name: "b", Type: catalog.Boolean}, {Name: "i", Type: catalog.Int}, {Name: "n", Type: catalog.BigInt},
+		{Name: "s", Type: catalog.Varchar}, {Name: "f", Type: catalog.Double}, {Name: "ts", Type: catalog.Timestamp}}
+	rows := [][]any{
+		{true, int64(math.MinInt32), int64(math.MinInt64), "", math.Copysign(0, -1), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{false, int64(math.MaxInt32), int64(math.MaxInt64), "héllo\x01", math.Inf(1), time.Date(2024, 2, 29, 23, 59, 59, 999999000, time.UTC)},
+		{nil, int64(0), nil, "x", math.NaN(), time.Date(-4712, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for _, formats := range [][]int16{{1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 1, 1}} {
+		enc := newWireEncoder(cols, formats)
+		if enc == nil {
+			t.Fatalf("no encoder for formats %v", formats)
+		}
+		for _, row := range rows {
+			stored, err := materialize.EncodeRow(append([]any{true}, row...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, present, err := enc.appendStored(nil, stored, new(materialize.RowValue))
+			if err != nil || !present {
+				t.Fatalf("%v in formats %v: present %v, %v", row, formats, present, err)
+			}
+			vals := make([][]byte, len(row))
+			for i, v := range row {
+				if v == nil {
+					continue
+				}
+				appendValue := pgcodec.AppendText
+				if formats[i] == pgcodec.FormatBinary {
+					appendValue = pgcodec.AppendBinary
+				}
+				if vals[i], err = appendValue([]byte{}, cols[i].Type, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := pgcodec.AppendDataRow(nil, vals); !bytes.Equal(got, want) {
+				t.Errorf("%v in formats %v:\n got %x\nwant %x", row, formats, got, want)
+			}
+		}
 	}
 }

@@ -138,7 +138,9 @@
 // # Package map
 //
 // Lowest first: kafka (clients, admin, embedded broker), catalog (types,
-// relations, command log), serde (Kafka record keys and values in
+// relations, command log), pgcodec (the Postgres wire format of values
+// and DataRows, for pgwire, exec's raw rows and forwarded reads),
+// serde (Kafka record keys and values in
 // their key_format and value_format), sql (Postgres-flavoured parsing), planner
 // (plans), materialize (Pebble stores), exec (tasks and pull queries),
 // ha (cluster membership, failure detection, routing and replica

@@ -2,10 +2,8 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/basindb/basin/catalog"
@@ -23,6 +20,7 @@ import (
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -672,7 +670,7 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadReq
 		if req.RawRow != nil {
 			got, err = readRaw(actx, conn.Conn(), query, st.args, req, check, onRow)
 		} else {
-			got, err = f.read(actx, conn.Conn(), query, st.args, req.Rel, func(row catalog.Row) error {
+			got, err = f.read(actx, conn.Conn(), query, st.args, func(row catalog.Row) error {
 				onRow()
 				return emit(row)
 			})
@@ -822,7 +820,7 @@ const forwardCachedBytes = 16 << 10
 
 // read runs the forwarded query on conn. sent reports whether a row was
 // emitted before an error.
-func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args []any, rel *catalog.Relation, emit func(catalog.Row) error) (sent bool, err error) {
+func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args []any, emit func(catalog.Row) error) (sent bool, err error) {
 	if len(query) > forwardCachedBytes {
 		args = append([]any{pgx.QueryExecModeDescribeExec}, args...)
 	}
@@ -831,7 +829,6 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 		return false, peerError(err)
 	}
 	defer rows.Close()
-	cols := rel.Schema.Columns
 	fds := rows.FieldDescriptions()
 	var alloc exec.RowAlloc
 	for rows.Next() {
@@ -841,7 +838,7 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 		row := alloc.Next(len(raw))
 		fast := len(fds) == len(raw)
 		for i := 0; fast && i < len(raw); i++ {
-			row[i], fast = decodeWire(fds[i], raw[i])
+			row[i], fast = pgcodec.DecodePeer(fds[i].DataTypeOID, fds[i].Format, raw[i])
 		}
 		if fast {
 			sent = true
@@ -855,15 +852,7 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 			return sent, err
 		}
 		for i, v := range vals {
-			t := catalog.Varchar
-			if i < len(cols) {
-				t = cols[i].Type
-			} else {
-				t = planner.PseudoColumns[i-len(cols)].Type
-			}
-			if row[i], err = fromPeer(v, t); err != nil {
-				return sent, err
-			}
+			row[i] = pgcodec.FromDriver(v)
 		}
 		sent = true
 		if err := emit(row); err != nil {
@@ -941,64 +930,6 @@ func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req 
 	}
 	_, err = rr.Close()
 	return sent, peerError(err)
-}
-
-// pgEpoch is Postgres's timestamp epoch, 2000-01-01 UTC, in Unix
-// microseconds.
-const pgEpoch = 946684800 * 1_000_000
-
-// decodeWire decodes a value of a forwarded row from its wire form to
-// the Go value basin uses (int64, float64, bool, string, UTC time), for
-// the types a view's columns and the pseudo-columns mostly have; ok is
-// false for any other type or form (pgx then decodes the row).
-func decodeWire(fd pgconn.FieldDescription, b []byte) (v any, ok bool) {
-	if b == nil {
-		return nil, true
-	}
-	if fd.Format == pgx.TextFormatCode {
-		switch fd.DataTypeOID {
-		case pgtype.TextOID, pgtype.VarcharOID, pgtype.NameOID:
-			return string(b), true
-		}
-		return nil, false
-	}
-	switch fd.DataTypeOID {
-	case pgtype.Int8OID:
-		if len(b) == 8 {
-			return int64(binary.BigEndian.Uint64(b)), true
-		}
-	case pgtype.Int4OID:
-		if len(b) == 4 {
-			return int64(int32(binary.BigEndian.Uint32(b))), true
-		}
-	case pgtype.Int2OID:
-		if len(b) == 2 {
-			return int64(int16(binary.BigEndian.Uint16(b))), true
-		}
-	case pgtype.Float8OID:
-		if len(b) == 8 {
-			return math.Float64frombits(binary.BigEndian.Uint64(b)), true
-		}
-	case pgtype.Float4OID:
-		if len(b) == 4 {
-			return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), true
-		}
-	case pgtype.BoolOID:
-		if len(b) == 1 {
-			return b[0] != 0, true
-		}
-	case pgtype.TextOID, pgtype.VarcharOID, pgtype.NameOID:
-		return string(b), true
-	case pgtype.TimestampOID:
-		if len(b) == 8 {
-			us := int64(binary.BigEndian.Uint64(b))
-			if us > math.MaxInt64-pgEpoch || us == math.MinInt64 {
-				return nil, false // infinity, or beyond time's range: pgx's way
-			}
-			return time.UnixMicro(us + pgEpoch).UTC(), true
-		}
-	}
-	return nil, false
 }
 
 // peerError keeps a peer's SQLSTATE errors as basin errors, with the
@@ -1112,24 +1043,6 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 		keys = keys[n:]
 	}
 	return stmts
-}
-
-// fromPeer converts a value pgx decoded to the Go value of basin type t
-// (the widths differ: int4 arrives as int32, basin keeps int64).
-func fromPeer(v any, _ catalog.Type) (any, error) {
-	switch v := v.(type) {
-	case nil:
-		return nil, nil
-	case int16:
-		return int64(v), nil
-	case int32:
-		return int64(v), nil
-	case float32:
-		return float64(v), nil
-	case time.Time:
-		return v.UTC(), nil
-	}
-	return v, nil
 }
 
 var _ exec.Forwarder = (*forwarder)(nil)
