@@ -90,8 +90,7 @@ func (e *wireEncoder) appendStored(dst, stored []byte, scratch *materialize.RowV
 				present = false
 				return errStop
 			}
-			dst = append(dst, 'D', 0, 0, 0, 0)
-			dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+			dst = pgcodec.StartDataRow(dst, n)
 			return nil
 		}
 		if e.cols != nil && e.cols[next] != i-1 {
@@ -110,7 +109,7 @@ func (e *wireEncoder) appendStored(dst, stored []byte, scratch *materialize.RowV
 	case visited < limit:
 		return dst[:start], false, errNotWire // fewer values than columns
 	}
-	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	pgcodec.EndDataRow(dst, start)
 	return dst, present, nil
 }
 
@@ -120,11 +119,11 @@ var errStop = errors.New("stop")
 // appendValue appends column c's length and wire form of v.
 func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([]byte, error) {
 	if v.Kind == materialize.RowNull {
-		return binary.BigEndian.AppendUint32(dst, math.MaxUint32), nil
+		return pgcodec.AppendNull(dst), nil
 	}
 	binFmt := e.formats[c] == pgcodec.FormatBinary
 	at := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
+	dst = pgcodec.StartValue(dst)
 	switch t := e.types[c]; {
 	case t == catalog.Boolean && v.Kind == materialize.RowBool:
 		switch {
@@ -162,6 +161,6 @@ func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([
 	default:
 		return dst[:at], errNotWire
 	}
-	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	pgcodec.EndValue(dst, at)
 	return dst, nil
 }

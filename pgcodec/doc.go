@@ -32,6 +32,16 @@
 // datetimes), computed from seconds (TimestampMicros) because
 // time.UnixMicro overflows within Postgres's range.
 //
+// # DataRows
+//
+// StartDataRow and EndDataRow frame a row whose values are appended in
+// place, each between StartValue and EndValue or as AppendNull: so
+// pgwire encodes Go values and exec's raw-row path stored ones, each
+// without a copy. AppendValue is that for one value of a type and
+// format (array elements use it; pgwire's row loop spells it out, a
+// call per value being a sixth of a binary row's time). AppendDataRow
+// frames values already encoded, as a peer sent them.
+//
 // # Decoding
 //
 // DecodeParam follows Postgres's input and receive functions for the

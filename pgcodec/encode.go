@@ -156,20 +156,73 @@ func TimestampMicros(t time.Time) (us int64, ok bool) {
 	return secs*1e6 + int64(t.Nanosecond()/1000), true
 }
 
+// AppendValue appends v, a value of column type t, as a DataRow
+// column or an array element carries it: its length, then its encoding
+// in format (FormatBinary, else text); length -1 and no bytes for NULL
+// (a nil v). On an error dst may hold part of the value; the caller
+// drops the row.
+func AppendValue(dst []byte, t catalog.Type, format int16, v any) ([]byte, error) {
+	if v == nil {
+		return AppendNull(dst), nil
+	}
+	at := len(dst)
+	dst = StartValue(dst)
+	var err error
+	if format == FormatBinary {
+		dst, err = AppendBinary(dst, t, v)
+	} else {
+		dst, err = AppendText(dst, t, v)
+	}
+	if err != nil {
+		return dst, err
+	}
+	EndValue(dst, at)
+	return dst, nil
+}
+
+// AppendNull appends a NULL value: length -1 and no bytes.
+func AppendNull(dst []byte) []byte {
+	return binary.BigEndian.AppendUint32(dst, math.MaxUint32)
+}
+
+// StartValue appends the length of a value to come; once its bytes are
+// appended, EndValue(dst, at), with at the len(dst) StartValue was
+// given, fills it in.
+func StartValue(dst []byte) []byte {
+	return append(dst, 0, 0, 0, 0)
+}
+
+// EndValue fills in the length StartValue left at dst[at:].
+func EndValue(dst []byte, at int) {
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+}
+
+// StartDataRow appends the head of a DataRow message of n values to
+// dst; once they are appended, EndDataRow(dst, start), with start the
+// len(dst) StartDataRow was given, fills in the message's length.
+func StartDataRow(dst []byte, n int) []byte {
+	dst = append(dst, 'D', 0, 0, 0, 0)
+	return binary.BigEndian.AppendUint16(dst, uint16(n))
+}
+
+// EndDataRow fills in the length of the DataRow message at dst[start:].
+func EndDataRow(dst []byte, start int) {
+	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+}
+
 // AppendDataRow appends the DataRow message of wire values (nil for
 // NULL) to dst.
 func AppendDataRow(dst []byte, vals [][]byte) []byte {
 	start := len(dst)
-	dst = append(dst, 'D', 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(vals)))
+	dst = StartDataRow(dst, len(vals))
 	for _, v := range vals {
 		if v == nil {
-			dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32)
+			dst = AppendNull(dst)
 			continue
 		}
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
 		dst = append(dst, v...)
 	}
-	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	EndDataRow(dst, start)
 	return dst
 }

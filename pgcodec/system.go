@@ -92,17 +92,10 @@ func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(x)))
 		b = binary.BigEndian.AppendUint32(b, uint32(lower))
 		for _, e := range x {
-			if e == nil {
-				b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // -1: NULL
-				continue
-			}
-			at := len(b)
-			b = append(b, 0, 0, 0, 0)
 			var err error
-			if b, err = AppendBinary(b, elem, e); err != nil {
+			if b, err = AppendValue(b, elem, FormatBinary, e); err != nil {
 				return b, err
 			}
-			binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 		}
 		return b, nil
 	case t == catalog.Record:

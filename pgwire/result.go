@@ -1,10 +1,8 @@
 package pgwire
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -190,15 +188,16 @@ func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byt
 		return dst, fmt.Errorf("pgwire: %s has %d values for %d columns", what, len(vals), len(r.types))
 	}
 	start := len(dst)
-	dst = append(dst, 'D', 0, 0, 0, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(vals)))
+	dst = pgcodec.StartDataRow(dst, len(vals))
+	// pgcodec.AppendValue's loop, written out: a call per value costs a
+	// binary row about a sixth of its time (BenchmarkDataRow).
 	for i, v := range vals {
 		if v == nil {
-			dst = binary.BigEndian.AppendUint32(dst, math.MaxUint32) // -1: NULL
+			dst = pgcodec.AppendNull(dst)
 			continue
 		}
 		at := len(dst)
-		dst = append(dst, 0, 0, 0, 0)
+		dst = pgcodec.StartValue(dst)
 		var err error
 		if r.formats != nil && r.formats[i] == pgcodec.FormatBinary {
 			dst, err = pgcodec.AppendBinary(dst, r.types[i], v)
@@ -208,9 +207,9 @@ func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byt
 		if err != nil {
 			return dst[:start], fmt.Errorf("pgwire: %s: column %d: %w", what, i+1, err)
 		}
-		binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+		pgcodec.EndValue(dst, at)
 	}
-	binary.BigEndian.PutUint32(dst[start+1:], uint32(len(dst)-start-1))
+	pgcodec.EndDataRow(dst, start)
 	return dst, nil
 }
 
