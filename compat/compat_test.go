@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 )
 
 // The fixture every client reads. orders 1..100 have customer c<i%7>,
@@ -171,6 +172,8 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
+// TestMain stops the shared server, then fails the run if a goroutine
+// outlives the tests and the server.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if srv != nil {
@@ -182,6 +185,12 @@ func TestMain(m *testing.M) {
 	}
 	if javacDir != "" {
 		os.RemoveAll(javacDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -16,14 +16,16 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain lets the test binary double as the helper processes of the
-// crash and lock tests.
+// crash and lock tests, and fails a run whose goroutines outlive it.
 func TestMain(m *testing.M) {
 	switch os.Getenv("MATERIALIZE_TEST_HELPER") {
 	case "":
-		os.Exit(m.Run())
+		goleak.VerifyTestMain(m)
 	case "writer":
 		helperWriter(os.Getenv("MATERIALIZE_TEST_DIR"))
 	case "hold":

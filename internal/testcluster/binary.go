@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // modulePath is the module whose cmd/basin Binary builds.
@@ -49,16 +51,23 @@ func Binary(t testing.TB) string {
 	return build.path
 }
 
-// Main runs a package's tests and removes the binary Binary built. Call it
-// from TestMain:
+// Main runs a package's tests, fails the run if goroutines outlive them
+// (goleak; opts name more to ignore), and removes the binary Binary
+// built. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { testcluster.Main(m) }
-func Main(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		_ = os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
+func Main(m *testing.M, opts ...goleak.Option) {
+	opts = append(opts,
+		// The goroutine that forks the nodes lives as long as the test
+		// binary, by design (spawn_linux.go).
+		goleak.IgnoreTopFunction(modulePath+"/internal/testcluster.spawnLoop"),
+		goleak.Cleanup(func(code int) {
+			if build.dir != "" {
+				_ = os.RemoveAll(build.dir)
+			}
+			os.Exit(code)
+		}))
+	goleak.VerifyTestMain(m, opts...)
 }
 
 func buildBinary() (dir, path string, err error) {

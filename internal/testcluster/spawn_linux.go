@@ -35,16 +35,20 @@ func spawn(cmd *exec.Cmd) error {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan spawnReq)
-		go func() {
-			runtime.LockOSThread() // never unlocked: see spawner
-			for r := range spawner.reqs {
-				r.err <- r.cmd.Start()
-			}
-		}()
+		go spawnLoop(spawner.reqs)
 	})
 	r := spawnReq{cmd: cmd, err: make(chan error, 1)}
 	spawner.reqs <- r
 	return <-r.err
+}
+
+// spawnLoop is the spawner's goroutine. It never returns, so Main tells
+// goleak to ignore it (by this name).
+func spawnLoop(reqs <-chan spawnReq) {
+	runtime.LockOSThread() // never unlocked: see spawner
+	for r := range reqs {
+		r.err <- r.cmd.Start()
+	}
 }
 
 // waitStopped waits until the process with pid is (stopped=true) or is
