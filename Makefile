@@ -6,7 +6,7 @@ PKGS     := ./...
 # Extra `go test` flags for the compat tests, e.g. COMPAT_FLAGS='-run TestPsycopg2'.
 COMPAT_FLAGS ?=
 
-.PHONY: build run test test-go race compat compat-deps chaos failover lint bench bench-deps bench-micro fuzz clean
+.PHONY: build run test test-go race cover compat compat-deps chaos failover lint bench bench-deps bench-micro fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/basin
@@ -36,6 +36,34 @@ test-go:
 RACE_PKGS := ./catalog/... ./exec/... ./ha/... ./internal/... ./kafka/... ./materialize/... ./node/... ./pgwire/... ./serde/... ./sql/...
 race:
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
+
+## cover: the tests of test-go with coverage of every package, counting
+## what the basin processes of the multi-process tests run too
+## (BASIN_TEST_COVERDIR makes internal/testcluster build them with -cover
+## and point their GOCOVERDIR at it); prints the coverage of the cluster code (COVER_FILES) per file,
+## the three together and of the module. COVER_OUT=<dir> keeps the
+## merged data (go tool covdata) and the profile cover.out there.
+COVER_FILES := node/cluster.go node/control.go node/forward.go
+COVER_OUT   ?=
+cover:
+	@out=$(if $(COVER_OUT),$(abspath $(COVER_OUT)),$$(mktemp -d)); \
+	rm -rf $$out/unit $$out/procs $$out/merged; mkdir -p $$out/unit $$out/procs $$out/merged; \
+	BASIN_TEST_COVERDIR=$$out/procs $(GO) test -count=1 -timeout 30m -cover -coverpkg=./... \
+		$$($(GO) list $(PKGS) | grep -v '/compat$$') -args -test.gocoverdir=$$out/unit; \
+	rc=$$?; \
+	$(GO) tool covdata merge -i=$$out/unit,$$out/procs -o=$$out/merged && \
+	$(GO) tool covdata textfmt -i=$$out/merged -o=$$out/cover.out && \
+	awk -v files='$(COVER_FILES)' -v mod=$$($(GO) list -m) ' \
+		BEGIN { n = split(files, f, " "); for (i = 1; i <= n; i++) want[mod "/" f[i]] = f[i] } \
+		NR > 1 { split($$1, a, ":"); k = $$1; st[k] = $$2; if ($$3 > 0) hit[k] = 1; file[k] = a[1] } \
+		END { \
+			for (k in st) { all += st[k]; if (k in hit) allc += st[k]; \
+				if (file[k] in want) { fs[file[k]] += st[k]; if (k in hit) fc[file[k]] += st[k] } } \
+			for (i = 1; i <= n; i++) { g = mod "/" f[i]; ts += fs[g]; tc += fc[g]; \
+				printf "%-24s %5.1f%% of %d statements\n", f[i], fs[g] ? 100 * fc[g] / fs[g] : 0, fs[g] } \
+			printf "%-24s %5.1f%% of %d statements\n", "cluster code", ts ? 100 * tc / ts : 0, ts; \
+			printf "%-24s %5.1f%% of %d statements\n", "all packages", all ? 100 * allc / all : 0, all }' $$out/cover.out; \
+	[ -n '$(COVER_OUT)' ] || rm -rf $$out; exit $$rc
 
 ## compat: real clients (psycopg2, node-postgres, pgjdbc, SQLAlchemy, pgbench)
 ## against a basin process. .ci/run installs the clients; -v logs their versions.

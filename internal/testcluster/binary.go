@@ -91,6 +91,11 @@ func buildBinary() (dir, path string, err error) {
 	if raceEnabled {
 		goArgs = append(goArgs, "-race")
 	}
+	// Under make cover (BASIN_TEST_COVERDIR set), the processes count
+	// their coverage of every package too, written where Env points them.
+	if coverDir() != "" {
+		goArgs = append(goArgs, "-cover", "-coverpkg=./...")
+	}
 	cmd := exec.Command("go", append(goArgs, "-o", path, "./cmd/basin")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -108,16 +113,37 @@ func Race() bool { return raceEnabled }
 // needs on top of the test's: under the race detector,
 // GORACE=halt_on_error=1 (added to the test's own GORACE options), so
 // that a data race in the process ends it with exit status 66, a crash
-// the test sees, rather than a report in a log nobody reads.
+// the test sees, rather than a report in a log nobody reads; under make
+// cover, GOCOVERDIR set to BASIN_TEST_COVERDIR as an absolute path,
+// where the cover-built process writes its coverage when it exits (one
+// killed with SIGKILL writes none).
 func Env() []string {
-	if !raceEnabled {
-		return nil
+	var env []string
+	if raceEnabled {
+		opts := strings.TrimSpace(os.Getenv("GORACE"))
+		if opts != "" {
+			opts += " "
+		}
+		env = append(env, "GORACE="+opts+"halt_on_error=1")
 	}
-	opts := strings.TrimSpace(os.Getenv("GORACE"))
-	if opts != "" {
-		opts += " "
+	if dir := coverDir(); dir != "" {
+		env = append(env, "GOCOVERDIR="+dir)
 	}
-	return []string{"GORACE=" + opts + "halt_on_error=1"}
+	return env
+}
+
+// coverDir is the absolute path of BASIN_TEST_COVERDIR, or "" when it is
+// not set. (Not GOCOVERDIR: go test -cover sets that for the test binary
+// to a directory of its own, removed when the test ends.)
+func coverDir() string {
+	dir := os.Getenv("BASIN_TEST_COVERDIR")
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 // raceSlowdown is how much slower a race-built process is taken to be

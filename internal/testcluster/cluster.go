@@ -438,8 +438,9 @@ func (c *Cluster) processes() []*Process {
 	return ps
 }
 
-// cleanup kills every process still running, nodes before the broker,
-// reports crashes, and prints the logs' tails if the test failed.
+// cleanup kills every process still running (under make cover, stops
+// it with SIGTERM first: Process.end), nodes before the broker, reports
+// crashes, and prints the logs' tails if the test failed.
 func (c *Cluster) cleanup() {
 	c.mu.Lock()
 	producers := []*kgo.Client{c.mu.producer, c.mu.manual}
@@ -455,12 +456,12 @@ func (c *Cluster) cleanup() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.Kill()
+			n.end()
 		}()
 	}
 	wg.Wait()
 	if c.broker != nil {
-		c.broker.Kill()
+		c.broker.end()
 	}
 	if s := c.crashes(); s != "" {
 		c.t.Errorf("testcluster: %s", s)

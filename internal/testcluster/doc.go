@@ -39,6 +39,20 @@
 // harness (Eventually, StartTimeout) are scaled by Timeout; what the
 // tests wait for, and the nodes' own timeouts, stay as they are.
 //
+// # Under make cover
+//
+// With BASIN_TEST_COVERDIR set (make cover sets it), Binary builds basin
+// with -cover -coverpkg=./... and Env sets every process's GOCOVERDIR to
+// that directory (as an absolute path), where a process writes the
+// coverage of every package when it exits. make cover merges it with the
+// test binaries' own (go tool covdata), so the coverage of the code that
+// runs only in processes is counted. A process writes it only when it
+// exits, so the cleanup of a Cluster then ends the processes with SIGTERM
+// rather than SIGKILL (Process.end). It cannot be GOCOVERDIR itself: go
+// test -cover points the test binary's at a directory of its own, removed
+// when the test ends. Without BASIN_TEST_COVERDIR nothing is built or
+// stopped differently.
+//
 // # Process lifecycle
 //
 // Every process is a *Process: Kill (SIGKILL, then wait), Stop (SIGSTOP),

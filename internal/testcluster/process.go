@@ -162,6 +162,35 @@ func (p *Process) Kill() {
 	<-done
 }
 
+// coverExitTimeout is how long end waits under make cover for a process
+// to exit after SIGTERM before it kills it.
+const coverExitTimeout = 10 * time.Second
+
+// end ends p when its test is over: SIGKILL, or under make cover
+// (coverDir) SIGTERM first, since a killed process writes no coverage;
+// one that has not exited within coverExitTimeout is killed.
+func (p *Process) end() {
+	cmd, done, ok := p.running(true)
+	if !ok {
+		return
+	}
+	if coverDir() != "" {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if p.Stopped() {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+		}
+		timer := time.NewTimer(coverExitTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+			return
+		case <-timer.C:
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL) // it may have exited meanwhile
+	<-done
+}
+
 // Stop sends SIGSTOP: the process freezes, its sockets stay open and
 // connections to it hang. On Linux Stop returns once the kernel reports
 // the process stopped.
