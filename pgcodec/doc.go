@@ -58,6 +58,9 @@
 // types_test.go checks decoding against what PostgreSQL 15 answers for
 // the same input, and that every binary encoding decodes back;
 // peer_test.go encodes with pgx (test-only) and decodes with DecodePeer.
+// FuzzDecodeParam feeds arbitrary parameters of every declarable type in
+// both formats: no panic, every error a SQLSTATE, and what decodes
+// round-trips through the binary form.
 // pgwire's tests run the encoders through real clients (psql, pgx), the
 // compat suite through psycopg2, JDBC and node-postgres, and
 // exec.TestWireEncoderMatchesAppendRow holds the raw-row path to these
