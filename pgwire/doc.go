@@ -23,8 +23,8 @@ is tested with a fake backend. catalog.Type is the one shared vocabulary:
 it gives each column's type OID, and its Go value types are what the text
 and binary encoders and decoders of package pgcodec produce and accept.
 pgcodec is the wire format of values (and DataRow framing) alone, shared
-with the engine's raw-row path and the node-to-node reader; pgwire imports
-it, catalog and internal/pgerr, and nothing above them.
+with the engine's raw-row path and the node-to-node reader. pgwire imports
+it, catalog and internal helpers (pgerr, safe), and no engine package.
 
 # Layers
 
