@@ -20,6 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // The fixture every client reads. orders 1..100 have customer c<i%7>,
@@ -249,26 +251,20 @@ func createFixture(s *server) error {
 	}
 	for q, w := range want {
 		var got string
-		for {
+		var qerr error
+		err := poll.Wait(ctx, func() (bool, error) {
 			var n *int64
-			err := conn.QueryRow(ctx, q).Scan(&n)
-			if err == nil && n != nil {
+			if qerr = conn.QueryRow(ctx, q).Scan(&n); qerr == nil && n != nil {
 				got = fmt.Sprint(*n)
-				if got == w {
-					break
-				}
 			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: got %s (last error %v), want %s before the deadline", q, got, err, w)
-			}
-			pollInterval()
+			return got == w, nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: got %s (last error %v), want %s before the deadline", q, got, qerr, w)
 		}
 	}
 	return nil
 }
-
-// pollInterval paces the polling of a condition; it waits for no outcome.
-func pollInterval() { <-time.After(25 * time.Millisecond) }
 
 // clientEnv is the environment of every client process: libpq-style PG*
 // variables (psycopg2, node-postgres and pgbench read them) and UTC, so
