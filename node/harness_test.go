@@ -130,8 +130,5 @@ func eventually(t testing.TB, d time.Duration, fn func() error) {
 	poll.Until(t, d, fn)
 }
 
-// waitABit yields between polls of a condition. It is the poll interval
-// of eventually, not a wait for an outcome.
-func waitABit() { <-time.After(20 * time.Millisecond) }
 
 func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }

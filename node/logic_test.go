@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // TestLogic runs the SQL logic files in testdata/logic, each against a
@@ -130,20 +132,21 @@ func settledAnswers(want string, read func() string, caughtUp func() bool, deadl
 	if got != want {
 		return got, nil
 	}
-	for i := 2; ; i++ {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	i := 1
+	err := poll.Wait(ctx, func() (bool, error) {
+		i++
 		done := caughtUp()
-		got = read()
-		if got != want {
-			return got, fmt.Errorf("answer %d differs from the expected rows, which the first answer had", i)
+		if got = read(); got != want {
+			return false, fmt.Errorf("answer %d differs from the expected rows, which the first answer had", i)
 		}
-		if done {
-			return got, nil
-		}
-		if time.Now().After(deadline) {
-			return got, errors.New("the node's tasks did not apply all their input in time")
-		}
-		waitABit()
+		return done, nil
+	})
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = errors.New("the node's tasks did not apply all their input in time")
 	}
+	return got, err
 }
 
 // tasksCaughtUp reports whether every task of n has restored and applied
@@ -159,11 +162,7 @@ func tasksCaughtUp(n *Node) bool {
 }
 
 // waitFor waits until cond holds or the deadline passes.
-func waitFor(cond func() bool, deadline time.Time) {
-	for !cond() && time.Now().Before(deadline) {
-		waitABit()
-	}
-}
+func waitFor(cond func() bool, deadline time.Time) { poll.Cond(time.Until(deadline), cond) }
 
 // TestSettledAnswers runs the settled directive's check against fake
 // reads: an answer that overshoots and then settles fails (the retry
