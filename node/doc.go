@@ -137,13 +137,19 @@
 //
 // # Package map
 //
-// Lowest first: kafka (clients, admin, embedded broker), catalog (types,
-// relations, command log), pgcodec (the Postgres wire format of values
-// and DataRows, for pgwire, exec's raw rows and forwarded reads),
-// serde (Kafka record keys and values in
-// their key_format and value_format), sql (Postgres-flavoured parsing), planner
-// (plans), materialize (Pebble stores), exec (tasks and pull queries),
-// ha (cluster membership, failure detection, routing and replica
-// selection decisions),
-// pgwire (the Postgres protocol), node (this package), cmd/basin (flags).
+// Lowest first:
+//   - internal/pgerr (SQLSTATE errors), internal/safe (panic recovery),
+//     internal/backoff (the one retry wait), internal/connlimit (capped
+//     listeners), internal/poll (tests' waits for a condition);
+//   - kafka (clients, admin, embedded broker), catalog (types,
+//     relations, command log);
+//   - pgcodec (the Postgres wire format of values and DataRows, for
+//     pgwire, exec's raw rows and forwarded reads), serde (Kafka record
+//     keys and values in their key_format and value_format);
+//   - sql (Postgres-flavoured parsing), planner (plans), materialize
+//     (Pebble stores);
+//   - exec (tasks and pull queries), ha (cluster membership, failure
+//     detection, routing and replica selection decisions);
+//   - pgwire (the Postgres protocol), node (this package), cmd/basin
+//     (flags).
 package node

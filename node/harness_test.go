@@ -130,5 +130,4 @@ func eventually(t testing.TB, d time.Duration, fn func() error) {
 	poll.Until(t, d, fn)
 }
 
-
 func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }
