@@ -1,8 +1,10 @@
 // Package kafka is basin's only door to Kafka: the embedded broker, the
 // settings of every franz-go client basin creates, topic administration
-// and Kafka's key partitioner. It imports no other basin package; the rest
-// of basin talks to Kafka through it, so that what "a basin producer" or
-// "a basin consumer" means is decided in one place.
+// and Kafka's key partitioner. It imports no other basin package but the
+// internal helpers backoff (retry waits) and connlimit (the broker's
+// capped listener); the rest of basin talks to Kafka through it, so that
+// what "a basin producer" or "a basin consumer" means is decided in one
+// place.
 //
 // # The embedded broker
 //
