@@ -42,33 +42,23 @@ func (r Role) String() string {
 	return "none"
 }
 
-// TaskKey names a task: a partition of a table's or view's store, or,
-// with Rekey set, the re-keying task of a view's source partition.
-type TaskKey struct {
-	Store     string
-	Partition int32
-	Rekey     bool
-}
-
-func (k TaskKey) String() string {
-	if k.Rekey {
-		return k.Store + "/rekey/" + strconv.Itoa(int(k.Partition))
-	}
-	return k.Store + "/" + strconv.Itoa(int(k.Partition))
-}
-
 // Roles are the tasks this node holds, each with its role; a task not
-// in the map is RoleNone.
-type Roles map[TaskKey]Role
+// in the map is RoleNone. A task is a partition of a table's or view's
+// store, named as ha names it.
+type Roles map[materialize.StoreID]Role
 
 // slot runs one task of a query in the role this node has for it. A role
 // change stops the task and starts it again in the new role; the store
 // (and so the checkpoint) stays, so an active that becomes a standby, or
 // the reverse, resumes where it was.
 type slot struct {
-	key  TaskKey
-	ts   *TaskState
-	name string
+	// key is the task's store partition; with rekey set it is the view's
+	// source partition whose re-keying stage the slot runs, which has no
+	// store and no role of its own (see reconcileLocked).
+	key   materialize.StoreID
+	rekey bool
+	ts    *TaskState
+	name  string
 	// run returns the task's loop for a role; nil when the task has
 	// nothing to do in that role.
 	run func(Role) func(context.Context) error
@@ -77,6 +67,15 @@ type slot struct {
 	role   Role
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// task names the slot's task as SHOW TASKS and the logs do:
+// "store/partition", or "store/rekey/partition" for a re-keying stage.
+func (s *slot) task() string {
+	if s.rekey {
+		return s.key.View + "/rekey/" + strconv.Itoa(int(s.key.Partition))
+	}
+	return s.key.String()
 }
 
 // SetRoles gives this node its tasks: every task of every query runs in
@@ -98,7 +97,7 @@ func (rt *Runtime) SetRoles(roles Roles) {
 }
 
 // roleLocked is the role of key on this node.
-func (rt *Runtime) roleLocked(key TaskKey) Role {
+func (rt *Runtime) roleLocked(key materialize.StoreID) Role {
 	if !rt.mu.rolesSet {
 		return RoleActive
 	}
@@ -113,8 +112,8 @@ func (rt *Runtime) roleLocked(key TaskKey) Role {
 func (rt *Runtime) reconcileLocked(q *Query) {
 	for _, s := range q.slots {
 		key := s.key
-		if key.Rekey {
-			key = TaskKey{Store: key.Store, Partition: key.Partition % int32(len(q.Tasks))}
+		if s.rekey {
+			key = materialize.StoreID{View: key.View, Partition: key.Partition % int32(len(q.Tasks))}
 		}
 		want := rt.roleLocked(key)
 		if s.run != nil && s.run(want) == nil {

@@ -83,7 +83,7 @@ func TestStandbyFailover(t *testing.T) {
 	roles := func(r Role) Roles {
 		out := Roles{}
 		for p := int32(0); p < 3; p++ {
-			out[TaskKey{Store: view.StoreName(), Partition: p}] = r
+			out[materialize.StoreID{View: view.StoreName(), Partition: p}] = r
 		}
 		return out
 	}

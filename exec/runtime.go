@@ -465,7 +465,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 		ts := rt.newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
 		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd, maxRecord: limit}
-		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
+		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
 				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx, r == RoleActive)) }
@@ -546,7 +546,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			q.Rekey = append(q.Rekey, ts)
 			t := newRekeyTask(rt, plan, ts, ends)
 			t.maxRecord = limit
-			q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: sp, Rekey: true}, ts: ts,
+			q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: sp}, rekey: true, ts: ts,
 				name: fmt.Sprintf("%s/rekey/%d", rel.Name, sp),
 				run: func(r Role) func(context.Context) error {
 					if r != RoleActive {
@@ -567,7 +567,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		q.Tasks = append(q.Tasks, ts)
 		t := newViewTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, &slot{key: TaskKey{Store: rel.StoreName(), Partition: p}, ts: ts,
+		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
 			run: func(r Role) func(context.Context) error {
 				if r == RoleActive {

@@ -2,12 +2,11 @@ package exec
 
 import (
 	"context"
-	"github.com/basindb/basin/catalog"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/catalog"
 )
 
 // TaskStatus is one task as this node runs it: what SHOW TASKS and the
@@ -87,7 +86,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	out := make([]TaskStatus, 0, len(slots))
 	for _, s := range slots {
 		ts := s.ts
-		st := TaskStatus{Task: s.key.String(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
+		st := TaskStatus{Task: s.task(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
 			Role: Role(ts.role.Load()).String(), State: "RUNNING"}
 		if !ts.restored.Load() {
 			st.State = "RESTORING"
@@ -95,11 +94,11 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 		if e := ts.LastError(); e != "" {
 			st.State, st.Error = "ERROR", e
 		}
-		if !s.key.Rekey {
+		if !s.rekey {
 			st.Misplaced = ts.misplaced.Load()
-			st.Store = s.key.Store
+			st.Store = s.key.View
 			st.OffsetLag, st.TimeLagMs = ts.Lag(now)
-			cp, err := rt.opts.DB.Store(materialize.StoreID{View: s.key.Store, Partition: s.key.Partition}).Checkpoint()
+			cp, err := rt.opts.DB.Store(s.key).Checkpoint()
 			if err == nil {
 				st.ChangelogOffset = cp.ChangelogOffset
 				st.Position = cp.Position.String()

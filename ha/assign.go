@@ -3,6 +3,8 @@ package ha
 import (
 	"cmp"
 	"slices"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // AssignInput is everything the leader's assignment depends on.
@@ -61,7 +63,7 @@ func Assign(in AssignInput) Assignment {
 		Generation: in.Generation,
 		Leader:     in.Leader,
 		Nodes:      make(map[string]NodeTasks, len(a.members)),
-		Shortfall:  make(map[TaskID]int),
+		Shortfall:  make(map[materialize.StoreID]int),
 	}
 	for _, m := range a.members {
 		out.Nodes[m.ID] = NodeTasks{PGAddr: m.PGAddr, HTTPAddr: m.HTTPAddr}
@@ -154,7 +156,7 @@ func newAssigner(in AssignInput, cfg Config) *assigner {
 		}
 		a.tasks = append(a.tasks, t)
 	}
-	taskIdx := make(map[TaskID]int, len(a.tasks))
+	taskIdx := make(map[materialize.StoreID]int, len(a.tasks))
 	for j, t := range a.tasks {
 		taskIdx[t.ID] = j
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // TestAssignScenarios runs the scripted scenarios in testdata/assign.
@@ -32,7 +34,7 @@ import (
 // Regenerate expected output with -rewrite.
 func TestAssignScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/assign", func(t *testing.T, path string) {
-		c := &cluster{offsets: map[string]map[TaskID]int64{}}
+		c := &cluster{offsets: map[string]map[materialize.StoreID]int64{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "config":
@@ -63,7 +65,7 @@ func TestAssignScenarios(t *testing.T) {
 						}
 					}
 					for p := range parts {
-						c.tasks = append(c.tasks, Task{ID: TaskID{f[0], int32(p)}, Standbys: standbys, EndOffset: end})
+						c.tasks = append(c.tasks, Task{ID: materialize.StoreID{View: f[0], Partition: int32(p)}, Standbys: standbys, EndOffset: end})
 					}
 				}
 				return ""
@@ -79,7 +81,7 @@ func TestAssignScenarios(t *testing.T) {
 				return ""
 			case "offsets":
 				id := d.CmdArgs[0].Key
-				c.offsets[id] = map[TaskID]int64{}
+				c.offsets[id] = map[materialize.StoreID]int64{}
 				for _, line := range strings.Fields(d.Input) {
 					k, v, _ := strings.Cut(line, "=")
 					view, p, _ := strings.Cut(k, "/")
@@ -88,7 +90,7 @@ func TestAssignScenarios(t *testing.T) {
 					if err1 != nil || err2 != nil {
 						d.Fatalf(t, "bad offset %q", line)
 					}
-					c.offsets[id][TaskID{view, int32(pn)}] = off
+					c.offsets[id][materialize.StoreID{View: view, Partition: int32(pn)}] = off
 				}
 				return ""
 			case "catch-up":
@@ -133,7 +135,7 @@ func TestAssignScenarios(t *testing.T) {
 func render(in AssignInput, a Assignment) string {
 	li := lags(in)
 	var b strings.Builder
-	list := func(id string, ts []TaskID) string {
+	list := func(id string, ts []materialize.StoreID) string {
 		var s []string
 		for _, t := range ts {
 			m := t.String()
@@ -153,11 +155,11 @@ func render(in AssignInput, a Assignment) string {
 		b.WriteString("\n")
 	}
 	if len(a.Shortfall) > 0 {
-		var ts []TaskID
+		var ts []materialize.StoreID
 		for t := range a.Shortfall {
 			ts = append(ts, t)
 		}
-		SortTaskIDs(ts)
+		materialize.SortStoreIDs(ts)
 		var s []string
 		for _, t := range ts {
 			s = append(s, fmt.Sprintf("%s=%d", t, a.Shortfall[t]))

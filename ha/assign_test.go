@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // cluster is a simulated cluster for property tests: nodes with the state
@@ -16,7 +18,7 @@ type cluster struct {
 	cfg     Config
 	tasks   []Task
 	nodes   []string
-	offsets map[string]map[TaskID]int64
+	offsets map[string]map[materialize.StoreID]int64
 	prev    *Assignment
 	gen     int32
 }
@@ -48,15 +50,15 @@ func (c *cluster) assign(t *testing.T) Assignment {
 // catchUp brings every replica of the current assignment (active,
 // standby, warm-up) to the changelog end, as if they had all caught up.
 func (c *cluster) catchUp() {
-	end := make(map[TaskID]int64)
+	end := make(map[materialize.StoreID]int64)
 	for _, t := range c.tasks {
 		end[t.ID] = t.EndOffset
 	}
 	for id, nt := range c.prev.Nodes {
 		if c.offsets[id] == nil {
-			c.offsets[id] = make(map[TaskID]int64)
+			c.offsets[id] = make(map[materialize.StoreID]int64)
 		}
-		for _, l := range [][]TaskID{nt.Active, nt.Standby, nt.Warmup} {
+		for _, l := range [][]materialize.StoreID{nt.Active, nt.Standby, nt.Warmup} {
 			for _, t := range l {
 				c.offsets[id][t] = end[t]
 			}
@@ -75,7 +77,7 @@ func (c *cluster) advance(d int64) {
 func (c *cluster) addNode(id string) {
 	c.nodes = append(c.nodes, id)
 	if c.offsets[id] == nil {
-		c.offsets[id] = make(map[TaskID]int64)
+		c.offsets[id] = make(map[materialize.StoreID]int64)
 	}
 }
 
@@ -111,14 +113,14 @@ func dump(a Assignment) string {
 }
 
 type lagInfo struct {
-	lag    map[TaskID]map[string]int64
-	caught map[TaskID]map[string]bool
+	lag    map[materialize.StoreID]map[string]int64
+	caught map[materialize.StoreID]map[string]bool
 }
 
 func lags(in AssignInput) lagInfo {
 	cfg := in.Config
 	_ = cfg.Validate()
-	li := lagInfo{lag: map[TaskID]map[string]int64{}, caught: map[TaskID]map[string]bool{}}
+	li := lagInfo{lag: map[materialize.StoreID]map[string]int64{}, caught: map[materialize.StoreID]map[string]bool{}}
 	for _, t := range in.Tasks {
 		end := max(t.EndOffset, 0)
 		for _, m := range in.Members {
@@ -157,7 +159,7 @@ func checkInvariants(t *testing.T, in AssignInput, out Assignment) {
 	idx := out.ByTask()
 	li := lags(in)
 	warmups := 0
-	var prevIdx map[TaskID]Replicas
+	var prevIdx map[materialize.StoreID]Replicas
 	if in.Previous != nil {
 		prevIdx = in.Previous.ByTask()
 	}
@@ -221,8 +223,8 @@ func checkInvariants(t *testing.T, in AssignInput, out Assignment) {
 	}
 }
 
-func uniqueTasks(ts []Task) map[TaskID]bool {
-	m := map[TaskID]bool{}
+func uniqueTasks(ts []Task) map[materialize.StoreID]bool {
+	m := map[materialize.StoreID]bool{}
 	for _, t := range ts {
 		m[t.ID] = true
 	}
@@ -247,7 +249,7 @@ func checkBalanced(t *testing.T, out Assignment) {
 }
 
 func randomCluster(r *rand.Rand) *cluster {
-	c := &cluster{offsets: map[string]map[TaskID]int64{}}
+	c := &cluster{offsets: map[string]map[materialize.StoreID]int64{}}
 	if r.IntN(3) == 0 {
 		c.cfg = Config{AcceptableRecoveryLag: int64(1 + r.IntN(20000)), MaxWarmups: 1 + r.IntN(4)}
 	}
@@ -260,7 +262,7 @@ func randomCluster(r *rand.Rand) *cluster {
 		parts := 1 + r.IntN(16)
 		sb := r.IntN(4)
 		for p := range parts {
-			c.tasks = append(c.tasks, Task{ID: TaskID{fmt.Sprintf("v%d@%d", v, v+1), int32(p)}, Standbys: sb, EndOffset: r.Int64N(100000)})
+			c.tasks = append(c.tasks, Task{ID: materialize.StoreID{View: fmt.Sprintf("v%d@%d", v, v+1), Partition: int32(p)}, Standbys: sb, EndOffset: r.Int64N(100000)})
 		}
 	}
 	return c
@@ -470,7 +472,7 @@ func checkAddCold(t *testing.T, c *cluster, id string) {
 	c.catchUp()
 }
 
-func (c *cluster) standbysOf(id TaskID) int {
+func (c *cluster) standbysOf(id materialize.StoreID) int {
 	for _, t := range c.tasks {
 		if t.ID == id {
 			return t.Standbys
@@ -480,7 +482,7 @@ func (c *cluster) standbysOf(id TaskID) int {
 }
 
 func TestAssignEdgeCases(t *testing.T) {
-	v := func(p int32) TaskID { return TaskID{"v@1", p} }
+	v := func(p int32) materialize.StoreID { return materialize.StoreID{View: "v@1", Partition: p} }
 	for _, tc := range []struct {
 		name  string
 		in    AssignInput
@@ -523,8 +525,8 @@ func TestAssignEdgeCases(t *testing.T) {
 				Members: []Member{{ID: "a"}, {ID: "b"}, {ID: "c"}},
 				Tasks:   []Task{{ID: v(0), Standbys: 1}},
 				Previous: &Assignment{Nodes: map[string]NodeTasks{
-					"a": {Active: []TaskID{v(0)}, Standby: []TaskID{v(0)}},
-					"b": {Active: []TaskID{v(0)}, Warmup: []TaskID{v(0)}},
+					"a": {Active: []materialize.StoreID{v(0)}, Standby: []materialize.StoreID{v(0)}},
+					"b": {Active: []materialize.StoreID{v(0)}, Warmup: []materialize.StoreID{v(0)}},
 				}},
 			},
 			check: func(t *testing.T, out Assignment) {
@@ -536,7 +538,7 @@ func TestAssignEdgeCases(t *testing.T) {
 		{
 			name: "offsets beyond a stale end offset",
 			in: AssignInput{
-				Members: []Member{{ID: "a", Offsets: map[TaskID]int64{v(0): 900000}}, {ID: "b", Offsets: map[TaskID]int64{v(0): 100}}},
+				Members: []Member{{ID: "a", Offsets: map[materialize.StoreID]int64{v(0): 900000}}, {ID: "b", Offsets: map[materialize.StoreID]int64{v(0): 100}}},
 				Tasks:   []Task{{ID: v(0), EndOffset: -1}},
 			},
 			check: func(t *testing.T, out Assignment) {

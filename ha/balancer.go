@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/basindb/basin/internal/safe"
+	"github.com/basindb/basin/materialize"
 )
 
 // ProtocolName is the group protocol basin nodes join with. An
@@ -32,7 +33,7 @@ type LocalState struct {
 	PGAddr, HTTPAddr string
 	// Offsets holds the checkpointed changelog offset of every task the
 	// node has on disk (Member.Offsets).
-	Offsets map[TaskID]int64
+	Offsets map[materialize.StoreID]int64
 }
 
 // BalancerConfig configures a Balancer.
@@ -476,7 +477,7 @@ func (b *Balancer) stale(a Assignment) string {
 	if err != nil {
 		return ""
 	}
-	ends := make(map[TaskID]int64, len(tasks))
+	ends := make(map[materialize.StoreID]int64, len(tasks))
 	for _, t := range tasks {
 		ends[t.ID] = t.EndOffset
 	}

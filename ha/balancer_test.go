@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/internal/poll"
+	"github.com/basindb/basin/materialize"
 )
 
 const (
@@ -44,7 +45,7 @@ type groupNode struct {
 
 	mu struct {
 		sync.Mutex
-		offsets     map[TaskID]int64
+		offsets     map[materialize.StoreID]int64
 		assignments []Assignment
 		lastJoin    []byte
 	}
@@ -94,7 +95,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 type nodeOpts struct {
 	session  time.Duration
 	probing  time.Duration
-	offsets  map[TaskID]int64
+	offsets  map[materialize.StoreID]int64
 	lastJoin []byte
 	cfg      Config
 }
@@ -198,7 +199,7 @@ func (n *groupNode) lastJoin() []byte {
 	return n.mu.lastJoin
 }
 
-func (n *groupNode) setOffsets(m map[TaskID]int64) {
+func (n *groupNode) setOffsets(m map[materialize.StoreID]int64) {
 	n.mu.Lock()
 	n.mu.offsets = maps.Clone(m)
 	n.mu.Unlock()
@@ -261,12 +262,12 @@ func checkPlaced(t *testing.T, a Assignment, tasks []Task) {
 func viewTasks(view string, parts, standbys int, end int64) []Task {
 	var ts []Task
 	for p := range parts {
-		ts = append(ts, Task{ID: TaskID{view, int32(p)}, Standbys: standbys, EndOffset: end})
+		ts = append(ts, Task{ID: materialize.StoreID{View: view, Partition: int32(p)}, Standbys: standbys, EndOffset: end})
 	}
 	return ts
 }
 
-func activesOf(a Assignment, id string) []TaskID { return a.Nodes[id].Active }
+func activesOf(a Assignment, id string) []materialize.StoreID { return a.Nodes[id].Active }
 
 // TestGroupMembership runs three nodes in a kfake group: they agree on
 // one map with an active and a standby per task on distinct nodes; a
@@ -331,7 +332,7 @@ func TestGroupMembership(t *testing.T) {
 func TestGroupStaticRestart(t *testing.T) {
 	tasks := viewTasks("revenue@42", 6, 1, 1000)
 	env := newGroupEnv(t, tasks)
-	full := map[TaskID]int64{}
+	full := map[materialize.StoreID]int64{}
 	for _, task := range tasks {
 		full[task.ID] = 1000
 	}
@@ -382,7 +383,7 @@ func TestGroupStaticRestart(t *testing.T) {
 	// of its previous run: still no rebalance.
 	last := env.nodes[f].lastJoin()
 	env.nodes[f].stop(t, false)
-	more := map[TaskID]int64{}
+	more := map[materialize.StoreID]int64{}
 	for k := range full {
 		more[k] = 1000 + 7
 	}
@@ -412,7 +413,7 @@ func TestGroupStaticRestart(t *testing.T) {
 func TestGroupWarmup(t *testing.T) {
 	tasks := viewTasks("revenue@42", 6, 1, 50000)
 	env := newGroupEnv(t, tasks)
-	full := map[TaskID]int64{}
+	full := map[materialize.StoreID]int64{}
 	for _, task := range tasks {
 		full[task.ID] = 50000
 	}
@@ -516,11 +517,11 @@ func TestBalancerConfigValidate(t *testing.T) {
 // TestJoinMetadataReuse: the previous run's join metadata is sent again
 // on the first join only while it under-states the node's state.
 func TestJoinMetadataReuse(t *testing.T) {
-	v0 := TaskID{"v@1", 0}
-	local := &LocalState{PGAddr: "p", HTTPAddr: "h", Offsets: map[TaskID]int64{v0: 100}}
+	v0 := materialize.StoreID{View: "v@1", Partition: 0}
+	local := &LocalState{PGAddr: "p", HTTPAddr: "h", Offsets: map[materialize.StoreID]int64{v0: 100}}
 	old := newTestBalancer(t, local, nil, nil).JoinGroupMetadata(nil, nil, -1)
 
-	local.Offsets = map[TaskID]int64{v0: 150, {"v@1", 1}: 5}
+	local.Offsets = map[materialize.StoreID]int64{v0: 150, {View: "v@1", Partition: 1}: 5}
 	b := newTestBalancer(t, local, nil, old)
 	if got := b.JoinGroupMetadata(nil, nil, -1); !bytes.Equal(got, old) {
 		t.Fatal("first join after restart did not reuse the previous metadata")
@@ -531,8 +532,8 @@ func TestJoinMetadataReuse(t *testing.T) {
 
 	for name, l := range map[string]LocalState{
 		"state lost":      {PGAddr: "p", HTTPAddr: "h"},
-		"state behind":    {PGAddr: "p", HTTPAddr: "h", Offsets: map[TaskID]int64{v0: 99}},
-		"address changed": {PGAddr: "p2", HTTPAddr: "h", Offsets: map[TaskID]int64{v0: 100}},
+		"state behind":    {PGAddr: "p", HTTPAddr: "h", Offsets: map[materialize.StoreID]int64{v0: 99}},
+		"address changed": {PGAddr: "p2", HTTPAddr: "h", Offsets: map[materialize.StoreID]int64{v0: 100}},
 	} {
 		*local = l
 		b := newTestBalancer(t, local, nil, old)
@@ -559,12 +560,12 @@ func TestJoinMetadataReuse(t *testing.T) {
 // from the old metadata without rebalancing. The node asks for a
 // rebalance only if that gives it an active it cannot run.
 func TestBalancerStale(t *testing.T) {
-	v0, v1 := TaskID{"v@1", 0}, TaskID{"v@1", 1}
+	v0, v1 := materialize.StoreID{View: "v@1", Partition: 0}, materialize.StoreID{View: "v@1", Partition: 1}
 	tasks := []Task{{ID: v0, EndOffset: 50000}, {ID: v1, EndOffset: 50000}}
-	local := &LocalState{Offsets: map[TaskID]int64{v0: 50000}}
+	local := &LocalState{Offsets: map[materialize.StoreID]int64{v0: 50000}}
 	b := newTestBalancer(t, local, tasks, nil)
 	meta := b.JoinGroupMetadata(nil, nil, -1)
-	asg := func(dig uint64, active ...TaskID) Assignment {
+	asg := func(dig uint64, active ...materialize.StoreID) Assignment {
 		return Assignment{Nodes: map[string]NodeTasks{"n1": {Active: active, JoinDigest: dig}}}
 	}
 	for _, tc := range []struct {

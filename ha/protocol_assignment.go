@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // The assignment user data: the whole map, sent to every member.
@@ -46,7 +48,7 @@ func (a *Assignment) AppendTo(b []byte) []byte {
 
 	viewSet := make(map[string]struct{})
 	for _, nt := range a.Nodes {
-		for _, l := range [][]TaskID{nt.Active, nt.Standby, nt.Warmup} {
+		for _, l := range [][]materialize.StoreID{nt.Active, nt.Standby, nt.Warmup} {
 			for _, t := range l {
 				viewSet[t.View] = struct{}{}
 			}
@@ -62,13 +64,13 @@ func (a *Assignment) AppendTo(b []byte) []byte {
 		viewIdx[v] = uint64(i)
 		e.str(v)
 	}
-	task := func(t TaskID) {
+	task := func(t materialize.StoreID) {
 		e.uvarint(viewIdx[t.View])
 		e.varint(int64(t.Partition))
 	}
-	list := func(ts []TaskID) {
+	list := func(ts []materialize.StoreID) {
 		ts = slices.Clone(ts)
-		SortTaskIDs(ts)
+		materialize.SortStoreIDs(ts)
 		e.count(len(ts))
 		for _, t := range ts {
 			task(t)
@@ -86,7 +88,7 @@ func (a *Assignment) AppendTo(b []byte) []byte {
 		list(nt.Standby)
 		list(nt.Warmup)
 	}
-	short := slices.SortedFunc(maps.Keys(a.Shortfall), TaskID.Compare)
+	short := slices.SortedFunc(maps.Keys(a.Shortfall), materialize.StoreID.Compare)
 	e.count(len(short))
 	for _, t := range short {
 		task(t)
@@ -99,7 +101,7 @@ func (a *Assignment) AppendTo(b []byte) []byte {
 // checks its structural invariants (Assignment.Check).
 func DecodeAssignment(b []byte) (Assignment, error) {
 	d := &decoder{b: b}
-	a := Assignment{Nodes: map[string]NodeTasks{}, Shortfall: map[TaskID]int{}}
+	a := Assignment{Nodes: map[string]NodeTasks{}, Shortfall: map[materialize.StoreID]int{}}
 	d.version("assignment")
 	a.Generation = d.int32()
 	a.Leader = d.str()
@@ -118,23 +120,23 @@ func DecodeAssignment(b []byte) (Assignment, error) {
 			break
 		}
 	}
-	task := func() TaskID {
+	task := func() materialize.StoreID {
 		vi := d.uvarint()
 		p := d.int32()
 		if d.err == nil && vi >= uint64(len(views)) {
 			d.fail("view index %d out of %d views", vi, len(views))
 		}
 		if d.err != nil {
-			return TaskID{}
+			return materialize.StoreID{}
 		}
-		return TaskID{View: views[vi], Partition: p}
+		return materialize.StoreID{View: views[vi], Partition: p}
 	}
-	list := func() []TaskID {
+	list := func() []materialize.StoreID {
 		n := d.count(2)
 		if n == 0 {
 			return nil
 		}
-		ts := make([]TaskID, 0, n)
+		ts := make([]materialize.StoreID, 0, n)
 		for range n {
 			t := task()
 			if d.err != nil {

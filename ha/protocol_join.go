@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // JoinMetadata is what a node tells the group leader when it joins: who
@@ -34,7 +36,7 @@ type JoinMetadata struct {
 	RejoinEpoch uint64
 	// Offsets holds the checkpointed changelog offset of each task the
 	// node has on disk, as Member.Offsets.
-	Offsets map[TaskID]int64
+	Offsets map[materialize.StoreID]int64
 }
 
 // AppendTo appends the encoding of m to b.
@@ -45,7 +47,7 @@ func (m *JoinMetadata) AppendTo(b []byte) []byte {
 	e.str(m.PGAddr)
 	e.str(m.HTTPAddr)
 	e.uvarint(m.RejoinEpoch)
-	ids := slices.SortedFunc(maps.Keys(m.Offsets), TaskID.Compare)
+	ids := slices.SortedFunc(maps.Keys(m.Offsets), materialize.StoreID.Compare)
 	// Count the views first.
 	views := 0
 	for i, t := range ids {
@@ -101,9 +103,9 @@ func DecodeJoinMetadata(b []byte) (JoinMetadata, error) {
 			}
 			lastPart = part
 			if m.Offsets == nil {
-				m.Offsets = make(map[TaskID]int64)
+				m.Offsets = make(map[materialize.StoreID]int64)
 			}
-			m.Offsets[TaskID{View: view, Partition: part}] = off
+			m.Offsets[materialize.StoreID{View: view, Partition: part}] = off
 		}
 		if d.err != nil {
 			break

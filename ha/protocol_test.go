@@ -6,13 +6,15 @@ import (
 	"maps"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/basindb/basin/materialize"
 )
 
 func sampleJoin() JoinMetadata {
 	return JoinMetadata{
 		NodeID: "n1", PGAddr: "10.0.0.1:5433", HTTPAddr: "10.0.0.1:8433", RejoinEpoch: 3,
-		Offsets: map[TaskID]int64{
-			{"revenue@42", 0}: 1234, {"revenue@42", 3}: 0, {"orders@7", 1}: 1 << 40,
+		Offsets: map[materialize.StoreID]int64{
+			{View: "revenue@42", Partition: 0}: 1234, {View: "revenue@42", Partition: 3}: 0, {View: "orders@7", Partition: 1}: 1 << 40,
 		},
 	}
 }
@@ -44,8 +46,8 @@ func TestJoinMetadataRoundTrip(t *testing.T) {
 	// Canonical: the same metadata built in another order encodes to
 	// the same bytes (the broker compares them).
 	m2 := m
-	m2.Offsets = map[TaskID]int64{}
-	for _, k := range []TaskID{{"orders@7", 1}, {"revenue@42", 3}, {"revenue@42", 0}} {
+	m2.Offsets = map[materialize.StoreID]int64{}
+	for _, k := range []materialize.StoreID{{View: "orders@7", Partition: 1}, {View: "revenue@42", Partition: 3}, {View: "revenue@42", Partition: 0}} {
 		m2.Offsets[k] = m.Offsets[k]
 	}
 	if !bytes.Equal(m2.AppendTo(nil), b) {
@@ -142,7 +144,7 @@ func FuzzDecode(f *testing.F) {
 	asg := sampleAssignment()
 	f.Add(asg.AppendTo(nil))
 	f.Add(EncodeGroupAssignment(&asg))
-	small := Assign(AssignInput{Members: []Member{{ID: "a"}, {ID: "b"}}, Tasks: []Task{{ID: TaskID{"v", 0}, Standbys: 2}}})
+	small := Assign(AssignInput{Members: []Member{{ID: "a"}, {ID: "b"}}, Tasks: []Task{{ID: materialize.StoreID{View: "v", Partition: 0}, Standbys: 2}}})
 	f.Add(small.AppendTo(nil))
 	f.Add([]byte{})
 	f.Add([]byte{1})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/basindb/basin/materialize"
 )
 
 // Benchmarks of the read routing decision, taken for every read of a
@@ -76,13 +78,13 @@ func BenchmarkRouteRejectAll(b *testing.B) {
 // nodes: from scratch, and again from the previous assignment with
 // every replica caught up (the steady-state rebalance).
 func BenchmarkAssignSmall(b *testing.B) {
-	c := &cluster{offsets: map[string]map[TaskID]int64{}}
+	c := &cluster{offsets: map[string]map[materialize.StoreID]int64{}}
 	for i := range 3 {
 		c.addNode(fmt.Sprintf("n%d", i))
 	}
 	for v := range 4 {
 		for p := range 16 {
-			c.tasks = append(c.tasks, Task{ID: TaskID{fmt.Sprintf("view%d@%d", v, v), int32(p)}, Standbys: 1, EndOffset: 100000})
+			c.tasks = append(c.tasks, Task{ID: materialize.StoreID{View: fmt.Sprintf("view%d@%d", v, v), Partition: int32(p)}, Standbys: 1, EndOffset: 100000})
 		}
 	}
 	for _, withPrev := range []bool{false, true} {

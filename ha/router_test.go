@@ -450,12 +450,12 @@ func TestReadBoundsValidate(t *testing.T) {
 
 func TestReplicasInfos(t *testing.T) {
 	a := Assignment{Nodes: map[string]NodeTasks{
-		"n1": {Active: []TaskID{{"v@1", 0}}, Standby: []TaskID{{"v@1", 1}}},
-		"n2": {Active: []TaskID{{"v@1", 1}}, Warmup: []TaskID{{"v@1", 0}}},
-		"n3": {Standby: []TaskID{{"v@1", 0}, {"v@1", 1}}},
-		"n4": {Standby: []TaskID{{"v@1", 0}}},
+		"n1": {Active: []materialize.StoreID{{View: "v@1", Partition: 0}}, Standby: []materialize.StoreID{{View: "v@1", Partition: 1}}},
+		"n2": {Active: []materialize.StoreID{{View: "v@1", Partition: 1}}, Warmup: []materialize.StoreID{{View: "v@1", Partition: 0}}},
+		"n3": {Standby: []materialize.StoreID{{View: "v@1", Partition: 0}, {View: "v@1", Partition: 1}}},
+		"n4": {Standby: []materialize.StoreID{{View: "v@1", Partition: 0}}},
 	}}
-	got := a.Replicas(TaskID{"v@1", 0}).Infos()
+	got := a.Replicas(materialize.StoreID{View: "v@1", Partition: 0}).Infos()
 	want := []ReplicaInfo{{Node: "n1", Role: RoleActive, Alive: true}, {Node: "n3", Role: RoleStandby, Alive: true},
 		{Node: "n4", Role: RoleStandby, Alive: true}, {Node: "n2", Role: RoleWarmup, Alive: true}}
 	if !reflect.DeepEqual(got, want) {
@@ -465,7 +465,7 @@ func TestReplicasInfos(t *testing.T) {
 		t.Fatalf("no replicas: %+v", got)
 	}
 	prefix := []ReplicaInfo{{Node: "here"}}
-	if got := a.Replicas(TaskID{"v@1", 0}).AppendInfos(prefix); !reflect.DeepEqual(got, append(prefix, want...)) {
+	if got := a.Replicas(materialize.StoreID{View: "v@1", Partition: 0}).AppendInfos(prefix); !reflect.DeepEqual(got, append(prefix, want...)) {
 		t.Fatalf("AppendInfos = %+v", got)
 	}
 }

@@ -1,48 +1,16 @@
 package ha
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/basindb/basin/materialize"
 )
-
-// TaskID names a task: one partition of one view's store. Tasks are the
-// unit of assignment; each has one active replica, some standbys and,
-// while a move is in progress, warm-up replicas.
-type TaskID struct {
-	// View is the view's store name, e.g. "revenue@42": unique for the
-	// lifetime of the view, so a dropped and re-created view of the same
-	// name is a different store and never inherits stale state.
-	View string
-	// Partition is the partition of the view (and of its changelog).
-	Partition int32
-}
-
-// String formats t as "view/partition".
-func (t TaskID) String() string {
-	return t.View + "/" + strconv.FormatInt(int64(t.Partition), 10)
-}
-
-// Compare orders tasks by view, then partition.
-func (t TaskID) Compare(o TaskID) int {
-	if c := strings.Compare(t.View, o.View); c != 0 {
-		return c
-	}
-	return cmp.Compare(t.Partition, o.Partition)
-}
-
-// Less reports whether t sorts before o.
-func (t TaskID) Less(o TaskID) bool { return t.Compare(o) < 0 }
-
-// SortTaskIDs sorts ids in place by TaskID.Compare.
-func SortTaskIDs(ids []TaskID) { slices.SortFunc(ids, TaskID.Compare) }
 
 // Task is a task to assign, as the leader's catalog knows it.
 type Task struct {
-	ID TaskID
+	ID materialize.StoreID
 	// Standbys is the number of standby replicas wanted: the view's
 	// num.standby.replicas, else the server default. Negative counts as
 	// zero.
@@ -68,7 +36,7 @@ type Member struct {
 	// changelog offset its checkpoint reflects, with "next offset to
 	// read" semantics: a replica that applied records 0..99 reports 100.
 	// A task absent from the map has no state on this node.
-	Offsets map[TaskID]int64
+	Offsets map[materialize.StoreID]int64
 }
 
 // Config holds the assignment settings. The zero value is the defaults.
@@ -121,16 +89,16 @@ type NodeTasks struct {
 	PGAddr, HTTPAddr string
 	// Active are the tasks this node runs: it consumes their inputs and
 	// writes their changelogs. Sorted.
-	Active []TaskID
+	Active []materialize.StoreID
 	// Standby are the tasks this node replicates from their changelogs,
 	// readable within their lag. Sorted.
-	Standby []TaskID
+	Standby []materialize.StoreID
 	// Warmup are the tasks this node restores from their changelogs so
 	// that a follow-up assignment can move an active or standby here
 	// once it has caught up. A warm-up is neither an active nor a
 	// standby: the router may read from it like any replica within its
 	// lag, but it does not count toward num.standby.replicas. Sorted.
-	Warmup []TaskID
+	Warmup []materialize.StoreID
 	// JoinDigest is a digest of the join metadata the leader balanced
 	// with for this node (see Balancer); zero when unknown. A node whose
 	// own last join metadata has a different digest holds an assignment
@@ -152,7 +120,7 @@ type Assignment struct {
 	Nodes map[string]NodeTasks
 	// Shortfall maps a task to the number of standbys it wants but did
 	// not get (too few nodes). Tasks without shortfall are absent.
-	Shortfall map[TaskID]int
+	Shortfall map[materialize.StoreID]int
 	// NeedsFollowUp is set when the assignment differs from the balanced
 	// target because some replica was not caught up yet: warm-ups are in
 	// progress, and a follow-up (probing) rebalance should run once they
@@ -170,7 +138,7 @@ type Replicas struct {
 
 // Replicas returns where t lives. It scans the map; use ByTask for many
 // lookups.
-func (a *Assignment) Replicas(t TaskID) Replicas {
+func (a *Assignment) Replicas(t materialize.StoreID) Replicas {
 	var r Replicas
 	for _, id := range a.nodeIDs() {
 		nt := a.Nodes[id]
@@ -188,8 +156,8 @@ func (a *Assignment) Replicas(t TaskID) Replicas {
 }
 
 // ByTask indexes the assignment by task.
-func (a *Assignment) ByTask() map[TaskID]Replicas {
-	m := make(map[TaskID]Replicas)
+func (a *Assignment) ByTask() map[materialize.StoreID]Replicas {
+	m := make(map[materialize.StoreID]Replicas)
 	for _, id := range a.nodeIDs() {
 		nt := a.Nodes[id]
 		for _, t := range nt.Active {
@@ -212,12 +180,12 @@ func (a *Assignment) ByTask() map[TaskID]Replicas {
 }
 
 // Tasks returns every task that has an active, sorted.
-func (a *Assignment) Tasks() []TaskID {
-	var ts []TaskID
+func (a *Assignment) Tasks() []materialize.StoreID {
+	var ts []materialize.StoreID
 	for _, nt := range a.Nodes {
 		ts = append(ts, nt.Active...)
 	}
-	SortTaskIDs(ts)
+	materialize.SortStoreIDs(ts)
 	return ts
 }
 
@@ -280,13 +248,13 @@ var ErrInvalidAssignment = errors.New("ha: invalid assignment")
 // lists are sorted without duplicates, no node holds a task in two
 // roles, and no task has two actives.
 func (a *Assignment) Check() error {
-	active := make(map[TaskID]string)
+	active := make(map[materialize.StoreID]string)
 	for _, id := range a.nodeIDs() {
 		nt := a.Nodes[id]
-		roles := make(map[TaskID]string)
+		roles := make(map[materialize.StoreID]string)
 		for _, l := range []struct {
 			name string
-			ts   []TaskID
+			ts   []materialize.StoreID
 		}{{"active", nt.Active}, {"standby", nt.Standby}, {"warm-up", nt.Warmup}} {
 			for i, t := range l.ts {
 				if i > 0 && l.ts[i-1].Compare(t) >= 0 {
@@ -313,7 +281,7 @@ func (a *Assignment) Check() error {
 	return nil
 }
 
-func containsTask(ts []TaskID, t TaskID) bool {
-	_, ok := slices.BinarySearchFunc(ts, t, TaskID.Compare)
+func containsTask(ts []materialize.StoreID, t materialize.StoreID) bool {
+	_, ok := slices.BinarySearchFunc(ts, t, materialize.StoreID.Compare)
 	return ok
 }

@@ -1,8 +1,10 @@
 package materialize
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,9 +35,17 @@ var formatKey = []byte("mformat")
 
 const formatVersion = "1"
 
-// StoreID names one view partition's store.
+// StoreID names one partition of a table's or view's store. It is also
+// the task of that partition: the unit the ha package assigns to nodes
+// (one active replica, some standbys, warm-ups while a task moves) and
+// the key of a node's roles in exec, so one name means one thing from
+// the key layout to the wire.
 type StoreID struct {
-	View      string
+	// View is the store name, e.g. "revenue@42": unique for the lifetime
+	// of the view, so a dropped and re-created view of the same name is a
+	// different store and never inherits stale state.
+	View string
+	// Partition is the partition of the view (and of its changelog).
 	Partition int32
 }
 
@@ -43,6 +53,20 @@ type StoreID struct {
 func (id StoreID) String() string {
 	return id.View + "/" + strconv.FormatInt(int64(id.Partition), 10)
 }
+
+// Compare orders stores by view, then partition.
+func (id StoreID) Compare(o StoreID) int {
+	if c := strings.Compare(id.View, o.View); c != 0 {
+		return c
+	}
+	return cmp.Compare(id.Partition, o.Partition)
+}
+
+// Less reports whether id sorts before o.
+func (id StoreID) Less(o StoreID) bool { return id.Compare(o) < 0 }
+
+// SortStoreIDs sorts ids in place by StoreID.Compare.
+func SortStoreIDs(ids []StoreID) { slices.SortFunc(ids, StoreID.Compare) }
 
 func appendViewPrefix(dst []byte, ns byte, view string) []byte {
 	dst = append(dst, ns)

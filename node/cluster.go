@@ -23,6 +23,7 @@ import (
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
 )
 
 // cluster is a node's membership in its cluster: it joins the cluster's
@@ -44,7 +45,7 @@ type cluster struct {
 		a   ha.Assignment
 		has bool
 		// byTask is a indexed by task, for reads.
-		byTask map[ha.TaskID]ha.Replicas
+		byTask map[materialize.StoreID]ha.Replicas
 	}
 }
 
@@ -166,7 +167,7 @@ const (
 // closing: its stores are being closed).
 func (c *cluster) local() ha.LocalState {
 	n := c.n
-	st := ha.LocalState{PGAddr: n.pg.Addr().String(), Offsets: map[ha.TaskID]int64{}}
+	st := ha.LocalState{PGAddr: n.pg.Addr().String(), Offsets: map[materialize.StoreID]int64{}}
 	if n.httpLn != nil {
 		st.HTTPAddr = n.httpLn.Addr().String()
 	}
@@ -183,7 +184,7 @@ func (c *cluster) local() ha.LocalState {
 		if err != nil || cp.ChangelogOffset <= 0 {
 			continue
 		}
-		st.Offsets[ha.TaskID{View: id.View, Partition: id.Partition}] = cp.ChangelogOffset
+		st.Offsets[id] = cp.ChangelogOffset
 	}
 	return st
 }
@@ -215,7 +216,7 @@ func (c *cluster) tasks() ([]ha.Task, error) {
 			return nil, fmt.Errorf("end offsets of %s: %w", changelog, err)
 		}
 		for p := int32(0); p < rel.Partitions; p++ {
-			out = append(out, ha.Task{ID: ha.TaskID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
+			out = append(out, ha.Task{ID: materialize.StoreID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
 		}
 		// A view's re-keying stages are not assigned: each runs with the
 		// active of a view partition (exec.Runtime.SetRoles).
@@ -230,10 +231,10 @@ func (c *cluster) tasksChanged() bool {
 	if !ok {
 		return true
 	}
-	want := map[ha.TaskID]bool{}
+	want := map[materialize.StoreID]bool{}
 	for _, rel := range c.n.cat.List(catalog.KindTable, catalog.KindView) {
 		for p := int32(0); p < rel.Partitions; p++ {
-			want[ha.TaskID{View: rel.StoreName(), Partition: p}] = true
+			want[materialize.StoreID{View: rel.StoreName(), Partition: p}] = true
 		}
 	}
 	have := a.Tasks()
@@ -258,11 +259,11 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	roles := exec.Roles{}
 	mine := a.Nodes[c.n.id]
 	for _, set := range []struct {
-		ids  []ha.TaskID
+		ids  []materialize.StoreID
 		role exec.Role
 	}{{mine.Active, exec.RoleActive}, {mine.Standby, exec.RoleStandby}, {mine.Warmup, exec.RoleWarmup}} {
 		for _, id := range set.ids {
-			roles[taskKey(id)] = set.role
+			roles[id] = set.role
 		}
 	}
 	c.n.log.Info("assignment", "generation", a.Generation, "leader", a.Leader,
@@ -290,15 +291,10 @@ func (c *cluster) assignment() (ha.Assignment, bool) {
 
 // replicasOf returns the assignment and the replicas it gives task t,
 // and whether an assignment is known.
-func (c *cluster) replicasOf(t ha.TaskID) (ha.Assignment, ha.Replicas, bool) {
+func (c *cluster) replicasOf(t materialize.StoreID) (ha.Assignment, ha.Replicas, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.a, c.mu.byTask[t], c.mu.has
-}
-
-// taskKey is exec's name of an ha task.
-func taskKey(id ha.TaskID) exec.TaskKey {
-	return exec.TaskKey{Store: id.View, Partition: id.Partition}
 }
 
 // writeFileAtomic writes a file through a temporary one and a rename.
@@ -399,7 +395,7 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 	for _, r := range reports {
 		for _, t := range r {
 			if t.Role == exec.RoleActive.String() && t.Store != "" {
-				t.MissingStandbys = a.Shortfall[ha.TaskID{View: t.Store, Partition: t.Partition}]
+				t.MissingStandbys = a.Shortfall[materialize.StoreID{View: t.Store, Partition: t.Partition}]
 			}
 			out = append(out, t)
 		}
@@ -434,12 +430,11 @@ func roleRank(r string) int {
 func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 	var out []exec.TaskStatus
 	for _, set := range []struct {
-		ids  []ha.TaskID
+		ids  []materialize.StoreID
 		role exec.Role
 	}{{nt.Active, exec.RoleActive}, {nt.Standby, exec.RoleStandby}, {nt.Warmup, exec.RoleWarmup}} {
-		for _, tid := range set.ids {
-			k := taskKey(tid)
-			rel, _, _ := strings.Cut(k.Store, "@")
+		for _, k := range set.ids {
+			rel, _, _ := strings.Cut(k.View, "@")
 			if r, ok := c.n.cat.Lookup(rel); ok {
 				rel = r.Name
 			}

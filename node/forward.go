@@ -166,7 +166,7 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		return err
 	}
 	rb.MinPosition, rb.MinPositionFrom = req.MinPosition, req.MinPositionFrom
-	a, reps, known := f.c.replicasOf(ha.TaskID{View: rel.StoreName(), Partition: p})
+	a, reps, known := f.c.replicasOf(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	if !known && req.Local == nil {
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
 			WithHint("The node is joining its cluster; try again in a moment.")
@@ -314,7 +314,7 @@ func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
 		return []string{err.Error()}
 	}
 	rb.MinPosition, rb.MinPositionFrom = req.MinPosition, req.MinPositionFrom
-	_, reps, _ := f.c.replicasOf(ha.TaskID{View: req.Rel.StoreName(), Partition: req.Partition})
+	_, reps, _ := f.c.replicasOf(materialize.StoreID{View: req.Rel.StoreName(), Partition: req.Partition})
 	r := ha.Route(f.replicas(reps, req, now), rb.ReadBounds, now)
 	var lines []string
 	for i, ri := range r.Ordered {
@@ -340,13 +340,13 @@ func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
 // the other nodes, with liveness from heartbeats and state, lag and
 // position from each node's last lag report.
 func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]exec.ReplicaState, bool) {
-	_, reps, known := f.c.replicasOf(ha.TaskID{View: rel.StoreName(), Partition: p})
+	_, reps, known := f.c.replicasOf(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	infos := reps.Infos()
 	if !known || len(infos) == 0 {
 		return nil, false
 	}
 	now := time.Now()
-	task := exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
+	task := materialize.StoreID{View: rel.StoreName(), Partition: p}.String()
 	ctl := f.c.n.controlOf()
 	var out []exec.ReplicaState
 	for _, ri := range infos {
@@ -415,7 +415,7 @@ func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *
 			continue
 		}
 		if task == "" {
-			task = exec.TaskKey{Store: rel.StoreName(), Partition: p}.String()
+			task = materialize.StoreID{View: rel.StoreName(), Partition: p}.String()
 		}
 		if ctl != nil {
 			if l, ok := ctl.live.Get(ri.Node, now); ok {
