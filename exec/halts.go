@@ -81,7 +81,7 @@ func (rt *Runtime) Alter(rel *catalog.Relation) {
 }
 
 // setHalts records halts and marks the task states they stop.
-func (q *Query) setHalts(halts []catalog.Halt) {
+func (q *PersistentQuery) setHalts(halts []catalog.Halt) {
 	q.halts = halts
 	stopped := make(map[int32]bool)
 	anySource := false

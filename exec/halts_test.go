@@ -17,7 +17,7 @@ import (
 // of any source partition stops every view partition.
 func TestHaltedReplicaNotCurrent(t *testing.T) {
 	now := time.Now()
-	direct := &Query{Rel: &catalog.Relation{Name: "v"}}
+	direct := &PersistentQuery{Rel: &catalog.Relation{Name: "v"}}
 	for p := range int32(2) {
 		ts := newTaskState(p)
 		ts.markRestored()
@@ -25,7 +25,7 @@ func TestHaltedReplicaNotCurrent(t *testing.T) {
 		ts.inputEnd.Store(2)
 		direct.Tasks = append(direct.Tasks, ts)
 	}
-	lags := func(q *Query) (out []int64) {
+	lags := func(q *PersistentQuery) (out []int64) {
 		for _, ts := range q.Tasks {
 			lag, _ := ts.Lag(now)
 			out = append(out, lag)
@@ -43,7 +43,7 @@ func TestHaltedReplicaNotCurrent(t *testing.T) {
 		t.Fatalf("lags once resumed: %v, want [0 0]", got)
 	}
 
-	rekeyed := &Query{Rel: &catalog.Relation{Name: "w"}, Rekey: []*TaskState{newTaskState(0), newTaskState(1)}}
+	rekeyed := &PersistentQuery{Rel: &catalog.Relation{Name: "w"}, Rekey: []*TaskState{newTaskState(0), newTaskState(1)}}
 	for p := range int32(3) {
 		ts := newTaskState(p)
 		ts.markRestored()
@@ -67,9 +67,9 @@ func TestTakeResumeOnce(t *testing.T) {
 	rt := &Runtime{}
 	rt.log = slog.New(slog.DiscardHandler)
 	rel := &catalog.Relation{Name: "v", Version: 3}
-	q := &Query{Rel: rel}
+	q := &PersistentQuery{Rel: rel}
 	q.setHalts([]catalog.Halt{{Topic: "src", Partition: 0, Offset: 5, End: 2, Resumed: 9}})
-	rt.mu.queries = map[string]*Query{"v": q}
+	rt.mu.queries = map[string]*PersistentQuery{"v": q}
 
 	var cp materialize.Checkpoint
 	if got := rt.takeResume(rel, &cp, "src", 0, 5, true); got != 2 {

@@ -194,7 +194,7 @@ type partBound struct {
 
 // readBound returns the bound the read of partition ts of query is held
 // to (see the top of the file); want is empty when there is none.
-func (env *Env) readBound(query *Query, ts *TaskState) *partBound {
+func (env *Env) readBound(query *PersistentQuery, ts *TaskState) *partBound {
 	b := &partBound{want: map[int32]int64{}}
 	add := func(src boundSource, topic string, want map[int32]int64) {
 		if len(want) == 0 {

@@ -25,12 +25,12 @@ import (
 func TestReadBound(t *testing.T) {
 	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
 	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
-	byRegion := &Query{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
+	byRegion := &PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
 		Plan: &planner.ViewPlan{Source: orders, Repartition: true}}
-	perID := &Query{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
+	perID := &PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
 		Plan: &planner.ViewPlan{Source: orders}}
-	table := &Query{Rel: kv}
-	reads := func(q *Query, p int32, pos materialize.Position) []PartitionRead {
+	table := &PersistentQuery{Rel: kv}
+	reads := func(q *PersistentQuery, p int32, pos materialize.Position) []PartitionRead {
 		return []PartitionRead{{Partition: p, Position: pos.String()}}
 	}
 	ts := func(p int32) *TaskState { return &TaskState{Partition: p} }
@@ -54,7 +54,7 @@ func TestReadBound(t *testing.T) {
 		want  map[int32]int64
 		from  boundSource
 	}
-	check := func(name string, env *Env, q *Query, p int32, w want) {
+	check := func(name string, env *Env, q *PersistentQuery, p int32, w want) {
 		t.Helper()
 		b := env.readBound(q, ts(p))
 		if b.topic != w.topic || !maps.Equal(b.want, w.want) || b.sources() != w.from {

@@ -600,7 +600,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each (keys[i] those of parts[i];
 // nil keys when every row is read).
-func (q *pull) partitions(rel *catalog.Relation, query *Query) (parts []int32, keys [][][]any, err error) {
+func (q *pull) partitions(rel *catalog.Relation, query *PersistentQuery) (parts []int32, keys [][][]any, err error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
@@ -708,7 +708,7 @@ func keysOf(keys [][][]any, i int) [][]any {
 // there is no Forwarder (a node alone, or a read forwarded to this node),
 // else wherever the Forwarder routes it. turn, when not nil, is how a
 // read ahead of the one being consumed waits for its turn.
-func (q *pull) readPartition(ctx context.Context, query *Query, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
+func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
 	served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
@@ -795,7 +795,7 @@ func localReplica(ts *TaskState, read func(context.Context) error, at *LocalRepl
 // serving node can do (keys, the filter when it is pushable, the columns
 // needed, the LIMIT when rows go out in scan order) and the part of the
 // position bound that p can show.
-func (q *pull) request(query *Query, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
+func (q *pull) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
 	plan := q.plan
 	if at == nil {
 		at = new(ReadRequest)
@@ -817,7 +817,7 @@ func (q *pull) request(query *Query, p int32, keys [][]any, at *ReadRequest) *Re
 
 // readLocal reads partition p (only keys, when not nil) from this node's
 // replica, once it reflects the read's position bound.
-func (q *pull) readLocal(ctx context.Context, query *Query, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
+func (q *pull) readLocal(ctx context.Context, query *PersistentQuery, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
@@ -1200,7 +1200,7 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 // connection to a peer before its turn (ReadRequest.Ahead): reads
 // blocked on full buffers cannot hold every connection the consumed one
 // needs, so nodes forwarding scans to each other cannot deadlock.
-func (q *pull) gather(ctx context.Context, query *Query, fwd Forwarder, parts []int32, keys [][][]any) error {
+func (q *pull) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder, parts []int32, keys [][][]any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -1398,7 +1398,7 @@ func withPosition(err error, pos int) error {
 // reads its source partition directly reflect only that partition of the
 // source; a view partition behind a repartition topic reflects every
 // source partition (through the re-keying markers).
-func needs(query *Query, ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
+func needs(query *PersistentQuery, ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
 	all := false
 	switch {
 	case query.Plan == nil:
@@ -1417,7 +1417,7 @@ func needs(query *Query, ts *TaskState, min materialize.Position) (topic string,
 
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
-func (q *pull) waitPosition(ctx context.Context, query *Query, ts *TaskState) error {
+func (q *pull) waitPosition(ctx context.Context, query *PersistentQuery, ts *TaskState) error {
 	b := q.env.readBound(query, ts)
 	topic, want := b.topic, b.want
 	if len(want) == 0 {

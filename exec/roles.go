@@ -109,7 +109,7 @@ func (rt *Runtime) roleLocked(key materialize.StoreID) Role {
 // runs where view partition sp mod partitions is active, so the
 // stateless stages follow the stateful work and need no balancing of
 // their own.
-func (rt *Runtime) reconcileLocked(q *Query) {
+func (rt *Runtime) reconcileLocked(q *PersistentQuery) {
 	for _, s := range q.slots {
 		key := s.key
 		if s.rekey {

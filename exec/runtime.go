@@ -88,7 +88,7 @@ type Runtime struct {
 
 	mu struct {
 		sync.Mutex
-		queries map[string]*Query // by lower-case relation name
+		queries map[string]*PersistentQuery // by lower-case relation name
 		// roles are this node's tasks (SetRoles); until rolesSet, every
 		// task is active.
 		roles    Roles
@@ -103,9 +103,11 @@ type Runtime struct {
 	observer atomic.Pointer[func(PullStats)]
 }
 
-// Query is one running persistent query: the tasks that maintain a view
-// or materialize a table.
-type Query struct {
+// PersistentQuery is one running persistent query: the tasks that
+// maintain a view or materialize a table, for as long as the relation
+// exists. It is not a pull query (pull.go, query.go), which a session
+// runs once and forgets; the name keeps the two apart.
+type PersistentQuery struct {
 	Rel   *catalog.Relation
 	Plan  *planner.ViewPlan // nil for a table
 	Tasks []*TaskState      // by partition
@@ -127,7 +129,7 @@ type Query struct {
 }
 
 // handles returns the relation's record codec and its stores' handles.
-func (q *Query) handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
+func (q *PersistentQuery) handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
 	q.handlesOnce.Do(func() {
 		q.codec = serde.NewCodec(q.Rel)
 		name := q.Rel.StoreName()
@@ -383,7 +385,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		return nil, errors.New("exec: runtime needs brokers, a cluster, a node id and a DB")
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger.With("component", "runtime")}
-	rt.mu.queries = make(map[string]*Query)
+	rt.mu.queries = make(map[string]*PersistentQuery)
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.pause = newPauseWatch(time.Now())
 	var err error
@@ -423,7 +425,7 @@ func (rt *Runtime) Close() {
 }
 
 // Query returns the running query of a relation.
-func (rt *Runtime) Query(name string) (*Query, bool) {
+func (rt *Runtime) Query(name string) (*PersistentQuery, bool) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	q, ok := rt.mu.queries[strings.ToLower(name)]
@@ -431,10 +433,10 @@ func (rt *Runtime) Query(name string) (*Query, bool) {
 }
 
 // Queries returns the running queries.
-func (rt *Runtime) Queries() []*Query {
+func (rt *Runtime) Queries() []*PersistentQuery {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	out := make([]*Query, 0, len(rt.mu.queries))
+	out := make([]*PersistentQuery, 0, len(rt.mu.queries))
 	for _, q := range rt.mu.queries {
 		out = append(out, q)
 	}
@@ -460,7 +462,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	if err != nil {
 		return err
 	}
-	q := &Query{Rel: rel}
+	q := &PersistentQuery{Rel: rel}
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := rt.newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
@@ -535,7 +537,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err != nil {
 		return err
 	}
-	q := &Query{Rel: rel, Plan: plan}
+	q := &PersistentQuery{Rel: rel, Plan: plan}
 	var ends *sourceEnds
 	input := plan.Source.Topic
 	if plan.Repartition {
@@ -603,7 +605,7 @@ const endsInterval = time.Second
 // here: the re-keying stages (which see source ends as they read) run
 // only on the nodes holding the matching actives, and a standby writes no
 // changelog.
-func (rt *Runtime) refreshEnds(q *Query, changelog string, src *sourceEnds) {
+func (rt *Runtime) refreshEnds(q *PersistentQuery, changelog string, src *sourceEnds) {
 	t := time.NewTicker(endsInterval)
 	defer t.Stop()
 	for {
@@ -639,7 +641,7 @@ func storeMax(v *atomic.Int64, n int64) {
 	}
 }
 
-func (rt *Runtime) start(q *Query) error {
+func (rt *Runtime) start(q *PersistentQuery) error {
 	name := strings.ToLower(q.Rel.Name)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -660,7 +662,7 @@ func (rt *Runtime) start(q *Query) error {
 // after the wait its backoff gives (backoff.go). A restart resumes from
 // the task's checkpoint. A panic in the task is a failure of the task,
 // logged with its stack (runTask). done is closed when it has stopped.
-func (rt *Runtime) supervise(ctx context.Context, q *Query, name string, ts *TaskState, run func(context.Context) error, done chan struct{}) {
+func (rt *Runtime) supervise(ctx context.Context, q *PersistentQuery, name string, ts *TaskState, run func(context.Context) error, done chan struct{}) {
 	rt.wg.Add(1)
 	q.wg.Add(1)
 	go func() {
@@ -698,7 +700,7 @@ func runTask(ctx context.Context, run func(context.Context) error) (err error) {
 
 // WaitReady waits until every task of the query this node holds has
 // restored its store and is processing input.
-func (q *Query) WaitReady(ctx context.Context) error {
+func (q *PersistentQuery) WaitReady(ctx context.Context) error {
 	for _, t := range q.Tasks {
 		if !t.Held() {
 			continue

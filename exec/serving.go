@@ -192,7 +192,7 @@ func (rt *Runtime) WaitServing(ctx context.Context, name string, target material
 const servingPoll = 20 * time.Millisecond
 
 // servingStatuses judges every partition of query.
-func (rt *Runtime) servingStatuses(query *Query, target materialize.Position, now time.Time) []servingStatus {
+func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Position, now time.Time) []servingStatus {
 	fwd := rt.forwarder()
 	direct := query.Plan == nil || !query.Plan.Repartition
 	out := make([]servingStatus, 0, len(query.Tasks))

@@ -73,7 +73,7 @@ type ClusterInfo interface {
 func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	rt.mu.Lock()
 	var slots []*slot
-	rels := map[*slot]*Query{}
+	rels := map[*slot]*PersistentQuery{}
 	for _, q := range rt.mu.queries {
 		for _, s := range q.slots {
 			if s.role != RoleNone {
