@@ -175,20 +175,32 @@ func (p *Process) end() {
 		return
 	}
 	if coverDir() != "" {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if p.Stopped() {
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-		}
-		timer := time.NewTimer(coverExitTimeout)
-		defer timer.Stop()
-		select {
-		case <-done:
+		if exited, _ := p.sigterm(cmd, done, coverExitTimeout); exited {
 			return
-		case <-timer.C:
 		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL) // it may have exited meanwhile
 	<-done
+}
+
+// sigterm sends SIGTERM to cmd, p's running command (and SIGCONT, should
+// p be stopped), and waits up to d for it to exit (done closed); it
+// reports whether it did.
+func (p *Process) sigterm(cmd *exec.Cmd, done <-chan struct{}, d time.Duration) (bool, error) {
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return false, err
+	}
+	if p.Stopped() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return true, nil
+	case <-timer.C:
+		return false, nil
+	}
 }
 
 // Stop sends SIGSTOP: the process freezes, its sockets stay open and
@@ -228,17 +240,11 @@ func (p *Process) Terminate() error {
 	if !ok {
 		return fmt.Errorf("testcluster: terminate %s: it is not running (%s)", p.Name, p.ExitString())
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	exited, err := p.sigterm(cmd, done, TerminateTimeout)
+	if err != nil {
 		return fmt.Errorf("testcluster: SIGTERM to %s: %w", p.Name, err)
 	}
-	if p.Stopped() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-	}
-	timer := time.NewTimer(TerminateTimeout)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
+	if !exited {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
 		return fmt.Errorf("testcluster: %s did not exit within %v of SIGTERM; killed it", p.Name, TerminateTimeout)
