@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 )
@@ -88,8 +89,9 @@ type ReadRequest struct {
 // LocalReplica is this node's replica of a partition as the router sees
 // it, and how to read it.
 type LocalReplica struct {
-	// Role is "active", "restoring", "standby" or "warmup".
-	Role      string
+	// Role is ha.RoleActive, ha.RoleRestoring, ha.RoleStandby or
+	// ha.RoleWarmup.
+	Role      ha.Role
 	OffsetLag int64
 	TimeLagMs int64
 	Position  materialize.Position

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
@@ -169,9 +170,9 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 		case r.ServedBy != rt.opts.Node:
 			st.Route = "forwarded"
 		case st.Route == "forwarded":
-		case r.Role == "restoring":
+		case r.Role == ha.RoleRestoring.String():
 			st.Route = "restoring"
-		case (r.Role == "standby" || r.Role == "warmup") && st.Route == "local":
+		case (r.Role == ha.RoleStandby.String() || r.Role == ha.RoleWarmup.String()) && st.Route == "local":
 			st.Route = "standby"
 		}
 	}
@@ -843,7 +844,7 @@ func (q *pull) readLocal(ctx context.Context, query *PersistentQuery, p int32, k
 		pos, parsed = cp.Position.String(), cp.Position
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
 	served(read)
 	// The pseudo-columns, when the query reads them.
 	var pseudo catalog.Row
@@ -1372,7 +1373,7 @@ func (q *pull) scanStream(ctx context.Context) error {
 			copy(full, row)
 			full[ncols+planner.PseudoPartition] = int64(r.Partition)
 			full[ncols+planner.PseudoServedBy] = q.rt.opts.Node
-			full[ncols+planner.PseudoRole] = "active"
+			full[ncols+planner.PseudoRole] = ha.RoleActive.String()
 			full[ncols+planner.PseudoOffsetLag] = int64(0)
 			full[ncols+planner.PseudoTimeLag] = int64(0)
 			full[ncols+planner.PseudoPosition] = ""

@@ -9,43 +9,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 )
 
-// Role is what this node does with a task.
-type Role uint8
-
-const (
-	// RoleNone: another node holds the task.
-	RoleNone Role = iota
-	// RoleActive: the node processes the task's input and writes its
-	// changelog.
-	RoleActive
-	// RoleStandby: the node follows the task's changelog into a local
-	// replica, ready to take over.
-	RoleStandby
-	// RoleWarmup: a standby that is catching up before the task moves
-	// to this node.
-	RoleWarmup
-)
-
-func (r Role) String() string {
-	switch r {
-	case RoleActive:
-		return "active"
-	case RoleStandby:
-		return "standby"
-	case RoleWarmup:
-		return "warmup"
-	}
-	return "none"
-}
-
 // Roles are the tasks this node holds, each with its role; a task not
-// in the map is RoleNone. A task is a partition of a table's or view's
+// in the map is ha.RoleNone. A task is a partition of a table's or view's
 // store, named as ha names it.
-type Roles map[materialize.StoreID]Role
+type Roles map[materialize.StoreID]ha.Role
 
 // slot runs one task of a query in the role this node has for it. A role
 // change stops the task and starts it again in the new role; the store
@@ -61,10 +33,11 @@ type slot struct {
 	name  string
 	// run returns the task's loop for a role; nil when the task has
 	// nothing to do in that role.
-	run func(Role) func(context.Context) error
+	run func(ha.Role) func(context.Context) error
 
-	// Owned by Runtime.reconcile, under Runtime.mu.
-	role   Role
+	// Owned by Runtime.reconcile, under Runtime.mu. role is
+	// ha.RoleNone from Runtime.start on.
+	role   ha.Role
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -97,11 +70,14 @@ func (rt *Runtime) SetRoles(roles Roles) {
 }
 
 // roleLocked is the role of key on this node.
-func (rt *Runtime) roleLocked(key materialize.StoreID) Role {
+func (rt *Runtime) roleLocked(key materialize.StoreID) ha.Role {
 	if !rt.mu.rolesSet {
-		return RoleActive
+		return ha.RoleActive
 	}
-	return rt.mu.roles[key]
+	if r, ok := rt.mu.roles[key]; ok {
+		return r
+	}
+	return ha.RoleNone
 }
 
 // reconcileLocked brings q's tasks to their assigned roles. A view's
@@ -117,9 +93,9 @@ func (rt *Runtime) reconcileLocked(q *PersistentQuery) {
 		}
 		want := rt.roleLocked(key)
 		if s.run != nil && s.run(want) == nil {
-			want = RoleNone
+			want = ha.RoleNone
 		}
-		if want == s.role && (s.done != nil || want == RoleNone) {
+		if want == s.role && (s.done != nil || want == ha.RoleNone) {
 			continue
 		}
 		if s.cancel != nil {
@@ -129,7 +105,7 @@ func (rt *Runtime) reconcileLocked(q *PersistentQuery) {
 		}
 		s.role = want
 		s.ts.resetForRole(want)
-		if want == RoleNone {
+		if want == ha.RoleNone {
 			continue
 		}
 		ctx, cancel := context.WithCancel(q.ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -80,7 +81,7 @@ func TestStandbyFailover(t *testing.T) {
 		return rt
 	}
 	// Re-keying stages follow the actives of the view's partitions.
-	roles := func(r Role) Roles {
+	roles := func(r ha.Role) Roles {
 		out := Roles{}
 		for p := int32(0); p < 3; p++ {
 			out[materialize.StoreID{View: view.StoreName(), Partition: p}] = r
@@ -92,8 +93,8 @@ func TestStandbyFailover(t *testing.T) {
 	if _, _, err := kafka.EnsureTopic(ctx, a.Admin(), "orders", 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	a.SetRoles(roles(RoleActive))
-	b.SetRoles(roles(RoleStandby))
+	a.SetRoles(roles(ha.RoleActive))
+	b.SetRoles(roles(ha.RoleStandby))
 	for _, rt := range []*Runtime{a, b} {
 		if err := rt.StartView(plan); err != nil {
 			t.Fatal(err)
@@ -206,7 +207,7 @@ func TestStandbyFailover(t *testing.T) {
 
 	// a goes away; b takes over from its replica.
 	a.Close()
-	b.SetRoles(roles(RoleActive))
+	b.SetRoles(roles(ha.RoleActive))
 	produce(300)
 	waitFor(b, "promoted standby")
 	for _, ts := range q.Tasks {

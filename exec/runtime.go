@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/backoff"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
@@ -183,7 +184,7 @@ type TaskState struct {
 	posCh     chan struct{}
 	ready     chan struct{} // closed once restored the first time
 	readyOnce sync.Once
-	role      atomic.Uint32 // Role on this node
+	role      atomic.Pointer[ha.Role] // on this node; nil is ha.RoleNone
 	// changelogEnd is the end of the task's changelog as last seen.
 	changelogEnd atomic.Int64
 	errors       atomic.Int64 // records skipped since start
@@ -340,25 +341,34 @@ func (t *TaskState) markRestored() {
 	t.readyOnce.Do(func() { close(t.ready) })
 }
 
-// Role is the task's role on this node as reads report it: "active"
-// once an active task has restored its store, "restoring" before;
-// "standby", "warmup", or "none" when another node holds it.
-func (t *TaskState) Role() string {
-	r := Role(t.role.Load())
-	if r == RoleActive && !t.restored.Load() {
-		return "restoring"
+// Role is the task's role on this node as reads report it:
+// ha.RoleActive once an active task has restored its store,
+// ha.RoleRestoring before; ha.RoleStandby, ha.RoleWarmup, or ha.RoleNone
+// when another node holds it.
+func (t *TaskState) Role() ha.Role {
+	r := t.heldRole()
+	if r == ha.RoleActive && !t.restored.Load() {
+		return ha.RoleRestoring
 	}
-	return r.String()
+	return r
+}
+
+// heldRole is the role this node runs the task in.
+func (t *TaskState) heldRole() ha.Role {
+	if r := t.role.Load(); r != nil {
+		return *r
+	}
+	return ha.RoleNone
 }
 
 // Held reports whether this node runs the task in some role.
-func (t *TaskState) Held() bool { return Role(t.role.Load()) != RoleNone }
+func (t *TaskState) Held() bool { return t.heldRole() != ha.RoleNone }
 
 // resetForRole prepares the state for the task to start in role: it is
 // not restored until the new run says so.
-func (t *TaskState) resetForRole(r Role) {
+func (t *TaskState) resetForRole(r ha.Role) {
 	t.restored.Store(false)
-	t.role.Store(uint32(r))
+	t.role.Store(&r)
 }
 
 // LastError is the last error that restarted the task, "" if none.
@@ -469,8 +479,8 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd, maxRecord: limit}
 		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
-			run: func(r Role) func(context.Context) error {
-				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx, r == RoleActive)) }
+			run: func(r ha.Role) func(context.Context) error {
+				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx, r == ha.RoleActive)) }
 			}})
 	}
 	return rt.start(q)
@@ -550,8 +560,8 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			t.maxRecord = limit
 			q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: sp}, rekey: true, ts: ts,
 				name: fmt.Sprintf("%s/rekey/%d", rel.Name, sp),
-				run: func(r Role) func(context.Context) error {
-					if r != RoleActive {
+				run: func(r ha.Role) func(context.Context) error {
+					if r != ha.RoleActive {
 						return nil // re-keying keeps no state to stand by with
 					}
 					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
@@ -571,8 +581,8 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		t.maxRecord = limit
 		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
 			name: fmt.Sprintf("%s/%d", rel.Name, p),
-			run: func(r Role) func(context.Context) error {
-				if r == RoleActive {
+			run: func(r ha.Role) func(context.Context) error {
+				if r == ha.RoleActive {
 					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
 				}
 				return func(ctx context.Context) error {
@@ -653,6 +663,9 @@ func (rt *Runtime) start(q *PersistentQuery) error {
 	}
 	q.ctx, q.cancel = context.WithCancel(rt.ctx)
 	q.setHalts(q.Rel.Halts)
+	for _, s := range q.slots {
+		s.role = ha.RoleNone // not started
+	}
 	rt.mu.queries[name] = q
 	rt.reconcileLocked(q)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -52,8 +53,9 @@ const servingWait = 30 * time.Second
 // lag report.
 type ReplicaState struct {
 	Node string
-	// Role is the assignment's: "active", "standby" or "warmup".
-	Role string
+	// Role is the assignment's: ha.RoleActive, ha.RoleStandby or
+	// ha.RoleWarmup.
+	Role ha.Role
 	// Alive is false when heartbeats say the node is down.
 	Alive bool
 	// Reported is set when the node's last lag report lists the task;
@@ -121,7 +123,7 @@ func localState(node string, ts *TaskState, now time.Time) (ReplicaState, bool) 
 		return ReplicaState{}, false
 	}
 	lag, _ := ts.Lag(now)
-	r := ReplicaState{Node: node, Role: Role(ts.role.Load()).String(), Alive: true, Reported: true,
+	r := ReplicaState{Node: node, Role: ts.heldRole(), Alive: true, Reported: true,
 		State: "RESTORING", OffsetLag: lag, Position: ts.Position()}
 	if ts.restored.Load() {
 		r.State = "RUNNING"
@@ -243,7 +245,7 @@ func describeReplicas(st servingStatus) string {
 		return "no replica"
 	}
 	rs := slices.Clone(st.replicas)
-	slices.SortFunc(rs, func(a, b ReplicaState) int { return strings.Compare(a.Role+a.Node, b.Role+b.Node) })
+	slices.SortFunc(rs, func(a, b ReplicaState) int { return strings.Compare(a.Role.String()+a.Node, b.Role.String()+b.Node) })
 	var out []string
 	for _, r := range rs {
 		state := strings.ToLower(r.State)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -771,7 +772,7 @@ func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
 			for _, t := range append(q.Tasks[:len(q.Tasks):len(q.Tasks)], q.Rekey...) {
 				if e := t.LastError(); e != "" {
 					status, lastErr = "ERROR", e
-				} else if t.Role() == "restoring" && status == "RUNNING" {
+				} else if t.Role() == ha.RoleRestoring && status == "RUNNING" {
 					status = "RESTORING"
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/ha"
 )
 
 // TaskStatus is one task as this node runs it: what SHOW TASKS and the
@@ -20,7 +21,7 @@ type TaskStatus struct {
 	Store     string `json:"store,omitempty"`
 	Partition int32  `json:"partition"`
 	Node      string `json:"node"`
-	// Role is active, standby or warmup.
+	// Role is active, standby or warmup: an ha.Role's wire form.
 	Role string `json:"role"`
 	// State is RESTORING until the task has caught up with its changelog
 	// as it was when the task started, RUNNING after; ERROR while it is
@@ -76,7 +77,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	rels := map[*slot]*PersistentQuery{}
 	for _, q := range rt.mu.queries {
 		for _, s := range q.slots {
-			if s.role != RoleNone {
+			if s.role != ha.RoleNone {
 				slots = append(slots, s)
 				rels[s] = q
 			}
@@ -87,7 +88,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	for _, s := range slots {
 		ts := s.ts
 		st := TaskStatus{Task: s.task(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
-			Role: Role(ts.role.Load()).String(), State: "RUNNING"}
+			Role: ts.heldRole().String(), State: "RUNNING"}
 		if !ts.restored.Load() {
 			st.State = "RESTORING"
 		}
@@ -137,7 +138,7 @@ func (s *Session) clusterTasks(ctx context.Context) ([]TaskStatus, error) {
 func misplacedByRelation(tasks []TaskStatus) map[string]int64 {
 	m := map[string]int64{}
 	for _, t := range tasks {
-		if t.Role == RoleActive.String() {
+		if t.Role == ha.RoleActive.String() {
 			m[strings.ToLower(t.Relation)] += t.Misplaced
 		}
 	}

@@ -12,10 +12,11 @@
 //
 // A task is one partition of one table or view (materialize.StoreID: the
 // relation's store name and a partition, the same name the store has in
-// Pebble and the node's roles have in exec). A view's re-keying stages are not tasks of
-// their own: each runs with the active of a view partition. Its state lives in Pebble on the nodes that hold it, and
-// its changelog partition in Kafka is the truth that state is a prefix
-// of. A node holds a task in one of three roles:
+// Pebble and the node's roles have in exec). A view's re-keying stages
+// are not tasks of their own: each runs with the active of a view
+// partition. Its state lives in Pebble on the nodes that hold it, and its
+// changelog partition in Kafka is the truth that state is a prefix of. A
+// node holds a task in one of three roles:
 //
 //   - active: runs the task, consuming its inputs and writing its
 //     changelog; exactly one per task;
@@ -26,7 +27,10 @@
 //     move to this node once it has caught up (KIP-441). It does not count
 //     as a standby.
 //
-// No node holds a task in two roles.
+// No node holds a task in two roles. Role (role.go) is the one type of a
+// role in basin: the assignment's three, the restoring active reads
+// report, and RoleNone for a task another node holds; exec runs its tasks
+// by it and node reports it.
 //
 // # Layers
 //

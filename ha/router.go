@@ -107,40 +107,6 @@ import (
 	"github.com/basindb/basin/materialize"
 )
 
-// Role is a replica's role as reads report it (the _role pseudo-column).
-type Role string
-
-const (
-	// RoleActive is an active that has restored its store and runs.
-	RoleActive Role = "active"
-	// RoleRestoring is an active still restoring its store from the
-	// changelog.
-	RoleRestoring Role = "restoring"
-	// RoleStandby is a standby replica.
-	RoleStandby Role = "standby"
-	// RoleWarmup is a warm-up replica (see NodeTasks.Warmup).
-	RoleWarmup Role = "warmup"
-)
-
-// rank orders roles for ties and messages: active, restoring, standby,
-// warm-up, anything else.
-func (r Role) rank() int {
-	switch r {
-	case RoleActive:
-		return 0
-	case RoleRestoring:
-		return 1
-	case RoleStandby:
-		return 2
-	case RoleWarmup:
-		return 3
-	}
-	return 4
-}
-
-// isActive reports whether r is the partition's active, running or not.
-func (r Role) isActive() bool { return r == RoleActive || r == RoleRestoring }
-
 // ReadFrom is the basin.read_from setting: which replicas a read may use,
 // and in which order.
 type ReadFrom string

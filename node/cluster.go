@@ -260,8 +260,8 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	mine := a.Nodes[c.n.id]
 	for _, set := range []struct {
 		ids  []materialize.StoreID
-		role exec.Role
-	}{{mine.Active, exec.RoleActive}, {mine.Standby, exec.RoleStandby}, {mine.Warmup, exec.RoleWarmup}} {
+		role ha.Role
+	}{{mine.Active, ha.RoleActive}, {mine.Standby, ha.RoleStandby}, {mine.Warmup, ha.RoleWarmup}} {
 		for _, id := range set.ids {
 			roles[id] = set.role
 		}
@@ -394,7 +394,7 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 	var out []exec.TaskStatus
 	for _, r := range reports {
 		for _, t := range r {
-			if t.Role == exec.RoleActive.String() && t.Store != "" {
+			if t.Role == ha.RoleActive.String() && t.Store != "" {
 				t.MissingStandbys = a.Shortfall[materialize.StoreID{View: t.Store, Partition: t.Partition}]
 			}
 			out = append(out, t)
@@ -416,10 +416,10 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 }
 
 func roleRank(r string) int {
-	switch r {
-	case "active":
+	switch ha.Role(r) {
+	case ha.RoleActive:
 		return 0
-	case "standby":
+	case ha.RoleStandby:
 		return 1
 	}
 	return 2
@@ -431,8 +431,8 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 	var out []exec.TaskStatus
 	for _, set := range []struct {
 		ids  []materialize.StoreID
-		role exec.Role
-	}{{nt.Active, exec.RoleActive}, {nt.Standby, exec.RoleStandby}, {nt.Warmup, exec.RoleWarmup}} {
+		role ha.Role
+	}{{nt.Active, ha.RoleActive}, {nt.Standby, ha.RoleStandby}, {nt.Warmup, ha.RoleWarmup}} {
 		for _, k := range set.ids {
 			rel, _, _ := strings.Cut(k.View, "@")
 			if r, ok := c.n.cat.Lookup(rel); ok {

@@ -148,8 +148,9 @@
 //     keys and values in their key_format and value_format);
 //   - sql (Postgres-flavoured parsing), planner (plans), materialize
 //     (Pebble stores);
-//   - exec (tasks and pull queries), ha (cluster membership, failure
-//     detection, routing and replica selection decisions);
+//   - ha (cluster membership, failure detection, routing and replica
+//     selection decisions; Role, the one type of a replica's role);
+//   - exec (tasks and pull queries; it imports ha for Role only);
 //   - pgwire (the Postgres protocol), node (this package), cmd/basin
 //     (flags).
 package node

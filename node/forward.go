@@ -353,14 +353,14 @@ func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]exec.ReplicaStat
 		if ri.Node == f.c.n.id {
 			continue // the runtime knows its own
 		}
-		r := exec.ReplicaState{Node: ri.Node, Role: string(ri.Role), Alive: true}
+		r := exec.ReplicaState{Node: ri.Node, Role: ri.Role, Alive: true}
 		if ctl != nil {
 			if l, ok := ctl.live.Get(ri.Node, now); ok {
 				r.Alive = l.Alive
 			}
 			if lr, ok := ctl.lagOf(ri.Node); ok {
 				for _, t := range lr.Tasks {
-					if t.Task == task && t.Role == r.Role {
+					if t.Task == task && t.Role == r.Role.String() {
 						r.Reported, r.State, r.OffsetLag, r.Position = true, t.State, t.OffsetLag, lr.positions[t.Task]
 					}
 				}
@@ -427,7 +427,7 @@ func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *
 						continue
 					}
 					ri.LagKnown, ri.OffsetLag, ri.TimeLagMs, ri.LagAge = true, t.OffsetLag, t.TimeLagMs, now.Sub(lr.Received)
-					if t.Role == "active" && t.State == "RESTORING" {
+					if t.Role == ha.RoleActive.String() && t.State == "RESTORING" {
 						ri.Role = ha.RoleRestoring
 					}
 					if pos, ok := lr.positions[t.Task]; ok {
@@ -439,7 +439,7 @@ func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *
 		out = append(out, ri)
 	}
 	if l := req.Local; l != nil {
-		out = append(out, ha.ReplicaInfo{Node: f.c.n.id, Role: ha.Role(l.Role), Alive: true, LagKnown: true,
+		out = append(out, ha.ReplicaInfo{Node: f.c.n.id, Role: l.Role, Alive: true, LagKnown: true,
 			OffsetLag: l.OffsetLag, TimeLagMs: l.TimeLagMs, Position: l.Position})
 	}
 	return out
