@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
@@ -56,13 +55,24 @@ func haltedError(h catalog.Halt) error {
 	return fmt.Errorf("%w", &TruncatedError{Topic: h.Topic, Partition: h.Partition, Offset: h.Offset, End: h.End, msg: h.Error})
 }
 
+// running returns the running query of rel's version. It takes no
+// lock: tasks call it as they start, and a role change holds the
+// runtime's lock while it waits for a task to stop.
+func (rt *Runtime) running(rel *catalog.Relation) (*PersistentQuery, bool) {
+	v, ok := rt.byStore.Load(rel.StoreName())
+	if !ok {
+		return nil, false
+	}
+	return v.(*PersistentQuery), true
+}
+
 // halts returns the halts of rel the runtime knows (Alter keeps them
 // current), nil when it runs no query of rel's version.
 func (rt *Runtime) halts(rel *catalog.Relation) []catalog.Halt {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if q, ok := rt.mu.queries[strings.ToLower(rel.Name)]; ok && q.Rel.Version == rel.Version {
-		return q.halts
+	if q, ok := rt.running(rel); ok {
+		if h := q.halts.Load(); h != nil {
+			return *h
+		}
 	}
 	return nil
 }
@@ -73,16 +83,14 @@ func (rt *Runtime) halts(rel *catalog.Relation) []catalog.Halt {
 // resumed continue at their next start (a stopped task tries again
 // within seconds).
 func (rt *Runtime) Alter(rel *catalog.Relation) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if q, ok := rt.mu.queries[strings.ToLower(rel.Name)]; ok && q.Rel.Version == rel.Version {
+	if q, ok := rt.running(rel); ok {
 		q.setHalts(rel.Halts)
 	}
 }
 
 // setHalts records halts and marks the task states they stop.
 func (q *PersistentQuery) setHalts(halts []catalog.Halt) {
-	q.halts = halts
+	q.halts.Store(&halts)
 	stopped := make(map[int32]bool)
 	anySource := false
 	for _, h := range halts {
@@ -200,8 +208,6 @@ func remedy(rel *catalog.Relation, rekeys bool) string {
 // rekeys reports whether rel is a view that re-keys its source, as the
 // runtime runs it.
 func (rt *Runtime) rekeys(rel *catalog.Relation) bool {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	q, ok := rt.mu.queries[strings.ToLower(rel.Name)]
+	q, ok := rt.running(rel)
 	return ok && q.Plan != nil && q.Plan.Repartition
 }

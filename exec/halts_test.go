@@ -69,7 +69,7 @@ func TestTakeResumeOnce(t *testing.T) {
 	rel := &catalog.Relation{Name: "v", Version: 3}
 	q := &PersistentQuery{Rel: rel}
 	q.setHalts([]catalog.Halt{{Topic: "src", Partition: 0, Offset: 5, End: 2, Resumed: 9}})
-	rt.mu.queries = map[string]*PersistentQuery{"v": q}
+	rt.byStore.Store(rel.StoreName(), q)
 
 	var cp materialize.Checkpoint
 	if got := rt.takeResume(rel, &cp, "src", 0, 5, true); got != 2 {

@@ -99,6 +99,9 @@ type Runtime struct {
 	}
 	// pause notices that the process did not run for a while (pause.go).
 	pause *pauseWatch
+	// byStore is every started query by store name, for what its tasks
+	// look up without the lock (halts.go): *PersistentQuery.
+	byStore sync.Map
 	// observer is told of every finished pull query (metrics); read
 	// without the lock on every query.
 	observer atomic.Pointer[func(PullStats)]
@@ -124,9 +127,10 @@ type PersistentQuery struct {
 	codec       *serde.Codec
 	stores      []*materialize.Store // by partition
 
-	// halts are Rel's halts as the catalog has them now (Alter);
-	// guarded by the runtime's mu.
-	halts []catalog.Halt
+	// halts are Rel's halts as the catalog has them now (Alter). Tasks
+	// read them as they start, without the runtime's lock: the lock is
+	// held while a role change waits for a task to stop (halts.go).
+	halts atomic.Pointer[[]catalog.Halt]
 }
 
 // handles returns the relation's record codec and its stores' handles.
@@ -663,6 +667,7 @@ func (rt *Runtime) start(q *PersistentQuery) error {
 	}
 	q.ctx, q.cancel = context.WithCancel(rt.ctx)
 	q.setHalts(q.Rel.Halts)
+	rt.byStore.Store(q.Rel.StoreName(), q)
 	for _, s := range q.slots {
 		s.role = ha.RoleNone // not started
 	}
@@ -736,6 +741,7 @@ func (rt *Runtime) Stop(name string) {
 	if ok {
 		q.cancel()
 		q.wg.Wait()
+		rt.byStore.CompareAndDelete(q.Rel.StoreName(), q)
 	}
 }
 
