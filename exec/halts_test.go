@@ -93,3 +93,32 @@ func TestTakeResumeOnce(t *testing.T) {
 		t.Fatalf("a waiting halt: %v, want its error", err)
 	}
 }
+
+// TestHaltsWithoutTheLock: what a task calls as it starts or fails
+// (checkHalt, takeResume, rekeys, Alter's halts) must not wait for the
+// runtime's lock, which a role change holds while it waits for that
+// task to stop: with the lock held, each returns.
+func TestHaltsWithoutTheLock(t *testing.T) {
+	rt := &Runtime{}
+	rt.log = slog.New(slog.DiscardHandler)
+	rel := &catalog.Relation{Name: "v", Version: 3}
+	q := &PersistentQuery{Rel: rel}
+	q.setHalts([]catalog.Halt{{Topic: "src", Partition: 0, Offset: 5, End: 2, Error: "lost"}})
+	rt.byStore.Store(rel.StoreName(), q)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rt.checkHalt(rel, "src", 0)
+		var cp materialize.Checkpoint
+		rt.takeResume(rel, &cp, "src", 0, 5, true)
+		rt.rekeys(rel)
+		rt.Alter(rel)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a task's halt checks wait for the runtime's lock: a role change waiting for the task would deadlock")
+	}
+}
