@@ -8,9 +8,18 @@
 // (backoff.go: jittered, doubling, reset by a healthy run); a panic in a
 // task is a failure of that task, logged with its stack (internal/safe).
 //
-//   - tableTask materializes a source table: it reads the table's topic into
-//     the store; the topic is its own changelog.
-//   - viewTask maintains a view partition. Per batch of input records it
+// Each kind of task has a file: a task is a run(ctx) error that a slot
+// starts in the role the node has for its partition (roles.go), reading
+// its input with the helpers of tasks.go (consumers that never reset an
+// offset, the resume offset and its truncation checks, polling with the
+// input's end, restore from the changelog, the record limits) and
+// leaving its checkpoint in its store; the batches it produces come from
+// arenas (arena.go). A new operator is a new file of that shape.
+//
+//   - tableTask (tabletask.go) materializes a source table: it reads the
+//     table's topic into the store; the topic is its own changelog.
+//   - viewTask (viewtask.go, with its group cache in groupcache.go)
+//     maintains a view partition. Per batch of input records it
 //     opens a Kafka transaction, writes every changed row to the view's
 //     changelog, skipped records to the processing log and a marker
 //     record carrying the input offsets and position, and commits. Only
@@ -21,9 +30,10 @@
 //     transactional epoch), replays the changelog from its checkpoint to
 //     the end (restore), and resumes its input from the offsets of the
 //     last committed marker.
-//   - rekeyTask re-keys a source partition into the repartition topic for
-//     views grouped by something other than the source key. It is not
-//     transactional: each record carries its source partition and offset,
+//   - rekeyTask (rekeytask.go) re-keys a source partition into the
+//     repartition topic for views grouped by something other than the
+//     source key. It is not transactional: each record carries its source
+//     partition and offset,
 //     and a view task drops a record whose offset its position already
 //     covers, so records re-sent after a crash are counted once. After each
 //     batch it writes a position marker to every repartition partition,

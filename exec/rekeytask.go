@@ -1,0 +1,230 @@
+package exec
+
+// The re-keying task: for a view whose key differs from its source's,
+// one per source partition writes each record to the view partition of
+// its new key through the repartition topic (see rekeyTask).
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
+)
+
+// rekeyTask re-keys one source partition of a view into the repartition
+// topic. It is not transactional: after a crash it resumes from its last
+// committed offset and may send records again; the view tasks drop those
+// by position (a record whose source offset is below the position already
+// reflected is a duplicate). After each batch it writes a marker with its
+// progress to every repartition partition, so that every view partition
+// can prove which source offsets it has seen even when no record of this
+// source partition reached it.
+//
+// Like viewTask's, its per-record path decodes into and evaluates into
+// buffers of the task, and carves what a record keeps from blocks of the
+// batch (recordArena).
+type rekeyTask struct {
+	rt     *Runtime
+	state  *TaskState
+	ends   *sourceEnds // shared with the view's tasks, for their lag
+	plan   *planner.ViewPlan
+	sp     int32
+	codec  *serde.Codec
+	filter Expr
+	group  []Expr
+	env    *Env
+	keyT   []catalog.Type
+	keyN   []string
+	out    string // the repartition topic
+	// maxRecord is the largest record the repartition topic takes
+	// (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
+	// Scratch space of one record: its row, GROUP BY values and view key.
+	row    catalog.Row
+	groups []any
+	key    []any
+}
+
+func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
+	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &Env{},
+		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
+	if plan.Filter != nil {
+		t.filter = Compile(plan.Filter)
+	}
+	for _, g := range plan.GroupBy {
+		t.group = append(t.group, Compile(g))
+	}
+	for _, c := range plan.View.Schema.Columns {
+		if c.Key {
+			t.keyT = append(t.keyT, c.Type)
+			t.keyN = append(t.keyN, c.Name)
+		}
+	}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.groups = make([]any, len(t.group))
+	t.key = make([]any, len(plan.KeyGroup))
+	return t
+}
+
+func (t *rekeyTask) run(ctx context.Context) error {
+	rt, plan := t.rt, t.plan
+	view, src := plan.View, plan.Source
+	group := view.RekeyGroup(rt.opts.Cluster)
+	out := t.out
+	start := kgo.NewOffset().AtStart()
+	offs, err := rt.adm.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		err = nil // nothing committed yet
+	}
+	if err != nil {
+		return fmt.Errorf("reading offsets of %s: %w", group, err)
+	}
+	if err := rt.checkHalt(view, src.Topic, t.sp); err != nil {
+		return err
+	}
+	var guard inputGuard
+	if o, ok := offs.Lookup(src.Topic, t.sp); ok && o.Err == nil && o.At >= 0 {
+		if start, err = rt.resumeAt(ctx, view, src.Topic, t.sp, o.At, true); err != nil {
+			return err
+		}
+		guard.expect(src.Topic, o.At)
+	}
+	cons, err := rt.consumer(fmt.Sprintf("%s-rekey-%d", view.Name, t.sp), src.Topic, t.sp, start, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	prod, err := rt.client(fmt.Sprintf("%s-rekey-%d-out", view.Name, t.sp), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	if ends, err := kafka.EndOffsets(ctx, rt.adm, src.Topic); err == nil {
+		t.ends.ends[t.sp].Store(ends[t.sp])
+	}
+	t.state.markRestored()
+	for {
+		fetches, ok, err := rt.poll(ctx, cons, &t.ends.ends[t.sp])
+		if !ok {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, view, topic, sp, next)
+		}
+		b := &rekeyBatch{next: -1, recs: make([]*kgo.Record, 0, fetches.NumRecords()+int(view.Partitions))}
+		fetches.EachRecord(func(r *kgo.Record) { t.add(b, r) })
+		recs := b.recs
+		for vp := int32(0); vp < view.Partitions; vp++ {
+			recs = append(recs, &kgo.Record{Topic: out, Partition: vp,
+				Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, b.next)}}})
+		}
+		recs = append(recs, b.bad...)
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing to %s: %w", out, err)
+		}
+		var commit kadmOffsets
+		commit.add(src.Topic, t.sp, b.next)
+		if err := commit.commit(ctx, rt, group); err != nil {
+			return err
+		}
+	}
+}
+
+// appendSrc appends what encodeSrc returns to dst.
+func appendSrc(dst []byte, partition int32, offset int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(partition))
+	return binary.BigEndian.AppendUint64(dst, uint64(offset))
+}
+
+// rekeyBatch is the output of one batch of source records: their
+// re-keyed records, the records skipped, and the source offset after
+// them.
+type rekeyBatch struct {
+	recs, bad []*kgo.Record
+	next      int64
+	arena     recordArena // recs and what they hold
+}
+
+// add re-keys one source record into b.
+func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
+	b.next = r.Offset + 1
+	if r.Attrs.IsControl() {
+		return
+	}
+	rec, err := t.rekey(&b.arena, r)
+	if err == nil && rec != nil {
+		err = tooLarge(t.maxRecord, rec, t.out)
+	}
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+		return
+	}
+	if rec != nil {
+		b.recs = append(b.recs, rec)
+	}
+}
+
+// rekey returns the repartition record of a source record, made in a;
+// nil when the filter drops it.
+func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
+	row := t.row
+	tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
+	if err != nil || tombstone {
+		return nil, err
+	}
+	if t.filter != nil {
+		keep, err := t.filter(row, t.env)
+		if err != nil {
+			return nil, err
+		}
+		if !Truthy(keep) {
+			return nil, nil
+		}
+	}
+	for i, g := range t.group {
+		if t.groups[i], err = g(row, t.env); err != nil {
+			return nil, err
+		}
+	}
+	for i, g := range t.plan.KeyGroup {
+		t.key[i] = t.groups[g]
+	}
+	buf := a.bytes.begin()
+	start := len(buf)
+	buf, null, err := serde.AppendKey(buf, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
+	if err != nil {
+		return nil, err
+	}
+	var kb []byte // nil: a null key
+	if !null {
+		kb = a.bytes.end(buf, start)
+	}
+	buf = a.bytes.begin()
+	start = len(buf)
+	if buf, err = materialize.AppendRow(buf, row); err != nil {
+		return nil, err
+	}
+	v := a.bytes.end(buf, start)
+	buf = a.bytes.begin()
+	start = len(buf)
+	src := a.bytes.end(appendSrc(buf, t.sp, r.Offset), start)
+	rec := a.record()
+	rec.Topic = t.out
+	rec.Partition = kafka.Partition(kb, t.plan.View.Partitions)
+	rec.Key, rec.Value = kb, v
+	rec.Timestamp = r.Timestamp
+	rec.Headers = a.header(headerSource, src)
+	return rec, nil
+}

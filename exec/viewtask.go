@@ -1,0 +1,834 @@
+package exec
+
+// The view task: the active replica of a view partition applies its
+// input to the store and writes the changes to the changelog in one
+// transaction per batch (see viewTask).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
+)
+
+// sourcesBehind reports whether a source end the re-keying tasks saw
+// is below the view task's position: behindPosition is then worth
+// asking.
+func (t *viewTask) sourcesBehind(pos materialize.Position) bool {
+	src := t.state.sources
+	if src == nil {
+		return false
+	}
+	for sp := range src.ends {
+		end := src.ends[sp].Load()
+		if seen, ok := pos.Get(src.topic, int32(sp)); ok && end > 0 && end < seen {
+			return true
+		}
+	}
+	return false
+}
+
+// viewTask maintains one partition of a view: it reads its input (the
+// source partition, or the repartition partition), updates the view's
+// rows and aggregate state, and in one Kafka transaction writes the
+// changed rows to the changelog, skipped records to the processing log
+// and a marker with the input offsets and position. Only after the
+// commit succeeds does it apply the same changes to Pebble, so the store
+// is always a prefix of the committed changelog.
+//
+// The per-record path allocates little beyond the values it decodes and
+// the aggregates it boxes: a record is decoded into, and its group and
+// key evaluated into, buffers of the task that the next record reuses;
+// what a transaction keeps (changed rows, their keys, encoded values,
+// changelog records) is carved from blocks of the batch. A group's state
+// is read from the store only the first time it changes since the task
+// started (see groupCache).
+type viewTask struct {
+	rt     *Runtime
+	plan   *planner.ViewPlan
+	state  *TaskState
+	codec  *serde.Codec
+	filter Expr
+	group  []Expr
+	output []Expr
+	having Expr
+	agg    *Aggregator
+	env    *Env
+	// input is the topic the task reads (the source's or the repartition
+	// topic); srcTopic is the source's, in which positions are kept.
+	input, srcTopic string
+	// fwd is the topic misplaced records are forwarded through, which the
+	// task reads too, and place finds them; "" and nil for a view that
+	// re-keys, where every record goes to its partition.
+	fwd   string
+	place *placement
+	// maxRecord is the largest record the changelog and forwarding
+	// topics take (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
+	// rowCanFail is whether evaluating the select list or HAVING over a
+	// group's state can fail, which apply must then find out per record.
+	rowCanFail bool
+	// cache holds the committed state of the groups last changed; run
+	// starts it empty.
+	cache groupCache
+
+	// Scratch space of one record (process, apply) or one row's value
+	// (values): what it holds is dead once that is done. run is never
+	// called concurrently with itself, so one set serves.
+	row        catalog.Row // the input row
+	keyVals    []any       // its source key, in key order
+	groups     []any       // its GROUP BY values
+	key        []any       // its view key
+	keyBuf     []byte      // key, encoded
+	prevState  []any       // a group's state before the record, to undo it
+	prevGroups []any
+	aggRow     catalog.Row // groups and aggregate results (viewRow)
+	out        catalog.Row // the view row (viewRow)
+	stored     []any       // the values of a stored row (values)
+	changes    map[string]*pending
+	order      []*pending
+}
+
+func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
+	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &Env{},
+		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
+	if plan.Repartition {
+		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
+	} else {
+		t.fwd = plan.View.RepartitionTopic(rt.opts.Cluster)
+		t.place = newPlacement(plan.View, t.codec, ts.Partition)
+	}
+	if plan.Filter != nil {
+		t.filter = Compile(plan.Filter)
+	}
+	for _, g := range plan.GroupBy {
+		t.group = append(t.group, Compile(g))
+	}
+	for _, o := range plan.Output {
+		t.output = append(t.output, Compile(o))
+		switch o.(type) {
+		case *planner.ColRef, *planner.Const:
+		default:
+			t.rowCanFail = true
+		}
+	}
+	if plan.Having != nil {
+		t.having = Compile(plan.Having)
+		t.rowCanFail = true
+	}
+	if plan.Grouped {
+		t.agg = NewAggregator(plan.Aggs)
+	}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.keyVals = make([]any, len(t.codec.KeyIndex()))
+	t.groups = make([]any, len(t.group))
+	t.key = make([]any, len(plan.KeyGroup))
+	t.changes = make(map[string]*pending)
+	return t
+}
+
+// reset readies the task for a run from cp, its store's checkpoint once
+// restored: the store may have changed since the last run (restored, or
+// written as a standby), so nothing cached from it holds. A store that
+// has never committed a changelog offset is empty.
+func (t *viewTask) reset(cp materialize.Checkpoint) {
+	t.cache = groupCache{size: t.cache.size, complete: cp.ChangelogOffset == 0}
+}
+
+// pending is a changed view row within one transaction.
+type pending struct {
+	key     []byte
+	skey    string       // key, as the key of viewBatch.changes and groupCache
+	groups  []any        // group values (grouped views)
+	state   []any        // aggregate state (grouped views)
+	cached  *cachedGroup // what the cache holds of the group; nil if nothing
+	row     catalog.Row
+	deleted bool
+}
+
+// viewBatch is the work of one transaction: the input position it
+// reaches, the changed view rows in the order first changed, and the
+// records skipped.
+type viewBatch struct {
+	next      materialize.Checkpoint
+	inputNext int64 // the input offset after the last record read
+	fwdNext   int64 // the same in the forwarding topic
+	changes   map[string]*pending
+	order     []*pending
+	bad       []*kgo.Record
+	// forward are the misplaced records read, made for the partitions
+	// of their keys (placement).
+	forward []*kgo.Record
+	// pendings is the block the entries of changes come from; arena
+	// holds their keys, values and changelog records.
+	pendings []pending
+	arena    recordArena
+}
+
+// newBatch starts a transaction from checkpoint cp. It reuses the map and
+// list of the task's previous batch, which must be done with.
+func (t *viewTask) newBatch(cp materialize.Checkpoint) *viewBatch {
+	clear(t.changes)
+	clear(t.order)
+	return &viewBatch{next: cp.Clone(), inputNext: -1, fwdNext: -1, changes: t.changes, order: t.order[:0]}
+}
+
+func (b *viewBatch) newPending() *pending {
+	if len(b.pendings) == cap(b.pendings) {
+		b.pendings = make([]pending, 0, arenaRecords)
+	}
+	b.pendings = b.pendings[:len(b.pendings)+1]
+	return &b.pendings[len(b.pendings)-1]
+}
+
+func (t *viewTask) run(ctx context.Context) error {
+	rt, plan, p := t.rt, t.plan, t.state.Partition
+	view := plan.View
+	changelog := view.ChangelogTopic(rt.opts.Cluster)
+	store := rt.opts.DB.Store(materialize.StoreID{View: view.StoreName(), Partition: p})
+	prod, err := rt.client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(append(kafka.ProducerOpts(),
+		kgo.TransactionalID(view.TransactionalID(rt.opts.Cluster, p)),
+		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
+	), batchMax(t.maxRecord)...)...)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	if err := fence(ctx, prod, changelog, p); err != nil {
+		return fmt.Errorf("fencing earlier instances of task %s/%d: %w", view.Name, p, err)
+	}
+	cp, err := rt.restore(ctx, store, changelog, p)
+	if err != nil {
+		return err
+	}
+	t.reset(cp)
+	input := t.input
+	offs := map[string]map[int32]kgo.Offset{}
+	var guard inputGuard
+	if plan.Repartition {
+		if err := rt.checkHalts(view, t.srcTopic); err != nil {
+			return err
+		}
+	}
+	for _, topic := range []string{input, t.fwd} {
+		if topic == "" {
+			continue
+		}
+		if err := rt.checkHalt(view, topic, p); err != nil {
+			return err
+		}
+		next, applied := cp.Input[topic][p]
+		if n := rt.takeResume(view, &cp, topic, p, next, applied); n != next {
+			next = n
+			setOffset(&cp.Input, topic, p, n)
+			if _, ok := cp.Position.Get(topic, p); ok {
+				cp.Position[topic][p] = n
+			}
+		}
+		from, err := rt.resumeAt(ctx, view, topic, p, next, applied)
+		if err != nil {
+			return err
+		}
+		offs[topic] = map[int32]kgo.Offset{p: from}
+		if applied {
+			guard.expect(topic, next)
+		}
+	}
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	if cp.Position == nil {
+		cp.Position = materialize.Position{}
+	}
+	if n, ok := cp.Input[input][p]; ok {
+		t.state.inputNext.Store(n)
+	}
+	ends, err := kafka.EndOffsets(ctx, rt.adm, input)
+	if err != nil {
+		return err
+	}
+	t.state.inputEnd.Store(ends[p])
+	if t.fwd != "" {
+		t.state.fwdNext.Store(cp.Input[t.fwd][p])
+		ends, err := kafka.EndOffsets(ctx, rt.adm, t.fwd)
+		if err != nil {
+			return err
+		}
+		t.state.fwdEnd.Store(ends[p])
+	}
+	if plan.Repartition {
+		if err := rt.behindPosition(ctx, view, t.srcTopic, cp.Position); err != nil {
+			return err
+		}
+	}
+	t.state.applied(cp.UpdatedAt)
+	t.state.publishPosition(cp.Position.Clone())
+	t.state.markRestored()
+
+	for {
+		fetches, ok, err := rt.pollInputs(ctx, cons, t.state, t.fwd)
+		if !ok {
+			return err
+		}
+		if t.sourcesBehind(cp.Position) {
+			if err := rt.behindPosition(ctx, view, t.srcTopic, cp.Position); err != nil {
+				return err
+			}
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, view, topic, sp, next)
+		}
+		t.state.pending(fetches)
+		b := t.newBatch(cp)
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr == nil {
+				perr = t.process(store, b, r)
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		vals, err := t.values(b)
+		if err != nil {
+			return err
+		}
+		if t.oversize(changelog, b, vals) != nil {
+			// A record makes a changelog or forwarded record larger
+			// than its topic takes: find it by committing the
+			// records one by one, skipping it into the processing
+			// log, rather than fail the batch for good.
+			if err := t.commitEach(ctx, prod, store, changelog, fetches, &cp); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := t.commit(ctx, prod, store, changelog, b, vals); err != nil {
+			return err
+		}
+		t.committed(b, &cp)
+	}
+}
+
+// committed makes b, just committed, the task's checkpoint cp and
+// publishes what it reached.
+func (t *viewTask) committed(b *viewBatch, cp *materialize.Checkpoint) {
+	p := t.state.Partition
+	*cp = b.next
+	t.state.publishPosition(cp.Position.Clone())
+	t.state.inputNext.Store(cp.Input[t.input][p])
+	if t.fwd != "" {
+		t.state.fwdNext.Store(cp.Input[t.fwd][p])
+	}
+	t.state.applied(cp.UpdatedAt)
+	t.state.errors.Add(int64(len(b.bad)))
+	t.state.misplaced.Add(int64(len(b.forward)))
+}
+
+// commitEach processes and commits the records of fetches one
+// transaction each. A record whose changes would write a record larger
+// than its topic takes is skipped into the processing log: its
+// transaction writes no changes, only the log entry and the offsets
+// past it.
+func (t *viewTask) commitEach(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
+	fetches kgo.Fetches, cp *materialize.Checkpoint) error {
+	var err error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if err != nil {
+			return
+		}
+		b := t.newBatch(*cp)
+		if err = t.process(store, b, r); err != nil {
+			return
+		}
+		var vals [][]byte
+		if vals, err = t.values(b); err != nil {
+			return
+		}
+		if big := t.oversize(changelog, b, vals); big != nil {
+			clear(b.changes)
+			b.order, b.forward, vals = b.order[:0], nil, nil
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, t.sourceOf(r), big))
+		}
+		if err = t.commit(ctx, prod, store, changelog, b, vals); err != nil {
+			return
+		}
+		t.committed(b, cp)
+	})
+	return err
+}
+
+// oversize returns why a record b writes is larger than its topic
+// takes, nil if none is.
+func (t *viewTask) oversize(changelog string, b *viewBatch, vals [][]byte) error {
+	if t.maxRecord <= 0 {
+		return nil
+	}
+	for i, e := range b.order {
+		if n := len(e.key) + len(vals[i]) + recordOverhead; n > t.maxRecord {
+			return recordTooLarge(n, t.maxRecord, changelog)
+		}
+	}
+	for _, r := range b.forward {
+		if err := tooLarge(t.maxRecord, r, t.fwd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceOf returns the source record an input record stands for, as a
+// skip is logged: the record itself when read from the source, else the
+// source partition and offset of its header, with its key (and, for a
+// forwarded record, its value, which are the source record's).
+func (t *viewTask) sourceOf(r *kgo.Record) *kgo.Record {
+	if r.Topic == t.srcTopic {
+		return r
+	}
+	v, _ := hasHeader(r, headerSource)
+	sp, off, err := decodeSrc(v)
+	if err != nil {
+		return r
+	}
+	src := &kgo.Record{Topic: t.srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key}
+	if !t.plan.Repartition {
+		src.Value = r.Value
+	}
+	return src
+}
+
+// process applies one input record to the batch. A record that cannot be
+// applied for its data is skipped into b.bad; an error is the task's, and
+// ends it.
+func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record) error {
+	rt, plan, view, p := t.rt, t.plan, t.plan.View, t.state.Partition
+	srcTopic := t.srcTopic
+	forwarded := t.fwd != "" && r.Topic == t.fwd
+	if forwarded {
+		b.fwdNext = r.Offset + 1
+	} else {
+		b.inputNext = r.Offset + 1
+	}
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	var row catalog.Row
+	var sp int32 // the source partition and offset of a re-keyed or forwarded record
+	var off int64
+	src := r // the source record, as skips are logged
+	if forwarded {
+		v, _ := hasHeader(r, headerSource)
+		var err error
+		if sp, off, err = decodeSrc(v); err != nil {
+			return fmt.Errorf("forwarded record at %s/%d@%d: %w", t.fwd, p, r.Offset, err)
+		}
+		src = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	}
+	if plan.Repartition {
+		if v, ok := hasHeader(r, headerMarker); ok {
+			sp, off, err := decodeSrc(v)
+			if err != nil {
+				return err
+			}
+			b.next.Position.Advance(srcTopic, sp, off)
+			return nil
+		}
+		v, _ := hasHeader(r, headerSource)
+		var err error
+		if sp, off, err = decodeSrc(v); err != nil {
+			return err
+		}
+		if seen, ok := b.next.Position.Get(srcTopic, sp); ok && off < seen {
+			return nil // re-sent by a restarted re-keying task
+		}
+		b.next.Position.Advance(srcTopic, sp, off+1)
+		if row, err = materialize.DecodeRowInto(t.row, r.Value); err != nil {
+			return fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", t.input, p, r.Offset, err)
+		}
+		t.row = row
+	} else {
+		if !forwarded {
+			// A forwarded record moves no position: a position covers a
+			// partition's records of the keys that belong to it.
+			b.next.Position.Advance(srcTopic, p, r.Offset+1)
+		}
+		row = t.row[:len(plan.Source.Schema.Columns)]
+		tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
+		if err != nil {
+			b.bad = append(b.bad, rt.badRecord(view, src, err))
+			return nil
+		}
+		if !forwarded {
+			if q, misplaced := t.place.owner(r.Key, row); misplaced {
+				b.forward = append(b.forward, forwardRecord(&b.arena, t.fwd, q, r))
+				return nil
+			}
+		}
+		keyVals := t.keyVals
+		for i, k := range t.codec.KeyIndex() {
+			keyVals[i] = row[k]
+		}
+		if plan.Source.Kind == catalog.KindTable && slices.Contains(keyVals, nil) {
+			// The table skips it (tableTask): a record without a key
+			// names none of its rows, so it changes none of the view's.
+			b.bad = append(b.bad, rt.badRecord(view, src, pgerr.New(pgerr.NullValueNotAllowedDataException,
+				"record has a NULL key, and table %s keeps a row per key", plan.Source.Name)))
+			return nil
+		}
+		if tombstone {
+			if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+				t.remove(store, b, keyVals)
+			}
+			return nil
+		}
+		if t.filter != nil {
+			keep, err := t.filter(row, t.env)
+			if err != nil {
+				b.bad = append(b.bad, rt.badRecord(view, src, err))
+				return nil
+			}
+			if !Truthy(keep) {
+				if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+					t.remove(store, b, keyVals)
+				}
+				return nil
+			}
+		}
+		if plan.Grouped && slices.Contains(keyVals, nil) {
+			// Grouped by the source key without re-keying, a group
+			// lives in the partition its key hashes to; a record
+			// without a key has none, and counting it where it
+			// landed would make one NULL group per partition.
+			b.bad = append(b.bad, rt.badRecord(view, src, pgerr.New(pgerr.NullValueNotAllowedDataException,
+				"record has a NULL key, and view %s groups by the key of %s without re-keying", view.Name, plan.Source.Name)))
+			return nil
+		}
+	}
+	b.next.UpdatedAt = r.Timestamp
+	err := t.apply(store, b, row)
+	if err == nil {
+		return nil
+	}
+	if !isDataError(err) {
+		return err
+	}
+	logged := src // the record a skip is logged as
+	if plan.Repartition {
+		// A skip is logged as the source record the re-keyed one stands
+		// for, in the source's formats, not as the internal repartition
+		// record.
+		logged = &kgo.Record{Topic: srcTopic, Partition: sp, Offset: off, Timestamp: r.Timestamp}
+		logged.Key, logged.Value, _ = t.codec.Encode(row)
+	}
+	b.bad = append(b.bad, rt.badRecord(view, logged, err))
+	return nil
+}
+
+// fence begins and aborts a transaction under the task's transactional id.
+// Initializing the id bumps its epoch, which fences any earlier instance
+// of the task (a zombie on a node thought dead) and aborts its open
+// transaction, so the changelog's end is stable before restore reads it.
+func fence(ctx context.Context, prod *kgo.Client, topic string, p int32) error {
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	res := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: markerKey,
+		Headers: []kgo.RecordHeader{{Key: "basin.fence"}}})
+	if err := res.FirstErr(); err != nil {
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	return prod.EndTransaction(ctx, kgo.TryAbort)
+}
+
+// isDataError reports whether err is about a record's data (skipped and
+// logged) rather than the task's machinery (the task restarts).
+func isDataError(err error) bool {
+	_, ok := asPgError(err)
+	return ok
+}
+
+// keyOf returns the view key of a row (ungrouped) or of its group
+// values: t.key, until the next call.
+func (t *viewTask) keyOf(row catalog.Row, groups []any) []any {
+	for i, g := range t.plan.KeyGroup {
+		if t.plan.Grouped {
+			t.key[i] = groups[g]
+		} else {
+			t.key[i] = row[g]
+		}
+	}
+	return t.key
+}
+
+// lookup returns the pending change for key, loading the group's state on
+// first use in this transaction: from the cache, else from the store.
+func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*pending, error) {
+	k, err := materialize.EncodeKey(t.keyBuf[:0], key)
+	t.keyBuf = k
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := b.changes[string(k)]; ok {
+		return e, nil
+	}
+	e := b.newPending()
+	e.key = b.arena.copy(k)
+	e.skey = string(k)
+	if t.plan.Grouped {
+		if e.cached = t.cache.get(e.skey); e.cached != nil {
+			// The cache keeps the committed state; this transaction
+			// changes a copy.
+			e.state = slices.Clone(e.cached.state)
+		} else if t.cache.complete {
+			e.state = t.agg.Init() // not in the store either
+		} else {
+			v, ok, err := store.Get(k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				_, _, st, err := decodeStored(v, len(t.plan.View.Schema.Columns))
+				if err != nil {
+					return nil, err
+				}
+				e.state = slices.Clone(st) // not the decoded row's values
+			} else {
+				e.state = t.agg.Init()
+			}
+		}
+	}
+	b.changes[e.skey] = e
+	b.order = append(b.order, e)
+	return e, nil
+}
+
+func (t *viewTask) remove(store *materialize.Store, b *viewBatch, keyVals []any) {
+	key := t.key
+	clear(key)
+	srcKeys := t.plan.Source.Schema.KeyIndexes()
+	for i, g := range t.plan.KeyGroup {
+		for j, sk := range srcKeys {
+			if sk == g {
+				key[i] = keyVals[j]
+			}
+		}
+	}
+	e, err := t.lookup(store, b, key)
+	if err == nil {
+		e.deleted, e.row = true, nil
+	}
+}
+
+func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row) error {
+	if !t.plan.Grouped {
+		out, err := EvalAll(t.output, row, t.env)
+		if err != nil {
+			return err
+		}
+		e, err := t.lookup(store, b, t.keyOf(row, nil))
+		if err != nil {
+			return err
+		}
+		e.row, e.deleted = out, false
+		return nil
+	}
+	groups := t.groups
+	for i, g := range t.group {
+		v, err := g(row, t.env)
+		if err != nil {
+			return err
+		}
+		groups[i] = v
+	}
+	n := len(b.order)
+	e, err := t.lookup(store, b, t.keyOf(row, groups))
+	if err != nil {
+		return err
+	}
+	// A group's values are the last record's, as its key is.
+	if !t.rowCanFail {
+		// Add is all or nothing, and nothing after it can fail.
+		if err := t.agg.Add(e.state, row, t.env); err != nil {
+			t.forget(b, e, n)
+			return err
+		}
+		t.setGroups(e, groups)
+		return nil
+	}
+	t.prevState = append(t.prevState[:0], e.state...)
+	t.prevGroups = append(t.prevGroups[:0], e.groups...)
+	hadGroups := e.groups != nil
+	t.setGroups(e, groups)
+	err = t.agg.Add(e.state, row, t.env)
+	if err == nil {
+		// The select list and HAVING are evaluated over the new state
+		// here, per record, so that a record they fail on (SUM(v) /
+		// COUNT(v) with COUNT(v) = 0) is skipped like one an aggregate
+		// fails on, rather than failing the transaction at commit.
+		_, _, err = t.viewRow(e)
+	}
+	if err != nil {
+		copy(e.state, t.prevState)
+		if hadGroups {
+			copy(e.groups, t.prevGroups)
+		} else {
+			e.groups = nil
+		}
+		t.forget(b, e, n)
+	}
+	clear(t.prevState)
+	clear(t.prevGroups)
+	return err
+}
+
+// setGroups sets the group values of e to groups, a buffer of the task.
+func (t *viewTask) setGroups(e *pending, groups []any) {
+	if e.groups == nil {
+		e.groups = slices.Clone(groups)
+	} else {
+		copy(e.groups, groups)
+	}
+}
+
+// forget drops e, a change a record failed to make, from b if the record
+// was the first to change its group in b (which then had n changes).
+func (t *viewTask) forget(b *viewBatch, e *pending, n int) {
+	if len(b.order) > n {
+		delete(b.changes, e.skey)
+		b.order = b.order[:n]
+	}
+}
+
+// viewRow computes a group's view row from its state, and whether HAVING
+// keeps it. out is the task's, until the next call.
+func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error) {
+	aggRow := t.agg.Results(append(t.aggRow[:0], e.groups...), e.state)
+	t.aggRow = aggRow
+	present = true
+	if t.having != nil {
+		h, err := t.having(aggRow, t.env)
+		if err != nil {
+			return false, nil, err
+		}
+		present = Truthy(h)
+	}
+	out = t.out[:0]
+	for _, o := range t.output {
+		v, err := o(aggRow, t.env)
+		if err != nil {
+			return false, nil, err
+		}
+		out = append(out, v)
+	}
+	t.out = out
+	return present, out, nil
+}
+
+// commit writes one transaction and then applies it to the store.
+// vals are the values of b's changed rows (values).
+func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *viewBatch, vals [][]byte) error {
+	p := t.state.Partition
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	abort := func(err error) error {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	recs := make([]*kgo.Record, 0, len(b.order)+len(b.bad)+len(b.forward)+1)
+	for i, e := range b.order {
+		rec := b.arena.record()
+		rec.Topic, rec.Partition, rec.Key, rec.Value = changelog, p, e.key, vals[i]
+		recs = append(recs, rec)
+	}
+	recs = append(recs, b.bad...)
+	recs = append(recs, b.forward...)
+	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
+		Value:   materialize.MarshalCheckpoint(b.next),
+		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
+	recs = append(recs, marker)
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return abort(fmt.Errorf("producing to %s: %w", changelog, err))
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return abort(fmt.Errorf("committing transaction: %w", err))
+	}
+	return t.applyCommitted(store, b, vals, marker.Offset+1)
+}
+
+// values records the input offset b reaches in its checkpoint and
+// renders the stored (and changelog) value of each changed row of b, in
+// order; nil deletes the key.
+func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
+	if b.inputNext >= 0 {
+		setOffset(&b.next.Input, t.input, t.state.Partition, b.inputNext)
+	}
+	if b.fwdNext >= 0 {
+		setOffset(&b.next.Input, t.fwd, t.state.Partition, b.fwdNext)
+	}
+	vals := make([][]byte, len(b.order))
+	for i, e := range b.order {
+		if !t.plan.Grouped && e.deleted {
+			continue
+		}
+		row, state, present := e.row, []any(nil), true
+		var err error
+		if t.plan.Grouped {
+			if present, row, err = t.viewRow(e); err != nil {
+				return nil, err
+			}
+			state = e.state
+		}
+		buf := b.arena.bytes.begin()
+		start := len(buf)
+		if buf, t.stored, err = appendStored(buf, t.stored, present, row, state); err != nil {
+			return nil, err
+		}
+		vals[i] = b.arena.bytes.end(buf, start)
+	}
+	return vals, nil
+}
+
+// applyCommitted applies a batch whose transaction has committed to the
+// store, and then to the cache; changelogNext is the changelog offset
+// after its marker.
+func (t *viewTask) applyCommitted(store *materialize.Store, b *viewBatch, vals [][]byte, changelogNext int64) error {
+	sb := store.NewBatch()
+	for i, e := range b.order {
+		if vals[i] == nil {
+			sb.Delete(e.key)
+		} else {
+			sb.Set(e.key, vals[i])
+		}
+	}
+	b.next.ChangelogOffset = changelogNext
+	if err := sb.Commit(b.next); err != nil {
+		return err
+	}
+	if t.plan.Grouped {
+		for i, e := range b.order {
+			if vals[i] == nil {
+				t.cache.remove(e.skey)
+			} else {
+				t.cache.put(e.skey, e.cached, e.state) // the batch is done with it
+			}
+		}
+	}
+	t.order = b.order // for the next batch to reuse
+	return nil
+}
