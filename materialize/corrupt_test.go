@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/poll"
 )
 
 // writeFlushed writes n keys into store id of a new DB in dir, flushes
@@ -144,17 +145,17 @@ func TestCorruptSSTableCompaction(t *testing.T) {
 // damaged one and meets the damage, failing the DB.
 func meetDamage(t *testing.T, db *DB, id StoreID) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for r := 0; db.health.err() == nil; r++ {
-		if time.Now().After(deadline) {
-			t.Fatal("no compaction met the damaged sstable within 30s")
+	r := 0
+	poll.Until(t, 30*time.Second, func() error {
+		if db.health.err() != nil {
+			return nil
 		}
 		if r < 8 {
 			flushOver(t, db, id, r)
-		} else {
-			<-time.After(20 * time.Millisecond) // poll interval, not a wait for the outcome
+			r++
 		}
-	}
+		return errors.New("no compaction met the damaged sstable")
+	})
 }
 
 // flushOver writes a tenth of the keys of writeFlushed into store id,
@@ -208,16 +209,15 @@ func TestCorruptCompactionNotRetried(t *testing.T) {
 	for r := 0; r < 10; r++ {
 		flushOver(t, db, id, r)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for db.pdb.Metrics().Compact.NumInProgress > 0 {
+	poll.Until(t, 10*time.Second, func() error {
 		if n := begun.Load() - atDamage; n >= 5 {
 			t.Fatalf("%d compactions begun after the DB recorded the damage, want at most the ones already granted", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("compactions still running 10s after the damage; %d begun since it was recorded", begun.Load()-atDamage)
+		if db.pdb.Metrics().Compact.NumInProgress > 0 {
+			return fmt.Errorf("compactions still running after the damage; %d begun since it was recorded", begun.Load()-atDamage)
 		}
-		<-time.After(time.Millisecond) // poll interval, not a wait for the outcome
-	}
+		return nil
+	})
 	if n := begun.Load() - atDamage; n >= 5 {
 		t.Fatalf("%d compactions begun after the DB recorded the damage, want at most the ones already granted", n)
 	}

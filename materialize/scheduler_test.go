@@ -1,8 +1,11 @@
 package materialize
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // TestSchedulerCompacts: on a healthy DB the scheduler grants Pebble's
@@ -15,16 +18,12 @@ func TestSchedulerCompacts(t *testing.T) {
 	for r := 0; r < 8; r++ {
 		flushOver(t, db, id, r)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, func() error {
 		m := db.pdb.Metrics()
 		if m.Compact.Count > 0 && m.Levels[0].TablesCount < 4 {
 			t.Logf("%d compactions, %d tables left in L0", m.Compact.Count, m.Levels[0].TablesCount)
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("L0 not compacted within 30s: %d compactions, %d tables in L0", m.Compact.Count, m.Levels[0].TablesCount)
-		}
-		<-time.After(time.Millisecond) // poll interval, not a wait for the outcome
-	}
+		return fmt.Errorf("L0 not compacted: %d compactions, %d tables in L0", m.Compact.Count, m.Levels[0].TablesCount)
+	})
 }

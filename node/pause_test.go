@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	"github.com/basindb/basin/internal/testcluster"
 )
 
@@ -84,27 +87,17 @@ func TestThawedActiveNotCurrent(t *testing.T) {
 			v.produce(t, 1)
 		}
 		haWaitAlive(t, c, []*testcluster.Node{reader}, active.ID, false)
-		type answer struct {
-			rows [][]string
-			err  error
-		}
-		done := make(chan answer, 1)
-		go func() {
-			rows, err := haRows(ctx, conn, query) // taken by the frozen process once it thaws
-			done <- answer{rows, err}
-		}()
-		// The query is on its way before the thaw: wait until it has
-		// been written to the connection (pgx writes it at once; the
-		// process cannot answer while stopped).
-		select {
-		case a := <-done:
-			t.Fatalf("round %d: a frozen process answered: %v %v", round, a.rows, a.err)
-		case <-time.After(200 * time.Millisecond):
+		// The query is on its way before the thaw: written and flushed
+		// to the connection, which the stopped process cannot read yet.
+		pc := conn.PgConn()
+		pc.Frontend().Send(&pgproto3.Query{String: query})
+		if err := pc.Frontend().Flush(); err != nil {
+			t.Fatalf("round %d: sending the read to the frozen process: %v", round, err)
 		}
 		active.Cont()
 		thawed := time.Now()
 		frozen = false
-		a := <-done
+		a := simpleAnswer(ctx, pc)
 		switch {
 		case a.err != nil:
 			if !strings.Contains(a.err.Error(), "55000") {
@@ -119,4 +112,31 @@ func TestThawedActiveNotCurrent(t *testing.T) {
 		haWaitAlive(t, c, []*testcluster.Node{reader}, active.ID, true)
 	}
 	t.Logf("%d of %d reads right after a thaw refused, the others current", refused, rounds)
+}
+
+// simpleAnswer reads the answer to a simple Query already sent on pc:
+// its rows as text, or its error.
+func simpleAnswer(ctx context.Context, pc *pgconn.PgConn) (a struct {
+	rows [][]string
+	err  error
+}) {
+	for {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			a.err = err
+			return a
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			row := make([]string, len(m.Values))
+			for i, v := range m.Values {
+				row[i] = string(v)
+			}
+			a.rows = append(a.rows, row)
+		case *pgproto3.ErrorResponse:
+			a.err = fmt.Errorf("%s (SQLSTATE %s)", m.Message, m.Code)
+		case *pgproto3.ReadyForQuery:
+			return a
+		}
+	}
 }
