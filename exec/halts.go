@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
@@ -52,7 +51,7 @@ func resumedKey(topic string) string { return "\x00resumed:" + topic }
 
 // haltedError is the error of a task stopped by h.
 func haltedError(h catalog.Halt) error {
-	return fmt.Errorf("%w", &TruncatedError{Topic: h.Topic, Partition: h.Partition, Offset: h.Offset, End: h.End, msg: h.Error})
+	return &TruncatedError{Topic: h.Topic, Partition: h.Partition, Offset: h.Offset, End: h.End, msg: h.Error}
 }
 
 // running returns the running query of rel's version. It takes no

@@ -42,33 +42,7 @@ func TestTruncatedSourceStopsView(t *testing.T) {
 	// tell: a deleted topic's committed offsets go with it, and it reads
 	// the new topic from 0; the view task drops what its position has
 	// seen, and compares its position with the source's end.)
-	eventually(t, 30*time.Second, func() error {
-		qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer qcancel()
-		got, err := queryText(qctx, conn, `SHOW TASKS`, false)
-		if err != nil {
-			return err
-		}
-		for _, view := range []string{"by_key", "by_v"} {
-			line := lineMatching(got, `^`+view+`@\d+/0\|`)
-			if !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "topic src partition 0 ends at offset 2") ||
-				!strings.Contains(line, "view "+view+" has applied it up to offset 5") {
-				return fmt.Errorf("the task of %s does not report the truncation:\n%s", view, got)
-			}
-		}
-		return nil
-	})
-	qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer qcancel()
-	got, err := queryText(qctx, conn, `SHOW QUERIES`, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sink := range []string{"by_key", "by_v"} {
-		if line := lineWith(got, "|"+sink+"|"); !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "ends at offset 2") {
-			t.Errorf("SHOW QUERIES does not report %s stopped:\n%s", sink, got)
-		}
-	}
+	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src"}, 5, "2")
 	// Nothing was counted twice, and the rows do not pass for current.
 	waitQuery(t, conn, `SELECT k, n, _offset_lag > 0 FROM by_key`, "a|5|true\n")
 	waitQuery(t, conn, `SELECT v, n, _offset_lag > 0 FROM by_v ORDER BY v`, "0|3|true\n1|2|true\n")

@@ -48,7 +48,7 @@ func TestLostInputWaitsForOperator(t *testing.T) {
 	// below what every task has applied (5).
 	recreate(t, n.Brokers(), "src", [2]string{"a", `{"v":10}`}, [2]string{"a", `{"v":10}`})
 	recreate(t, n.Brokers(), "tsrc", [2]string{"k0", `{"v":100}`}, [2]string{"k1", `{"v":101}`})
-	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5)
+	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5, "2")
 
 	// Producers write on, past every task's offset.
 	var more, tmore [][2]string
@@ -67,7 +67,7 @@ func TestLostInputWaitsForOperator(t *testing.T) {
 	}
 	n = startNode(t, dir)
 	conn = connect(t, n.PGAddr())
-	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5)
+	waitStopped(t, conn, map[string]string{"by_key": "src", "by_v": "src", "tsrc": "tsrc"}, 5, "2")
 	waitQuery(t, conn, `SELECT k, n, s, _offset_lag > 0 FROM by_key`, "a|5|2|true\n")
 	waitQuery(t, conn, `SELECT count(*), max(_offset_lag) > 0 FROM tsrc`, "5|true\n")
 
@@ -140,8 +140,8 @@ func recreate(t *testing.T, brokers []string, topic string, kvs ...[2]string) {
 // waitStopped waits until the task of partition 0 of each relation
 // (name -> source topic) reports, in SHOW TASKS, that its source ended
 // below what it had applied (offset applied), and SHOW QUERIES says
-// ERROR.
-func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string, applied int) {
+// ERROR; when end is not "", both name it as the partition's end.
+func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string, applied int, end string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -153,7 +153,8 @@ func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string, applied i
 		for rel, topic := range rels {
 			line := lineMatching(got, `^`+regexp.QuoteMeta(rel)+`@\d+/0\|`)
 			if !strings.Contains(line, "|ERROR|") || !strings.Contains(line, "topic "+topic+" partition 0") ||
-				!strings.Contains(line, fmt.Sprintf("%s has applied it up to offset %d", rel, applied)) {
+				!strings.Contains(line, fmt.Sprintf("%s has applied it up to offset %d", rel, applied)) ||
+				end != "" && !strings.Contains(line, "ends at offset "+end) {
 				return fmt.Errorf("the task of %s does not report its lost input:\n%s", rel, got)
 			}
 		}
@@ -162,7 +163,7 @@ func waitStopped(t *testing.T, conn *pgx.Conn, rels map[string]string, applied i
 			return err
 		}
 		for rel := range rels {
-			if line := lineWith(queries, "|"+rel+"|"); !strings.Contains(line, "|ERROR|") {
+			if line := lineWith(queries, "|"+rel+"|"); !strings.Contains(line, "|ERROR|") || end != "" && !strings.Contains(line, "ends at offset "+end) {
 				return fmt.Errorf("SHOW QUERIES does not report %s stopped:\n%s", rel, queries)
 			}
 		}
@@ -232,7 +233,7 @@ func TestCorruptSourceSegmentWaitsForOperator(t *testing.T) {
 
 	n = startNode(t, dir)
 	conn = connect(t, n.PGAddr())
-	waitStopped(t, conn, map[string]string{"by_key": "src"}, before)
+	waitStopped(t, conn, map[string]string{"by_key": "src"}, before, "")
 	const after = 60 // more than the broker cut: the end passes the view's offset
 	for range after / 10 {
 		var kvs [][2]string
@@ -246,7 +247,7 @@ func TestCorruptSourceSegmentWaitsForOperator(t *testing.T) {
 	}
 	n = startNode(t, dir)
 	conn = connect(t, n.PGAddr())
-	waitStopped(t, conn, map[string]string{"by_key": "src"}, before)
+	waitStopped(t, conn, map[string]string{"by_key": "src"}, before, "")
 	waitQuery(t, conn, `SELECT k, n, _offset_lag > 0 FROM by_key`, fmt.Sprintf("a|%d|true\n", before))
 
 	execNotices(t, conn, "RESUME "+queryID(t, conn, "by_key"))
