@@ -96,7 +96,7 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		}
 		if x, ok := vals[i].(int64); ok && st[a.offsets[i]] != nil {
 			if _, ok := addInt64(x, st[a.offsets[i]].(int64)); !ok {
-				return errOutOfRange
+				return ErrOutOfRange
 			}
 		}
 	}

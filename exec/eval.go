@@ -9,13 +9,13 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
 
-// Env is what expressions read besides the row: parameters and the
-// session.
+// Env is the evaluation context: what expressions read besides the row
+// (parameters, the session, the statement's start and context). How a
+// pull query may read the stores is apart, in ReadOptions.
 type Env struct {
 	Params   []any
 	User     string
@@ -24,23 +24,6 @@ type Env struct {
 	PID      int32
 	// Now is the statement's start time (now() is stable in a statement).
 	Now time.Time
-	// Ctx is the statement's context, for functions that wait
-	// (pg_sleep); nil means never cancelled.
-	Ctx context.Context
-	// MinPosition, Writes and Seen, when set, are the position bound of
-	// a read: basin.min_position, the session's own writes (with
-	// basin.read_your_writes on) and, by relation partition, what its
-	// earlier reads returned (with basin.monotonic_reads on). A read of
-	// a partition waits up to PositionWait for a replica that reflects
-	// the part of them it can show (positions.go).
-	MinPosition  materialize.Position
-	Writes       materialize.Position
-	Seen         seenPositions
-	PositionWait time.Duration
-	// Monotonic is basin.monotonic_reads: the session records the
-	// position each partition is served at, so a read forwarded to
-	// another node asks it for its exact one (ReadRequest.NeedPosition).
-	Monotonic bool
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
 	Session SettingsAccess
@@ -49,21 +32,34 @@ type Env struct {
 	// QueryMemory is basin.query_memory: the most a pull query may hold
 	// for ORDER BY, GROUP BY and DISTINCT (53200 past it); 0 is none.
 	QueryMemory int64
-	// NoForward keeps a read on this node: it is itself a read another
-	// node forwarded here, and is never forwarded again.
-	NoForward bool
-	// ServeRestoring lets a forwarded read be served by a replica that
-	// is still restoring; without it such a read fails with 55000 so the
-	// forwarding node tries a caught-up replica first.
-	ServeRestoring bool
-	// Raw, when set, takes result rows already encoded for the wire (see
-	// RawRows); a scatter-gather then uses it instead of the row
-	// callback where it can.
-	Raw RawRows
 
-	// query is set while a catalog query runs (query.go): its catalog
+	// ctx is the context of the statement being evaluated, for
+	// functions that wait (pg_sleep) and loops that check for a cancel.
+	// The engine running the statement sets it from its ctx parameter
+	// (withContext): callers never store one here.
+	ctx context.Context
+	// Scope is set while a catalog Scope runs (Scope.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.
-	query *queryEnv
+	Scope *Scope
+}
+
+// Context is the context of the statement env evaluates; never nil.
+func (env *Env) Context() context.Context {
+	if env == nil || env.ctx == nil {
+		return context.Background()
+	}
+	return env.ctx
+}
+
+// WithContext returns a copy of env evaluating under ctx (an empty Env
+// when env is nil).
+func (env *Env) WithContext(ctx context.Context) *Env {
+	var e Env
+	if env != nil {
+		e = *env
+	}
+	e.ctx = ctx
+	return &e
 }
 
 // SettingsAccess is a session's settings as functions see them.
@@ -125,10 +121,10 @@ func Compile(s planner.Scalar) Expr {
 			switch v := v.(type) {
 			case int64:
 				if v == math.MinInt64 {
-					return nil, errOutOfRange
+					return nil, ErrOutOfRange
 				}
 				if isInt && v == math.MinInt32 {
-					return nil, errIntOutOfRange
+					return nil, ErrIntOutOfRange
 				}
 				return -v, nil
 			case float64:
@@ -228,8 +224,8 @@ func Compile(s planner.Scalar) Expr {
 }
 
 var (
-	errOutOfRange    = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")
-	errIntOutOfRange = pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
+	ErrOutOfRange    = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")
+	ErrIntOutOfRange = pgerr.New(pgerr.NumericValueOutOfRange, "integer out of range")
 	errDivByZero     = pgerr.New(pgerr.DivisionByZero, "division by zero")
 )
 
@@ -293,11 +289,11 @@ func compileBinary(s *planner.Binary) Expr {
 		if a == nil || b == nil {
 			return nil, nil
 		}
-		return binaryOp(op, t, a, b)
+		return BinaryOp(op, t, a, b)
 	}
 }
 
-func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
+func BinaryOp(op string, t catalog.Type, a, b any) (any, error) {
 	switch op {
 	case "=":
 		return Compare(a, b) == 0, nil
@@ -349,18 +345,18 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 	case "+":
 		z = x + y
 		if (z > x) != (y > 0) {
-			return nil, errOutOfRange
+			return nil, ErrOutOfRange
 		}
 	case "-":
 		z = x - y
 		if (z < x) != (y > 0) {
-			return nil, errOutOfRange
+			return nil, ErrOutOfRange
 		}
 	case "*":
 		if x != 0 && y != 0 {
 			z = x * y
 			if z/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
-				return nil, errOutOfRange
+				return nil, ErrOutOfRange
 			}
 		}
 	case "/":
@@ -368,7 +364,7 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 			return nil, errDivByZero
 		}
 		if x == math.MinInt64 && y == -1 {
-			return nil, errOutOfRange
+			return nil, ErrOutOfRange
 		}
 		z = x / y
 	case "%":
@@ -383,7 +379,7 @@ func binaryOp(op string, t catalog.Type, a, b any) (any, error) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "operator does not exist: %s", op)
 	}
 	if t == catalog.Int && (z > math.MaxInt32 || z < math.MinInt32) {
-		return nil, errIntOutOfRange
+		return nil, ErrIntOutOfRange
 	}
 	return z, nil
 }

@@ -14,7 +14,7 @@ import (
 // serving node, and per partition the candidates in the order they
 // would be tried, the rejected replicas with their reasons, and the
 // chosen one.
-func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, error) {
+func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env, opts *ReadOptions) ([]string, error) {
 	rel := plan.Rel
 	if rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
 		return nil, nil
@@ -28,7 +28,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 	if env.Now.IsZero() {
 		env.Now = time.Now()
 	}
-	q := &pull{rt: rt, plan: plan, code: CompilePull(plan), env: env}
+	q := &pull{rt: rt, plan: plan, code: CompilePull(plan), env: env, opts: opts}
 	parts, keys, err := q.partitions(rel, query)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 	}
 	pushed = append(pushed, "columns "+strings.Join(cols, ", "))
 	fwd := rt.forwarder()
-	if env.NoForward {
+	if opts.NoForward {
 		fwd = nil
 	}
 	if fwd != nil && len(parts) > 0 {
@@ -56,8 +56,8 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 		lines = append(lines, "  Forwarded reads push: "+strings.Join(pushed, "; "))
 	}
 	mode := "any"
-	if env.Session != nil {
-		if v, _ := env.Session.Setting("basin.read_from"); v != "" {
+	if opts.Settings != nil {
+		if v, _ := opts.Settings.Setting("basin.read_from"); v != "" {
 			mode = v
 		}
 	}
@@ -73,8 +73,8 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env) ([]string, er
 			}
 		} else {
 			req := q.request(query, p, keysOf(keys, i), nil)
-			req.Local = localReplica(ts, nil, nil)
-			routes = fwd.Explain(req, env)
+			req.Local = localReplica(ts, nil)
+			routes = fwd.Explain(req, opts)
 		}
 		for i, r := range routes {
 			prefix := strings.Repeat(" ", len(fmt.Sprintf("    partition %d: ", p)))

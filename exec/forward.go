@@ -10,28 +10,80 @@ import (
 	"github.com/basindb/basin/planner"
 )
 
-// Forwarder routes the read of one partition in a cluster: it chooses,
+// Forwarder routes the read of one partition in a cluster: it orders,
 // among the partition's replicas on every node (this one included), the
-// best one that meets the session's freshness bounds, and reads there,
-// moving to the next at once when one fails. The node provides it; a
-// node alone has none and reads its own replicas.
+// ones that meet the session's freshness bounds, best first, and reads
+// those on other nodes. The pull engine makes the attempts Route's
+// ha.Attempts gives, this node's replica in place and the others through
+// Remote (readPartition). The node provides it; a node alone has none
+// and reads its own replicas.
 type Forwarder interface {
-	// ReadPartition reads req.Partition of req.Rel from the best replica
-	// and calls emit for each row: rel's columns, then the
+	// Route routes the read of req.Partition of req.Rel into r: the
+	// attempts to make, and the Forwarder's own state for them.
+	Route(req *ReadRequest, opts *ReadOptions, r *Route) error
+	// Remote makes attempt at, at a replica on another node, of the
+	// read r routed, calling emit for each row: rel's columns, then the
 	// pseudo-columns (planner.PseudoColumns) as the serving replica
-	// reports them. served is called with where the read went before
-	// each attempt and may be called again; the last call before
-	// ReadPartition returns nil is the replica that answered.
-	ReadPartition(ctx context.Context, req *ReadRequest, env *Env, served func(PartitionRead), emit func(catalog.Row) error) error
+	// reports them. served is called with where the read went and may
+	// be called again as rows say more.
+	Remote(ctx context.Context, r *Route, req *ReadRequest, at ha.Attempt, served func(PartitionRead), emit func(catalog.Row) error) ha.Answer
+	// Observe is told what r's attempts made of each answer.
+	Observe(r *Route, at ha.Attempt, v ha.Verdict)
+	// Done ends the read r routed; gaveUp is set when no replica served
+	// it.
+	Done(r *Route, gaveUp bool)
 	// Explain describes how a read of req.Partition would be routed now:
 	// one line per replica, in the order they would be tried, then the
 	// rejected ones with their reasons.
-	Explain(req *ReadRequest, env *Env) []string
+	Explain(req *ReadRequest, opts *ReadOptions) []string
 	// Replicas describes partition p of rel's replicas on the other
 	// nodes as this node knows them, for CREATE's wait for serving
 	// replicas (serving.go); assigned is false while the cluster's
 	// assignment does not hold the partition.
 	Replicas(rel *catalog.Relation, p int32) (replicas []ReplicaState, assigned bool)
+}
+
+// Route is one partition's read as a Forwarder routed it.
+type Route struct {
+	// Attempts says which replica to try next and when to give up.
+	Attempts ha.Attempts
+	// State is the Forwarder's, for Remote, Observe and Done.
+	State any
+}
+
+// ReadOptions are how a pull query may read the stores, apart from what
+// its expressions evaluate in (Env): the position its reads must
+// reflect, whether it may leave this node, and where its rows may go
+// already encoded.
+type ReadOptions struct {
+	// MinPosition, Writes and Seen, when set, are the position bound of
+	// a read: basin.min_position, the session's own writes (with
+	// basin.read_your_writes on) and, by relation partition, what its
+	// earlier reads returned (with basin.monotonic_reads on). A read of
+	// a partition waits up to PositionWait for a replica that reflects
+	// the part of them it can show (positions.go).
+	MinPosition  materialize.Position
+	Writes       materialize.Position
+	Seen         seenPositions
+	PositionWait time.Duration
+	// Monotonic is basin.monotonic_reads: the session records the
+	// position each partition is served at, so a read forwarded to
+	// another node asks it for its exact one (ReadRequest.NeedPosition).
+	Monotonic bool
+	// NoForward keeps a read on this node: it is itself a read another
+	// node forwarded here, and is never forwarded again.
+	NoForward bool
+	// ServeRestoring lets a forwarded read be served by a replica that
+	// is still restoring; without it such a read fails with 55000 so the
+	// forwarding node tries a caught-up replica first.
+	ServeRestoring bool
+	// Raw, when set, takes result rows already encoded for the wire (see
+	// RawRows); a scatter-gather then uses it instead of the row
+	// callback where it can.
+	Raw RawRows
+	// Settings are the session's, from which a Forwarder takes the
+	// read's lag bounds and basin.read_from; nil outside a session.
+	Settings SettingsAccess
 }
 
 // ReadRequest is the read of one partition that a Forwarder routes.
@@ -95,9 +147,6 @@ type LocalReplica struct {
 	OffsetLag int64
 	TimeLagMs int64
 	Position  materialize.Position
-	// Read reads the partition here (waiting for MinPosition up to
-	// PositionWait), calling served and emit as ReadPartition does.
-	Read func(ctx context.Context) error
 }
 
 // SetForwarder makes reads of partitions in a cluster go through f.

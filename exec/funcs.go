@@ -106,7 +106,7 @@ func compileCall(s *planner.Call) Expr {
 				if v, ok := env.Session.Setting(name.(string)); ok {
 					return v, nil
 				}
-				if v, ok := extraSettings[strings.ToLower(name.(string))]; ok {
+				if v, ok := ExtraSettings[strings.ToLower(name.(string))]; ok {
 					return v, nil
 				}
 			}
@@ -146,15 +146,12 @@ func compileCall(s *planner.Call) Expr {
 			}
 			t := time.NewTimer(time.Duration(v.(float64) * float64(time.Second)))
 			defer t.Stop()
-			var done <-chan struct{}
-			if env.Ctx != nil {
-				done = env.Ctx.Done()
-			}
+			ctx := env.Context()
 			select {
 			case <-t.C:
 				return nil, nil
-			case <-done:
-				return nil, env.Ctx.Err()
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
 		}
 	case "pg_backend_pid":
@@ -205,10 +202,10 @@ var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
 		switch v := a[0].(type) {
 		case int64:
 			if v == math.MinInt64 {
-				return nil, errOutOfRange
+				return nil, ErrOutOfRange
 			}
 			if t == catalog.Int && v == math.MinInt32 {
-				return nil, errIntOutOfRange
+				return nil, ErrIntOutOfRange
 			}
 			if v < 0 {
 				return -v, nil
@@ -262,9 +259,9 @@ func substr(_ catalog.Type, a []any) (any, error) {
 	return string(r[from-1 : end-1]), nil
 }
 
-// extraSettings are read-only server settings current_setting() knows
+// ExtraSettings are read-only server settings current_setting() knows
 // besides the session's own (Grafana and others probe them).
-var extraSettings = map[string]string{
+var ExtraSettings = map[string]string{
 	"server_version_num":    "150000",
 	"max_identifier_length": "63",
 	"block_size":            "8192",

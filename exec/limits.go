@@ -61,9 +61,9 @@ func parseBytes(v string) (int64, error) {
 	return n * f, nil
 }
 
-// formatBytes shows a memory setting as SHOW does: in the largest unit
+// FormatBytes shows a memory setting as SHOW does: in the largest unit
 // that divides it.
-func formatBytes(n int64) string {
+func FormatBytes(n int64) string {
 	for _, u := range []struct {
 		name string
 		size int64
@@ -92,7 +92,7 @@ func (s *Session) checkStatementSize(text string) error {
 	if int64(len(text)) <= max || d.forwarded != "off" && int64(len(text)) <= max+forwardedStatementSlack {
 		return nil
 	}
-	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), formatBytes(max)).
+	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), FormatBytes(max)).
 		WithHint("Send a shorter statement (split a long INSERT or IN list), or raise the limit for the session: SET basin.max_statement_bytes = '4MB'.")
 }
 
@@ -110,29 +110,29 @@ func (s *Session) countPrepared(p *Prepared) error {
 	return nil
 }
 
-// queryMemory tracks what one pull query holds for sorting, grouping
+// Memory tracks what one pull query holds for sorting, grouping
 // and DISTINCT, against basin.query_memory. The sizes are estimates of
-// the Go values held (rowBytes), not an accounting of the heap.
-type queryMemory struct {
-	used, limit int64 // limit 0: none
+// the Go values held (RowBytes), not an accounting of the heap.
+type Memory struct {
+	Used, Limit int64 // limit 0: none
 }
 
-// grow adds n bytes, failing with 53200 past the limit.
-func (m *queryMemory) grow(n int64, what string) error {
+// Grow adds n bytes, failing with 53200 past the limit.
+func (m *Memory) Grow(n int64, what string) error {
 	if m == nil {
 		return nil
 	}
-	m.used += n
-	if m.limit > 0 && m.used > m.limit {
-		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", formatBytes(m.limit), what).
+	m.Used += n
+	if m.Limit > 0 && m.Used > m.Limit {
+		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", FormatBytes(m.Limit), what).
 			WithHint("basin does not spill to disk yet: narrow the query (WHERE, LIMIT after a key lookup), or raise the limit for the session: SET basin.query_memory = '1GB'.")
 	}
 	return nil
 }
 
-// rowBytes estimates the memory a held row takes: its slice, one
+// RowBytes estimates the memory a held row takes: its slice, one
 // interface per value and the bytes of strings and byte slices.
-func rowBytes(row []any) int64 {
+func RowBytes(row []any) int64 {
 	n := int64(24 + 16*len(row))
 	for _, v := range row {
 		switch v := v.(type) {

@@ -55,7 +55,7 @@ type seenKey struct {
 }
 
 // seenPositions is where the session's reads were served, by relation
-// partition (Session.seen, Env.Seen). Reads only look it up; the session
+// partition (Session.seen, ReadOptions.Seen). Reads only look it up; the session
 // changes it between statements.
 type seenPositions map[seenKey]materialize.Position
 
@@ -108,27 +108,27 @@ func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
 	}
 }
 
-// fillBound sets the position bound of env, a statement's environment:
-// the session's writes with basin.read_your_writes on, what its reads
-// saw with basin.monotonic_reads on, and basin.min_position; each nil
-// when it bounds nothing. env's are copies, or (Seen) only read while
-// the statement runs.
-func (s *Session) fillBound(env *Env, d *derived) {
-	env.Writes, env.Seen, env.MinPosition, env.Monotonic = nil, nil, nil, d.monotonicReads
+// fillBound sets the position bound of a statement's reads: the
+// session's writes with basin.read_your_writes on, what its reads saw
+// with basin.monotonic_reads on, and basin.min_position; each nil when
+// it bounds nothing. opts' are copies, or (Seen) only read while the
+// statement runs.
+func (s *Session) fillBound(opts *ReadOptions, d *derived) {
+	opts.Writes, opts.Seen, opts.MinPosition, opts.Monotonic = nil, nil, nil, d.monotonicReads
 	if d.readYourWrites && len(s.writes) > 0 {
-		env.Writes = s.writes.Clone()
+		opts.Writes = s.writes.Clone()
 	}
 	if d.monotonicReads && len(s.seen) > 0 {
-		env.Seen = s.seen
+		opts.Seen = s.seen
 	}
 	if d.minPosition != nil {
-		env.MinPosition = d.minPosition.Clone()
+		opts.MinPosition = d.minPosition.Clone()
 	}
 }
 
-// bounded reports whether env holds reads to a position at all.
-func (env *Env) bounded() bool {
-	return env != nil && (env.Writes != nil || env.Seen != nil || env.MinPosition != nil)
+// bounded reports whether o holds reads to a position at all.
+func (o *ReadOptions) bounded() bool {
+	return o.Writes != nil || o.Seen != nil || o.MinPosition != nil
 }
 
 // boundSource names a part of a read's position bound, for messages.
@@ -194,7 +194,7 @@ type partBound struct {
 
 // readBound returns the bound the read of partition ts of query is held
 // to (see the top of the file); want is empty when there is none.
-func (env *Env) readBound(query *PersistentQuery, ts *TaskState) *partBound {
+func (o *ReadOptions) readBound(query *PersistentQuery, ts *TaskState) *partBound {
 	b := &partBound{want: map[int32]int64{}}
 	add := func(src boundSource, topic string, want map[int32]int64) {
 		if len(want) == 0 {
@@ -206,13 +206,13 @@ func (env *Env) readBound(query *PersistentQuery, ts *TaskState) *partBound {
 		b.parts[b.n].src, b.parts[b.n].want = src, want
 		b.n++
 	}
-	topic, writes := needs(query, ts, env.Writes)
+	topic, writes := needs(query, ts, o.Writes)
 	b.topic = topic
 	add(fromWrites, topic, writes)
-	if env.Seen != nil {
-		add(fromReads, topic, env.Seen[seenKey{store: query.Rel.StoreName(), partition: ts.Partition}][topic])
+	if o.Seen != nil {
+		add(fromReads, topic, o.Seen[seenKey{store: query.Rel.StoreName(), partition: ts.Partition}][topic])
 	}
-	_, setting := needs(query, ts, env.MinPosition)
+	_, setting := needs(query, ts, o.MinPosition)
 	add(fromSetting, topic, setting)
 	return b
 }

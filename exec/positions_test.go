@@ -44,17 +44,17 @@ func TestReadBound(t *testing.T) {
 	s.noteReads(perID.Rel, reads(perID, 1, materialize.Position{"orders": {1: 80}}))
 	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 7}}.String()}, {Partition: 3}})
 
-	bound := func() *Env {
-		env := &Env{}
-		s.fillBound(env, s.derivedSettings())
-		return env
+	bound := func() *ReadOptions {
+		opts := &ReadOptions{}
+		s.fillBound(opts, s.derivedSettings())
+		return opts
 	}
 	type want struct {
 		topic string
 		want  map[int32]int64
 		from  boundSource
 	}
-	check := func(name string, env *Env, q *PersistentQuery, p int32, w want) {
+	check := func(name string, env *ReadOptions, q *PersistentQuery, p int32, w want) {
 		t.Helper()
 		b := env.readBound(q, ts(p))
 		if b.topic != w.topic || !maps.Equal(b.want, w.want) || b.sources() != w.from {

@@ -343,8 +343,8 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		pt = new(Portal)
 	}
 	*pt = Portal{s: p.s, stmt: p.stmt, text: p.text, cols: p.cols, ctx: ctx, from: p, q: q}
-	pt.env = &pt.envVal
-	p.s.fillEnv(pt.env)
+	pt.env, pt.opts = &pt.envVal, &pt.optsVal
+	p.s.fillEnv(pt.env, pt.opts)
 	pt.env.Params = params
 	switch st := p.stmt.(type) {
 	case *sql.Select:
@@ -537,6 +537,7 @@ type Portal struct {
 	text string
 	cols []catalog.Column
 	env  *Env              // envVal, the portal's own
+	opts *ReadOptions      // optsVal, the portal's own
 	plan *planner.PullPlan // a SELECT's, with LIMIT/OFFSET parameters applied
 	code *PullCode         // plan's compiled expressions
 	// ctx is Bind's: the row-limited goroutine's parent.
@@ -550,7 +551,8 @@ type Portal struct {
 	tag    string
 	failed bool
 
-	envVal Env
+	envVal  Env
+	optsVal ReadOptions
 	// rows counts the rows a run sent, counted the raw ones among them.
 	rows    int
 	counted countedRaw
@@ -659,19 +661,17 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 	case nil:
 		return w.Empty()
 	case *sql.Select:
-		// The portal's own Env takes the context and the raw writer of
-		// this run.
+		// The portal's own ReadOptions take the raw writer of this run.
 		pt.rows = 0
-		pt.env.Ctx = ctx
 		if raw, ok := w.(RawRows); ok {
 			pt.counted = countedRaw{RawRows: raw, n: &pt.rows}
-			pt.env.Raw = &pt.counted
-			defer func() { pt.env.Raw = nil }()
+			pt.opts.Raw = &pt.counted
+			defer func() { pt.opts.Raw = nil }()
 		}
 		if pt.q == nil {
 			pt.q = new(pull)
 		}
-		reads, err := pt.s.e.Runtime.pullIn(pt.q, ctx, pt.plan, pt.code, pt.env, func(r catalog.Row) error {
+		reads, err := pt.s.e.Runtime.pullIn(pt.q, ctx, pt.plan, pt.code, pt.env, pt.opts, func(r catalog.Row) error {
 			pt.rows++
 			return w.Row(r)
 		})
@@ -694,7 +694,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 // start begins a row-limited execution.
 func (pt *Portal) start(ctx context.Context, w ResultWriter) (rowSource, error) {
 	if pt.plan != nil {
-		return startPull(pt.ctx, pt.s.e.Runtime, pt.plan, pt.code, pt.env), nil
+		return startPull(pt.ctx, pt.s.e.Runtime, pt.plan, pt.code, pt.env, pt.opts), nil
 	}
 	b := &bufferWriter{w: w}
 	if err := pt.s.exec(ctx, pt.stmt, pt.text, b); err != nil {
@@ -790,7 +790,7 @@ type pullSource struct {
 	closeOnce sync.Once
 }
 
-func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *Env) *pullSource {
+func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions) *pullSource {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -803,7 +803,7 @@ func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code
 		// before rows is closed like any other.
 		defer safe.Recover(&ps.err)
 		safe.Fault(safe.FaultPortal)
-		_, ps.err = rt.PullCompiled(ctx, plan, code, env, func(r catalog.Row) error {
+		_, ps.err = rt.PullCompiled(ctx, plan, code, env, opts, func(r catalog.Row) error {
 			// The row is handed to another goroutine: copy it, whatever
 			// Pull does with its buffers.
 			select {
@@ -854,16 +854,15 @@ func (ps *pullSource) close() {
 	})
 }
 
-// withRaw returns env with Raw set when w takes raw rows, counting them
+// withRaw returns opts with Raw set when w takes raw rows, counting them
 // into n with the rows emitted one by one.
-func withRaw(env *Env, w ResultWriter, n *int) *Env {
+func withRaw(opts *ReadOptions, w ResultWriter, n *int) *ReadOptions {
 	raw, ok := w.(RawRows)
 	if !ok {
-		return env
+		return opts
 	}
-	e := *env
-	e.Raw = &countedRaw{RawRows: raw, n: n}
-	return &e
+	opts.Raw = &countedRaw{RawRows: raw, n: n}
+	return opts
 }
 
 // countedRaw counts the rows written raw.

@@ -40,12 +40,14 @@ type PartitionRead struct {
 
 // pull is one executing pull query.
 type pull struct {
-	rt   *Runtime
-	plan *planner.PullPlan
-	code *PullCode // plan's expressions
-	env  *Env
-	agg  *Aggregator
-	emit func(catalog.Row) error
+	rt     *Runtime
+	plan   *planner.PullPlan
+	code   *PullCode // plan's expressions
+	env    *Env      // &envVal: the caller's Env under the query's context
+	opts   *ReadOptions
+	envVal Env
+	agg    *Aggregator
+	emit   func(catalog.Row) error
 
 	// streaming state when neither sorting nor grouping
 	skipped, emitted int64
@@ -56,7 +58,7 @@ type pull struct {
 	horde []*groupState
 	reads []PartitionRead
 	// mem is what rows, seen and hash hold, against basin.query_memory.
-	mem queryMemory
+	mem Memory
 	// sorted numbers the rows collected for sorting (sortRow.seq).
 	sorted int64
 
@@ -76,6 +78,7 @@ type pull struct {
 	seqRead struct {
 		req   ReadRequest
 		local LocalReplica
+		route Route
 		read  PartitionRead // what served the partition being read
 	}
 }
@@ -181,8 +184,8 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
-func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
-	return rt.PullCompiled(ctx, plan, nil, env, emit)
+func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return rt.PullCompiled(ctx, plan, nil, env, opts, emit)
 }
 
 // PullCode is a pull plan's compiled expressions. Compiled expressions
@@ -333,38 +336,34 @@ func usesPseudo(plan *planner.PullPlan) bool {
 
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
-func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
-	return rt.pullIn(new(pull), ctx, plan, code, env, emit)
+func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return rt.pullIn(new(pull), ctx, plan, code, env, opts, emit)
 }
 
 // pullIn is PullCompiled with the query's state in q, which it resets
 // first: a portal keeps one for its runs. The reads returned may be in
 // q, and are good until q's next use.
-func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
-		if env != nil {
-			e := *env
-			e.Ctx = ctx
-			env = &e
-		}
 		return nil, rt.runQuery(ctx, plan, env, emit)
 	}
 	if code == nil {
 		code = CompilePull(plan)
 	}
-	*q = pull{rt: rt, plan: plan, code: code, env: env, emit: emit}
-	if env != nil && env.Ctx != ctx {
-		// A copy with the query's context (a portal sets its own Env's
-		// beforehand and saves the copy).
-		e := *env
-		e.Ctx = ctx
-		q.env = &e
+	if opts == nil {
+		opts = &ReadOptions{}
 	}
-	if q.env != nil {
-		q.mem.limit = q.env.QueryMemory
+	*q = pull{rt: rt, plan: plan, code: code, opts: opts, emit: emit}
+	// The query's own copy of env, evaluating under ctx (in q, which a
+	// portal keeps for its runs: no allocation).
+	if env != nil {
+		q.envVal = *env
 	}
+	q.envVal.ctx = ctx
+	q.env = &q.envVal
+	q.mem.Limit = q.env.QueryMemory
 	if plan.Grouped {
 		q.agg = NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
@@ -417,7 +416,7 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		gs, ok := q.hash[string(k)]
 		if !ok {
 			gs = &groupState{groups: groups, state: q.agg.Init()}
-			if err := q.mem.grow(64+int64(len(k))+rowBytes(groups)+rowBytes(gs.state), "GROUP BY"); err != nil {
+			if err := q.mem.Grow(64+int64(len(k))+RowBytes(groups)+RowBytes(gs.state), "GROUP BY"); err != nil {
 				return err
 			}
 			q.hash[string(k)] = gs
@@ -448,7 +447,7 @@ func (q *pull) project(row catalog.Row) error {
 		if q.seen[string(k)] {
 			return nil
 		}
-		if err := q.mem.grow(48+int64(len(k)), "DISTINCT"); err != nil {
+		if err := q.mem.Grow(48+int64(len(k)), "DISTINCT"); err != nil {
 			return err
 		}
 		q.seen[string(k)] = true
@@ -460,7 +459,7 @@ func (q *pull) project(row catalog.Row) error {
 	if err != nil {
 		return err
 	}
-	r := sortRow{out: out, keys: keys, seq: q.sorted, size: 64 + rowBytes(out) + rowBytes(keys)}
+	r := sortRow{out: out, keys: keys, seq: q.sorted, size: 64 + RowBytes(out) + RowBytes(keys)}
 	q.sorted++
 	if k := q.plan.Limit + q.plan.Offset; q.plan.Limit >= 0 && k >= 0 {
 		h := topK{q}
@@ -468,16 +467,16 @@ func (q *pull) project(row catalog.Row) error {
 			if k == 0 || !q.sortLess(&r, &q.rows[0]) {
 				return nil // not among the first k
 			}
-			q.mem.used -= q.rows[0].size
+			q.mem.Used -= q.rows[0].size
 			heap.Pop(h)
 		}
-		if err := q.mem.grow(r.size, "ORDER BY"); err != nil {
+		if err := q.mem.Grow(r.size, "ORDER BY"); err != nil {
 			return err
 		}
 		heap.Push(h, r)
 		return nil
 	}
-	if err := q.mem.grow(r.size, "ORDER BY"); err != nil {
+	if err := q.mem.Grow(r.size, "ORDER BY"); err != nil {
 		return err
 	}
 	q.rows = append(q.rows, r)
@@ -560,7 +559,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 		return err
 	}
 	fwd := q.rt.forwarder()
-	if q.env.NoForward {
+	if q.opts.NoForward {
 		fwd = nil
 	}
 	if fwd == nil || len(parts) == 1 {
@@ -634,7 +633,7 @@ func (q *pull) partitions(rel *catalog.Relation, query *PersistentQuery) (parts 
 		part := rel.PartitionerOf()
 	next:
 		for n, l := range lookups {
-			if n%1024 == 1023 && q.env != nil && q.env.Ctx != nil && q.env.Ctx.Err() != nil {
+			if n%1024 == 1023 && q.env.Context().Err() != nil {
 				// A long IN list: statement_timeout, cancel and a client
 				// gone stop it here too.
 				return nil, nil, lookupCanceled()
@@ -719,7 +718,7 @@ func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Fo
 		case !ts.Held():
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
 				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
-		case q.env.NoForward && !q.env.ServeRestoring && !ts.restored.Load():
+		case q.opts.NoForward && !q.opts.ServeRestoring && !ts.restored.Load():
 			// A replica still restoring serves a forwarded read only when
 			// it is nearly current (a standby that has just become the
 			// active, replaying the changelog's tail); else the
@@ -730,7 +729,7 @@ func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Fo
 				return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s (offset lag %d)", p, rel.Name, q.rt.opts.Node, lag)
 			}
 		}
-		if q.env.NoForward {
+		if q.opts.NoForward {
 			if err := q.withinBound(rel, p, ts); err != nil {
 				return err
 			}
@@ -747,8 +746,38 @@ func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Fo
 	if sink != nil && sink.fwd {
 		req.RawFormats, req.RawRow = sink.formats, sink.wire
 	}
-	req.Local = localReplica(ts, local, localAt)
-	return fwd.ReadPartition(ctx, req, q.env, served, emit)
+	req.Local = localReplica(ts, localAt)
+	r := &q.seqRead.route
+	if !q.seq {
+		r = new(Route)
+	}
+	if err := fwd.Route(req, q.opts, r); err != nil {
+		return err
+	}
+	gaveUp := true
+	defer func() { fwd.Done(r, gaveUp) }()
+	for {
+		at, ok := r.Attempts.Next()
+		if !ok {
+			break
+		}
+		var ans ha.Answer
+		if at.Local {
+			ri := at.Replica
+			served(PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
+			ans.Err = local(ctx)
+		} else {
+			ans = fwd.Remote(ctx, r, req, at, served, emit)
+		}
+		ans.Canceled = ctx.Err() != nil
+		v := r.Attempts.Report(ans)
+		fwd.Observe(r, at, v)
+		if v == ha.Finish {
+			gaveUp = false
+			return ans.Err
+		}
+	}
+	return r.Attempts.Err(rel.Name, p)
 }
 
 // withinBound refuses (55000) a read forwarded here that this node's
@@ -758,16 +787,16 @@ func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Fo
 // by its last lag report, which may be old or forged, and tries the next
 // one. The forwarding node checks the lag the rows come with as well.
 func (q *pull) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error {
-	if q.env.Session == nil {
+	if q.opts.Settings == nil {
 		return nil
 	}
 	lag, tlag := ts.Lag(time.Now())
-	if v, _ := q.env.Session.Setting("basin.acceptable_offset_lag"); v != "" {
+	if v, _ := q.opts.Settings.Setting("basin.acceptable_offset_lag"); v != "" {
 		if bound, err := strconv.ParseInt(v, 10, 64); err == nil && lag > bound {
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: offset lag %d > %d", p, rel.Name, q.rt.opts.Node, lag, bound)
 		}
 	}
-	if v, _ := q.env.Session.Setting("basin.acceptable_time_lag"); v != "" {
+	if v, _ := q.opts.Settings.Setting("basin.acceptable_time_lag"); v != "" {
 		if bound, err := time.ParseDuration(v); err == nil && bound > 0 && time.Duration(tlag)*time.Millisecond > bound {
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: time lag %v > %v", p, rel.Name, q.rt.opts.Node, time.Duration(tlag)*time.Millisecond, bound)
 		}
@@ -780,7 +809,7 @@ func (q *pull) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error 
 // or it has neither caught up with its changelog nor seen any input (a
 // replica just given to this node does not know how far behind it is,
 // and must not answer with no rows). It is made in at, when not nil.
-func localReplica(ts *TaskState, read func(context.Context) error, at *LocalReplica) *LocalReplica {
+func localReplica(ts *TaskState, at *LocalReplica) *LocalReplica {
 	if !ts.Held() || !ts.restored.Load() && len(ts.Position()) == 0 {
 		return nil
 	}
@@ -788,7 +817,7 @@ func localReplica(ts *TaskState, read func(context.Context) error, at *LocalRepl
 		at = new(LocalReplica)
 	}
 	lag, tlag := ts.Lag(time.Now())
-	*at = LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position(), Read: read}
+	*at = LocalReplica{Role: ts.Role(), OffsetLag: lag, TimeLagMs: tlag, Position: ts.Position()}
 	return at
 }
 
@@ -803,16 +832,16 @@ func (q *pull) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRe
 	}
 	req := at
 	*req = ReadRequest{Rel: query.Rel, Partition: p, Keys: keys, Where: plan.Where, Alias: plan.Alias,
-		Needed: plan.Needed, Limit: -1, PositionWait: q.env.PositionWait}
+		Needed: plan.Needed, Limit: -1, PositionWait: q.opts.PositionWait}
 	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (q.code.filter == nil || plan.Where != "") {
 		req.Limit = plan.Limit + plan.Offset
 	}
-	if q.env.bounded() {
-		if b := q.env.readBound(query, query.Tasks[p]); len(b.want) > 0 {
+	if q.opts.bounded() {
+		if b := q.opts.readBound(query, query.Tasks[p]); len(b.want) > 0 {
 			req.MinPosition, req.MinPositionFrom = materialize.Position{b.topic: b.want}, b.sources().String()
 		}
 	}
-	req.NeedPosition = q.env.Monotonic
+	req.NeedPosition = q.opts.Monotonic
 	return req
 }
 
@@ -822,7 +851,7 @@ func (q *pull) readLocal(ctx context.Context, query *PersistentQuery, p int32, k
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
-	if q.env.bounded() {
+	if q.opts.bounded() {
 		if err := q.waitPosition(ctx, query, ts); err != nil {
 			return err
 		}
@@ -1019,16 +1048,16 @@ func (b *prefetchBatch) release() {
 // ones (ReadRequest.RawFormats).
 func (q *pull) rawSinks() *rawSink {
 	p := q.plan
-	if q.env == nil || q.env.Raw == nil || !q.streaming() || p.Distinct || p.Offset != 0 ||
+	if q.opts.Raw == nil || !q.streaming() || p.Distinct || p.Offset != 0 ||
 		q.code.cols == nil || p.Rel == nil {
 		return nil
 	}
-	formats := q.env.Raw.WireFormats()
+	formats := q.opts.Raw.WireFormats()
 	if len(formats) != len(q.code.cols) {
 		return nil
 	}
 	s := &q.rawT
-	*s = rawSink{w: q.env.Raw, formats: formats, n: len(formats), fwdOK: q.code.passThrough, cols: q.code.colMap()}
+	*s = rawSink{w: q.opts.Raw, formats: formats, n: len(formats), fwdOK: q.code.passThrough, cols: q.code.colMap()}
 	if q.code.filter == nil {
 		s.enc = q.code.encoder(p.Rel.Schema.Columns, formats)
 	}
@@ -1183,7 +1212,7 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 		k = int(min(int64(k), q.plan.Limit-q.emitted))
 	}
 	if k > 0 {
-		if err := q.env.Raw.WriteRows(b.raw[:b.ends[k-1]], k); err != nil {
+		if err := q.opts.Raw.WriteRows(b.raw[:b.ends[k-1]], k); err != nil {
 			return err
 		}
 		q.emitted += int64(k)
@@ -1294,7 +1323,7 @@ func (q *pull) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder
 			}
 		}
 		if pf.err != nil {
-			if ctx.Err() != nil && q.env.Ctx != nil && q.env.Ctx.Err() != nil {
+			if ctx.Err() != nil && q.env.Context().Err() != nil {
 				return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
 			}
 			return pf.err
@@ -1419,7 +1448,7 @@ func needs(query *PersistentQuery, ts *TaskState, min materialize.Position) (top
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
 func (q *pull) waitPosition(ctx context.Context, query *PersistentQuery, ts *TaskState) error {
-	b := q.env.readBound(query, ts)
+	b := q.opts.readBound(query, ts)
 	topic, want := b.topic, b.want
 	if len(want) == 0 {
 		return nil
@@ -1433,7 +1462,7 @@ func (q *pull) waitPosition(ctx context.Context, query *PersistentQuery, ts *Tas
 		}
 		return 0, 0, 0, false
 	}
-	timer := time.NewTimer(q.env.PositionWait)
+	timer := time.NewTimer(q.opts.PositionWait)
 	defer timer.Stop()
 	for {
 		changed := ts.positionChanged()
@@ -1447,7 +1476,7 @@ func (q *pull) waitPosition(ctx context.Context, query *PersistentQuery, ts *Tas
 			return ctx.Err()
 		case <-timer.C:
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
-				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.env.PositionWait).
+				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.opts.PositionWait).
 				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.from(sp, off)).
 				WithHint("%s", b.from(sp, off).hint())
 		}

@@ -23,8 +23,8 @@ var startTime = time.Now().UTC().Truncate(time.Microsecond)
 
 // snapshotOf returns the catalog snapshot a catalog expression reads.
 func snapshotOf(env *Env) *catalog.PGSnapshot {
-	if env.query != nil {
-		return env.query.snap
+	if env.Scope != nil {
+		return env.Scope.Snap
 	}
 	return sessionSnapshot(env)
 }
@@ -36,10 +36,10 @@ func compileQueryExpr(s planner.Scalar) Expr {
 	case *planner.OuterRef:
 		depth, idx := s.Depth, s.Idx
 		return func(_ catalog.Row, env *Env) (any, error) {
-			if env.query == nil || len(env.query.outer) < depth {
+			if env.Scope == nil || len(env.Scope.Outer) < depth {
 				return nil, pgerr.New(pgerr.InternalError, "outer reference %s without an outer row", s)
 			}
-			return env.query.outer[len(env.query.outer)-depth][idx], nil
+			return env.Scope.Outer[len(env.Scope.Outer)-depth][idx], nil
 		}
 	case *planner.SubLink:
 		return compileSubLink(s)
@@ -157,7 +157,7 @@ func quantify(v any, vals []any, op string, all bool) (any, error) {
 			sawNull = true
 			continue
 		}
-		res, err := binaryOp(op, catalog.Unknown, v, w)
+		res, err := BinaryOp(op, catalog.Unknown, v, w)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +190,7 @@ func compileSubLink(s *planner.SubLink) Expr {
 		if !s.Query.Correlated && done {
 			return cached, nil
 		}
-		rows, err := sub.run(env.withOuter(row))
+		rows, err := sub.run(env.WithOuter(row))
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +200,7 @@ func compileSubLink(s *planner.SubLink) Expr {
 		return rows, nil
 	}
 	return func(row catalog.Row, env *Env) (any, error) {
-		if env.query == nil {
+		if env.Scope == nil {
 			return nil, pgerr.New(pgerr.InternalError, "subquery outside a catalog query")
 		}
 		rows, err := run(row, env)
@@ -848,7 +848,7 @@ func (s *Session) catalogInfo(env *Env) catalog.SessionInfo {
 	info := catalog.SessionInfo{User: s.user, Database: s.db, PID: s.pid, Started: env.Now,
 		ApplicationName: s.vars["application_name"], ViewQuery: viewQuery, Activity: s.e.Activity}
 	all := map[string]string{"max_index_keys": "32", "max_function_args": "100"}
-	for k, v := range extraSettings {
+	for k, v := range ExtraSettings {
 		all[k] = v
 	}
 	for k, v := range s.vars {

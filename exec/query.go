@@ -22,37 +22,31 @@ import (
 // snapshot are shared, so no operator changes a row it was given; it
 // makes new ones.
 
-// queryEnv is what a catalog query's expressions see besides their row.
-type queryEnv struct {
-	snap *catalog.PGSnapshot
-	// outer holds the rows of the queries enclosing a subquery,
+// Scope is what a catalog query's expressions see besides their row.
+type Scope struct {
+	Snap *catalog.PGSnapshot
+	// Outer holds the rows of the queries enclosing a subquery,
 	// innermost last (planner.OuterRef counts from there).
-	outer []catalog.Row
-	// mem counts the rows the joins and blocks of the query (its
+	Outer []catalog.Row
+	// Mem counts the rows the joins and blocks of the query (its
 	// subqueries' included) made, against basin.query_memory. It counts
 	// every operator's output, freed or not: an overestimate.
-	mem *queryMemory
+	Mem *Memory
 }
 
-// withOuter returns env for a subquery run for row.
-func (env *Env) withOuter(row catalog.Row) *Env {
+// WithOuter returns env for a subquery run for row.
+func (env *Env) WithOuter(row catalog.Row) *Env {
 	e := *env
-	q := *env.query
-	q.outer = append(slices.Clip(env.query.outer), row)
-	e.query = &q
+	q := *env.Scope
+	q.Outer = append(slices.Clip(env.Scope.Outer), row)
+	e.Scope = &q
 	return &e
 }
 
 // runQuery runs a catalog query, emitting its rows.
 func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) error {
-	if env == nil {
-		env = &Env{}
-	}
-	e := *env
-	if e.Ctx == nil {
-		e.Ctx = ctx
-	}
-	e.query = &queryEnv{snap: sessionSnapshot(&e), mem: &queryMemory{limit: e.QueryMemory}}
+	e := *env.WithContext(ctx)
+	e.Scope = &Scope{Snap: sessionSnapshot(&e), Mem: &Memory{Limit: e.QueryMemory}}
 	root := compileRel(plan.Query.Root)
 	rows, err := root.run(&e)
 	if err != nil {
@@ -79,7 +73,7 @@ func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *En
 				switch {
 				case out[k] == nil:
 				case c.Type.IsReg():
-					out[k] = planner.RegName(e.query.snap, c.Type, out[k].(int64))
+					out[k] = planner.RegName(e.Scope.Snap, c.Type, out[k].(int64))
 				case c.Type == catalog.Record:
 					out[k] = catalog.FormatRecord(out[k].([]any), planner.FormatValue)
 				}
@@ -158,7 +152,7 @@ func (o errOp) run(*Env) ([]catalog.Row, error) { return nil, o.err }
 
 type scanOp struct{ t *catalog.VirtualTable }
 
-func (o scanOp) run(env *Env) ([]catalog.Row, error) { return env.query.snap.Rows(o.t), nil }
+func (o scanOp) run(env *Env) ([]catalog.Row, error) { return env.Scope.Snap.Rows(o.t), nil }
 
 type valuesOp struct{}
 
@@ -312,7 +306,7 @@ func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
 			}
 			matched = true
 			matchedRight[i] = true
-			if err := env.query.mem.grow(rowBytes(row), "join"); err != nil {
+			if err := env.Scope.Mem.Grow(RowBytes(row), "join"); err != nil {
 				return nil, err
 			}
 			out = append(out, row)
@@ -545,7 +539,7 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 				return nil, err
 			}
 		}
-		if err := env.query.mem.grow(48+rowBytes(out)+rowBytes(keys), "result"); err != nil {
+		if err := env.Scope.Mem.Grow(48+RowBytes(out)+RowBytes(keys), "result"); err != nil {
 			return nil, err
 		}
 		outs = append(outs, outRow{out, keys})
@@ -727,7 +721,7 @@ func (st *aggState) add(v, v2 any) error {
 		case int64:
 			s, _ := st.sum.(int64)
 			if (x > 0 && s > math.MaxInt64-x) || (x < 0 && s < math.MinInt64-x) {
-				return errOutOfRange
+				return ErrOutOfRange
 			}
 			st.sum = s + x
 		case float64:

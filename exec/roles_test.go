@@ -146,7 +146,7 @@ func TestStandbyFailover(t *testing.T) {
 			return "", err
 		}
 		var lines []string
-		_, err = rt.Pull(ctx, pp, &Env{}, func(r catalog.Row) error {
+		_, err = rt.Pull(ctx, pp, &Env{}, nil, func(r catalog.Row) error {
 			lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
 			return nil
 		})

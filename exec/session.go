@@ -236,22 +236,34 @@ func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 // versionText is what version() returns.
 var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
 
+// env returns the evaluation context of a statement of the session.
 func (s *Session) env() *Env {
 	env := &Env{}
-	s.fillEnv(env)
+	s.fillEnv(env, nil)
 	return env
 }
 
-// fillEnv sets env up for a statement of the session.
-func (s *Session) fillEnv(env *Env) {
-	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: versionText, Session: s, Backends: s.e.Backends}
+// statement returns a statement's evaluation context and the options of
+// its reads.
+func (s *Session) statement() (*Env, *ReadOptions) {
+	env, opts := &Env{}, &ReadOptions{}
+	s.fillEnv(env, opts)
+	return env, opts
+}
+
+// fillEnv sets env and opts (when not nil) up for a statement of the
+// session.
+func (s *Session) fillEnv(env *Env, opts *ReadOptions) {
 	d := s.derivedSettings()
-	s.fillBound(env, d)
-	env.NoForward = d.forwarded != "off"
-	env.ServeRestoring = d.forwarded == "restoring"
-	env.PositionWait = d.positionWait
-	env.QueryMemory = d.queryMemory
+	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
+		Version: versionText, Session: s, Backends: s.e.Backends, QueryMemory: d.queryMemory}
+	if opts == nil {
+		return
+	}
+	*opts = ReadOptions{Settings: s, PositionWait: d.positionWait}
+	s.fillBound(opts, d)
+	opts.NoForward = d.forwarded != "off"
+	opts.ServeRestoring = d.forwarded == "restoring"
 }
 
 // Query runs the statements of a simple Query message.
@@ -351,7 +363,8 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 		return err
 	}
 	n := 0
-	reads, err := s.e.Runtime.Pull(ctx, plan, withRaw(s.env(), w, &n), func(r catalog.Row) error {
+	env, opts := s.statement()
+	reads, err := s.e.Runtime.Pull(ctx, plan, env, withRaw(opts, w, &n), func(r catalog.Row) error {
 		n++
 		return w.Row(r)
 	})
@@ -692,7 +705,7 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 	}
 	v, ok := s.vars[name]
 	if !ok {
-		v, ok = extraSettings[name] // read-only server settings (server_version_num)
+		v, ok = ExtraSettings[name] // read-only server settings (server_version_num)
 	}
 	if !ok {
 		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)
@@ -812,7 +825,8 @@ func (s *Session) processingLogCounts(ctx context.Context) (map[string]int64, er
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.e.Runtime.Pull(ctx, plan, s.env(), func(r catalog.Row) error {
+	env, opts := s.statement()
+	_, err = s.e.Runtime.Pull(ctx, plan, env, opts, func(r catalog.Row) error {
 		if q, ok := r[0].(string); ok {
 			counts[q]++
 		}
@@ -851,7 +865,8 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 			return err
 		}
 		text = plan.String()
-		routes, err := s.e.Runtime.explainRoutes(plan, s.env())
+		env, opts := s.statement()
+		routes, err := s.e.Runtime.explainRoutes(plan, env, opts)
 		if err != nil {
 			routes = []string{"  Routing: decided when the statement runs (" + err.Error() + ")"}
 		}

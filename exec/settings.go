@@ -151,13 +151,13 @@ func normalizeSetting(name, v string) (string, error) {
 		if err != nil || n < 1024 {
 			return "", invalid("Give a size of at least 1kB: bytes, or a number with a unit: kB, MB, GB.")
 		}
-		return formatBytes(n), nil
+		return FormatBytes(n), nil
 	case settingQueryMemory:
 		n, err := parseBytes(v)
 		if err != nil || n < 64<<10 {
 			return "", invalid("Give a size of at least 64kB: bytes, or a number with a unit: kB, MB, GB.")
 		}
-		return formatBytes(n), nil
+		return FormatBytes(n), nil
 	case settingMaxPrepared:
 		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
 			return "", invalid("Give a positive number of prepared statements.")

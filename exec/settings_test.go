@@ -92,31 +92,32 @@ func TestSettingsDerivedFollowChanges(t *testing.T) {
 	// likewise.
 	must("SET basin.position_wait = '250ms'")
 	var env Env
-	s.fillEnv(&env)
-	if env.PositionWait != 250*time.Millisecond {
-		t.Fatalf("PositionWait = %v after SET basin.position_wait = '250ms'", env.PositionWait)
+	var opts ReadOptions
+	s.fillEnv(&env, &opts)
+	if opts.PositionWait != 250*time.Millisecond {
+		t.Fatalf("PositionWait = %v after SET basin.position_wait = '250ms'", opts.PositionWait)
 	}
 	must("SET basin.read_your_writes = off")
-	s.fillEnv(&env)
-	if env.MinPosition != nil || env.NoForward {
-		t.Fatalf("MinPosition %v, NoForward %v before SET", env.MinPosition, env.NoForward)
+	s.fillEnv(&env, &opts)
+	if opts.MinPosition != nil || opts.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v before SET", opts.MinPosition, opts.NoForward)
 	}
 	pos := materialize.Position{"t": {0: 5}}
 	must("SET basin.min_position = '" + pos.String() + "'")
 	must("SET basin.forwarded = on")
-	s.fillEnv(&env)
-	if !env.MinPosition.Equal(pos) || !env.NoForward {
-		t.Fatalf("MinPosition %v, NoForward %v after SET, want %v, true", env.MinPosition.Describe(), env.NoForward, pos.Describe())
+	s.fillEnv(&env, &opts)
+	if !opts.MinPosition.Equal(pos) || !opts.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v after SET, want %v, true", opts.MinPosition.Describe(), opts.NoForward, pos.Describe())
 	}
-	env.MinPosition.Advance("t", 0, 9) // a read's own copy
-	s.fillEnv(&env)
-	if !env.MinPosition.Equal(pos) {
-		t.Fatalf("MinPosition %v after a read changed its copy, want %v", env.MinPosition.Describe(), pos.Describe())
+	opts.MinPosition.Advance("t", 0, 9) // a read's own copy
+	s.fillEnv(&env, &opts)
+	if !opts.MinPosition.Equal(pos) {
+		t.Fatalf("MinPosition %v after a read changed its copy, want %v", opts.MinPosition.Describe(), pos.Describe())
 	}
 	must("RESET basin.min_position")
 	must("RESET basin.forwarded")
-	s.fillEnv(&env)
-	if env.MinPosition != nil || env.NoForward {
-		t.Fatalf("MinPosition %v, NoForward %v after RESET", env.MinPosition, env.NoForward)
+	s.fillEnv(&env, &opts)
+	if opts.MinPosition != nil || opts.NoForward {
+		t.Fatalf("MinPosition %v, NoForward %v after RESET", opts.MinPosition, opts.NoForward)
 	}
 }

@@ -147,21 +147,21 @@ func (f *forwarder) close() {
 	}
 }
 
-// ReadPartition implements exec.Forwarder. ha.Route orders the
-// partition's replicas, this node's included, by the session's
-// basin.read_from and drops those that heartbeats say are down or whose
-// lag (this node's own, other nodes' last lag reports) is over the
-// session's (or the view's) bounds or whose position is behind the
-// session's; ha.Attempts then says which to try next (in turn, the next
-// at once when one fails before sending a row; replicas behind the
+// Route implements exec.Forwarder. ha.Route orders the partition's
+// replicas, this node's included, by the session's basin.read_from and
+// drops those that heartbeats say are down or whose lag (this node's
+// own, other nodes' last lag reports) is over the session's (or the
+// view's) bounds or whose position is behind the session's; the
+// ha.Attempts it returns in r then says which to try next (in turn, the
+// next at once when one fails before sending a row; replicas behind the
 // position bound last, as they wait up to basin.position_wait to catch
 // up; then the fallbacks) and, when none can serve, gives the error that
-// names every replica and why. This function only makes the attempts:
-// this node's replica through req.Local, the others over the wire.
-func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, env *exec.Env, served func(exec.PartitionRead), emit func(catalog.Row) error) error {
+// names every replica and why. The pull engine makes the attempts: this
+// node's replica in place, the others through Remote.
+func (f *forwarder) Route(req *exec.ReadRequest, opts *exec.ReadOptions, r *exec.Route) error {
 	rel, p := req.Rel, req.Partition
 	now := time.Now()
-	rb, err := f.bounds(rel, env)
+	rb, err := f.bounds(rel, opts)
 	if err != nil {
 		return err
 	}
@@ -171,62 +171,83 @@ func (f *forwarder) ReadPartition(ctx context.Context, req *exec.ReadRequest, en
 		return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s and the cluster's assignment is not known yet", p, rel.Name, f.c.n.id).
 			WithHint("The node is joining its cluster; try again in a moment.")
 	}
-	sc := routeScratchPool.Get().(*routeScratch)
-	defer sc.put()
-	sc.infos = f.appendReplicas(sc.infos[:0], reps, req, now)
-	r := ha.RouteInto(sc.ordered, sc.infos, rb.ReadBounds, now)
-	sc.ordered = r.Ordered
-	m := f.c.n.metrics
-	m.observeRouting(r)
-	// The SQL of a forwarded read, made when a peer is first tried: most
-	// reads of a node's own replica never need it.
-	var stmts []forwardStmt
-	forwarded := func() []forwardStmt {
-		if stmts == nil {
-			stmts = forwardQuery(req, rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(req.MinPosition) > 0)
-		}
-		return stmts
+	st := routeStatePool.Get().(*routeState)
+	st.a, st.rb = a, rb
+	st.infos = f.appendReplicas(st.infos[:0], reps, req, now)
+	routing := ha.RouteInto(st.ordered, st.infos, rb.ReadBounds, now)
+	st.ordered = routing.Ordered
+	f.c.n.metrics.observeRouting(routing)
+	r.Attempts, r.State = ha.NewAttempts(routing, rb.ReadBounds, f.c.n.id), st
+	return nil
+}
+
+// routeState is what Route keeps of a read for its attempts: the bounds
+// and assignment it routed by, and the memory its routing was made in (a
+// partition has a few replicas, and every read routes).
+type routeState struct {
+	a              ha.Assignment
+	rb             readBounds
+	infos, ordered []ha.ReplicaInfo
+	// stmts is the SQL of a forwarded read, made when a peer is first
+	// tried: most reads of a node's own replica never need it.
+	stmts []forwardStmt
+}
+
+var routeStatePool = sync.Pool{New: func() any { return new(routeState) }}
+
+// Remote implements exec.Forwarder: attempt at, at a replica on another
+// node, of the read r routed.
+func (f *forwarder) Remote(ctx context.Context, r *exec.Route, req *exec.ReadRequest, at ha.Attempt,
+	served func(exec.PartitionRead), emit func(catalog.Row) error) (ans ha.Answer) {
+	st := r.State.(*routeState)
+	ri := at.Replica
+	info, ok := st.a.Nodes[ri.Node]
+	if !ok {
+		ans.Unreachable = true
+		return ans
 	}
-	// ha.Attempts says which replica to try next and when to give up;
-	// this loop only makes the attempts and reports what they answered.
-	attempts := ha.NewAttempts(r, rb.ReadBounds, f.c.n.id)
-	for {
-		at, ok := attempts.Next()
-		if !ok {
-			break
-		}
-		ri := at.Replica
-		var ans ha.Answer
-		if at.Local {
-			served(exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs})
-			ans.Err = req.Local.Read(ctx)
-		} else if info, ok := a.Nodes[ri.Node]; !ok {
-			ans.Unreachable = true
-		} else {
-			rr := req
-			if at.ServeRestoring {
-				restoring := *req
-				restoring.ServeRestoring = true
-				rr = &restoring
-			}
-			ans.Sent, ans.Err = f.remote(ctx, rb, rr, ri, at.Watch, info.PGAddr, forwarded(), served, emit)
-			if ans.Err != nil {
-				var stale *staleAnswer
-				if errors.As(ans.Err, &stale) {
-					ans.Stale = &stale.rej
-				}
-			}
-		}
-		ans.Canceled = ctx.Err() != nil
-		switch attempts.Report(ans) {
-		case ha.Finish:
-			return ans.Err
-		case ha.FailedOver:
-			m.failovers.WithLabelValues(string(ri.Role)).Inc()
+	if st.stmts == nil {
+		st.stmts = forwardQuery(req, st.rb.MaxOffsetLag >= 0 || st.rb.MaxTimeLag > 0 || len(req.MinPosition) > 0)
+	}
+	rr := req
+	if at.ServeRestoring {
+		restoring := *req
+		restoring.ServeRestoring = true
+		rr = &restoring
+	}
+	ans.Sent, ans.Err = f.remote(ctx, st.rb, rr, ri, at.Watch, info.PGAddr, st.stmts, served, emit)
+	if ans.Err != nil {
+		var stale *staleAnswer
+		if errors.As(ans.Err, &stale) {
+			ans.Stale = &stale.rej
 		}
 	}
-	m.noReplica.Inc()
-	return attempts.Err(rel.Name, p)
+	return ans
+}
+
+// Observe implements exec.Forwarder: it counts failovers.
+func (f *forwarder) Observe(_ *exec.Route, at ha.Attempt, v ha.Verdict) {
+	if v == ha.FailedOver {
+		f.c.n.metrics.failovers.WithLabelValues(string(at.Replica.Role)).Inc()
+	}
+}
+
+// Done implements exec.Forwarder: it counts reads no replica served and
+// takes back the read's routing memory, without the positions its
+// replicas referred to.
+func (f *forwarder) Done(r *exec.Route, gaveUp bool) {
+	if gaveUp {
+		f.c.n.metrics.noReplica.Inc()
+	}
+	st, ok := r.State.(*routeState)
+	if !ok {
+		return
+	}
+	r.State = nil
+	clear(st.infos[:cap(st.infos)])
+	clear(st.ordered[:cap(st.ordered)])
+	*st = routeState{infos: st.infos[:0], ordered: st.ordered[:0]}
+	routeStatePool.Put(st)
 }
 
 // remote reads the partition from replica ri on another node (see
@@ -307,9 +328,9 @@ func (e *staleAnswer) Error() string { return e.rej.Node + " " + e.rej.Reason }
 
 // Explain implements exec.Forwarder: the routing of a read of
 // req.Partition as it would go now.
-func (f *forwarder) Explain(req *exec.ReadRequest, env *exec.Env) []string {
+func (f *forwarder) Explain(req *exec.ReadRequest, opts *exec.ReadOptions) []string {
 	now := time.Now()
-	rb, err := f.bounds(req.Rel, env)
+	rb, err := f.bounds(req.Rel, opts)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -376,22 +397,6 @@ func here(local bool) string {
 		return " (this node)"
 	}
 	return ""
-}
-
-// routeScratch is the memory a read's routing is made in: a partition
-// has a few replicas, and every read routes.
-type routeScratch struct {
-	infos, ordered []ha.ReplicaInfo
-}
-
-var routeScratchPool = sync.Pool{New: func() any { return new(routeScratch) }}
-
-// put returns sc to the pool, without the positions its replicas
-// referred to.
-func (sc *routeScratch) put() {
-	clear(sc.infos[:cap(sc.infos)])
-	clear(sc.ordered[:cap(sc.ordered)])
-	routeScratchPool.Put(sc)
 }
 
 // replicas describes partition p's replicas for ha.Route: this node's
@@ -463,19 +468,19 @@ const defaultForwardTimeout = 2 * time.Second
 // bounds are the freshness bounds of a read: the session's
 // basin.acceptable_offset_lag, else the view's acceptable.offset.lag;
 // basin.acceptable_time_lag; basin.read_from.
-func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
-	if env == nil || env.Session == nil {
-		return f.makeBounds(rel, env)
+func (f *forwarder) bounds(rel *catalog.Relation, opts *exec.ReadOptions) (readBounds, error) {
+	if opts == nil || opts.Settings == nil {
+		return f.makeBounds(rel, opts)
 	}
 	// Made once per relation while the session's settings stay as they
 	// are (a relation's options never change), not once per read.
 	key := boundsKey{rel} // one pointer: no allocation as an interface
-	if v, ok := env.Session.Memo(key); ok {
+	if v, ok := opts.Settings.Memo(key); ok {
 		return v.(readBounds), nil
 	}
-	b, err := f.makeBounds(rel, env)
+	b, err := f.makeBounds(rel, opts)
 	if err == nil {
-		env.Session.MemoPut(key, b)
+		opts.Settings.MemoPut(key, b)
 	}
 	return b, err
 }
@@ -484,14 +489,14 @@ func (f *forwarder) bounds(rel *catalog.Relation, env *exec.Env) (readBounds, er
 type boundsKey struct{ rel *catalog.Relation }
 
 // makeBounds makes what bounds returns.
-func (f *forwarder) makeBounds(rel *catalog.Relation, env *exec.Env) (readBounds, error) {
+func (f *forwarder) makeBounds(rel *catalog.Relation, opts *exec.ReadOptions) (readBounds, error) {
 	b := readBounds{ReadBounds: ha.ReadBounds{MaxOffsetLag: ha.NoOffsetLagBound, MaxLagAge: 3 * f.c.n.opts.LagReportInterval},
 		forwardTimeout: defaultForwardTimeout}
 	setting := func(name string) string {
-		if env == nil || env.Session == nil {
+		if opts == nil || opts.Settings == nil {
 			return ""
 		}
-		v, _ := env.Session.Setting(name)
+		v, _ := opts.Settings.Setting(name)
 		return v
 	}
 	if v := setting("basin.acceptable_offset_lag"); v != "" {
