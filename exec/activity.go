@@ -20,14 +20,6 @@ type Client struct {
 	Addr net.Addr
 }
 
-// Backends signals other sessions of the node, for pg_cancel_backend and
-// pg_terminate_backend. Each reports whether a session with that PID
-// exists.
-type Backends interface {
-	Cancel(pid int32) bool
-	Terminate(pid int32) bool
-}
-
 // activity is what pg_stat_activity shows of a session. The session's
 // goroutine writes it; any session's catalog query reads it.
 type activity struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/planner"
 )
 
@@ -14,7 +15,7 @@ import (
 // serving node, and per partition the candidates in the order they
 // would be tried, the rejected replicas with their reasons, and the
 // chosen one.
-func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *Env, opts *ReadOptions) ([]string, error) {
+func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *ReadOptions) ([]string, error) {
 	rel := plan.Rel
 	if rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
 		return nil, nil

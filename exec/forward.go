@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -83,7 +84,7 @@ type ReadOptions struct {
 	Raw RawRows
 	// Settings are the session's, from which a Forwarder takes the
 	// read's lag bounds and basin.read_from; nil outside a session.
-	Settings SettingsAccess
+	Settings eval.Session
 }
 
 // ReadRequest is the read of one partition that a Forwarder routes.

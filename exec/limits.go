@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/sql"
 )
@@ -61,20 +62,6 @@ func parseBytes(v string) (int64, error) {
 	return n * f, nil
 }
 
-// FormatBytes shows a memory setting as SHOW does: in the largest unit
-// that divides it.
-func FormatBytes(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"kB", 1 << 10}} {
-		if n != 0 && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
-
 // forwardedStatementSlack is how much longer than its
 // basin.max_statement_bytes a statement of a forwarded session (a read
 // another node forwards here) may be: the forwarding node sets the
@@ -92,7 +79,7 @@ func (s *Session) checkStatementSize(text string) error {
 	if int64(len(text)) <= max || d.forwarded != "off" && int64(len(text)) <= max+forwardedStatementSlack {
 		return nil
 	}
-	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), FormatBytes(max)).
+	return pgerr.New(pgerr.ProgramLimitExceeded, "statement of %d bytes is longer than basin.max_statement_bytes (%s)", len(text), eval.FormatBytes(max)).
 		WithHint("Send a shorter statement (split a long INSERT or IN list), or raise the limit for the session: SET basin.max_statement_bytes = '4MB'.")
 }
 
@@ -108,44 +95,6 @@ func (s *Session) countPrepared(p *Prepared) error {
 	}
 	p.counted = true
 	return nil
-}
-
-// Memory tracks what one pull query holds for sorting, grouping
-// and DISTINCT, against basin.query_memory. The sizes are estimates of
-// the Go values held (RowBytes), not an accounting of the heap.
-type Memory struct {
-	Used, Limit int64 // limit 0: none
-}
-
-// Grow adds n bytes, failing with 53200 past the limit.
-func (m *Memory) Grow(n int64, what string) error {
-	if m == nil {
-		return nil
-	}
-	m.Used += n
-	if m.Limit > 0 && m.Used > m.Limit {
-		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", FormatBytes(m.Limit), what).
-			WithHint("basin does not spill to disk yet: narrow the query (WHERE, LIMIT after a key lookup), or raise the limit for the session: SET basin.query_memory = '1GB'.")
-	}
-	return nil
-}
-
-// RowBytes estimates the memory a held row takes: its slice, one
-// interface per value and the bytes of strings and byte slices.
-func RowBytes(row []any) int64 {
-	n := int64(24 + 16*len(row))
-	for _, v := range row {
-		switch v := v.(type) {
-		case string:
-			n += int64(len(v))
-		case []byte:
-			n += int64(24 + len(v))
-		case nil, bool, int64, float64:
-		default:
-			n += 24 // time.Time and the like, boxed
-		}
-	}
-	return n
 }
 
 // parseStatement parses text under the statement's context: a parse

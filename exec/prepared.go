@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/planner"
@@ -536,7 +537,7 @@ type Portal struct {
 	stmt sql.Statement // nil: the empty statement
 	text string
 	cols []catalog.Column
-	env  *Env              // envVal, the portal's own
+	env  *eval.Env         // envVal, the portal's own
 	opts *ReadOptions      // optsVal, the portal's own
 	plan *planner.PullPlan // a SELECT's, with LIMIT/OFFSET parameters applied
 	code *PullCode         // plan's compiled expressions
@@ -551,7 +552,7 @@ type Portal struct {
 	tag    string
 	failed bool
 
-	envVal  Env
+	envVal  eval.Env
 	optsVal ReadOptions
 	// rows counts the rows a run sent, counted the raw ones among them.
 	rows    int
@@ -790,7 +791,7 @@ type pullSource struct {
 	closeOnce sync.Once
 }
 
-func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions) *pullSource {
+func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions) *pullSource {
 	if parent == nil {
 		parent = context.Background()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
@@ -43,10 +44,10 @@ type pull struct {
 	rt     *Runtime
 	plan   *planner.PullPlan
 	code   *PullCode // plan's expressions
-	env    *Env      // &envVal: the caller's Env under the query's context
+	env    *eval.Env // &envVal: the caller's Env under the query's context
 	opts   *ReadOptions
-	envVal Env
-	agg    *Aggregator
+	envVal eval.Env
+	agg    *eval.Aggregator
 	emit   func(catalog.Row) error
 
 	// streaming state when neither sorting nor grouping
@@ -58,7 +59,7 @@ type pull struct {
 	horde []*groupState
 	reads []PartitionRead
 	// mem is what rows, seen and hash hold, against basin.query_memory.
-	mem Memory
+	mem eval.Memory
 	// sorted numbers the rows collected for sorting (sortRow.seq).
 	sorted int64
 
@@ -94,7 +95,7 @@ type sortRow struct {
 // sortLess orders rows by ORDER BY, then by arrival.
 func (q *pull) sortLess(a, b *sortRow) bool {
 	for k, o := range q.plan.Order {
-		c := CompareNullable(a.keys[k], b.keys[k], o.NullsFirst)
+		c := eval.CompareNullable(a.keys[k], b.keys[k], o.NullsFirst)
 		if o.Desc && a.keys[k] != nil && b.keys[k] != nil {
 			c = -c
 		}
@@ -184,7 +185,7 @@ func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, st
 
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
-func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	return rt.PullCompiled(ctx, plan, nil, env, opts, emit)
 }
 
@@ -192,8 +193,8 @@ func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *Env, o
 // keep no state between calls, so one PullCode serves every execution of
 // its plan (a prepared statement's), concurrent ones included.
 type PullCode struct {
-	filter Expr
-	output []Expr
+	filter eval.Expr
+	output []eval.Expr
 	// passThrough is set when the output is the input row's first
 	// columns in order (SELECT *, SELECT a, b of a relation (a, b, c)):
 	// project slices the row instead of evaluating a copy.
@@ -205,11 +206,11 @@ type PullCode struct {
 	// enc is the last encoder of stored rows made for cols (rawSinks),
 	// kept for the next execution in the same formats.
 	enc       atomic.Pointer[wireEncoder]
-	order     []Expr
-	groups    []Expr
-	having    Expr
-	partition Expr
-	lookups   [][]Expr // Lookup, or the lists of LookupIn
+	order     []eval.Expr
+	groups    []eval.Expr
+	having    eval.Expr
+	partition eval.Expr
+	lookups   [][]eval.Expr // Lookup, or the lists of LookupIn
 	// pseudo is set when the plan may read a pseudo-column (_partition,
 	// _served_by, ...): reads fill them in only then.
 	pseudo bool
@@ -223,12 +224,12 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 	}
 	c := &PullCode{pseudo: usesPseudo(plan)}
 	if plan.Filter != nil && !pinOnly(plan) && !lookupOnly(plan) {
-		c.filter = Compile(plan.Filter)
+		c.filter = eval.Compile(plan.Filter)
 	}
 	c.passThrough = len(plan.Output) > 0
 	stored := plan.Rel != nil && len(plan.Output) > 0 // so far, every output a stored column
 	for i, o := range plan.Output {
-		c.output = append(c.output, Compile(o))
+		c.output = append(c.output, eval.Compile(o))
 		col, ok := o.(*planner.ColRef)
 		if !ok || col.Idx != i {
 			c.passThrough = false
@@ -241,28 +242,28 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		c.cols = nil
 	}
 	for _, o := range plan.Order {
-		c.order = append(c.order, Compile(o.Expr))
+		c.order = append(c.order, eval.Compile(o.Expr))
 	}
 	for _, g := range plan.GroupBy {
-		c.groups = append(c.groups, Compile(g))
+		c.groups = append(c.groups, eval.Compile(g))
 	}
 	if plan.Having != nil {
-		c.having = Compile(plan.Having)
+		c.having = eval.Compile(plan.Having)
 	}
 	if plan.Partition != nil {
-		c.partition = Compile(plan.Partition)
+		c.partition = eval.Compile(plan.Partition)
 	}
 	lookups := plan.LookupIn
 	if plan.Lookup != nil {
 		lookups = [][]planner.Scalar{plan.Lookup}
 	}
 	if lookups != nil {
-		c.lookups = make([][]Expr, 0, len(lookups)) // IN () reads nothing, not everything
+		c.lookups = make([][]eval.Expr, 0, len(lookups)) // IN () reads nothing, not everything
 	}
 	for _, l := range lookups {
-		key := make([]Expr, len(l))
+		key := make([]eval.Expr, len(l))
 		for i, e := range l {
-			key[i] = Compile(e)
+			key[i] = eval.Compile(e)
 		}
 		c.lookups = append(c.lookups, key)
 	}
@@ -336,14 +337,14 @@ func usesPseudo(plan *planner.PullPlan) bool {
 
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
-func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	return rt.pullIn(new(pull), ctx, plan, code, env, opts, emit)
 }
 
 // pullIn is PullCompiled with the query's state in q, which it resets
 // first: a portal keeps one for its runs. The reads returned may be in
 // q, and are good until q's next use.
-func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	start := time.Now()
 	defer func() { rt.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
@@ -358,14 +359,11 @@ func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, 
 	*q = pull{rt: rt, plan: plan, code: code, opts: opts, emit: emit}
 	// The query's own copy of env, evaluating under ctx (in q, which a
 	// portal keeps for its runs: no allocation).
-	if env != nil {
-		q.envVal = *env
-	}
-	q.envVal.ctx = ctx
+	q.envVal = env.WithContext(ctx)
 	q.env = &q.envVal
 	q.mem.Limit = q.env.QueryMemory
 	if plan.Grouped {
-		q.agg = NewAggregator(plan.Aggs)
+		q.agg = eval.NewAggregator(plan.Aggs)
 		q.hash = make(map[string]*groupState)
 	}
 	if plan.Distinct {
@@ -398,12 +396,12 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		if err != nil {
 			return err
 		}
-		if !Truthy(ok) {
+		if !eval.Truthy(ok) {
 			return nil
 		}
 	}
 	if q.plan.Grouped {
-		groups, err := EvalAll(q.code.groups, row, q.env)
+		groups, err := eval.EvalAll(q.code.groups, row, q.env)
 		if err != nil {
 			return err
 		}
@@ -416,7 +414,7 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 		gs, ok := q.hash[string(k)]
 		if !ok {
 			gs = &groupState{groups: groups, state: q.agg.Init()}
-			if err := q.mem.Grow(64+int64(len(k))+RowBytes(groups)+RowBytes(gs.state), "GROUP BY"); err != nil {
+			if err := q.mem.Grow(64+int64(len(k))+eval.RowBytes(groups)+eval.RowBytes(gs.state), "GROUP BY"); err != nil {
 				return err
 			}
 			q.hash[string(k)] = gs
@@ -435,7 +433,7 @@ func (q *pull) project(row catalog.Row) error {
 		out = row[:n:n] // rows are never reused by their readers
 	} else {
 		var err error
-		if out, err = EvalAll(q.code.output, row, q.env); err != nil {
+		if out, err = eval.EvalAll(q.code.output, row, q.env); err != nil {
 			return err
 		}
 	}
@@ -455,11 +453,11 @@ func (q *pull) project(row catalog.Row) error {
 	if q.streaming() {
 		return q.send(out)
 	}
-	keys, err := EvalAll(q.code.order, row, q.env)
+	keys, err := eval.EvalAll(q.code.order, row, q.env)
 	if err != nil {
 		return err
 	}
-	r := sortRow{out: out, keys: keys, seq: q.sorted, size: 64 + RowBytes(out) + RowBytes(keys)}
+	r := sortRow{out: out, keys: keys, seq: q.sorted, size: 64 + eval.RowBytes(out) + eval.RowBytes(keys)}
 	q.sorted++
 	if k := q.plan.Limit + q.plan.Offset; q.plan.Limit >= 0 && k >= 0 {
 		h := topK{q}
@@ -515,7 +513,7 @@ func (q *pull) finish() error {
 				if err != nil {
 					return err
 				}
-				if !Truthy(ok) {
+				if !eval.Truthy(ok) {
 					continue
 				}
 			}
@@ -925,7 +923,7 @@ func (q *pull) readLocal(ctx context.Context, query *PersistentQuery, p int32, k
 			row := buf[1:]
 			if q.code.filter != nil {
 				ok, err := q.code.filter(row, q.env)
-				if err != nil || !Truthy(ok) {
+				if err != nil || !eval.Truthy(ok) {
 					return err
 				}
 			}

@@ -3,13 +3,13 @@ package exec
 import (
 	"context"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
@@ -22,31 +22,10 @@ import (
 // snapshot are shared, so no operator changes a row it was given; it
 // makes new ones.
 
-// Scope is what a catalog query's expressions see besides their row.
-type Scope struct {
-	Snap *catalog.PGSnapshot
-	// Outer holds the rows of the queries enclosing a subquery,
-	// innermost last (planner.OuterRef counts from there).
-	Outer []catalog.Row
-	// Mem counts the rows the joins and blocks of the query (its
-	// subqueries' included) made, against basin.query_memory. It counts
-	// every operator's output, freed or not: an overestimate.
-	Mem *Memory
-}
-
-// WithOuter returns env for a subquery run for row.
-func (env *Env) WithOuter(row catalog.Row) *Env {
-	e := *env
-	q := *env.Scope
-	q.Outer = append(slices.Clip(env.Scope.Outer), row)
-	e.Scope = &q
-	return &e
-}
-
 // runQuery runs a catalog query, emitting its rows.
-func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *Env, emit func(catalog.Row) error) error {
-	e := *env.WithContext(ctx)
-	e.Scope = &Scope{Snap: sessionSnapshot(&e), Mem: &Memory{Limit: e.QueryMemory}}
+func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
+	e := env.WithContext(ctx)
+	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	root := compileRel(plan.Query.Root)
 	rows, err := root.run(&e)
 	if err != nil {
@@ -88,17 +67,16 @@ func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *En
 }
 
 // sessionSnapshot makes the statement's catalog snapshot.
-func sessionSnapshot(env *Env) *catalog.PGSnapshot {
-	s, ok := env.Session.(*Session)
-	if !ok {
+func sessionSnapshot(env *eval.Env) *catalog.PGSnapshot {
+	if env.Session == nil {
 		return catalog.New().PGSnapshot(catalog.SessionInfo{User: env.User, Database: env.Database, PID: env.PID})
 	}
-	return s.e.Catalog.PGSnapshot(s.catalogInfo(env))
+	return env.Session.Snapshot(env.Now)
 }
 
 // relOp is a compiled relational operator.
 type relOp interface {
-	run(env *Env) ([]catalog.Row, error)
+	run(env *eval.Env) ([]catalog.Row, error)
 }
 
 func compileRel(r planner.Rel) relOp {
@@ -109,11 +87,11 @@ func compileRel(r planner.Rel) relOp {
 		return valuesOp{}
 	case *planner.FuncRel:
 		if r.Scalar != nil {
-			return &scalarOp{Compile(r.Scalar)}
+			return &scalarOp{eval.Compile(r.Scalar)}
 		}
-		args := make([]Expr, len(r.Args))
+		args := make([]eval.Expr, len(r.Args))
 		for i, a := range r.Args {
-			args[i] = Compile(a)
+			args[i] = eval.Compile(a)
 		}
 		types := make([]catalog.Type, len(r.Args))
 		for i, a := range r.Args {
@@ -124,7 +102,7 @@ func compileRel(r planner.Rel) relOp {
 		j := &joinOp{kind: r.Kind, l: compileRel(r.L), r: compileRel(r.R), equi: r.Equi,
 			lw: len(r.L.Cols()), rw: len(r.R.Cols())}
 		if r.On != nil {
-			j.on = Compile(r.On)
+			j.on = eval.Compile(r.On)
 		}
 		return j
 	case *planner.DerivedRel:
@@ -132,13 +110,13 @@ func compileRel(r planner.Rel) relOp {
 	case *planner.BlockRel:
 		return compileBlock(r)
 	case *planner.FilterRel:
-		return &filterOp{in: compileRel(r.In), cond: Compile(r.Cond)}
+		return &filterOp{in: compileRel(r.In), cond: eval.Compile(r.Cond)}
 	case *planner.PermuteRel:
 		return &permuteOp{in: compileRel(r.In), perm: r.Map}
 	case *planner.SetRel:
 		s := &setOp{op: r.Op, all: r.All, l: compileRel(r.L), r: compileRel(r.R), limit: r.Limit, offset: r.Offset}
 		for _, k := range r.Order {
-			s.order = append(s.order, Compile(k.Expr))
+			s.order = append(s.order, eval.Compile(k.Expr))
 		}
 		s.keys = r.Order
 		return s
@@ -148,22 +126,22 @@ func compileRel(r planner.Rel) relOp {
 
 type errOp struct{ err error }
 
-func (o errOp) run(*Env) ([]catalog.Row, error) { return nil, o.err }
+func (o errOp) run(*eval.Env) ([]catalog.Row, error) { return nil, o.err }
 
 type scanOp struct{ t *catalog.VirtualTable }
 
-func (o scanOp) run(env *Env) ([]catalog.Row, error) { return env.Scope.Snap.Rows(o.t), nil }
+func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Snap.Rows(o.t), nil }
 
 type valuesOp struct{}
 
-func (valuesOp) run(*Env) ([]catalog.Row, error) { return []catalog.Row{{}}, nil }
+func (valuesOp) run(*eval.Env) ([]catalog.Row, error) { return []catalog.Row{{}}, nil }
 
 type filterOp struct {
 	in   relOp
-	cond Expr
+	cond eval.Expr
 }
 
-func (o *filterOp) run(env *Env) ([]catalog.Row, error) {
+func (o *filterOp) run(env *eval.Env) ([]catalog.Row, error) {
 	in, err := o.in.run(env)
 	if err != nil {
 		return nil, err
@@ -174,7 +152,7 @@ func (o *filterOp) run(env *Env) ([]catalog.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if Truthy(ok) {
+		if eval.Truthy(ok) {
 			out = append(out, r)
 		}
 	}
@@ -186,7 +164,7 @@ type permuteOp struct {
 	perm []int
 }
 
-func (o *permuteOp) run(env *Env) ([]catalog.Row, error) {
+func (o *permuteOp) run(env *eval.Env) ([]catalog.Row, error) {
 	in, err := o.in.run(env)
 	if err != nil {
 		return nil, err
@@ -208,9 +186,9 @@ func (o *permuteOp) run(env *Env) ([]catalog.Row, error) {
 const maxJoinRows = 2_000_000
 
 // scalarOp is a one-row relation of a value.
-type scalarOp struct{ e Expr }
+type scalarOp struct{ e eval.Expr }
 
-func (o *scalarOp) run(env *Env) ([]catalog.Row, error) {
+func (o *scalarOp) run(env *eval.Env) ([]catalog.Row, error) {
 	v, err := o.e(nil, env)
 	if err != nil {
 		return nil, err
@@ -220,13 +198,13 @@ func (o *scalarOp) run(env *Env) ([]catalog.Row, error) {
 
 type funcOp struct {
 	name  string
-	args  []Expr
+	args  []eval.Expr
 	types []catalog.Type
 	width int
 }
 
-func (o *funcOp) run(env *Env) ([]catalog.Row, error) {
-	vals, err := EvalAll(o.args, nil, env)
+func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
+	vals, err := eval.EvalAll(o.args, nil, env)
 	if err != nil {
 		return nil, err
 	}
@@ -249,12 +227,12 @@ func (o *funcOp) run(env *Env) ([]catalog.Row, error) {
 type joinOp struct {
 	kind   sql.JoinKind
 	l, r   relOp
-	on     Expr
+	on     eval.Expr
 	equi   []planner.EquiCond
 	lw, rw int
 }
 
-func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
+func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	left, err := o.l.run(env)
 	if err != nil {
 		return nil, err
@@ -300,13 +278,13 @@ func (o *joinOp) run(env *Env) ([]catalog.Row, error) {
 				if err != nil {
 					return nil, err
 				}
-				if !Truthy(ok) {
+				if !eval.Truthy(ok) {
 					continue
 				}
 			}
 			matched = true
 			matchedRight[i] = true
-			if err := env.Scope.Mem.Grow(RowBytes(row), "join"); err != nil {
+			if err := env.Scope.Mem.Grow(eval.RowBytes(row), "join"); err != nil {
 				return nil, err
 			}
 			out = append(out, row)
@@ -409,76 +387,76 @@ func rowKey(vals []any) string {
 type blockOp struct {
 	plan    *planner.BlockRel
 	in      relOp
-	filter  Expr
-	srfArgs [][]Expr
+	filter  eval.Expr
+	srfArgs [][]eval.Expr
 	srfType [][]catalog.Type
-	groups  []Expr
-	aggArgs []Expr
-	aggArg2 []Expr
-	having  Expr
-	winArgs [][]Expr
-	winPart [][]Expr
-	winOrd  [][]Expr
-	output  []Expr
-	order   []Expr
+	groups  []eval.Expr
+	aggArgs []eval.Expr
+	aggArg2 []eval.Expr
+	having  eval.Expr
+	winArgs [][]eval.Expr
+	winPart [][]eval.Expr
+	winOrd  [][]eval.Expr
+	output  []eval.Expr
+	order   []eval.Expr
 }
 
 func compileBlock(p *planner.BlockRel) *blockOp {
 	o := &blockOp{plan: p, in: compileRel(p.In)}
 	if p.Filter != nil {
-		o.filter = Compile(p.Filter)
+		o.filter = eval.Compile(p.Filter)
 	}
 	for _, s := range p.SRFs {
-		args := make([]Expr, len(s.Args))
+		args := make([]eval.Expr, len(s.Args))
 		types := make([]catalog.Type, len(s.Args))
 		for i, a := range s.Args {
-			args[i], types[i] = Compile(a), a.Type()
+			args[i], types[i] = eval.Compile(a), a.Type()
 		}
 		o.srfArgs = append(o.srfArgs, args)
 		o.srfType = append(o.srfType, types)
 	}
 	for _, g := range p.GroupBy {
-		o.groups = append(o.groups, Compile(g))
+		o.groups = append(o.groups, eval.Compile(g))
 	}
 	for _, a := range p.Aggs {
-		var arg, arg2 Expr
+		var arg, arg2 eval.Expr
 		if a.Arg != nil {
-			arg = Compile(a.Arg)
+			arg = eval.Compile(a.Arg)
 		}
 		if a.Arg2 != nil {
-			arg2 = Compile(a.Arg2)
+			arg2 = eval.Compile(a.Arg2)
 		}
 		o.aggArgs = append(o.aggArgs, arg)
 		o.aggArg2 = append(o.aggArg2, arg2)
 	}
 	if p.Having != nil {
-		o.having = Compile(p.Having)
+		o.having = eval.Compile(p.Having)
 	}
 	for _, w := range p.Windows {
-		var args, part, ord []Expr
+		var args, part, ord []eval.Expr
 		for _, a := range w.Args {
-			args = append(args, Compile(a))
+			args = append(args, eval.Compile(a))
 		}
 		for _, s := range w.PartitionBy {
-			part = append(part, Compile(s))
+			part = append(part, eval.Compile(s))
 		}
 		for _, k := range w.Order {
-			ord = append(ord, Compile(k.Expr))
+			ord = append(ord, eval.Compile(k.Expr))
 		}
 		o.winArgs = append(o.winArgs, args)
 		o.winPart = append(o.winPart, part)
 		o.winOrd = append(o.winOrd, ord)
 	}
 	for _, e := range p.Output {
-		o.output = append(o.output, Compile(e))
+		o.output = append(o.output, eval.Compile(e))
 	}
 	for _, k := range p.Order {
-		o.order = append(o.order, Compile(k.Expr))
+		o.order = append(o.order, eval.Compile(k.Expr))
 	}
 	return o
 }
 
-func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
+func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	p := o.plan
 	in, err := o.in.run(env)
 	if err != nil {
@@ -492,7 +470,7 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 			if err != nil {
 				return nil, err
 			}
-			if Truthy(ok) {
+			if eval.Truthy(ok) {
 				rows = append(rows, r)
 			}
 		}
@@ -522,7 +500,7 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 		seen = map[string]bool{}
 	}
 	for _, r := range rows {
-		out, err := EvalAll(o.output, r, env)
+		out, err := eval.EvalAll(o.output, r, env)
 		if err != nil {
 			return nil, err
 		}
@@ -535,11 +513,11 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 		}
 		var keys []any
 		if len(o.order) > 0 {
-			if keys, err = EvalAll(o.order, r, env); err != nil {
+			if keys, err = eval.EvalAll(o.order, r, env); err != nil {
 				return nil, err
 			}
 		}
-		if err := env.Scope.Mem.Grow(48+RowBytes(out)+RowBytes(keys), "result"); err != nil {
+		if err := env.Scope.Mem.Grow(48+eval.RowBytes(out)+eval.RowBytes(keys), "result"); err != nil {
 			return nil, err
 		}
 		outs = append(outs, outRow{out, keys})
@@ -565,7 +543,7 @@ func (o *blockOp) run(env *Env) ([]catalog.Row, error) {
 // compareKeys orders two rows by their sort keys.
 func compareKeys(a, b []any, order []planner.SortKey) int {
 	for k, o := range order {
-		c := CompareNullable(a[k], b[k], o.NullsFirst)
+		c := eval.CompareNullable(a[k], b[k], o.NullsFirst)
 		if o.Desc && a[k] != nil && b[k] != nil {
 			c = -c
 		}
@@ -579,13 +557,13 @@ func compareKeys(a, b []any, order []planner.SortKey) int {
 // expandSRFs appends the values of the select list's set-returning
 // functions to each row: as many rows as the longest result, the
 // shorter ones padded with NULL.
-func (o *blockOp) expandSRFs(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
 	var out []catalog.Row
 	for _, r := range rows {
 		results := make([][]any, len(o.srfArgs))
 		n := 0
 		for i, args := range o.srfArgs {
-			vals, err := EvalAll(args, r, env)
+			vals, err := eval.EvalAll(args, r, env)
 			if err != nil {
 				return nil, err
 			}
@@ -614,7 +592,7 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *Env) ([]catalog.Row, error
 
 // aggregate groups rows and computes the aggregates: each result row
 // is the group values, then the aggregate values.
-func (o *blockOp) aggregate(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
 	p := o.plan
 	type group struct {
 		vals   []any
@@ -631,7 +609,7 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *Env) ([]catalog.Row, error)
 		return g
 	}
 	for _, r := range rows {
-		vals, err := EvalAll(o.groups, r, env)
+		vals, err := eval.EvalAll(o.groups, r, env)
 		if err != nil {
 			return nil, err
 		}
@@ -673,7 +651,7 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *Env) ([]catalog.Row, error)
 			if err != nil {
 				return nil, err
 			}
-			if !Truthy(ok) {
+			if !eval.Truthy(ok) {
 				continue
 			}
 		}
@@ -721,7 +699,7 @@ func (st *aggState) add(v, v2 any) error {
 		case int64:
 			s, _ := st.sum.(int64)
 			if (x > 0 && s > math.MaxInt64-x) || (x < 0 && s < math.MinInt64-x) {
-				return ErrOutOfRange
+				return eval.ErrOutOfRange
 			}
 			st.sum = s + x
 		case float64:
@@ -740,7 +718,7 @@ func (st *aggState) add(v, v2 any) error {
 		if st.spec.Func == "max" {
 			want = 1
 		}
-		if st.best == nil || Compare(v, st.best) == want {
+		if st.best == nil || eval.Compare(v, st.best) == want {
 			st.best = v
 		}
 	case "string_agg":
@@ -787,7 +765,7 @@ func (st *aggState) result() any {
 }
 
 // windows computes the window functions and appends their values.
-func (o *blockOp) windows(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
+func (o *blockOp) windows(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
 	vals := make([][]any, len(rows))
 	for w, call := range o.plan.Windows {
 		type item struct {
@@ -798,11 +776,11 @@ func (o *blockOp) windows(rows []catalog.Row, env *Env) ([]catalog.Row, error) {
 		parts := map[string][]*item{}
 		var partOrder []string
 		for i, r := range rows {
-			pv, err := EvalAll(o.winPart[w], r, env)
+			pv, err := eval.EvalAll(o.winPart[w], r, env)
 			if err != nil {
 				return nil, err
 			}
-			keys, err := EvalAll(o.winOrd[w], r, env)
+			keys, err := eval.EvalAll(o.winOrd[w], r, env)
 			if err != nil {
 				return nil, err
 			}
@@ -873,12 +851,12 @@ type setOp struct {
 	op            string
 	all           bool
 	l, r          relOp
-	order         []Expr
+	order         []eval.Expr
 	keys          []planner.SortKey
 	limit, offset int64
 }
 
-func (o *setOp) run(env *Env) ([]catalog.Row, error) {
+func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 	left, err := o.l.run(env)
 	if err != nil {
 		return nil, err
@@ -916,7 +894,7 @@ func (o *setOp) run(env *Env) ([]catalog.Row, error) {
 	if len(o.order) > 0 {
 		keys := make([][]any, len(rows))
 		for i, r := range rows {
-			if keys[i], err = EvalAll(o.order, r, env); err != nil {
+			if keys[i], err = eval.EvalAll(o.order, r, env); err != nil {
 				return nil, err
 			}
 		}

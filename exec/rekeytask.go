@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -39,9 +40,9 @@ type rekeyTask struct {
 	plan   *planner.ViewPlan
 	sp     int32
 	codec  *serde.Codec
-	filter Expr
-	group  []Expr
-	env    *Env
+	filter eval.Expr
+	group  []eval.Expr
+	env    *eval.Env
 	keyT   []catalog.Type
 	keyN   []string
 	out    string // the repartition topic
@@ -55,13 +56,13 @@ type rekeyTask struct {
 }
 
 func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
-	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &Env{},
+	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
 	if plan.Filter != nil {
-		t.filter = Compile(plan.Filter)
+		t.filter = eval.Compile(plan.Filter)
 	}
 	for _, g := range plan.GroupBy {
-		t.group = append(t.group, Compile(g))
+		t.group = append(t.group, eval.Compile(g))
 	}
 	for _, c := range plan.View.Schema.Columns {
 		if c.Key {
@@ -189,7 +190,7 @@ func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !Truthy(keep) {
+		if !eval.Truthy(keep) {
 			return nil, nil
 		}
 	}

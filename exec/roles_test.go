@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
@@ -146,7 +147,7 @@ func TestStandbyFailover(t *testing.T) {
 			return "", err
 		}
 		var lines []string
-		_, err = rt.Pull(ctx, pp, &Env{}, nil, func(r catalog.Row) error {
+		_, err = rt.Pull(ctx, pp, &eval.Env{}, nil, func(r catalog.Row) error {
 			lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
 			return nil
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
@@ -59,7 +60,7 @@ type Engine struct {
 
 	// Backends signals the node's other sessions (pg_cancel_backend);
 	// nil when there is no server.
-	Backends Backends
+	Backends eval.Backends
 
 	// DiskFullSince returns the error the embedded broker met writing
 	// for lack of space at or after a time, nil if none; nil without an
@@ -237,25 +238,25 @@ func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
 var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
 
 // env returns the evaluation context of a statement of the session.
-func (s *Session) env() *Env {
-	env := &Env{}
+func (s *Session) env() *eval.Env {
+	env := &eval.Env{}
 	s.fillEnv(env, nil)
 	return env
 }
 
 // statement returns a statement's evaluation context and the options of
 // its reads.
-func (s *Session) statement() (*Env, *ReadOptions) {
-	env, opts := &Env{}, &ReadOptions{}
+func (s *Session) statement() (*eval.Env, *ReadOptions) {
+	env, opts := &eval.Env{}, &ReadOptions{}
 	s.fillEnv(env, opts)
 	return env, opts
 }
 
 // fillEnv sets env and opts (when not nil) up for a statement of the
 // session.
-func (s *Session) fillEnv(env *Env, opts *ReadOptions) {
+func (s *Session) fillEnv(env *eval.Env, opts *ReadOptions) {
 	d := s.derivedSettings()
-	*env = Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
+	*env = eval.Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends, QueryMemory: d.queryMemory}
 	if opts == nil {
 		return
@@ -443,7 +444,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		row := make(catalog.Row, len(cols))
 		for j, e := range vals {
 			c := cols[idx[j]]
-			v, err := EvalValue(e, c.Type, env)
+			v, err := eval.EvalValue(e, c.Type, env)
 			if err != nil {
 				return err
 			}
@@ -705,7 +706,7 @@ func (s *Session) show(ctx context.Context, st *sql.Show, w ResultWriter) error 
 	}
 	v, ok := s.vars[name]
 	if !ok {
-		v, ok = ExtraSettings[name] // read-only server settings (server_version_num)
+		v, ok = eval.ExtraSettings[name] // read-only server settings (server_version_num)
 	}
 	if !ok {
 		return pgerr.New(pgerr.UndefinedObject, "unrecognized configuration parameter %q", st.Name)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/sql"
@@ -151,13 +153,13 @@ func normalizeSetting(name, v string) (string, error) {
 		if err != nil || n < 1024 {
 			return "", invalid("Give a size of at least 1kB: bytes, or a number with a unit: kB, MB, GB.")
 		}
-		return FormatBytes(n), nil
+		return eval.FormatBytes(n), nil
 	case settingQueryMemory:
 		n, err := parseBytes(v)
 		if err != nil || n < 64<<10 {
 			return "", invalid("Give a size of at least 64kB: bytes, or a number with a unit: kB, MB, GB.")
 		}
-		return FormatBytes(n), nil
+		return eval.FormatBytes(n), nil
 	case settingMaxPrepared:
 		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 1 {
 			return "", invalid("Give a positive number of prepared statements.")
@@ -403,13 +405,13 @@ func (s *Session) MemoPut(key, value any) {
 // maxMemo bounds what a session's Memo keeps: past it, it starts over.
 const maxMemo = 64
 
-// Setting implements SettingsAccess.
+// Setting implements Session.
 func (s *Session) Setting(name string) (string, bool) {
 	v, ok := s.vars[strings.ToLower(name)]
 	return v, ok
 }
 
-// SetConfig implements SettingsAccess: set_config(name, value, is_local)
+// SetConfig implements Session: set_config(name, value, is_local)
 // is SET [LOCAL] name = value.
 func (s *Session) SetConfig(name, value string, local bool) (string, error) {
 	if err := s.set(&sql.Set{Name: name, Value: value, Local: local}, discardWriter{}); err != nil {
@@ -427,3 +429,31 @@ func (discardWriter) Row([]any) error                { return nil }
 func (discardWriter) Complete(string) error          { return nil }
 func (discardWriter) Empty() error                   { return nil }
 func (discardWriter) Notice(*pgerr.Error) error      { return nil }
+
+// Snapshot is the catalog of a statement of the session started at
+// started, as catalog queries read it (pg_catalog, information_schema).
+func (s *Session) Snapshot(started time.Time) *catalog.PGSnapshot {
+	return s.e.Catalog.PGSnapshot(s.catalogInfo(started))
+}
+
+// catalogInfo is what the virtual catalog shows of the session.
+func (s *Session) catalogInfo(started time.Time) catalog.SessionInfo {
+	info := catalog.SessionInfo{User: s.user, Database: s.db, PID: s.pid, Started: started,
+		ApplicationName: s.vars["application_name"], ViewQuery: ViewQuery, Activity: s.e.Activity}
+	all := map[string]string{"max_index_keys": "32", "max_function_args": "100"}
+	for k, v := range eval.ExtraSettings {
+		all[k] = v
+	}
+	for k, v := range s.vars {
+		all[k] = v
+	}
+	names := make([]string, 0, len(all))
+	for k := range all {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		info.Settings = append(info.Settings, catalog.Setting{Name: k, Value: all[k]})
+	}
+	return info
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 )
@@ -91,7 +92,7 @@ func TestSettingsDerivedFollowChanges(t *testing.T) {
 	// basin.position_wait, basin.min_position and basin.forwarded
 	// likewise.
 	must("SET basin.position_wait = '250ms'")
-	var env Env
+	var env eval.Env
 	var opts ReadOptions
 	s.fillEnv(&env, &opts)
 	if opts.PositionWait != 250*time.Millisecond {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -56,12 +57,12 @@ type viewTask struct {
 	plan   *planner.ViewPlan
 	state  *TaskState
 	codec  *serde.Codec
-	filter Expr
-	group  []Expr
-	output []Expr
-	having Expr
-	agg    *Aggregator
-	env    *Env
+	filter eval.Expr
+	group  []eval.Expr
+	output []eval.Expr
+	having eval.Expr
+	agg    *eval.Aggregator
+	env    *eval.Env
 	// input is the topic the task reads (the source's or the repartition
 	// topic); srcTopic is the source's, in which positions are kept.
 	input, srcTopic string
@@ -98,7 +99,7 @@ type viewTask struct {
 }
 
 func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
-	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &Env{},
+	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	if plan.Repartition {
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
@@ -107,13 +108,13 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		t.place = newPlacement(plan.View, t.codec, ts.Partition)
 	}
 	if plan.Filter != nil {
-		t.filter = Compile(plan.Filter)
+		t.filter = eval.Compile(plan.Filter)
 	}
 	for _, g := range plan.GroupBy {
-		t.group = append(t.group, Compile(g))
+		t.group = append(t.group, eval.Compile(g))
 	}
 	for _, o := range plan.Output {
-		t.output = append(t.output, Compile(o))
+		t.output = append(t.output, eval.Compile(o))
 		switch o.(type) {
 		case *planner.ColRef, *planner.Const:
 		default:
@@ -121,11 +122,11 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		}
 	}
 	if plan.Having != nil {
-		t.having = Compile(plan.Having)
+		t.having = eval.Compile(plan.Having)
 		t.rowCanFail = true
 	}
 	if plan.Grouped {
-		t.agg = NewAggregator(plan.Aggs)
+		t.agg = eval.NewAggregator(plan.Aggs)
 	}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
 	t.keyVals = make([]any, len(t.codec.KeyIndex()))
@@ -500,7 +501,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 				b.bad = append(b.bad, rt.badRecord(view, src, err))
 				return nil
 			}
-			if !Truthy(keep) {
+			if !eval.Truthy(keep) {
 				if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
 					t.remove(store, b, keyVals)
 				}
@@ -635,7 +636,7 @@ func (t *viewTask) remove(store *materialize.Store, b *viewBatch, keyVals []any)
 
 func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row) error {
 	if !t.plan.Grouped {
-		out, err := EvalAll(t.output, row, t.env)
+		out, err := eval.EvalAll(t.output, row, t.env)
 		if err != nil {
 			return err
 		}
@@ -724,7 +725,7 @@ func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error
 		if err != nil {
 			return false, nil, err
 		}
-		present = Truthy(h)
+		present = eval.Truthy(h)
 	}
 	out = t.out[:0]
 	for _, o := range t.output {

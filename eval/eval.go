@@ -1,8 +1,9 @@
-package exec
+package eval
 
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,7 +16,8 @@ import (
 
 // Env is the evaluation context: what expressions read besides the row
 // (parameters, the session, the statement's start and context). How a
-// pull query may read the stores is apart, in ReadOptions.
+// pull query may read the stores is apart (the pull engine's
+// ReadOptions).
 type Env struct {
 	Params   []any
 	User     string
@@ -26,7 +28,7 @@ type Env struct {
 	Now time.Time
 	// Session reads and changes the session's settings for
 	// current_setting() and set_config(); nil outside a session.
-	Session SettingsAccess
+	Session Session
 	// Backends signals other sessions; nil when there are none.
 	Backends Backends
 	// QueryMemory is basin.query_memory: the most a pull query may hold
@@ -52,18 +54,41 @@ func (env *Env) Context() context.Context {
 }
 
 // WithContext returns a copy of env evaluating under ctx (an empty Env
-// when env is nil).
-func (env *Env) WithContext(ctx context.Context) *Env {
+// when env is nil). The engines call it with the ctx they were given.
+func (env *Env) WithContext(ctx context.Context) Env {
 	var e Env
 	if env != nil {
 		e = *env
 	}
 	e.ctx = ctx
+	return e
+}
+
+// Scope is what a catalog query's expressions see besides their row.
+type Scope struct {
+	Snap *catalog.PGSnapshot
+	// Outer holds the rows of the queries enclosing a subquery,
+	// innermost last (planner.OuterRef counts from there).
+	Outer []catalog.Row
+	// Mem counts the rows the joins and blocks of the query (its
+	// subqueries' included) made, against basin.query_memory. It counts
+	// every operator's output, freed or not: an overestimate.
+	Mem *Memory
+}
+
+// WithOuter returns env for a subquery run for row.
+func (env *Env) WithOuter(row catalog.Row) *Env {
+	e := *env
+	q := *env.Scope
+	q.Outer = append(slices.Clip(env.Scope.Outer), row)
+	e.Scope = &q
 	return &e
 }
 
-// SettingsAccess is a session's settings as functions see them.
-type SettingsAccess interface {
+// Session is a session as expressions see it: its settings, for
+// current_setting() and set_config(), and its catalog, for catalog
+// queries.
+type Session interface {
 	// Setting returns a setting's value as SHOW shows it.
 	Setting(name string) (string, bool)
 	// SetConfig sets a setting (for the transaction when local) and
@@ -74,6 +99,17 @@ type SettingsAccess interface {
 	// key names, which must not change.
 	Memo(key any) (any, bool)
 	MemoPut(key, value any)
+	// Snapshot is the catalog as a statement that started at started
+	// sees it, for catalog queries.
+	Snapshot(started time.Time) *catalog.PGSnapshot
+}
+
+// Backends signals other sessions of the node, for pg_cancel_backend and
+// pg_terminate_backend. Each reports whether a session with that PID
+// exists.
+type Backends interface {
+	Cancel(pid int32) bool
+	Terminate(pid int32) bool
 }
 
 // Expr is a compiled expression.
@@ -215,13 +251,25 @@ func Compile(s planner.Scalar) Expr {
 	case *planner.Call:
 		return compileCall(s)
 	}
-	if e := compileQueryExpr(s); e != nil {
-		return e
+	if extension != nil {
+		if e := extension(s); e != nil {
+			return e
+		}
 	}
 	return func(catalog.Row, *Env) (any, error) {
 		return nil, pgerr.New(pgerr.InternalError, "cannot evaluate %T", s)
 	}
 }
+
+// extension compiles the scalars Compile does not know: those of
+// catalog queries (subqueries, outer references, the catalog's
+// functions), which the catalog-query engine compiles with its
+// relational operators. nil for any other scalar.
+var extension func(planner.Scalar) Expr
+
+// Extend makes Compile hand the scalars it does not know to f; the
+// catalog-query engine calls it once, from its package's init.
+func Extend(f func(planner.Scalar) Expr) { extension = f }
 
 var (
 	ErrOutOfRange    = pgerr.New(pgerr.NumericValueOutOfRange, "bigint out of range")

@@ -1,4 +1,4 @@
-package exec
+package eval
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -308,15 +309,17 @@ func TestAggregator(t *testing.T) {
 		if err := agg.Add(st, pad(r), nil); err != nil {
 			t.Fatal(err)
 		}
-		// The state goes through the stored encoding between rows, as it
-		// does between transactions and to a replica.
-		b, err := encodeStored(true, catalog.Row{int64(i)}, st)
+		// The state goes through the row encoding between rows, as it
+		// does in a store between transactions and to a replica.
+		b, err := materialize.EncodeRow(append([]any{int64(i)}, st...))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, st, err = decodeStored(b, 1); err != nil {
+		vals, err := materialize.DecodeRow(b)
+		if err != nil {
 			t.Fatal(err)
 		}
+		st = vals[1:]
 	}
 	got := agg.Results(nil, st)
 	want = []any{int64(4), int64(3), int64(9), math.NaN(), 3.0, "a", "c", -2.0, math.NaN(), t0.Add(-time.Hour)}

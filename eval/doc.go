@@ -1,0 +1,23 @@
+// Package eval evaluates bound expressions: planner.Scalar trees compiled
+// once into closures (Compile), the functions and operators they call
+// (funcs.go), the aggregates of GROUP BY (Aggregator, whose state a
+// view's store keeps), and the memory account of a statement against
+// basin.query_memory (Memory).
+//
+// An Env is the evaluation context of one statement: its parameters,
+// the session as expressions see it (settings for current_setting() and
+// set_config(), the catalog for catalog queries), the statement's start
+// for now(), and the context it runs under, which the engine running the
+// statement binds from its own ctx parameter (WithContext) so that no
+// caller stores one. How a pull query may read the stores is not here:
+// that is the pull engine's ReadOptions.
+//
+// The scalars only catalog queries have (subqueries, outer references,
+// the catalog's functions) are compiled by the catalog-query engine,
+// which hands them to Compile through Extend; the scope a catalog query
+// evaluates in (its snapshot, the enclosing rows of a subquery) is
+// Env.Scope.
+//
+// eval imports catalog, planner, sql and internal/pgerr, and none of
+// the engines.
+package eval
