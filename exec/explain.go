@@ -15,21 +15,21 @@ import (
 // serving node, and per partition the candidates in the order they
 // would be tried, the rejected replicas with their reasons, and the
 // chosen one.
-func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *ReadOptions) ([]string, error) {
+func (e *Puller) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *ReadOptions) ([]string, error) {
 	rel := plan.Rel
-	if rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
+	if e == nil || e.rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
 		return nil, nil
 	}
-	query, ok := rt.Query(rel.Name)
+	query, ok := e.rt.Query(rel.Name)
 	if !ok {
 		return []string{fmt.Sprintf("  Routing: %s is not being materialized on this node", rel.Name)}, nil
 	}
-	e := *env
-	env = &e
+	ev := *env
+	env = &ev
 	if env.Now.IsZero() {
 		env.Now = time.Now()
 	}
-	q := &pull{rt: rt, plan: plan, code: CompilePull(plan), env: env, opts: opts}
+	q := &Query{rt: e.rt, e: e, plan: plan, code: CompilePull(plan), env: env, opts: opts}
 	parts, keys, err := q.partitions(rel, query)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *Re
 		}
 	}
 	pushed = append(pushed, "columns "+strings.Join(cols, ", "))
-	fwd := rt.forwarder()
+	fwd := e.forwarder()
 	if opts.NoForward {
 		fwd = nil
 	}
@@ -68,9 +68,9 @@ func (rt *Runtime) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *Re
 		var routes []string
 		if fwd == nil {
 			if ts.Held() {
-				routes = []string{fmt.Sprintf("%s on %s (this node)", ts.Role(), rt.opts.Node)}
+				routes = []string{fmt.Sprintf("%s on %s (this node)", ts.Role(), e.rt.opts.Node)}
 			} else {
-				routes = []string{fmt.Sprintf("no replica on %s (this node)", rt.opts.Node)}
+				routes = []string{fmt.Sprintf("no replica on %s (this node)", e.rt.opts.Node)}
 			}
 		} else {
 			req := q.request(query, p, keysOf(keys, i), nil)

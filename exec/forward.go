@@ -37,11 +37,9 @@ type Forwarder interface {
 	// one line per replica, in the order they would be tried, then the
 	// rejected ones with their reasons.
 	Explain(req *ReadRequest, opts *ReadOptions) []string
-	// Replicas describes partition p of rel's replicas on the other
-	// nodes as this node knows them, for CREATE's wait for serving
-	// replicas (serving.go); assigned is false while the cluster's
-	// assignment does not hold the partition.
-	Replicas(rel *catalog.Relation, p int32) (replicas []ReplicaState, assigned bool)
+	// The replicas on other nodes, for CREATE's wait for serving
+	// replicas.
+	Peers
 }
 
 // Route is one partition's read as a Forwarder routed it.
@@ -151,16 +149,16 @@ type LocalReplica struct {
 }
 
 // SetForwarder makes reads of partitions in a cluster go through f.
-func (rt *Runtime) SetForwarder(f Forwarder) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	rt.mu.fwd = f
+func (e *Puller) SetForwarder(f Forwarder) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.mu.fwd = f
 }
 
-func (rt *Runtime) forwarder() Forwarder {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.mu.fwd
+func (e *Puller) forwarder() Forwarder {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.mu.fwd
 }
 
 // ReadFromRow is where a forwarded row says it was served: the

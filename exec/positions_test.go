@@ -335,5 +335,5 @@ func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...
 	if err := rt.StartTable(rel); err != nil {
 		tb.Fatal(err)
 	}
-	return &Engine{Catalog: cat, Runtime: rt, Producer: prod, Cluster: "t", Node: "a"}
+	return &Engine{Catalog: cat, Runtime: rt, Reads: NewPuller(rt), Producer: prod, Cluster: "t", Node: "a"}
 }

@@ -337,7 +337,7 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
 	pt := p.spare
-	var q *pull
+	var q *Query
 	if pt != nil {
 		p.spare, q = nil, pt.q
 	} else {
@@ -559,7 +559,7 @@ type Portal struct {
 	counted countedRaw
 	// q holds a whole run's query state (Runtime.pullIn); made by the
 	// first, kept when the portal's memory is made again.
-	q *pull
+	q *Query
 
 	// from is the statement bound; closed is set by Close, which hands
 	// the portal back to from when nothing of it still runs.
@@ -670,9 +670,9 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 			defer func() { pt.opts.Raw = nil }()
 		}
 		if pt.q == nil {
-			pt.q = new(pull)
+			pt.q = new(Query)
 		}
-		reads, err := pt.s.e.Runtime.pullIn(pt.q, ctx, pt.plan, pt.code, pt.env, pt.opts, func(r catalog.Row) error {
+		reads, err := pt.s.e.read(pt.q, ctx, pt.plan, pt.code, pt.env, pt.opts, func(r catalog.Row) error {
 			pt.rows++
 			return w.Row(r)
 		})
@@ -681,7 +681,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 		}
 		// What the run held (its rows, if it sorted or grouped them) is
 		// not kept while the portal waits for its statement's next Bind.
-		*pt.q = pull{}
+		*pt.q = Query{}
 		if err != nil {
 			return err
 		}
@@ -695,7 +695,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 // start begins a row-limited execution.
 func (pt *Portal) start(ctx context.Context, w ResultWriter) (rowSource, error) {
 	if pt.plan != nil {
-		return startPull(pt.ctx, pt.s.e.Runtime, pt.plan, pt.code, pt.env, pt.opts), nil
+		return startPull(pt.ctx, pt.s.e, pt.plan, pt.code, pt.env, pt.opts), nil
 	}
 	b := &bufferWriter{w: w}
 	if err := pt.s.exec(ctx, pt.stmt, pt.text, b); err != nil {
@@ -791,7 +791,7 @@ type pullSource struct {
 	closeOnce sync.Once
 }
 
-func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions) *pullSource {
+func startPull(parent context.Context, e *Engine, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions) *pullSource {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -804,7 +804,7 @@ func startPull(parent context.Context, rt *Runtime, plan *planner.PullPlan, code
 		// before rows is closed like any other.
 		defer safe.Recover(&ps.err)
 		safe.Fault(safe.FaultPortal)
-		_, ps.err = rt.PullCompiled(ctx, plan, code, env, opts, func(r catalog.Row) error {
+		_, ps.err = e.read(nil, ctx, plan, code, env, opts, func(r catalog.Row) error {
 			// The row is handed to another goroutine: copy it, whatever
 			// Pull does with its buffers.
 			select {

@@ -119,7 +119,7 @@ func TestPortalQueryStateReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q *pull
+	var q *Query
 	for i, id := range []int64{3, 7, 99, 3, 20} {
 		pt, rows := run(lookup, id)
 		want := fmt.Sprintf("[[v%d]]", id)

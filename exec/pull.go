@@ -39,9 +39,10 @@ type PartitionRead struct {
 	pos materialize.Position
 }
 
-// pull is one executing pull query.
-type pull struct {
+// Query is one executing Query query.
+type Query struct {
 	rt     *Runtime
+	e      *Puller
 	plan   *planner.PullPlan
 	code   *PullCode // plan's expressions
 	env    *eval.Env // &envVal: the caller's Env under the query's context
@@ -93,7 +94,7 @@ type sortRow struct {
 }
 
 // sortLess orders rows by ORDER BY, then by arrival.
-func (q *pull) sortLess(a, b *sortRow) bool {
+func (q *Query) sortLess(a, b *sortRow) bool {
 	for k, o := range q.plan.Order {
 		c := eval.CompareNullable(a.keys[k], b.keys[k], o.NullsFirst)
 		if o.Desc && a.keys[k] != nil && b.keys[k] != nil {
@@ -110,7 +111,7 @@ func (q *pull) sortLess(a, b *sortRow) bool {
 // among the first LIMIT + OFFSET: q.rows is then a heap with the last
 // of them on top, and a row past them is dropped at once, so memory
 // stays with the LIMIT rather than the input.
-type topK struct{ q *pull }
+type topK struct{ q *Query }
 
 func (h topK) Len() int           { return len(h.q.rows) }
 func (h topK) Less(i, j int) bool { return h.q.sortLess(&h.q.rows[j], &h.q.rows[i]) } // the last on top
@@ -132,61 +133,25 @@ type groupState struct {
 // errLimitReached stops a scan early once LIMIT rows were sent.
 var errLimitReached = fmt.Errorf("exec: limit reached")
 
-// PullStats describes a finished pull query, for metrics.
-type PullStats struct {
-	// Plan is "lookup" (key lookups), "scan", "stream" or "catalog"
-	// (catalog queries and SELECT without FROM).
-	Plan string
-	// Route is "forwarded" when some partition was served by another
-	// node, else "restoring" or "standby" when some partition was served
-	// by such a replica here, else "local".
-	Route    string
-	Duration time.Duration
-	Err      error
+// Puller runs pull queries over the stores of a Runtime: key lookups,
+// scans of every partition and bounded scans of a stream's topic, read
+// here or, in a cluster, wherever its Forwarder routes each partition.
+type Puller struct {
+	rt *Runtime
+	mu struct {
+		sync.Mutex
+		// fwd reads partitions held elsewhere; nil on a node alone.
+		fwd Forwarder
+	}
 }
 
-// SetPullObserver makes every pull query report to f when it ends.
-func (rt *Runtime) SetPullObserver(f func(PullStats)) {
-	if f == nil {
-		rt.observer.Store(nil)
-		return
-	}
-	rt.observer.Store(&f)
-}
-
-// observePull reports a finished pull query to the observer, if any.
-func (rt *Runtime) observePull(plan *planner.PullPlan, reads []PartitionRead, start time.Time, err error) {
-	fp := rt.observer.Load()
-	if fp == nil {
-		return
-	}
-	st := PullStats{Plan: "scan", Route: "local", Duration: time.Since(start), Err: err}
-	switch {
-	case plan.Query != nil || plan.Rel == nil:
-		st.Plan = "catalog"
-	case plan.Rel.Kind == catalog.KindStream:
-		st.Plan = "stream"
-	case plan.Lookup != nil || plan.LookupIn != nil:
-		st.Plan = "lookup"
-	}
-	for _, r := range reads {
-		switch {
-		case r.ServedBy != rt.opts.Node:
-			st.Route = "forwarded"
-		case st.Route == "forwarded":
-		case r.Role == ha.RoleRestoring.String():
-			st.Route = "restoring"
-		case (r.Role == ha.RoleStandby.String() || r.Role == ha.RoleWarmup.String()) && st.Route == "local":
-			st.Route = "standby"
-		}
-	}
-	(*fp)(st)
-}
+// NewPuller returns the pull engine over rt's stores.
+func NewPuller(rt *Runtime) *Puller { return &Puller{rt: rt} }
 
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
-func (rt *Runtime) Pull(ctx context.Context, plan *planner.PullPlan, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
-	return rt.PullCompiled(ctx, plan, nil, env, opts, emit)
+func (e *Puller) Pull(ctx context.Context, plan *planner.PullPlan, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return e.PullCompiled(ctx, plan, nil, env, opts, emit)
 }
 
 // PullCode is a pull plan's compiled expressions. Compiled expressions
@@ -337,18 +302,16 @@ func usesPseudo(plan *planner.PullPlan) bool {
 
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
-func (rt *Runtime) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
-	return rt.pullIn(new(pull), ctx, plan, code, env, opts, emit)
+func (e *Puller) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	return e.Run(new(Query), ctx, plan, code, env, opts, emit)
 }
 
-// pullIn is PullCompiled with the query's state in q, which it resets
+// Run is PullCompiled with the query's state in q, which it resets
 // first: a portal keeps one for its runs. The reads returned may be in
 // q, and are good until q's next use.
-func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
-	start := time.Now()
-	defer func() { rt.observePull(plan, reads, start, err) }()
+func (e *Puller) Run(q *Query, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	if plan.Query != nil {
-		return nil, rt.runQuery(ctx, plan, env, emit)
+		return nil, pgerr.New(pgerr.InternalError, "a catalog query given to the pull engine")
 	}
 	if code == nil {
 		code = CompilePull(plan)
@@ -356,7 +319,7 @@ func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, 
 	if opts == nil {
 		opts = &ReadOptions{}
 	}
-	*q = pull{rt: rt, plan: plan, code: code, opts: opts, emit: emit}
+	*q = Query{rt: e.rt, e: e, plan: plan, code: code, opts: opts, emit: emit}
 	// The query's own copy of env, evaluating under ctx (in q, which a
 	// portal keeps for its runs: no allocation).
 	q.envVal = env.WithContext(ctx)
@@ -387,10 +350,10 @@ func (rt *Runtime) pullIn(q *pull, ctx context.Context, plan *planner.PullPlan, 
 }
 
 // streaming reports whether rows can be sent as they are found.
-func (q *pull) streaming() bool { return !q.plan.Grouped && len(q.plan.Order) == 0 }
+func (q *Query) streaming() bool { return !q.plan.Grouped && len(q.plan.Order) == 0 }
 
 // input takes one input row (the relation's columns then pseudo-columns).
-func (q *pull) input(ctx context.Context, row catalog.Row) error {
+func (q *Query) input(ctx context.Context, row catalog.Row) error {
 	if q.code.filter != nil {
 		ok, err := q.code.filter(row, q.env)
 		if err != nil {
@@ -427,7 +390,7 @@ func (q *pull) input(ctx context.Context, row catalog.Row) error {
 
 // project evaluates the select list (and sort keys) over a row and sends
 // or collects the result.
-func (q *pull) project(row catalog.Row) error {
+func (q *Query) project(row catalog.Row) error {
 	var out catalog.Row
 	if n := len(q.code.output); q.code.passThrough && n <= len(row) {
 		out = row[:n:n] // rows are never reused by their readers
@@ -481,7 +444,7 @@ func (q *pull) project(row catalog.Row) error {
 	return nil
 }
 
-func (q *pull) send(out catalog.Row) error {
+func (q *Query) send(out catalog.Row) error {
 	if q.skipped < q.plan.Offset {
 		q.skipped++
 		return nil
@@ -499,7 +462,7 @@ func (q *pull) send(out catalog.Row) error {
 	return nil
 }
 
-func (q *pull) finish() error {
+func (q *Query) finish() error {
 	if q.plan.Grouped {
 		if len(q.horde) == 0 && len(q.plan.GroupBy) == 0 {
 			// An aggregate without GROUP BY returns one row even over no
@@ -545,7 +508,7 @@ func (q *pull) finish() error {
 // it (this node's replica or another node's); the partitions are read in
 // parallel, each a few batches ahead of the one being consumed, and
 // merged in partition order.
-func (q *pull) scanStores(ctx context.Context) error {
+func (q *Query) scanStores(ctx context.Context) error {
 	rel := q.plan.Rel
 	query, ok := q.rt.Query(rel.Name)
 	if !ok {
@@ -556,7 +519,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 	if err != nil || len(parts) == 0 {
 		return err
 	}
-	fwd := q.rt.forwarder()
+	fwd := q.e.forwarder()
 	if q.opts.NoForward {
 		fwd = nil
 	}
@@ -598,7 +561,7 @@ func (q *pull) scanStores(ctx context.Context) error {
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each (keys[i] those of parts[i];
 // nil keys when every row is read).
-func (q *pull) partitions(rel *catalog.Relation, query *PersistentQuery) (parts []int32, keys [][][]any, err error) {
+func (q *Query) partitions(rel *catalog.Relation, query *PersistentQuery) (parts []int32, keys [][][]any, err error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
@@ -706,7 +669,7 @@ func keysOf(keys [][][]any, i int) [][]any {
 // there is no Forwarder (a node alone, or a read forwarded to this node),
 // else wherever the Forwarder routes it. turn, when not nil, is how a
 // read ahead of the one being consumed waits for its turn.
-func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
+func (q *Query) readPartition(ctx context.Context, query *PersistentQuery, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
 	served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
@@ -784,7 +747,7 @@ func (q *pull) readPartition(ctx context.Context, query *PersistentQuery, fwd Fo
 // and basin.acceptable_time_lag): the forwarding node chose this replica
 // by its last lag report, which may be old or forged, and tries the next
 // one. The forwarding node checks the lag the rows come with as well.
-func (q *pull) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error {
+func (q *Query) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error {
 	if q.opts.Settings == nil {
 		return nil
 	}
@@ -823,7 +786,7 @@ func localReplica(ts *TaskState, at *LocalReplica) *LocalReplica {
 // serving node can do (keys, the filter when it is pushable, the columns
 // needed, the LIMIT when rows go out in scan order) and the part of the
 // position bound that p can show.
-func (q *pull) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
+func (q *Query) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
 	plan := q.plan
 	if at == nil {
 		at = new(ReadRequest)
@@ -845,7 +808,7 @@ func (q *pull) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRe
 
 // readLocal reads partition p (only keys, when not nil) from this node's
 // replica, once it reflects the read's position bound.
-func (q *pull) readLocal(ctx context.Context, query *PersistentQuery, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
+func (q *Query) readLocal(ctx context.Context, query *PersistentQuery, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
@@ -1044,7 +1007,7 @@ func (b *prefetchBatch) release() {
 // that go out as read, each some of the stored columns of the relation's
 // row. Peers send raw rows too only when the columns are the leading
 // ones (ReadRequest.RawFormats).
-func (q *pull) rawSinks() *rawSink {
+func (q *Query) rawSinks() *rawSink {
 	p := q.plan
 	if q.opts.Raw == nil || !q.streaming() || p.Distinct || p.Offset != 0 ||
 		q.code.cols == nil || p.Rel == nil {
@@ -1106,7 +1069,7 @@ type rawSink struct {
 	// v is the stored-row visitor's value (wireEncoder.appendStored).
 	v materialize.RowValue
 	// to, when set, takes each batch instead of flush (q.sendRaw).
-	to *pull
+	to *Query
 	// enc encodes stored rows without decoding them first; nil when a
 	// column is of a type it does not know, or the query has a filter
 	// (that needs the values).
@@ -1204,7 +1167,7 @@ func (s *rawSink) hand(b prefetchBatch) error {
 }
 
 // sendRaw writes a raw batch to the client, as far as LIMIT allows.
-func (q *pull) sendRaw(b prefetchBatch) error {
+func (q *Query) sendRaw(b prefetchBatch) error {
 	k := len(b.ends)
 	if q.plan.Limit >= 0 {
 		k = int(min(int64(k), q.plan.Limit-q.emitted))
@@ -1228,7 +1191,7 @@ func (q *pull) sendRaw(b prefetchBatch) error {
 // connection to a peer before its turn (ReadRequest.Ahead): reads
 // blocked on full buffers cannot hold every connection the consumed one
 // needs, so nodes forwarding scans to each other cannot deadlock.
-func (q *pull) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder, parts []int32, keys [][][]any) error {
+func (q *Query) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder, parts []int32, keys [][][]any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -1333,7 +1296,7 @@ func (q *pull) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder
 
 // scanStream reads a stream's topic from its start to the end offsets
 // seen when the query began: a bounded scan of what the stream holds now.
-func (q *pull) scanStream(ctx context.Context) error {
+func (q *Query) scanStream(ctx context.Context) error {
 	rel := q.plan.Rel
 	ends, err := kafka.EndOffsets(ctx, q.rt.adm, rel.Topic)
 	if err != nil {
@@ -1445,7 +1408,7 @@ func needs(query *PersistentQuery, ts *TaskState, min materialize.Position) (top
 
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
-func (q *pull) waitPosition(ctx context.Context, query *PersistentQuery, ts *TaskState) error {
+func (q *Query) waitPosition(ctx context.Context, query *PersistentQuery, ts *TaskState) error {
 	b := q.opts.readBound(query, ts)
 	topic, want := b.topic, b.want
 	if len(want) == 0 {

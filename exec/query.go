@@ -23,7 +23,7 @@ import (
 // makes new ones.
 
 // runQuery runs a catalog query, emitting its rows.
-func (rt *Runtime) runQuery(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
+func runQuery(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
 	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	root := compileRel(plan.Query.Root)

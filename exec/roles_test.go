@@ -147,7 +147,7 @@ func TestStandbyFailover(t *testing.T) {
 			return "", err
 		}
 		var lines []string
-		_, err = rt.Pull(ctx, pp, &eval.Env{}, nil, func(r catalog.Row) error {
+		_, err = NewPuller(rt).Pull(ctx, pp, &eval.Env{}, nil, func(r catalog.Row) error {
 			lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
 			return nil
 		})

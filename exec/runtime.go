@@ -94,17 +94,15 @@ type Runtime struct {
 		// task is active.
 		roles    Roles
 		rolesSet bool
-		// fwd reads partitions held elsewhere; nil on a node alone.
-		fwd Forwarder
+		// peers describes the replicas other nodes hold; nil on a node
+		// alone.
+		peers Peers
 	}
 	// pause notices that the process did not run for a while (pause.go).
 	pause *pauseWatch
 	// byStore is every started query by store name, for what its tasks
 	// look up without the lock (halts.go): *PersistentQuery.
 	byStore sync.Map
-	// observer is told of every finished pull query (metrics); read
-	// without the lock on every query.
-	observer atomic.Pointer[func(PullStats)]
 }
 
 // PersistentQuery is one running persistent query: the tasks that

@@ -195,15 +195,15 @@ const servingPoll = 20 * time.Millisecond
 
 // servingStatuses judges every partition of query.
 func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Position, now time.Time) []servingStatus {
-	fwd := rt.forwarder()
+	peers := rt.peers()
 	direct := query.Plan == nil || !query.Plan.Repartition
 	out := make([]servingStatus, 0, len(query.Tasks))
 	for _, ts := range query.Tasks {
 		p := ts.Partition
 		var replicas []ReplicaState
 		assigned := true
-		if fwd != nil {
-			replicas, assigned = fwd.Replicas(query.Rel, p)
+		if peers != nil {
+			replicas, assigned = peers.Replicas(query.Rel, p)
 		}
 		if r, ok := localState(rt.opts.Node, ts, now); ok {
 			replicas = append(replicas, r)
@@ -287,4 +287,27 @@ func joinAnd(items []string) string {
 		return strings.Join(items, "")
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// Peers describes the replicas of a partition that other nodes hold; the
+// node provides it in a cluster.
+type Peers interface {
+	// Replicas describes partition p of rel's replicas on the other
+	// nodes as this node knows them, for CREATE's wait for serving
+	// replicas (WaitServing); assigned is false while the cluster's
+	// assignment does not hold the partition.
+	Replicas(rel *catalog.Relation, p int32) (replicas []ReplicaState, assigned bool)
+}
+
+// SetPeers makes WaitServing count the replicas p describes.
+func (rt *Runtime) SetPeers(p Peers) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.mu.peers = p
+}
+
+func (rt *Runtime) peers() Peers {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.mu.peers
 }

@@ -47,12 +47,17 @@ type CommandLog interface {
 // membership, which joins once the server listens) is reached through a
 // field set before, such as Members.
 type Engine struct {
-	Catalog  *catalog.Catalog
-	Log      CommandLog
-	Runtime  *Runtime
-	Producer *kgo.Client
-	Cluster  string
-	Node     string
+	Catalog *catalog.Catalog
+	Log     CommandLog
+	Runtime *Runtime
+	// Reads is the pull engine over Runtime's stores.
+	Reads *Puller
+	// ObservePull, when set, is told of every finished pull query
+	// (metrics).
+	ObservePull func(PullStats)
+	Producer    *kgo.Client
+	Cluster     string
+	Node        string
 	// DefaultPartitions is the partition count of topics basin creates
 	// when the statement names none.
 	DefaultPartitions int32
@@ -365,7 +370,7 @@ func (s *Session) selectStmt(ctx context.Context, st *sql.Select, w ResultWriter
 	}
 	n := 0
 	env, opts := s.statement()
-	reads, err := s.e.Runtime.Pull(ctx, plan, env, withRaw(opts, w, &n), func(r catalog.Row) error {
+	reads, err := s.e.read(nil, ctx, plan, nil, env, withRaw(opts, w, &n), func(r catalog.Row) error {
 		n++
 		return w.Row(r)
 	})
@@ -827,7 +832,7 @@ func (s *Session) processingLogCounts(ctx context.Context) (map[string]int64, er
 		return nil, err
 	}
 	env, opts := s.statement()
-	_, err = s.e.Runtime.Pull(ctx, plan, env, opts, func(r catalog.Row) error {
+	_, err = s.e.read(nil, ctx, plan, nil, env, opts, func(r catalog.Row) error {
 		if q, ok := r[0].(string); ok {
 			counts[q]++
 		}
@@ -867,7 +872,7 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 		}
 		text = plan.String()
 		env, opts := s.statement()
-		routes, err := s.e.Runtime.explainRoutes(plan, env, opts)
+		routes, err := s.e.Reads.explainRoutes(plan, env, opts)
 		if err != nil {
 			routes = []string{"  Routing: decided when the statement runs (" + err.Error() + ")"}
 		}

@@ -104,7 +104,8 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 		})
 	}()
 	c.fwd = &forwarder{c: c}
-	n.rt.SetForwarder(c.fwd)
+	n.rt.SetPeers(c.fwd)
+	n.engine.Reads.SetForwarder(c.fwd)
 	n.cluster.Store(c)
 	return nil
 }

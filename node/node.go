@@ -138,7 +138,6 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt}); err != nil {
 		return nil, err
 	}
-	n.rt.SetPullObserver(n.metrics.observePull)
 	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log}, kafka.ProducerOpts()...); err != nil {
 		return nil, err
 	}
@@ -170,7 +169,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.engine = &exec.Engine{
-		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Producer: n.prod,
+		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Reads: exec.NewPuller(n.rt), Producer: n.prod, ObservePull: n.metrics.observePull,
 		Cluster: opts.Cluster, Node: n.id, DefaultPartitions: int32(opts.DefaultPartitions), Logger: n.log,
 	}
 	if n.broker != nil {

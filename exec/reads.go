@@ -1,0 +1,68 @@
+package exec
+
+import (
+	"context"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/planner"
+)
+
+// read runs a pull query of the session: a catalog query in the
+// catalog-query engine (query.go), any other in the pull engine with its
+// state in q (nil: a new one). Every query is reported to ObservePull.
+func (e *Engine) read(q *Query, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions,
+	emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+	start := time.Now()
+	defer func() { e.observePull(plan, reads, start, err) }()
+	if plan.Query != nil {
+		return nil, runQuery(ctx, plan, env, emit)
+	}
+	if q == nil {
+		q = new(Query)
+	}
+	return e.Reads.Run(q, ctx, plan, code, env, opts, emit)
+}
+
+// PullStats describes a finished pull query, for metrics.
+type PullStats struct {
+	// Plan is "lookup" (key lookups), "scan", "stream" or "catalog"
+	// (catalog queries and SELECT without FROM).
+	Plan string
+	// Route is "forwarded" when some partition was served by another
+	// node, else "restoring" or "standby" when some partition was served
+	// by such a replica here, else "local".
+	Route    string
+	Duration time.Duration
+	Err      error
+}
+
+// observePull reports a finished pull query to the observer, if any.
+func (e *Engine) observePull(plan *planner.PullPlan, reads []PartitionRead, start time.Time, err error) {
+	if e.ObservePull == nil {
+		return
+	}
+	st := PullStats{Plan: "scan", Route: "local", Duration: time.Since(start), Err: err}
+	switch {
+	case plan.Query != nil || plan.Rel == nil:
+		st.Plan = "catalog"
+	case plan.Rel.Kind == catalog.KindStream:
+		st.Plan = "stream"
+	case plan.Lookup != nil || plan.LookupIn != nil:
+		st.Plan = "lookup"
+	}
+	for _, r := range reads {
+		switch {
+		case r.ServedBy != e.Node:
+			st.Route = "forwarded"
+		case st.Route == "forwarded":
+		case r.Role == ha.RoleRestoring.String():
+			st.Route = "restoring"
+		case (r.Role == ha.RoleStandby.String() || r.Role == ha.RoleWarmup.String()) && st.Route == "local":
+			st.Route = "standby"
+		}
+	}
+	e.ObservePull(st)
+}
