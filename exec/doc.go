@@ -43,7 +43,7 @@
 // # Stored values
 //
 // A store maps the order-preserving encoding of a row's key to
-// [present, columns..., aggregate state...] (see encodeStored). The same
+// [present, columns..., aggregate state...] (see EncodeStored). The same
 // bytes are the changelog record's value, so restoring a replica is a
 // copy, and a replica restored from the changelog can take over
 // aggregation.

@@ -68,9 +68,9 @@ func (e *Puller) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *Read
 		var routes []string
 		if fwd == nil {
 			if ts.Held() {
-				routes = []string{fmt.Sprintf("%s on %s (this node)", ts.Role(), e.rt.opts.Node)}
+				routes = []string{fmt.Sprintf("%s on %s (this node)", ts.Role(), e.rt.Node())}
 			} else {
-				routes = []string{fmt.Sprintf("no replica on %s (this node)", e.rt.opts.Node)}
+				routes = []string{fmt.Sprintf("no replica on %s (this node)", e.rt.Node())}
 			}
 		} else {
 			req := q.request(query, p, keysOf(keys, i), nil)

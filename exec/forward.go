@@ -9,6 +9,7 @@ import (
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/stream"
 )
 
 // Forwarder routes the read of one partition in a cluster: it orders,
@@ -39,7 +40,7 @@ type Forwarder interface {
 	Explain(req *ReadRequest, opts *ReadOptions) []string
 	// The replicas on other nodes, for CREATE's wait for serving
 	// replicas.
-	Peers
+	stream.Peers
 }
 
 // Route is one partition's read as a Forwarder routed it.

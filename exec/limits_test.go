@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/internal/poll"
 )
 
 // inList is "0, 1, ..., n-1" times step: the values of an IN list.
@@ -338,3 +339,6 @@ func TestQueryMemoryAndPreparedLimits(t *testing.T) {
 		t.Fatalf("plan cache counted as prepared statements: %d", s.prepared.Load())
 	}
 }
+
+// waitUntil reports whether cond held within d (internal/poll).
+func waitUntil(d time.Duration, cond func() bool) bool { return poll.Cond(d, cond) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
+	"github.com/basindb/basin/stream"
 )
 
 // syncBuffer is a log destination safe for the goroutines of a runtime.
@@ -40,7 +41,7 @@ func TestTaskPanicRestarts(t *testing.T) {
 	safe.SetFault(t, safe.FaultTask, 1)
 	logs := &syncBuffer{}
 	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 1)",
-		func(o *RuntimeOptions) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+		func(o *stream.RuntimeOptions) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	q, ok := e.Runtime.Query("t")
 	if !ok {
 		t.Fatal("no query for t")

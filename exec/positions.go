@@ -4,7 +4,9 @@ import (
 	"strings"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/stream"
 )
 
 // Session positions: what a read must reflect.
@@ -155,7 +157,7 @@ func (s boundSource) String() string {
 	if s&fromSetting != 0 {
 		names = append(names, "basin.min_position")
 	}
-	return joinAnd(names)
+	return pgerr.JoinAnd(names)
 }
 
 // hint says how to read what is there instead of waiting for the parts
@@ -194,7 +196,7 @@ type partBound struct {
 
 // readBound returns the bound the read of partition ts of query is held
 // to (see the top of the file); want is empty when there is none.
-func (o *ReadOptions) readBound(query *PersistentQuery, ts *TaskState) *partBound {
+func (o *ReadOptions) readBound(query *stream.PersistentQuery, ts *stream.TaskState) *partBound {
 	b := &partBound{want: map[int32]int64{}}
 	add := func(src boundSource, topic string, want map[int32]int64) {
 		if len(want) == 0 {
@@ -206,13 +208,13 @@ func (o *ReadOptions) readBound(query *PersistentQuery, ts *TaskState) *partBoun
 		b.parts[b.n].src, b.parts[b.n].want = src, want
 		b.n++
 	}
-	topic, writes := needs(query, ts, o.Writes)
+	topic, writes := query.Needs(ts, o.Writes)
 	b.topic = topic
 	add(fromWrites, topic, writes)
 	if o.Seen != nil {
 		add(fromReads, topic, o.Seen[seenKey{store: query.Rel.StoreName(), partition: ts.Partition}][topic])
 	}
-	_, setting := needs(query, ts, o.MinPosition)
+	_, setting := query.Needs(ts, o.MinPosition)
 	add(fromSetting, topic, setting)
 	return b
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
+	"github.com/basindb/basin/stream"
 )
 
 // TestReadBound checks what a session's read of one partition must
@@ -25,15 +26,15 @@ import (
 func TestReadBound(t *testing.T) {
 	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
 	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
-	byRegion := &PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
+	byRegion := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
 		Plan: &planner.ViewPlan{Source: orders, Repartition: true}}
-	perID := &PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
+	perID := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
 		Plan: &planner.ViewPlan{Source: orders}}
-	table := &PersistentQuery{Rel: kv}
-	reads := func(q *PersistentQuery, p int32, pos materialize.Position) []PartitionRead {
+	table := &stream.PersistentQuery{Rel: kv}
+	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []PartitionRead {
 		return []PartitionRead{{Partition: p, Position: pos.String()}}
 	}
-	ts := func(p int32) *TaskState { return &TaskState{Partition: p} }
+	ts := func(p int32) *stream.TaskState { return &stream.TaskState{Partition: p} }
 
 	s := &Session{vars: map[string]string{"basin.read_your_writes": "on", "basin.monotonic_reads": "on"}}
 	// by_region's partitions each reflect every source partition, at
@@ -54,7 +55,7 @@ func TestReadBound(t *testing.T) {
 		want  map[int32]int64
 		from  boundSource
 	}
-	check := func(name string, env *ReadOptions, q *PersistentQuery, p int32, w want) {
+	check := func(name string, env *ReadOptions, q *stream.PersistentQuery, p int32, w want) {
 		t.Helper()
 		b := env.readBound(q, ts(p))
 		if b.topic != w.topic || !maps.Equal(b.want, w.want) || b.sources() != w.from {
@@ -292,7 +293,7 @@ func (w *testWriter) Notice(n *pgerr.Error) error { w.notices = append(w.notices
 // create declares (the topic made, its tasks running), all closed when
 // tb ends: the engine of a single node below the wire protocol. mod, if
 // given, adjusts the runtime's options first.
-func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...func(*RuntimeOptions)) *Engine {
+func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...func(*stream.RuntimeOptions)) *Engine {
 	tb.Helper()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
 	if err != nil {
@@ -304,11 +305,11 @@ func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = db.Close() })
-	ropts := RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db}
+	ropts := stream.RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: "a", DB: db}
 	for _, m := range mod {
 		m(&ropts)
 	}
-	rt, err := NewRuntime(ropts)
+	rt, err := stream.NewRuntime(ropts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/serde"
+	"github.com/basindb/basin/stream"
 )
 
 // PartitionRead describes where one partition of a pull query was served
@@ -41,7 +42,7 @@ type PartitionRead struct {
 
 // Query is one executing Query query.
 type Query struct {
-	rt     *Runtime
+	rt     *stream.Runtime
 	e      *Puller
 	plan   *planner.PullPlan
 	code   *PullCode // plan's expressions
@@ -137,7 +138,7 @@ var errLimitReached = fmt.Errorf("exec: limit reached")
 // scans of every partition and bounded scans of a stream's topic, read
 // here or, in a cluster, wherever its Forwarder routes each partition.
 type Puller struct {
-	rt *Runtime
+	rt *stream.Runtime
 	mu struct {
 		sync.Mutex
 		// fwd reads partitions held elsewhere; nil on a node alone.
@@ -146,7 +147,7 @@ type Puller struct {
 }
 
 // NewPuller returns the pull engine over rt's stores.
-func NewPuller(rt *Runtime) *Puller { return &Puller{rt: rt} }
+func NewPuller(rt *stream.Runtime) *Puller { return &Puller{rt: rt} }
 
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
@@ -561,7 +562,7 @@ func (q *Query) scanStores(ctx context.Context) error {
 // partitions returns the partitions a read of rel needs, in order, and
 // for key lookups the keys to read in each (keys[i] those of parts[i];
 // nil keys when every row is read).
-func (q *Query) partitions(rel *catalog.Relation, query *PersistentQuery) (parts []int32, keys [][][]any, err error) {
+func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery) (parts []int32, keys [][][]any, err error) {
 	// _partition = N pins the read to one partition (a read forwarded
 	// here says which partition it wants this way).
 	pin := int32(-1)
@@ -579,7 +580,7 @@ func (q *Query) partitions(rel *catalog.Relation, query *PersistentQuery) (parts
 	if lookups := q.code.lookups; lookups != nil {
 		var codec *serde.Codec
 		if query != nil && query.Rel == rel {
-			codec, _ = query.handles(q.rt.opts.DB)
+			codec, _ = query.Handles(q.rt.DB())
 		} else {
 			codec = serde.NewCodec(rel)
 		}
@@ -669,7 +670,7 @@ func keysOf(keys [][][]any, i int) [][]any {
 // there is no Forwarder (a node alone, or a read forwarded to this node),
 // else wherever the Forwarder routes it. turn, when not nil, is how a
 // read ahead of the one being consumed waits for its turn.
-func (q *Query) readPartition(ctx context.Context, query *PersistentQuery, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
+func (q *Query) readPartition(ctx context.Context, query *stream.PersistentQuery, fwd Forwarder, p int32, keys [][]any, turn func(context.Context) error,
 	served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
@@ -677,17 +678,17 @@ func (q *Query) readPartition(ctx context.Context, query *PersistentQuery, fwd F
 	if fwd == nil {
 		switch {
 		case !ts.Held():
-			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.opts.Node).
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s has no replica on node %s", p, rel.Name, q.rt.Node()).
 				WithHint("SHOW TASKS lists the nodes that hold each partition; read it there.")
-		case q.opts.NoForward && !q.opts.ServeRestoring && !ts.restored.Load():
+		case q.opts.NoForward && !q.opts.ServeRestoring && !ts.Restored():
 			// A replica still restoring serves a forwarded read only when
 			// it is nearly current (a standby that has just become the
 			// active, replaying the changelog's tail); else the
 			// forwarding node tries the next replica.
 			// A replica that has seen nothing yet (an empty position) may
 			// not know its lag at all: it refuses too.
-			if lag, _ := ts.Lag(time.Now()); lag > q.rt.opts.RecoveryLag || len(ts.Position()) == 0 {
-				return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s (offset lag %d)", p, rel.Name, q.rt.opts.Node, lag)
+			if lag, _ := ts.Lag(time.Now()); lag > q.rt.RecoveryLag() || len(ts.Position()) == 0 {
+				return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s is restoring on node %s (offset lag %d)", p, rel.Name, q.rt.Node(), lag)
 			}
 		}
 		if q.opts.NoForward {
@@ -747,19 +748,19 @@ func (q *Query) readPartition(ctx context.Context, query *PersistentQuery, fwd F
 // and basin.acceptable_time_lag): the forwarding node chose this replica
 // by its last lag report, which may be old or forged, and tries the next
 // one. The forwarding node checks the lag the rows come with as well.
-func (q *Query) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error {
+func (q *Query) withinBound(rel *catalog.Relation, p int32, ts *stream.TaskState) error {
 	if q.opts.Settings == nil {
 		return nil
 	}
 	lag, tlag := ts.Lag(time.Now())
 	if v, _ := q.opts.Settings.Setting("basin.acceptable_offset_lag"); v != "" {
 		if bound, err := strconv.ParseInt(v, 10, 64); err == nil && lag > bound {
-			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: offset lag %d > %d", p, rel.Name, q.rt.opts.Node, lag, bound)
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: offset lag %d > %d", p, rel.Name, q.rt.Node(), lag, bound)
 		}
 	}
 	if v, _ := q.opts.Settings.Setting("basin.acceptable_time_lag"); v != "" {
 		if bound, err := time.ParseDuration(v); err == nil && bound > 0 && time.Duration(tlag)*time.Millisecond > bound {
-			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: time lag %v > %v", p, rel.Name, q.rt.opts.Node, time.Duration(tlag)*time.Millisecond, bound)
+			return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "partition %d of %s on node %s is behind the read's bound: time lag %v > %v", p, rel.Name, q.rt.Node(), time.Duration(tlag)*time.Millisecond, bound)
 		}
 	}
 	return nil
@@ -770,8 +771,8 @@ func (q *Query) withinBound(rel *catalog.Relation, p int32, ts *TaskState) error
 // or it has neither caught up with its changelog nor seen any input (a
 // replica just given to this node does not know how far behind it is,
 // and must not answer with no rows). It is made in at, when not nil.
-func localReplica(ts *TaskState, at *LocalReplica) *LocalReplica {
-	if !ts.Held() || !ts.restored.Load() && len(ts.Position()) == 0 {
+func localReplica(ts *stream.TaskState, at *LocalReplica) *LocalReplica {
+	if !ts.Held() || !ts.Restored() && len(ts.Position()) == 0 {
 		return nil
 	}
 	if at == nil {
@@ -786,7 +787,7 @@ func localReplica(ts *TaskState, at *LocalReplica) *LocalReplica {
 // serving node can do (keys, the filter when it is pushable, the columns
 // needed, the LIMIT when rows go out in scan order) and the part of the
 // position bound that p can show.
-func (q *Query) request(query *PersistentQuery, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
+func (q *Query) request(query *stream.PersistentQuery, p int32, keys [][]any, at *ReadRequest) *ReadRequest {
 	plan := q.plan
 	if at == nil {
 		at = new(ReadRequest)
@@ -808,7 +809,7 @@ func (q *Query) request(query *PersistentQuery, p int32, keys [][]any, at *ReadR
 
 // readLocal reads partition p (only keys, when not nil) from this node's
 // replica, once it reflects the read's position bound.
-func (q *Query) readLocal(ctx context.Context, query *PersistentQuery, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
+func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p int32, keys [][]any, served func(PartitionRead), emit func(catalog.Row) error, sink *rawSink) error {
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
@@ -818,14 +819,14 @@ func (q *Query) readLocal(ctx context.Context, query *PersistentQuery, p int32, 
 		}
 	}
 	var store *materialize.Store
-	if _, stores := query.handles(q.rt.opts.DB); int(p) < len(stores) {
+	if _, stores := query.Handles(q.rt.DB()); int(p) < len(stores) {
 		store = stores[p]
 	} else {
-		store = q.rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+		store = q.rt.DB().Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	}
 	// The position the task published with its last commit is the
 	// store's; only before the first does the checkpoint say.
-	parsed, pos, ok := ts.positionAndToken()
+	parsed, pos, ok := ts.PositionAndToken()
 	if !ok {
 		cp, err := store.Checkpoint()
 		if err != nil {
@@ -834,7 +835,7 @@ func (q *Query) readLocal(ctx context.Context, query *PersistentQuery, p int32, 
 		pos, parsed = cp.Position.String(), cp.Position
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.opts.Node, Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.Node(), Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
 	served(read)
 	// The pseudo-columns, when the query reads them.
 	var pseudo catalog.Row
@@ -1066,7 +1067,7 @@ type rawSink struct {
 	// writes it to the client): send then keeps the batch's buffers for
 	// the next rows.
 	reuse bool
-	// v is the stored-row visitor's value (wireEncoder.appendStored).
+	// v is the stored-row visitor's value (wireEncoder.AppendStored).
 	v materialize.RowValue
 	// to, when set, takes each batch instead of flush (q.sendRaw).
 	to *Query
@@ -1101,10 +1102,10 @@ func (s *rawSink) project(row catalog.Row) catalog.Row {
 	return s.vals
 }
 
-// stored adds a stored value (see wireEncoder.appendStored); ok is false
+// stored adds a stored value (see wireEncoder.AppendStored); ok is false
 // when it must take the ordinary path.
 func (s *rawSink) stored(v []byte) (ok bool, err error) {
-	out, present, err := s.enc.appendStored(s.b.raw, v, &s.v)
+	out, present, err := s.enc.AppendStored(s.b.raw, v, &s.v)
 	switch {
 	case err == errNotWire:
 		return false, nil
@@ -1191,7 +1192,7 @@ func (q *Query) sendRaw(b prefetchBatch) error {
 // connection to a peer before its turn (ReadRequest.Ahead): reads
 // blocked on full buffers cannot hold every connection the consumed one
 // needs, so nodes forwarding scans to each other cannot deadlock.
-func (q *Query) gather(ctx context.Context, query *PersistentQuery, fwd Forwarder, parts []int32, keys [][][]any) error {
+func (q *Query) gather(ctx context.Context, query *stream.PersistentQuery, fwd Forwarder, parts []int32, keys [][][]any) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
@@ -1298,13 +1299,13 @@ func (q *Query) gather(ctx context.Context, query *PersistentQuery, fwd Forwarde
 // seen when the query began: a bounded scan of what the stream holds now.
 func (q *Query) scanStream(ctx context.Context) error {
 	rel := q.plan.Rel
-	ends, err := kafka.EndOffsets(ctx, q.rt.adm, rel.Topic)
+	ends, err := kafka.EndOffsets(ctx, q.rt.Admin(), rel.Topic)
 	if err != nil {
 		return err
 	}
 	// A partition whose records retention has deleted up to its end has
 	// nothing to read; waiting for offset end-1 would wait forever.
-	starts, err := q.rt.adm.ListStartOffsets(ctx, rel.Topic)
+	starts, err := q.rt.Admin().ListStartOffsets(ctx, rel.Topic)
 	if err == nil {
 		err = starts.Error()
 	}
@@ -1323,7 +1324,7 @@ func (q *Query) scanStream(ctx context.Context) error {
 	if remaining == 0 {
 		return nil
 	}
-	cl, err := q.rt.client("scan-"+rel.Name,
+	cl, err := q.rt.Client("scan-"+rel.Name,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{rel.Topic: parts}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
@@ -1340,7 +1341,7 @@ func (q *Query) scanStream(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
 		}
-		if err := fetchErr(fetches); err != nil {
+		if err := stream.FetchErr(fetches); err != nil {
 			return err
 		}
 		var ierr error
@@ -1362,7 +1363,7 @@ func (q *Query) scanStream(ctx context.Context) error {
 			full := make(catalog.Row, ncols+len(planner.PseudoColumns))
 			copy(full, row)
 			full[ncols+planner.PseudoPartition] = int64(r.Partition)
-			full[ncols+planner.PseudoServedBy] = q.rt.opts.Node
+			full[ncols+planner.PseudoServedBy] = q.rt.Node()
 			full[ncols+planner.PseudoRole] = ha.RoleActive.String()
 			full[ncols+planner.PseudoOffsetLag] = int64(0)
 			full[ncols+planner.PseudoTimeLag] = int64(0)
@@ -1384,31 +1385,9 @@ func withPosition(err error, pos int) error {
 	return err
 }
 
-// needs returns, of the position a read must reflect, the part that one
-// task's partition can show: a table partition and a view partition that
-// reads its source partition directly reflect only that partition of the
-// source; a view partition behind a repartition topic reflects every
-// source partition (through the re-keying markers).
-func needs(query *PersistentQuery, ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
-	all := false
-	switch {
-	case query.Plan == nil:
-		topic = query.Rel.Topic
-	default:
-		topic, all = query.Plan.Source.Topic, query.Plan.Repartition
-	}
-	want = map[int32]int64{}
-	for sp, off := range min[topic] {
-		if all || sp == ts.Partition {
-			want[sp] = off
-		}
-	}
-	return topic, want
-}
-
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
-func (q *Query) waitPosition(ctx context.Context, query *PersistentQuery, ts *TaskState) error {
+func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery, ts *stream.TaskState) error {
 	b := q.opts.readBound(query, ts)
 	topic, want := b.topic, b.want
 	if len(want) == 0 {
@@ -1426,7 +1405,7 @@ func (q *Query) waitPosition(ctx context.Context, query *PersistentQuery, ts *Ta
 	timer := time.NewTimer(q.opts.PositionWait)
 	defer timer.Stop()
 	for {
-		changed := ts.positionChanged()
+		changed := ts.PositionChanged()
 		sp, have, off, late := behind()
 		if !late {
 			return nil

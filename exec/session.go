@@ -25,6 +25,7 @@ import (
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
+	"github.com/basindb/basin/stream"
 )
 
 // Version is basin's version.
@@ -49,7 +50,7 @@ type CommandLog interface {
 type Engine struct {
 	Catalog *catalog.Catalog
 	Log     CommandLog
-	Runtime *Runtime
+	Runtime *stream.Runtime
 	// Reads is the pull engine over Runtime's stores.
 	Reads *Puller
 	// ObservePull, when set, is told of every finished pull query

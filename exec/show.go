@@ -7,6 +7,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/stream"
 )
 
 // Member is one node of the cluster, for SHOW CLUSTER.
@@ -28,14 +29,14 @@ type ClusterInfo interface {
 	// Tasks returns every task of the cluster in every role. Tasks of a
 	// node that does not answer are reported from the assignment with
 	// state UNREACHABLE.
-	Tasks(ctx context.Context) ([]TaskStatus, error)
+	Tasks(ctx context.Context) ([]stream.TaskStatus, error)
 	// Members returns the nodes of the cluster.
 	Members(ctx context.Context) ([]Member, error)
 }
 
 // clusterTasks returns every task of the cluster, or of this node when
 // it is alone.
-func (s *Session) clusterTasks(ctx context.Context) ([]TaskStatus, error) {
+func (s *Session) clusterTasks(ctx context.Context) ([]stream.TaskStatus, error) {
 	if s.e.Members != nil {
 		return s.e.Members.Tasks(ctx)
 	}
@@ -44,7 +45,7 @@ func (s *Session) clusterTasks(ctx context.Context) ([]TaskStatus, error) {
 
 // misplacedByRelation sums the misplaced records the active tasks found,
 // by lower-case relation name.
-func misplacedByRelation(tasks []TaskStatus) map[string]int64 {
+func misplacedByRelation(tasks []stream.TaskStatus) map[string]int64 {
 	m := map[string]int64{}
 	for _, t := range tasks {
 		if t.Role == ha.RoleActive.String() {

@@ -68,12 +68,12 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 	return e
 }
 
-// appendStored appends the DataRow message of stored, a stored value
+// AppendStored appends the DataRow message of stored, a stored value
 // (its presence flag, then the columns, then any aggregate state), to
 // dst; scratch holds each value as it is visited (the encoder is shared,
 // scratch is the caller's). present is false, and dst unchanged, for a
 // value HAVING drops. errNotWire leaves dst unchanged too.
-func (e *wireEncoder) appendStored(dst, stored []byte, scratch *materialize.RowValue) (out []byte, present bool, err error) {
+func (e *wireEncoder) AppendStored(dst, stored []byte, scratch *materialize.RowValue) (out []byte, present bool, err error) {
 	start := len(dst)
 	n := len(e.types)
 	present = true

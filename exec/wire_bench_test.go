@@ -23,7 +23,7 @@ func BenchmarkWireEncoder(b *testing.B) {
 	dst := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		if dst, _, err = enc.appendStored(dst[:0], stored, &scratch); err != nil {
+		if dst, _, err = enc.AppendStored(dst[:0], stored, &scratch); err != nil {
 			b.Fatal(err)
 		}
 	}

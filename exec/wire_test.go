@@ -36,9 +36,9 @@ func TestWireEncoder(t *testing.T) {
 	}
 	ts := time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	prefix := []byte("prefix")
-	out, present, err := enc.appendStored(prefix, stored(true, int64(-7), int64(42), "héllo", ts, int64(99)), new(materialize.RowValue))
+	out, present, err := enc.AppendStored(prefix, stored(true, int64(-7), int64(42), "héllo", ts, int64(99)), new(materialize.RowValue))
 	if err != nil || !present {
-		t.Fatalf("appendStored: present %v, %v", present, err)
+		t.Fatalf("AppendStored: present %v, %v", present, err)
 	}
 	want := append([]byte("prefixD"), 0, 0, 0, 0, 0, 4)
 	want = binary.BigEndian.AppendUint32(want, 8)
@@ -65,7 +65,7 @@ func TestWireEncoder(t *testing.T) {
 		{"INT out of range", binInt, stored(true, int64(1), int64(1)<<40, "x", ts), errNotWire},
 		{"a string in a BIGINT column", enc, stored(true, "1", int64(2), "x", ts), errNotWire},
 	} {
-		out, present, err := c.enc.appendStored(prefix, c.stored, new(materialize.RowValue))
+		out, present, err := c.enc.AppendStored(prefix, c.stored, new(materialize.RowValue))
 		if err != c.want || present || !bytes.Equal(out, prefix) {
 			t.Errorf("%s: %q, present %v, %v; want the prefix alone, not present, %v", c.name, out, present, err, c.want)
 		}
@@ -91,9 +91,9 @@ func TestWireEncoderColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, present, err := enc.appendStored(nil, b, new(materialize.RowValue))
+	out, present, err := enc.AppendStored(nil, b, new(materialize.RowValue))
 	if err != nil || !present {
-		t.Fatalf("appendStored: present %v, %v", present, err)
+		t.Fatalf("AppendStored: present %v, %v", present, err)
 	}
 	want := append([]byte("D"), 0, 0, 0, 0, 0, 2)
 	want = binary.BigEndian.AppendUint32(want, 4)
@@ -107,7 +107,7 @@ func TestWireEncoderColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, _, err := enc.appendStored(nil, short, new(materialize.RowValue)); err != errNotWire || len(out) != 0 {
+	if out, _, err := enc.AppendStored(nil, short, new(materialize.RowValue)); err != errNotWire || len(out) != 0 {
 		t.Fatalf("a row without column s: %x, %v; want nothing, errNotWire", out, err)
 	}
 }
@@ -132,7 +132,7 @@ func TestWireEncoderMatchesAppendRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, present, err := enc.appendStored(nil, stored, new(materialize.RowValue))
+			got, present, err := enc.AppendStored(nil, stored, new(materialize.RowValue))
 			if err != nil || !present {
 				t.Fatalf("%v in formats %v: present %v, %v", row, formats, present, err)
 			}

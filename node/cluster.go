@@ -24,6 +24,7 @@ import (
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/stream"
 )
 
 // cluster is a node's membership in its cluster: it joins the cluster's
@@ -220,7 +221,7 @@ func (c *cluster) tasks() ([]ha.Task, error) {
 			out = append(out, ha.Task{ID: materialize.StoreID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
 		}
 		// A view's re-keying stages are not assigned: each runs with the
-		// active of a view partition (exec.Runtime.SetRoles).
+		// active of a view partition (stream.Runtime.SetRoles).
 	}
 	return out, nil
 }
@@ -257,7 +258,7 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	c.mu.Lock()
 	c.mu.a, c.mu.has, c.mu.byTask = a, true, byTask
 	c.mu.Unlock()
-	roles := exec.Roles{}
+	roles := stream.Roles{}
 	mine := a.Nodes[c.n.id]
 	for _, set := range []struct {
 		ids  []materialize.StoreID
@@ -309,9 +310,9 @@ func writeFileAtomic(path string, b []byte) error {
 
 // tasksReport is the body of GET /tasks.
 type tasksReport struct {
-	Node       string            `json:"node"`
-	Generation int32             `json:"generation"`
-	Tasks      []exec.TaskStatus `json:"tasks"`
+	Node       string              `json:"node"`
+	Generation int32               `json:"generation"`
+	Tasks      []stream.TaskStatus `json:"tasks"`
 }
 
 // localTasks is what GET /tasks reports.
@@ -323,7 +324,7 @@ func (n *Node) localTasks() tasksReport {
 		}
 	}
 	if r.Tasks == nil {
-		r.Tasks = []exec.TaskStatus{}
+		r.Tasks = []stream.TaskStatus{}
 	}
 	return r
 }
@@ -363,13 +364,13 @@ func (n *Node) getJSON(ctx context.Context, peer, addr, path string, v any) erro
 // Tasks implements exec.ClusterInfo: every node's tasks, asked in
 // parallel; a node that does not answer has its tasks reported from the
 // assignment.
-func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
+func (c *cluster) Tasks(ctx context.Context) ([]stream.TaskStatus, error) {
 	a, ok := c.assignment()
 	if !ok {
 		return c.n.localTasks().Tasks, nil
 	}
 	ids := a.NodeIDs()
-	reports := make([][]exec.TaskStatus, len(ids))
+	reports := make([][]stream.TaskStatus, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		if id == c.n.id {
@@ -392,7 +393,7 @@ func (c *cluster) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
 		}()
 	}
 	wg.Wait()
-	var out []exec.TaskStatus
+	var out []stream.TaskStatus
 	for _, r := range reports {
 		for _, t := range r {
 			if t.Role == ha.RoleActive.String() && t.Store != "" {
@@ -428,8 +429,8 @@ func roleRank(r string) int {
 
 // unreachable lists a node's tasks from the assignment, for a node that
 // did not answer.
-func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
-	var out []exec.TaskStatus
+func (c *cluster) unreachable(id string, nt ha.NodeTasks) []stream.TaskStatus {
+	var out []stream.TaskStatus
 	for _, set := range []struct {
 		ids  []materialize.StoreID
 		role ha.Role
@@ -439,7 +440,7 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 			if r, ok := c.n.cat.Lookup(rel); ok {
 				rel = r.Name
 			}
-			out = append(out, exec.TaskStatus{Task: k.String(), Relation: rel, Partition: k.Partition, Node: id,
+			out = append(out, stream.TaskStatus{Task: k.String(), Relation: rel, Partition: k.Partition, Node: id,
 				Role: set.role.String(), State: "UNREACHABLE"})
 		}
 	}
@@ -453,7 +454,7 @@ func (c *cluster) unreachable(id string, nt ha.NodeTasks) []exec.TaskStatus {
 // then it answers as a cluster without an assignment does.
 type clusterInfo struct{ n *Node }
 
-func (ci clusterInfo) Tasks(ctx context.Context) ([]exec.TaskStatus, error) {
+func (ci clusterInfo) Tasks(ctx context.Context) ([]stream.TaskStatus, error) {
 	if c := ci.n.clusterOf(); c != nil {
 		return c.Tasks(ctx)
 	}

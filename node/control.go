@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/stream"
 )
 
 // The control plane between the nodes of a cluster (KLIP-12): every node
@@ -56,9 +56,9 @@ type heartbeat struct {
 
 // lagReport is the body of POST /lag: the sender's tasks with their lags.
 type lagReport struct {
-	Node       string            `json:"node"`
-	Generation int32             `json:"generation"`
-	Tasks      []exec.TaskStatus `json:"tasks"`
+	Node       string              `json:"node"`
+	Generation int32               `json:"generation"`
+	Tasks      []stream.TaskStatus `json:"tasks"`
 	// Received is when this node received it (not sent).
 	Received time.Time `json:"-"`
 	// positions are the tasks' positions, parsed once on receipt rather
@@ -331,15 +331,15 @@ func (c *control) lagOf(node string) (lagReport, bool) {
 
 // nodeStatus is one node in GET /clusterStatus.
 type nodeStatus struct {
-	Node          string            `json:"node"`
-	Self          bool              `json:"self,omitempty"`
-	Alive         bool              `json:"alive"`
-	LastHeartbeat *time.Time        `json:"last_heartbeat,omitempty"`
-	DownSince     *time.Time        `json:"down_since,omitempty"`
-	LagReportAge  *float64          `json:"lag_report_age_s,omitempty"`
-	PGAddr        string            `json:"pg_addr"`
-	HTTPAddr      string            `json:"http_addr"`
-	Tasks         []exec.TaskStatus `json:"tasks"`
+	Node          string              `json:"node"`
+	Self          bool                `json:"self,omitempty"`
+	Alive         bool                `json:"alive"`
+	LastHeartbeat *time.Time          `json:"last_heartbeat,omitempty"`
+	DownSince     *time.Time          `json:"down_since,omitempty"`
+	LagReportAge  *float64            `json:"lag_report_age_s,omitempty"`
+	PGAddr        string              `json:"pg_addr"`
+	HTTPAddr      string              `json:"http_addr"`
+	Tasks         []stream.TaskStatus `json:"tasks"`
 }
 
 // clusterStatus is the body of GET /clusterStatus.
@@ -359,7 +359,7 @@ func (c *control) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 	a, _ := c.n.clusterOf().assignment()
 	st.Generation, st.Leader = a.Generation, a.Leader
 	for _, id := range a.NodeIDs() {
-		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []exec.TaskStatus{}}
+		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []stream.TaskStatus{}}
 		if id == c.n.id {
 			ns.Self, ns.Alive, ns.Tasks = true, true, c.n.localTasks().Tasks
 		} else {

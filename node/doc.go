@@ -22,7 +22,7 @@
 //     its log under DataDir/kafka, on Options.BrokerAddr or, when that
 //     default port is taken, a free one (BrokerAddrFallback).
 //  4. Open the Pebble database (DataDir/state) and the streaming runtime
-//     (exec.Runtime); connect the INSERT producer, waiting up to 60 s
+//     (stream.Runtime); connect the INSERT producer, waiting up to 60 s
 //     for Kafka.
 //  5. Replay the command topic into the catalog. Changes during this
 //     replay are not acted on one by one; afterwards the queries of the

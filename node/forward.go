@@ -23,6 +23,7 @@ import (
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
+	"github.com/basindb/basin/stream"
 )
 
 // forwarder reads partitions this node holds no replica of from the
@@ -360,7 +361,7 @@ func (f *forwarder) Explain(req *exec.ReadRequest, opts *exec.ReadOptions) []str
 // Replicas implements exec.Forwarder: partition p of rel's replicas on
 // the other nodes, with liveness from heartbeats and state, lag and
 // position from each node's last lag report.
-func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]exec.ReplicaState, bool) {
+func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]stream.ReplicaState, bool) {
 	_, reps, known := f.c.replicasOf(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	infos := reps.Infos()
 	if !known || len(infos) == 0 {
@@ -369,12 +370,12 @@ func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]exec.ReplicaStat
 	now := time.Now()
 	task := materialize.StoreID{View: rel.StoreName(), Partition: p}.String()
 	ctl := f.c.n.controlOf()
-	var out []exec.ReplicaState
+	var out []stream.ReplicaState
 	for _, ri := range infos {
 		if ri.Node == f.c.n.id {
 			continue // the runtime knows its own
 		}
-		r := exec.ReplicaState{Node: ri.Node, Role: ri.Role, Alive: true}
+		r := stream.ReplicaState{Node: ri.Node, Role: ri.Role, Alive: true}
 		if ctl != nil {
 			if l, ok := ctl.live.Get(ri.Node, now); ok {
 				r.Alive = l.Alive

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/stream"
 )
 
 // TestForwardedTimeLagBound is basin.acceptable_time_lag on a cluster of
@@ -219,11 +219,11 @@ func TestForwardedTimeLagBound(t *testing.T) {
 
 // reportedTask is task on node as observer's /clusterStatus reports it
 // (node's last lag report, or observer's own tasks).
-func reportedTask(t *testing.T, observer *testcluster.Node, node, task string) (exec.TaskStatus, error) {
+func reportedTask(t *testing.T, observer *testcluster.Node, node, task string) (stream.TaskStatus, error) {
 	t.Helper()
 	st, err := haClusterStatus(t, observer)
 	if err != nil {
-		return exec.TaskStatus{}, err
+		return stream.TaskStatus{}, err
 	}
 	for _, ns := range st.Nodes {
 		if ns.Node != node {
@@ -235,5 +235,5 @@ func reportedTask(t *testing.T, observer *testcluster.Node, node, task string) (
 			}
 		}
 	}
-	return exec.TaskStatus{}, fmt.Errorf("%s does not report %s on %s", observer.ID, task, node)
+	return stream.TaskStatus{}, fmt.Errorf("%s does not report %s on %s", observer.ID, task, node)
 }

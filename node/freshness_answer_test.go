@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/stream"
 )
 
 // TestForgedLagReportNeverServesStaleRows is the attack of a forged lag
@@ -139,7 +139,7 @@ func forgeLagReport(t *testing.T, reader *testcluster.Node, node string) error {
 	if err != nil {
 		return err
 	}
-	var tasks []exec.TaskStatus
+	var tasks []stream.TaskStatus
 	for _, ns := range st.Nodes {
 		if ns.Node == node {
 			tasks = ns.Tasks

@@ -22,9 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/internal/testcluster"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/stream"
 )
 
 // The HA tests: reads across replicas (docs/consistency.md, "Reads
@@ -35,10 +35,10 @@ import (
 // haStatus is the part of GET /clusterStatus the HA tests read.
 type haStatus struct {
 	Nodes []struct {
-		Node      string            `json:"node"`
-		Alive     bool              `json:"alive"`
-		DownSince *time.Time        `json:"down_since"`
-		Tasks     []exec.TaskStatus `json:"tasks"`
+		Node      string              `json:"node"`
+		Alive     bool                `json:"alive"`
+		DownSince *time.Time          `json:"down_since"`
+		Tasks     []stream.TaskStatus `json:"tasks"`
 	} `json:"nodes"`
 }
 

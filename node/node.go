@@ -34,6 +34,7 @@ import (
 	"github.com/basindb/basin/pgwire"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
+	"github.com/basindb/basin/stream"
 )
 
 // Node is one running basin node.
@@ -44,7 +45,7 @@ type Node struct {
 	lock   *os.File
 	broker *kafka.Broker
 	db     *materialize.DB
-	rt     *exec.Runtime
+	rt     *stream.Runtime
 	cat    *catalog.Catalog
 	clog   *catalog.Log
 	prod   *kgo.Client
@@ -134,7 +135,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		RowCacheSize: int64(max(opts.RowCacheMB, 0)) << 20}); err != nil {
 		return nil, err
 	}
-	if n.rt, err = exec.NewRuntime(exec.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
+	if n.rt, err = stream.NewRuntime(stream.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
 		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt}); err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if len(opts.Brokers) > 0 {
 		// In a cluster the assignment decides what runs here; until it
 		// arrives, nothing does.
-		n.rt.SetRoles(exec.Roles{})
+		n.rt.SetRoles(stream.Roles{})
 	}
 	if err := n.startQueries(); err != nil {
 		return nil, err
@@ -406,7 +407,7 @@ func (n *Node) ensureProcessingLog(ctx context.Context) error {
 		return err
 	}
 	rel := &catalog.Relation{
-		Name: catalog.ProcessingLogName, Kind: catalog.KindStream, Schema: exec.ProcessingLogSchema,
+		Name: catalog.ProcessingLogName, Kind: catalog.KindStream, Schema: stream.ProcessingLogSchema,
 		Topic: topic, Partitions: 1, KeyFormat: planner.FormatKafka, ValueFormat: planner.FormatJSON,
 		SQL: "-- created by basin: records that persistent queries skipped",
 	}

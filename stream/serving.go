@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"context"
@@ -125,7 +125,7 @@ func localState(node string, ts *TaskState, now time.Time) (ReplicaState, bool) 
 	lag, _ := ts.Lag(now)
 	r := ReplicaState{Node: node, Role: ts.heldRole(), Alive: true, Reported: true,
 		State: "RESTORING", OffsetLag: lag, Position: ts.Position()}
-	if ts.restored.Load() {
+	if ts.Restored() {
 		r.State = "RUNNING"
 	}
 	if ts.LastError() != "" {
@@ -209,7 +209,7 @@ func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Po
 			replicas = append(replicas, r)
 			assigned = true
 		}
-		topic, want := needs(query, ts, target)
+		topic, want := query.Needs(ts, target)
 		st := judgeServing(p, replicas, topic, want, direct)
 		st.assigned = assigned
 		out = append(out, st)
@@ -228,7 +228,7 @@ func notServingError(rel *catalog.Relation, waiting []servingStatus) *pgerr.Erro
 	}
 	what := "partition " + parts[0] + " has"
 	if len(parts) > 1 {
-		what = "partitions " + joinAnd(parts) + " have"
+		what = "partitions " + pgerr.JoinAnd(parts) + " have"
 	}
 	return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s %s is created, but its %s no replica serving reads after %s",
 		kindName(rel), rel.Name, what, servingWait).
@@ -270,7 +270,7 @@ func catchingUpNotice(rel *catalog.Relation, behind []servingStatus) string {
 		lag += st.lag
 	}
 	return fmt.Sprintf("%s %s is created and serves reads, but partitions %s are still catching up with what the source held (offset lag %d in all); reads show it in _offset_lag",
-		kindName(rel), rel.Name, joinAnd(parts), lag)
+		kindName(rel), rel.Name, pgerr.JoinAnd(parts), lag)
 }
 
 // kindName is "view" or "table", as messages name a relation.
@@ -279,14 +279,6 @@ func kindName(rel *catalog.Relation) string {
 		return "view"
 	}
 	return "table"
-}
-
-// joinAnd joins "a", "a and b", "a, b and c".
-func joinAnd(items []string) string {
-	if len(items) <= 1 {
-		return strings.Join(items, "")
-	}
-	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // Peers describes the replicas of a partition that other nodes hold; the
@@ -310,4 +302,26 @@ func (rt *Runtime) peers() Peers {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.mu.peers
+}
+
+// Needs returns, of the position a read must reflect, the part that
+// task ts's partition can show: a table partition and a view partition
+// that reads its source partition directly reflect only that partition
+// of the source; a view partition behind a repartition topic reflects
+// every source partition (through the re-keying markers).
+func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
+	all := false
+	switch {
+	case query.Plan == nil:
+		topic = query.Rel.Topic
+	default:
+		topic, all = query.Plan.Source.Topic, query.Plan.Repartition
+	}
+	want = map[int32]int64{}
+	for sp, off := range min[topic] {
+		if all || sp == ts.Partition {
+			want[sp] = off
+		}
+	}
+	return topic, want
 }

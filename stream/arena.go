@@ -1,4 +1,4 @@
-package exec
+package stream
 
 // Arenas: the records and bytes one batch of a task produces, allocated
 // in blocks and dropped together (see recordArena).

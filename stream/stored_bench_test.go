@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"testing"
@@ -14,28 +14,28 @@ var (
 )
 
 func BenchmarkEncodeStored(b *testing.B) {
-	enc, err := encodeStored(true, benchStoredRow, benchStoredState)
+	enc, err := EncodeStored(true, benchStoredRow, benchStoredState)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(enc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encodeStored(true, benchStoredRow, benchStoredState); err != nil {
+		if _, err := EncodeStored(true, benchStoredRow, benchStoredState); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkDecodeStored(b *testing.B) {
-	enc, err := encodeStored(true, benchStoredRow, benchStoredState)
+	enc, err := EncodeStored(true, benchStoredRow, benchStoredState)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(enc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, _, err := decodeStored(enc, len(benchStoredRow)); err != nil {
+		if _, _, _, err := DecodeStored(enc, len(benchStoredRow)); err != nil {
 			b.Fatal(err)
 		}
 	}

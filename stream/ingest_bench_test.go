@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"encoding/binary"
@@ -33,7 +33,7 @@ const (
 	b2Batch  = 10_000 // a transaction, RuntimeOptions.MaxBatch's default
 )
 
-// b2Plan plans B2's view over its orders stream.
+// b2Plan plans B2's view over its orders
 func b2Plan() (*planner.ViewPlan, error) {
 	plans, err := planStatements(
 		`CREATE STREAM orders (id BIGINT KEY, grp BIGINT, amount BIGINT) WITH (kafka_topic='orders', value_format='json', partitions=4)`,

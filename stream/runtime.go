@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"context"
@@ -131,8 +131,8 @@ type PersistentQuery struct {
 	halts atomic.Pointer[[]catalog.Halt]
 }
 
-// handles returns the relation's record codec and its stores' handles.
-func (q *PersistentQuery) handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
+// Handles returns the relation's record codec and its stores' handles.
+func (q *PersistentQuery) Handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
 	q.handlesOnce.Do(func() {
 		q.codec = serde.NewCodec(q.Rel)
 		name := q.Rel.StoreName()
@@ -289,8 +289,8 @@ func (t *TaskState) publishPosition(p materialize.Position) {
 	}
 }
 
-// positionChanged returns a channel closed at the next publishPosition.
-func (t *TaskState) positionChanged() <-chan struct{} {
+// PositionChanged returns a channel closed at the next publishPosition.
+func (t *TaskState) PositionChanged() <-chan struct{} {
 	t.posMu.Lock()
 	defer t.posMu.Unlock()
 	if t.posCh == nil {
@@ -306,9 +306,9 @@ type published struct {
 	text string
 }
 
-// positionAndToken returns the last published position and its token,
+// PositionAndToken returns the last published position and its token,
 // as one publication, and false before the first.
-func (t *TaskState) positionAndToken() (materialize.Position, string, bool) {
+func (t *TaskState) PositionAndToken() (materialize.Position, string, bool) {
 	if p := t.position.Load(); p != nil {
 		return p.pos, p.text, true
 	}
@@ -363,6 +363,10 @@ func (t *TaskState) heldRole() ha.Role {
 	return ha.RoleNone
 }
 
+// Restored reports whether the replica has caught up with its changelog
+// since it was last started.
+func (t *TaskState) Restored() bool { return t.restored.Load() }
+
 // Held reports whether this node runs the task in some role.
 func (t *TaskState) Held() bool { return t.heldRole() != ha.RoleNone }
 
@@ -401,11 +405,11 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.pause = newPauseWatch(time.Now())
 	var err error
-	if rt.admCl, err = rt.client("admin"); err != nil {
+	if rt.admCl, err = rt.Client("admin"); err != nil {
 		return nil, err
 	}
 	rt.adm = kadm.NewClient(rt.admCl)
-	if rt.plog, err = rt.client("plog", kafka.ProducerOpts()...); err != nil {
+	if rt.plog, err = rt.Client("plog", kafka.ProducerOpts()...); err != nil {
 		rt.admCl.Close()
 		return nil, err
 	}
@@ -417,7 +421,19 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	return rt, nil
 }
 
-func (rt *Runtime) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
+// Node is this node's id.
+func (rt *Runtime) Node() string { return rt.opts.Node }
+
+// DB is the Pebble database of the node's stores.
+func (rt *Runtime) DB() *materialize.DB { return rt.opts.DB }
+
+// RecoveryLag is how far behind a restoring replica may be and still
+// serve a read forwarded to it (RuntimeOptions.RecoveryLag).
+func (rt *Runtime) RecoveryLag() int64 { return rt.opts.RecoveryLag }
+
+// Client returns a Kafka client of the runtime's brokers, with client id
+// id under the node's and extra options.
+func (rt *Runtime) Client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
 	return kafka.NewClient(kafka.ClientOptions{
 		Brokers:  rt.opts.Brokers,
 		ClientID: "basin-" + rt.opts.Node + "-" + id,

@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"context"
@@ -231,7 +231,7 @@ func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...
 var noReset = kgo.ConsumeResetOffset(kgo.NoResetOffset())
 
 func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
-	return rt.client(id, append([]kgo.Opt{
+	return rt.Client(id, append([]kgo.Opt{
 		kgo.ConsumePartitions(offs),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
@@ -263,7 +263,7 @@ func (rt *Runtime) pollEnds(ctx context.Context, cons *kgo.Client, end func(topi
 	if ctx.Err() != nil {
 		return nil, false, nil
 	}
-	if err := fetchErr(fetches); err != nil {
+	if err := FetchErr(fetches); err != nil {
 		return nil, false, err
 	}
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -274,7 +274,7 @@ func (rt *Runtime) pollEnds(ctx context.Context, cons *kgo.Client, end func(topi
 	return fetches, true, nil
 }
 
-func fetchErr(fetches kgo.Fetches) error {
+func FetchErr(fetches kgo.Fetches) error {
 	var err error
 	fetches.EachError(func(topic string, p int32, e error) {
 		if errors.Is(e, context.Canceled) {
@@ -339,7 +339,7 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 		if ctx.Err() != nil {
 			return cp, ctx.Err()
 		}
-		if err := fetchErr(fetches); err != nil {
+		if err := FetchErr(fetches); err != nil {
 			return cp, err
 		}
 		if ld != nil {

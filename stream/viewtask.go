@@ -1,4 +1,4 @@
-package exec
+package stream
 
 // The view task: the active replica of a view partition applies its
 // input to the store and writes the changes to the changelog in one
@@ -195,7 +195,7 @@ func (t *viewTask) run(ctx context.Context) error {
 	view := plan.View
 	changelog := view.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: view.StoreName(), Partition: p})
-	prod, err := rt.client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(append(kafka.ProducerOpts(),
+	prod, err := rt.Client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(append(kafka.ProducerOpts(),
 		kgo.TransactionalID(view.TransactionalID(rt.opts.Cluster, p)),
 		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
 	), batchMax(t.maxRecord)...)...)
@@ -602,7 +602,7 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 				return nil, err
 			}
 			if ok {
-				_, _, st, err := decodeStored(v, len(t.plan.View.Schema.Columns))
+				_, _, st, err := DecodeStored(v, len(t.plan.View.Schema.Columns))
 				if err != nil {
 					return nil, err
 				}
@@ -797,7 +797,7 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 		}
 		buf := b.arena.bytes.begin()
 		start := len(buf)
-		if buf, t.stored, err = appendStored(buf, t.stored, present, row, state); err != nil {
+		if buf, t.stored, err = AppendStored(buf, t.stored, present, row, state); err != nil {
 			return nil, err
 		}
 		vals[i] = b.arena.bytes.end(buf, start)

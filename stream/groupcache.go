@@ -1,4 +1,4 @@
-package exec
+package stream
 
 // The group cache of a view task: committed aggregate states kept in
 // memory so that a record whose group has not changed since need not

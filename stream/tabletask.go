@@ -1,4 +1,4 @@
-package exec
+package stream
 
 // The table task: it materializes a source table, a partition of the
 // table's topic into the partition's store (see tableTask).
@@ -89,7 +89,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			return err
 		}
 		readFrom = min(readFrom, applyFrom)
-		if prod, err = t.rt.client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...); err != nil {
+		if prod, err = t.rt.Client(fmt.Sprintf("%s-%d-fwd", t.rel.Name, p), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...); err != nil {
 			return err
 		}
 		defer prod.Close()
@@ -251,7 +251,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				b.Delete(k)
 				return
 			}
-			v, err := encodeStored(true, row, nil)
+			v, err := EncodeStored(true, row, nil)
 			if err != nil {
 				bad = append(bad, t.rt.badRecord(t.rel, logged, err))
 				return

@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 //
 // present is false for a group whose HAVING is false: its state is kept
 // so aggregation can go on, but reads skip it.
-func encodeStored(present bool, row catalog.Row, state []any) ([]byte, error) {
+func EncodeStored(present bool, row catalog.Row, state []any) ([]byte, error) {
 	vals := make([]any, 0, 1+len(row)+len(state))
 	vals = append(vals, present)
 	vals = append(vals, row...)
@@ -21,18 +21,18 @@ func encodeStored(present bool, row catalog.Row, state []any) ([]byte, error) {
 	return materialize.EncodeRow(vals)
 }
 
-// appendStored appends what encodeStored returns to dst; scratch is
+// AppendStored appends what EncodeStored returns to dst; scratch is
 // storage for the values to encode, returned for the next call.
-func appendStored(dst []byte, scratch []any, present bool, row catalog.Row, state []any) (_ []byte, _ []any, err error) {
+func AppendStored(dst []byte, scratch []any, present bool, row catalog.Row, state []any) (_ []byte, _ []any, err error) {
 	vals := append(append(append(scratch[:0], present), row...), state...)
 	dst, err = materialize.AppendRow(dst, vals)
 	clear(vals) // keep no values alive
 	return dst, vals[:0], err
 }
 
-// decodeStored splits a stored value into presence, the row (ncols values)
+// DecodeStored splits a stored value into presence, the row (ncols values)
 // and the rest (aggregate state).
-func decodeStored(b []byte, ncols int) (present bool, row catalog.Row, state []any, err error) {
+func DecodeStored(b []byte, ncols int) (present bool, row catalog.Row, state []any, err error) {
 	vals, err := materialize.DecodeRow(b)
 	if err != nil {
 		return false, nil, nil, err

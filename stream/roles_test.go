@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
@@ -137,22 +136,35 @@ func TestStandbyFailover(t *testing.T) {
 		sort.Strings(lines)
 		return strings.Join(lines, "\n")
 	}
+	// read lists the rows (region, n, total) of rt's stores of by_region.
 	read := func(rt *Runtime) (string, error) {
-		st, err := sql.Parse("SELECT region, n, total FROM by_region")
-		if err != nil {
-			return "", err
+		q, ok := rt.Query("by_region")
+		if !ok {
+			return "", fmt.Errorf("by_region is not running")
 		}
-		pp, err := planner.PlanSelect(cat, st[0].(*sql.Select))
-		if err != nil {
-			return "", err
-		}
+		_, stores := q.Handles(rt.DB())
 		var lines []string
-		_, err = NewPuller(rt).Pull(ctx, pp, &eval.Env{}, nil, func(r catalog.Row) error {
-			lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
-			return nil
-		})
+		for _, s := range stores {
+			it, err := s.NewIter(nil, nil)
+			if err != nil {
+				return "", err
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				present, r, _, err := DecodeStored(it.Value(), 3)
+				if err != nil {
+					it.Close()
+					return "", err
+				}
+				if present {
+					lines = append(lines, fmt.Sprintf("%v %v %v", r[0], r[1], r[2]))
+				}
+			}
+			if err := it.Close(); err != nil {
+				return "", err
+			}
+		}
 		sort.Strings(lines)
-		return strings.Join(lines, "\n"), err
+		return strings.Join(lines, "\n"), nil
 	}
 	waitFor := func(rt *Runtime, what string) {
 		t.Helper()

@@ -1,4 +1,4 @@
-package exec
+package stream
 
 import (
 	"sort"
@@ -63,7 +63,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 		ts := s.ts
 		st := TaskStatus{Task: s.task(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
 			Role: ts.heldRole().String(), State: "RUNNING"}
-		if !ts.restored.Load() {
+		if !ts.Restored() {
 			st.State = "RESTORING"
 		}
 		if e := ts.LastError(); e != "" {

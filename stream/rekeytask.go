@@ -1,4 +1,4 @@
-package exec
+package stream
 
 // The re-keying task: for a view whose key differs from its source's,
 // one per source partition writes each record to the view partition of
@@ -104,7 +104,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		return err
 	}
 	defer cons.Close()
-	prod, err := rt.client(fmt.Sprintf("%s-rekey-%d-out", view.Name, t.sp), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...)
+	prod, err := rt.Client(fmt.Sprintf("%s-rekey-%d-out", view.Name, t.sp), append(kafka.ProducerOpts(), batchMax(t.maxRecord)...)...)
 	if err != nil {
 		return err
 	}
