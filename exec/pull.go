@@ -1377,14 +1377,6 @@ func (q *Query) scanStream(ctx context.Context) error {
 	return nil
 }
 
-// withPosition sets the position of a coded error that has none.
-func withPosition(err error, pos int) error {
-	if pe, ok := pgerr.As(err); ok && pe.Position == 0 {
-		pe.WithPosition(pos)
-	}
-	return err
-}
-
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
 func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery, ts *stream.TaskState) error {

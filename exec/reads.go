@@ -8,6 +8,7 @@ import (
 	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/query"
 )
 
 // read runs a pull query of the session: a catalog query in the
@@ -18,7 +19,7 @@ func (e *Engine) read(q *Query, ctx context.Context, plan *planner.PullPlan, cod
 	start := time.Now()
 	defer func() { e.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
-		return nil, runQuery(ctx, plan, env, emit)
+		return nil, query.Run(ctx, plan, env, emit)
 	}
 	if q == nil {
 		q = new(Query)

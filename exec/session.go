@@ -897,3 +897,11 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 	}
 	return w.Complete("EXPLAIN")
 }
+
+// withPosition sets the position of a coded error that has none.
+func withPosition(err error, pos int) error {
+	if pe, ok := pgerr.As(err); ok && pe.Position == 0 {
+		pe.WithPosition(pos)
+	}
+	return err
+}

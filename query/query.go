@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // snapshot are shared, so no operator changes a row it was given; it
 // makes new ones.
 
-// runQuery runs a catalog query, emitting its rows.
-func runQuery(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
+// Run runs a catalog query, emitting its rows.
+func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
 	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	root := compileRel(plan.Query.Root)

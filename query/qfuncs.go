@@ -1,4 +1,4 @@
-package exec
+package query
 
 import (
 	"encoding/json"
