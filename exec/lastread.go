@@ -8,19 +8,20 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pull"
 )
 
 // afterRead records where a SELECT's partitions of rel were read, for
 // SHOW basin.last_read and basin.monotonic_reads, and with
 // basin.freshness_notices on tells the client in a NOTICE. Reads of no
 // partition (a catalog query, SELECT 1) leave the last read as it was.
-func (s *Session) afterRead(rel *catalog.Relation, reads []PartitionRead, w ResultWriter) {
+func (s *Session) afterRead(rel *catalog.Relation, reads []pull.PartitionRead, w ResultWriter) {
 	if len(reads) == 0 {
 		return
 	}
 	s.noteReads(rel, reads)
 	s.lastRead = append(s.lastRead[:0], reads...)
-	slices.SortStableFunc(s.lastRead, func(a, b PartitionRead) int { return cmp.Compare(a.Partition, b.Partition) })
+	slices.SortStableFunc(s.lastRead, func(a, b pull.PartitionRead) int { return cmp.Compare(a.Partition, b.Partition) })
 	if s.vars["basin.freshness_notices"] != "on" {
 		return
 	}

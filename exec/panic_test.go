@@ -54,7 +54,7 @@ func TestTaskPanicRestarts(t *testing.T) {
 	}
 	out := logs.String()
 	if !strings.Contains(out, "task panicked; restarting from its checkpoint") || !strings.Contains(out, "task=t/0") ||
-		!strings.Contains(out, "stack=") || !strings.Contains(out, "exec.runTask") {
+		!strings.Contains(out, "stack=") || !strings.Contains(out, "stream.runTask") {
 		t.Fatalf("the log lacks the panic with the task's stack:\n%s", out)
 	}
 	s := e.NewSession(map[string]string{"user": "u"}, Client{})

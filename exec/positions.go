@@ -3,6 +3,7 @@ package exec
 import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pull"
 )
 
 // Session positions: what a read must reflect.
@@ -63,7 +64,7 @@ func (s *Session) noteWrites(p materialize.Position) {
 // noteReads records the positions rel's partitions were served at. A
 // token that does not parse (a peer of another version) is skipped: it
 // can only make the session less strict, never wrong.
-func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
+func (s *Session) noteReads(rel *catalog.Relation, reads []pull.PartitionRead) {
 	if rel == nil {
 		return
 	}
@@ -72,7 +73,7 @@ func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
 		if r.Position == "" {
 			continue
 		}
-		p := r.pos
+		p := r.Parsed
 		if p == nil {
 			var err error
 			if p, err = materialize.ParsePosition(r.Position); err != nil {
@@ -80,9 +81,9 @@ func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
 			}
 		}
 		if s.seen == nil {
-			s.seen = seenPositions{}
+			s.seen = pull.SeenPositions{}
 		}
-		k := seenKey{store: store, partition: r.Partition}
+		k := pull.SeenKey{Store: store, Partition: r.Partition}
 		had := s.seen[k]
 		if had == nil {
 			// Never the read's own: a local read's position is the
@@ -99,7 +100,7 @@ func (s *Session) noteReads(rel *catalog.Relation, reads []PartitionRead) {
 // with basin.monotonic_reads on, and basin.min_position; each nil when
 // it bounds nothing. opts' are copies, or (Seen) only read while the
 // statement runs.
-func (s *Session) fillBound(opts *ReadOptions, d *derived) {
+func (s *Session) fillBound(opts *pull.ReadOptions, d *derived) {
 	opts.Writes, opts.Seen, opts.MinPosition, opts.Monotonic = nil, nil, nil, d.monotonicReads
 	if d.readYourWrites && len(s.writes) > 0 {
 		opts.Writes = s.writes.Clone()

@@ -13,6 +13,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
 )
@@ -31,8 +32,8 @@ func TestReadBound(t *testing.T) {
 	perID := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
 		Plan: &planner.ViewPlan{Source: orders}}
 	table := &stream.PersistentQuery{Rel: kv}
-	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []PartitionRead {
-		return []PartitionRead{{Partition: p, Position: pos.String()}}
+	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []pull.PartitionRead {
+		return []pull.PartitionRead{{Partition: p, Position: pos.String()}}
 	}
 	ts := func(p int32) *stream.TaskState { return &stream.TaskState{Partition: p} }
 
@@ -43,40 +44,40 @@ func TestReadBound(t *testing.T) {
 	s.noteReads(byRegion.Rel, reads(byRegion, 2, materialize.Position{"orders": {0: 40, 1: 99, 2: 60, 3: 12}}))
 	s.noteReads(byRegion.Rel, reads(byRegion, 0, materialize.Position{"orders": {0: 55, 1: 91, 2: 72, 3: 11}}))
 	s.noteReads(perID.Rel, reads(perID, 1, materialize.Position{"orders": {1: 80}}))
-	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 7}}.String()}, {Partition: 3}})
+	s.noteReads(table.Rel, []pull.PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 7}}.String()}, {Partition: 3}})
 
-	bound := func() *ReadOptions {
-		opts := &ReadOptions{}
+	bound := func() *pull.ReadOptions {
+		opts := &pull.ReadOptions{}
 		s.fillBound(opts, s.derivedSettings())
 		return opts
 	}
 	type want struct {
 		topic string
 		want  map[int32]int64
-		from  boundSource
+		from  pull.BoundSource
 	}
-	check := func(name string, env *ReadOptions, q *stream.PersistentQuery, p int32, w want) {
+	check := func(name string, env *pull.ReadOptions, q *stream.PersistentQuery, p int32, w want) {
 		t.Helper()
-		b := env.readBound(q, ts(p))
-		if b.topic != w.topic || !maps.Equal(b.want, w.want) || b.sources() != w.from {
+		b := env.Bound(q, ts(p))
+		if b.Topic != w.topic || !maps.Equal(b.Want, w.want) || b.Sources() != w.from {
 			t.Fatalf("%s: bound of %s partition %d: %s %v from %q; want %s %v from %q",
-				name, q.Rel.Name, p, b.topic, b.want, b.sources(), w.topic, w.want, w.from)
+				name, q.Rel.Name, p, b.Topic, b.Want, b.Sources(), w.topic, w.want, w.from)
 		}
 	}
 	env := bound()
-	if !env.bounded() || env.Writes != nil || env.MinPosition != nil {
-		t.Fatalf("reads alone: bounded %v, writes %v, min_position %v", env.bounded(), env.Writes, env.MinPosition)
+	if !env.Bounded() || env.Writes != nil || env.MinPosition != nil {
+		t.Fatalf("reads alone: bounded %v, writes %v, min_position %v", env.Bounded(), env.Writes, env.MinPosition)
 	}
 	// Partition 0 of by_region is held to what was read of it (the
 	// merge of both reads), not to partition 2's 99 of orders/1.
-	check("reads", env, byRegion, 0, want{"orders", map[int32]int64{0: 55, 1: 91, 2: 72, 3: 11}, fromReads})
-	check("reads", env, byRegion, 2, want{"orders", map[int32]int64{0: 40, 1: 99, 2: 60, 3: 12}, fromReads})
+	check("reads", env, byRegion, 0, want{"orders", map[int32]int64{0: 55, 1: 91, 2: 72, 3: 11}, pull.FromReads})
+	check("reads", env, byRegion, 2, want{"orders", map[int32]int64{0: 40, 1: 99, 2: 60, 3: 12}, pull.FromReads})
 	// Partitions never read, and other relations over the same source,
 	// are not held to it.
 	check("reads", env, byRegion, 1, want{"orders", map[int32]int64{}, 0})
 	check("reads", env, perID, 0, want{"orders", map[int32]int64{}, 0})
-	check("reads", env, perID, 1, want{"orders", map[int32]int64{1: 80}, fromReads})
-	check("reads", env, table, 2, want{"kv", map[int32]int64{2: 7}, fromReads})
+	check("reads", env, perID, 1, want{"orders", map[int32]int64{1: 80}, pull.FromReads})
+	check("reads", env, table, 2, want{"kv", map[int32]int64{2: 7}, pull.FromReads})
 	check("reads", env, table, 3, want{"kv", map[int32]int64{}, 0})
 
 	// Writes and basin.min_position bound every relation over their
@@ -84,25 +85,25 @@ func TestReadBound(t *testing.T) {
 	s.noteWrites(materialize.Position{"orders": {1: 95, 3: 20}})
 	s.setVar("basin.min_position", materialize.Position{"orders": {0: 60}, "kv": {2: 9}}.String())
 	env = bound()
-	check("all", env, byRegion, 0, want{"orders", map[int32]int64{0: 60, 1: 95, 2: 72, 3: 20}, fromWrites | fromReads | fromSetting})
-	check("all", env, perID, 1, want{"orders", map[int32]int64{1: 95}, fromWrites | fromReads})
+	check("all", env, byRegion, 0, want{"orders", map[int32]int64{0: 60, 1: 95, 2: 72, 3: 20}, pull.FromWrites | pull.FromReads | pull.FromSetting})
+	check("all", env, perID, 1, want{"orders", map[int32]int64{1: 95}, pull.FromWrites | pull.FromReads})
 	check("all", env, perID, 2, want{"orders", map[int32]int64{}, 0})
-	check("all", env, perID, 3, want{"orders", map[int32]int64{3: 20}, fromWrites})
-	check("all", env, table, 2, want{"kv", map[int32]int64{2: 9}, fromReads | fromSetting})
-	b := env.readBound(byRegion, ts(0))
+	check("all", env, perID, 3, want{"orders", map[int32]int64{3: 20}, pull.FromWrites})
+	check("all", env, table, 2, want{"kv", map[int32]int64{2: 9}, pull.FromReads | pull.FromSetting})
+	b := env.Bound(byRegion, ts(0))
 	for _, c := range []struct {
 		sp   int32
 		off  int64
-		from boundSource
-	}{{0, 60, fromSetting}, {0, 55, fromReads | fromSetting}, {1, 95, fromWrites}, {2, 72, fromReads}, {3, 20, fromWrites}} {
-		if got := b.from(c.sp, c.off); got != c.from {
+		from pull.BoundSource
+	}{{0, 60, pull.FromSetting}, {0, 55, pull.FromReads | pull.FromSetting}, {1, 95, pull.FromWrites}, {2, 72, pull.FromReads}, {3, 20, pull.FromWrites}} {
+		if got := b.From(c.sp, c.off); got != c.from {
 			t.Errorf("offset %d of orders/%d comes from %q, want %q", c.off, c.sp, got, c.from)
 		}
 	}
-	if got, want := (fromWrites | fromReads).String(), "the session's writes, with basin.read_your_writes on and what the session's earlier reads of the partition returned, with basin.monotonic_reads on"; got != want {
+	if got, want := (pull.FromWrites | pull.FromReads).String(), "the session's writes, with basin.read_your_writes on and what the session's earlier reads of the partition returned, with basin.monotonic_reads on"; got != want {
 		t.Errorf("names %q, want %q", got, want)
 	}
-	if got := fromReads.hint(); got != "SET basin.position_wait to wait longer, or SET basin.monotonic_reads = off to read what is there." {
+	if got := pull.FromReads.Hint(); got != "SET basin.position_wait to wait longer, or SET basin.monotonic_reads = off to read what is there." {
 		t.Errorf("hint %q", got)
 	}
 
@@ -111,20 +112,20 @@ func TestReadBound(t *testing.T) {
 	s.setVar("basin.monotonic_reads", "off")
 	s.setVar("basin.min_position", "")
 	env = bound()
-	check("writes only", env, byRegion, 0, want{"orders", map[int32]int64{1: 95, 3: 20}, fromWrites})
+	check("writes only", env, byRegion, 0, want{"orders", map[int32]int64{1: 95, 3: 20}, pull.FromWrites})
 	env.Writes.Advance("orders", 1, 1000)
 	if w, _ := s.writes.Get("orders", 1); w != 95 {
 		t.Fatalf("a read's bound changed the session's writes: orders/1 at %d", w)
 	}
 	s.setVar("basin.read_your_writes", "off")
-	if env := bound(); env.bounded() {
+	if env := bound(); env.Bounded() {
 		t.Fatalf("everything off: bound %v %v %v", env.Writes, env.Seen, env.MinPosition)
 	}
 	// What was read is kept apart from what served it: a later read
 	// merging into it leaves the published position alone.
 	published := materialize.Position{"kv": {2: 8}}
-	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: published.String(), pos: published}})
-	s.noteReads(table.Rel, []PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 11}}.String()}})
+	s.noteReads(table.Rel, []pull.PartitionRead{{Partition: 2, Position: published.String(), Parsed: published}})
+	s.noteReads(table.Rel, []pull.PartitionRead{{Partition: 2, Position: materialize.Position{"kv": {2: 11}}.String()}})
 	if got, _ := published.Get("kv", 2); got != 8 {
 		t.Fatalf("noting a read changed the position it was served at: %d", got)
 	}
@@ -220,7 +221,7 @@ func TestPositions(t *testing.T) {
 		t.Fatal("the table never showed the 4 rows")
 	}
 	rel, _ := e.Catalog.Lookup("t")
-	if seen := reader.seen[seenKey{store: rel.StoreName(), partition: 0}]; !seen.Equal(materialize.Position{"t": {0: 4}}) {
+	if seen := reader.seen[pull.SeenKey{Store: rel.StoreName(), Partition: 0}]; !seen.Equal(materialize.Position{"t": {0: 4}}) {
 		t.Fatalf("seen = %s, want t/0:4", seen.Describe())
 	}
 
@@ -228,7 +229,7 @@ func TestPositions(t *testing.T) {
 	// session a later state than this node's replica has: with
 	// monotonic reads, this node's replica may not serve it until it
 	// catches up.
-	reader.afterRead(rel, []PartitionRead{{Partition: 0, ServedBy: "b", Role: "standby", Position: tok(5)}}, &testWriter{})
+	reader.afterRead(rel, []pull.PartitionRead{{Partition: 0, ServedBy: "b", Role: "standby", Position: tok(5)}}, &testWriter{})
 	_, err = run(reader, "SELECT count(*) FROM t")
 	if pe, ok := pgerr.As(err); !ok || pe.Code != pgerr.ObjectNotInPrerequisiteState || !strings.Contains(pe.Message, "has not reached the position") {
 		t.Fatalf("read behind what the session saw: %v, want 55000 for the position", err)
@@ -336,5 +337,5 @@ func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...
 	if err := rt.StartTable(rel); err != nil {
 		tb.Fatal(err)
 	}
-	return &Engine{Catalog: cat, Runtime: rt, Reads: NewPuller(rt), Producer: prod, Cluster: "t", Node: "a"}
+	return &Engine{Catalog: cat, Runtime: rt, Reads: pull.New(rt), Producer: prod, Cluster: "t", Node: "a"}
 }

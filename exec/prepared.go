@@ -12,6 +12,7 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
 )
 
@@ -63,7 +64,7 @@ type Prepared struct {
 	planAt int64
 	// code is plan's compiled expressions (codeOf the plan they are of),
 	// compiled at the first Bind of each plan rather than per execution.
-	code                    *PullCode
+	code                    *pull.PullCode
 	codeOf                  *planner.PullPlan
 	limitParam, offsetParam int
 	// spare is a closed portal of this statement that nothing runs any
@@ -337,7 +338,7 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		return nil, pgerr.New(pgerr.ProtocolViolation, "bind supplies %d parameters, but the statement requires %d", len(params), len(p.params))
 	}
 	pt := p.spare
-	var q *Query
+	var q *pull.Query
 	if pt != nil {
 		p.spare, q = nil, pt.q
 	} else {
@@ -355,7 +356,7 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 			}
 		}
 		if p.code == nil || p.codeOf != p.plan {
-			p.code, p.codeOf = CompilePull(p.plan), p.plan
+			p.code, p.codeOf = pull.CompilePull(p.plan), p.plan
 		}
 		pt.code = p.code
 		pt.plan = p.plan
@@ -538,9 +539,9 @@ type Portal struct {
 	text string
 	cols []catalog.Column
 	env  *eval.Env         // envVal, the portal's own
-	opts *ReadOptions      // optsVal, the portal's own
+	opts *pull.ReadOptions // optsVal, the portal's own
 	plan *planner.PullPlan // a SELECT's, with LIMIT/OFFSET parameters applied
-	code *PullCode         // plan's compiled expressions
+	code *pull.PullCode    // plan's compiled expressions
 	// ctx is Bind's: the row-limited goroutine's parent.
 	ctx context.Context
 
@@ -553,13 +554,13 @@ type Portal struct {
 	failed bool
 
 	envVal  eval.Env
-	optsVal ReadOptions
+	optsVal pull.ReadOptions
 	// rows counts the rows a run sent, counted the raw ones among them.
 	rows    int
 	counted countedRaw
 	// q holds a whole run's query state (Runtime.pullIn); made by the
 	// first, kept when the portal's memory is made again.
-	q *Query
+	q *pull.Query
 
 	// from is the statement bound; closed is set by Close, which hands
 	// the portal back to from when nothing of it still runs.
@@ -664,13 +665,13 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 	case *sql.Select:
 		// The portal's own ReadOptions take the raw writer of this run.
 		pt.rows = 0
-		if raw, ok := w.(RawRows); ok {
+		if raw, ok := w.(pull.RawRows); ok {
 			pt.counted = countedRaw{RawRows: raw, n: &pt.rows}
 			pt.opts.Raw = &pt.counted
 			defer func() { pt.opts.Raw = nil }()
 		}
 		if pt.q == nil {
-			pt.q = new(Query)
+			pt.q = new(pull.Query)
 		}
 		reads, err := pt.s.e.read(pt.q, ctx, pt.plan, pt.code, pt.env, pt.opts, func(r catalog.Row) error {
 			pt.rows++
@@ -681,7 +682,7 @@ func (pt *Portal) run(ctx context.Context, w ResultWriter) error {
 		}
 		// What the run held (its rows, if it sorted or grouped them) is
 		// not kept while the portal waits for its statement's next Bind.
-		*pt.q = Query{}
+		*pt.q = pull.Query{}
 		if err != nil {
 			return err
 		}
@@ -791,7 +792,7 @@ type pullSource struct {
 	closeOnce sync.Once
 }
 
-func startPull(parent context.Context, e *Engine, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions) *pullSource {
+func startPull(parent context.Context, e *Engine, plan *planner.PullPlan, code *pull.PullCode, env *eval.Env, opts *pull.ReadOptions) *pullSource {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -857,8 +858,8 @@ func (ps *pullSource) close() {
 
 // withRaw returns opts with Raw set when w takes raw rows, counting them
 // into n with the rows emitted one by one.
-func withRaw(opts *ReadOptions, w ResultWriter, n *int) *ReadOptions {
-	raw, ok := w.(RawRows)
+func withRaw(opts *pull.ReadOptions, w ResultWriter, n *int) *pull.ReadOptions {
+	raw, ok := w.(pull.RawRows)
 	if !ok {
 		return opts
 	}
@@ -868,7 +869,7 @@ func withRaw(opts *ReadOptions, w ResultWriter, n *int) *ReadOptions {
 
 // countedRaw counts the rows written raw.
 type countedRaw struct {
-	RawRows
+	pull.RawRows
 	n *int
 }
 

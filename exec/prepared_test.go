@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
 )
 
@@ -119,7 +120,7 @@ func TestPortalQueryStateReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q *Query
+	var q *pull.Query
 	for i, id := range []int64{3, 7, 99, 3, 20} {
 		pt, rows := run(lookup, id)
 		want := fmt.Sprintf("[[v%d]]", id)
@@ -147,7 +148,7 @@ func TestPortalQueryStateReuse(t *testing.T) {
 		if len(rows) != int(20-above) || rows[0][0] != int64(20) || rows[len(rows)-1][0] != above+1 {
 			t.Fatalf("id > %d: %v", above, rows)
 		}
-		if pt.q.rows != nil || pt.q.reads != nil || pt.q.env != nil {
+		if pt.q.Holds() {
 			t.Fatalf("id > %d: a finished run's rows are still held", above)
 		}
 	}

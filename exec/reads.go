@@ -8,21 +8,22 @@ import (
 	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/query"
 )
 
 // read runs a pull query of the session: a catalog query in the
 // catalog-query engine (query.go), any other in the pull engine with its
 // state in q (nil: a new one). Every query is reported to ObservePull.
-func (e *Engine) read(q *Query, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions,
-	emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (e *Engine) read(q *pull.Query, ctx context.Context, plan *planner.PullPlan, code *pull.PullCode, env *eval.Env, opts *pull.ReadOptions,
+	emit func(catalog.Row) error) (reads []pull.PartitionRead, err error) {
 	start := time.Now()
 	defer func() { e.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
 		return nil, query.Run(ctx, plan, env, emit)
 	}
 	if q == nil {
-		q = new(Query)
+		q = new(pull.Query)
 	}
 	return e.Reads.Run(q, ctx, plan, code, env, opts, emit)
 }
@@ -41,7 +42,7 @@ type PullStats struct {
 }
 
 // observePull reports a finished pull query to the observer, if any.
-func (e *Engine) observePull(plan *planner.PullPlan, reads []PartitionRead, start time.Time, err error) {
+func (e *Engine) observePull(plan *planner.PullPlan, reads []pull.PartitionRead, start time.Time, err error) {
 	if e.ObservePull == nil {
 		return
 	}

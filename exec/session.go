@@ -23,6 +23,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
@@ -52,7 +53,7 @@ type Engine struct {
 	Log     CommandLog
 	Runtime *stream.Runtime
 	// Reads is the pull engine over Runtime's stores.
-	Reads *Puller
+	Reads *pull.Engine
 	// ObservePull, when set, is told of every finished pull query
 	// (metrics).
 	ObservePull func(PullStats)
@@ -108,13 +109,13 @@ type Session struct {
 	// served at: with basin.monotonic_reads on, a read of a partition
 	// waits until a replica reflects what was seen of it (positions.go).
 	writes materialize.Position
-	seen   seenPositions
+	seen   pull.SeenPositions
 
 	client  Client
 	started time.Time
 	act     activity
 	// lastRead is where the last SELECT's partitions were read.
-	lastRead []PartitionRead
+	lastRead []pull.PartitionRead
 	// plans is the plan cache of simple queries (plancache.go).
 	plans map[string]*cachedShape
 	// varsGen counts changes to vars after the session started (setVar):
@@ -252,22 +253,22 @@ func (s *Session) env() *eval.Env {
 
 // statement returns a statement's evaluation context and the options of
 // its reads.
-func (s *Session) statement() (*eval.Env, *ReadOptions) {
-	env, opts := &eval.Env{}, &ReadOptions{}
+func (s *Session) statement() (*eval.Env, *pull.ReadOptions) {
+	env, opts := &eval.Env{}, &pull.ReadOptions{}
 	s.fillEnv(env, opts)
 	return env, opts
 }
 
 // fillEnv sets env and opts (when not nil) up for a statement of the
 // session.
-func (s *Session) fillEnv(env *eval.Env, opts *ReadOptions) {
+func (s *Session) fillEnv(env *eval.Env, opts *pull.ReadOptions) {
 	d := s.derivedSettings()
 	*env = eval.Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
 		Version: versionText, Session: s, Backends: s.e.Backends, QueryMemory: d.queryMemory}
 	if opts == nil {
 		return
 	}
-	*opts = ReadOptions{Settings: s, PositionWait: d.positionWait}
+	*opts = pull.ReadOptions{Settings: s, PositionWait: d.positionWait}
 	s.fillBound(opts, d)
 	opts.NoForward = d.forwarded != "off"
 	opts.ServeRestoring = d.forwarded == "restoring"
@@ -873,7 +874,7 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 		}
 		text = plan.String()
 		env, opts := s.statement()
-		routes, err := s.e.Reads.explainRoutes(plan, env, opts)
+		routes, err := s.e.Reads.ExplainRoutes(plan, env, opts)
 		if err != nil {
 			routes = []string{"  Routing: decided when the statement runs (" + err.Error() + ")"}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pull"
 )
 
 // TestSettingsDerivedFollowChanges checks that what a session keeps
@@ -93,7 +94,7 @@ func TestSettingsDerivedFollowChanges(t *testing.T) {
 	// likewise.
 	must("SET basin.position_wait = '250ms'")
 	var env eval.Env
-	var opts ReadOptions
+	var opts pull.ReadOptions
 	s.fillEnv(&env, &opts)
 	if opts.PositionWait != 250*time.Millisecond {
 		t.Fatalf("PositionWait = %v after SET basin.position_wait = '250ms'", opts.PositionWait)

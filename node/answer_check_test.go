@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pull"
 )
 
 // TestRemoteRejectsStaleAnswer checks the forwarding node's own check of
@@ -50,18 +50,18 @@ func TestRemoteRejectsStaleAnswer(t *testing.T) {
 		MinPosition: materialize.Position{rel.Topic: {0: 1 << 40}}}, forwardTimeout: 5 * time.Second}
 	for _, tc := range []struct {
 		name string
-		req  exec.ReadRequest
+		req  pull.ReadRequest
 	}{
-		{"rows", exec.ReadRequest{Rel: rel, Partition: 0, Limit: -1}},
-		{"raw rows", exec.ReadRequest{Rel: rel, Partition: 0, Limit: -1, RawFormats: []int16{0, 0}}},
-		{"empty", exec.ReadRequest{Rel: rel, Partition: 0, Limit: -1, Where: "id = 99"}},
+		{"rows", pull.ReadRequest{Rel: rel, Partition: 0, Limit: -1}},
+		{"raw rows", pull.ReadRequest{Rel: rel, Partition: 0, Limit: -1, RawFormats: []int16{0, 0}}},
+		{"empty", pull.ReadRequest{Rel: rel, Partition: 0, Limit: -1, Where: "id = 99"}},
 	} {
 		req := tc.req
 		emitted := 0
 		if req.RawFormats != nil {
 			req.RawRow = func([][]byte) error { emitted++; return nil }
 		}
-		sent, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(exec.PartitionRead) {},
+		sent, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(pull.PartitionRead) {},
 			func(catalog.Row) error { emitted++; return nil })
 		var stale *staleAnswer
 		if !errors.As(err, &stale) || sent || emitted != 0 {
@@ -74,7 +74,7 @@ func TestRemoteRejectsStaleAnswer(t *testing.T) {
 	// Within the bound the same reads pass.
 	rb.MinPosition, rb.MaxOffsetLag = nil, 1000
 	for _, raw := range []bool{false, true} {
-		req := exec.ReadRequest{Rel: rel, Partition: 0, Limit: -1}
+		req := pull.ReadRequest{Rel: rel, Partition: 0, Limit: -1}
 		emitted := 0
 		if raw {
 			req.RawFormats, req.RawRow = []int16{0, 0}, func(vals [][]byte) error {
@@ -85,7 +85,7 @@ func TestRemoteRejectsStaleAnswer(t *testing.T) {
 				return nil
 			}
 		}
-		if _, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(exec.PartitionRead) {},
+		if _, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), forwardQuery(&req, true), func(pull.PartitionRead) {},
 			func(catalog.Row) error { emitted++; return nil }); err != nil || emitted != 2 {
 			t.Fatalf("raw %v within the bound: %d rows, %v", raw, emitted, err)
 		}

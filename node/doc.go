@@ -60,7 +60,7 @@
 //     with this node's tasks and their lags and positions every
 //     LagReportInterval; GET /clusterStatus, what this node knows of every
 //     node. SHOW CLUSTER and SHOW TASKS read the same (clusterInfo).
-//   - forward.go is exec.Forwarder: for each partition a read needs,
+//   - forward.go is pull.Forwarder: for each partition a read needs,
 //     ha.Route orders its replicas, this node's own among them, by the
 //     session's bounds (lag, position, basin.read_from) and what
 //     heartbeats and lag reports say, and ha.Attempts decides which to

@@ -16,12 +16,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
 )
@@ -148,7 +148,7 @@ func (f *forwarder) close() {
 	}
 }
 
-// Route implements exec.Forwarder. ha.Route orders the partition's
+// Route implements pull.Forwarder. ha.Route orders the partition's
 // replicas, this node's included, by the session's basin.read_from and
 // drops those that heartbeats say are down or whose lag (this node's
 // own, other nodes' last lag reports) is over the session's (or the
@@ -159,7 +159,7 @@ func (f *forwarder) close() {
 // up; then the fallbacks) and, when none can serve, gives the error that
 // names every replica and why. The pull engine makes the attempts: this
 // node's replica in place, the others through Remote.
-func (f *forwarder) Route(req *exec.ReadRequest, opts *exec.ReadOptions, r *exec.Route) error {
+func (f *forwarder) Route(req *pull.ReadRequest, opts *pull.ReadOptions, r *pull.Route) error {
 	rel, p := req.Rel, req.Partition
 	now := time.Now()
 	rb, err := f.bounds(rel, opts)
@@ -196,10 +196,10 @@ type routeState struct {
 
 var routeStatePool = sync.Pool{New: func() any { return new(routeState) }}
 
-// Remote implements exec.Forwarder: attempt at, at a replica on another
+// Remote implements pull.Forwarder: attempt at, at a replica on another
 // node, of the read r routed.
-func (f *forwarder) Remote(ctx context.Context, r *exec.Route, req *exec.ReadRequest, at ha.Attempt,
-	served func(exec.PartitionRead), emit func(catalog.Row) error) (ans ha.Answer) {
+func (f *forwarder) Remote(ctx context.Context, r *pull.Route, req *pull.ReadRequest, at ha.Attempt,
+	served func(pull.PartitionRead), emit func(catalog.Row) error) (ans ha.Answer) {
 	st := r.State.(*routeState)
 	ri := at.Replica
 	info, ok := st.a.Nodes[ri.Node]
@@ -226,17 +226,17 @@ func (f *forwarder) Remote(ctx context.Context, r *exec.Route, req *exec.ReadReq
 	return ans
 }
 
-// Observe implements exec.Forwarder: it counts failovers.
-func (f *forwarder) Observe(_ *exec.Route, at ha.Attempt, v ha.Verdict) {
+// Observe implements pull.Forwarder: it counts failovers.
+func (f *forwarder) Observe(_ *pull.Route, at ha.Attempt, v ha.Verdict) {
 	if v == ha.FailedOver {
 		f.c.n.metrics.failovers.WithLabelValues(string(at.Replica.Role)).Inc()
 	}
 }
 
-// Done implements exec.Forwarder: it counts reads no replica served and
+// Done implements pull.Forwarder: it counts reads no replica served and
 // takes back the read's routing memory, without the positions its
 // replicas referred to.
-func (f *forwarder) Done(r *exec.Route, gaveUp bool) {
+func (f *forwarder) Done(r *pull.Route, gaveUp bool) {
 	if gaveUp {
 		f.c.n.metrics.noReplica.Inc()
 	}
@@ -254,10 +254,10 @@ func (f *forwarder) Done(r *exec.Route, gaveUp bool) {
 // remote reads the partition from replica ri on another node (see
 // attempt), telling served where it went: first from what routing knew,
 // then from the first row's pseudo-columns.
-func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadRequest, ri ha.ReplicaInfo, watch bool, addr string, stmts []forwardStmt,
-	served func(exec.PartitionRead), emit func(catalog.Row) error) (bool, error) {
+func (f *forwarder) remote(ctx context.Context, rb readBounds, req *pull.ReadRequest, ri ha.ReplicaInfo, watch bool, addr string, stmts []forwardStmt,
+	served func(pull.PartitionRead), emit func(catalog.Row) error) (bool, error) {
 	p, ncols := req.Partition, len(req.Rel.Schema.Columns)
-	last := exec.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()}
+	last := pull.PartitionRead{Partition: p, ServedBy: ri.Node, Role: string(ri.Role), OffsetLag: ri.OffsetLag, TimeLagMs: ri.TimeLagMs, Position: ri.Position.String()}
 	served(last)
 	var position func(string)
 	if req.NeedPosition {
@@ -270,9 +270,9 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 	// its rows is passed on: the serving node refuses a read it cannot
 	// serve within them (sendBound), and whatever it or its lag report
 	// said, the lag and position it sends with the rows decide.
-	var check func(exec.PartitionRead) error
+	var check func(pull.PartitionRead) error
 	if rb.MaxOffsetLag >= 0 || rb.MaxTimeLag > 0 || len(rb.MinPosition) > 0 {
-		check = func(read exec.PartitionRead) error {
+		check = func(read pull.PartitionRead) error {
 			pos, perr := materialize.ParsePosition(read.Position)
 			if rej, ok := ha.CheckAnswer(ri, read.OffsetLag, read.TimeLagMs, pos, read.Position != "" && perr == nil, &rb.ReadBounds); !ok {
 				return &staleAnswer{rej: rej}
@@ -284,7 +284,7 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 	sent, err := f.attempt(ctx, rb, req, ri.Node, watch, addr, stmts, position, check, func(row catalog.Row) error {
 		if first {
 			first = false
-			last = exec.ReadFromRow(p, row, ncols)
+			last = pull.ReadFromRow(p, row, ncols)
 			if check != nil {
 				if err := check(last); err != nil {
 					return err
@@ -294,7 +294,7 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 		} else if check != nil && !sameLag(last, row, ncols) {
 			// One partition's rows are read at one moment, so they carry
 			// one lag; a row that says otherwise is not trusted either.
-			if err := check(exec.ReadFromRow(p, row, ncols)); err != nil {
+			if err := check(pull.ReadFromRow(p, row, ncols)); err != nil {
 				return err
 			}
 		}
@@ -314,7 +314,7 @@ func (f *forwarder) remote(ctx context.Context, rb readBounds, req *exec.ReadReq
 }
 
 // sameLag reports whether row carries the lag last does.
-func sameLag(last exec.PartitionRead, row catalog.Row, ncols int) bool {
+func sameLag(last pull.PartitionRead, row catalog.Row, ncols int) bool {
 	lag, _ := row[ncols+planner.PseudoOffsetLag].(int64)
 	tlag, _ := row[ncols+planner.PseudoTimeLag].(int64)
 	return lag == last.OffsetLag && tlag == last.TimeLagMs
@@ -327,9 +327,9 @@ type staleAnswer struct{ rej ha.Rejection }
 
 func (e *staleAnswer) Error() string { return e.rej.Node + " " + e.rej.Reason }
 
-// Explain implements exec.Forwarder: the routing of a read of
+// Explain implements pull.Forwarder: the routing of a read of
 // req.Partition as it would go now.
-func (f *forwarder) Explain(req *exec.ReadRequest, opts *exec.ReadOptions) []string {
+func (f *forwarder) Explain(req *pull.ReadRequest, opts *pull.ReadOptions) []string {
 	now := time.Now()
 	rb, err := f.bounds(req.Rel, opts)
 	if err != nil {
@@ -358,7 +358,7 @@ func (f *forwarder) Explain(req *exec.ReadRequest, opts *exec.ReadOptions) []str
 	return lines
 }
 
-// Replicas implements exec.Forwarder: partition p of rel's replicas on
+// Replicas implements pull.Forwarder: partition p of rel's replicas on
 // the other nodes, with liveness from heartbeats and state, lag and
 // position from each node's last lag report.
 func (f *forwarder) Replicas(rel *catalog.Relation, p int32) ([]stream.ReplicaState, bool) {
@@ -404,12 +404,12 @@ func here(local bool) string {
 // own (its role and lag as they are now), and the other nodes' from the
 // assignment, with liveness from heartbeats, and lag, role and position
 // from their lag reports.
-func (f *forwarder) replicas(reps ha.Replicas, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
+func (f *forwarder) replicas(reps ha.Replicas, req *pull.ReadRequest, now time.Time) []ha.ReplicaInfo {
 	return f.appendReplicas(nil, reps, req, now)
 }
 
 // appendReplicas appends replicas' answer to out.
-func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *exec.ReadRequest, now time.Time) []ha.ReplicaInfo {
+func (f *forwarder) appendReplicas(out []ha.ReplicaInfo, reps ha.Replicas, req *pull.ReadRequest, now time.Time) []ha.ReplicaInfo {
 	rel, p := req.Rel, req.Partition
 	start := len(out)
 	infos := reps.AppendInfos(out)
@@ -469,7 +469,7 @@ const defaultForwardTimeout = 2 * time.Second
 // bounds are the freshness bounds of a read: the session's
 // basin.acceptable_offset_lag, else the view's acceptable.offset.lag;
 // basin.acceptable_time_lag; basin.read_from.
-func (f *forwarder) bounds(rel *catalog.Relation, opts *exec.ReadOptions) (readBounds, error) {
+func (f *forwarder) bounds(rel *catalog.Relation, opts *pull.ReadOptions) (readBounds, error) {
 	if opts == nil || opts.Settings == nil {
 		return f.makeBounds(rel, opts)
 	}
@@ -490,7 +490,7 @@ func (f *forwarder) bounds(rel *catalog.Relation, opts *exec.ReadOptions) (readB
 type boundsKey struct{ rel *catalog.Relation }
 
 // makeBounds makes what bounds returns.
-func (f *forwarder) makeBounds(rel *catalog.Relation, opts *exec.ReadOptions) (readBounds, error) {
+func (f *forwarder) makeBounds(rel *catalog.Relation, opts *pull.ReadOptions) (readBounds, error) {
 	b := readBounds{ReadBounds: ha.ReadBounds{MaxOffsetLag: ha.NoOffsetLagBound, MaxLagAge: 3 * f.c.n.opts.LagReportInterval},
 		forwardTimeout: defaultForwardTimeout}
 	setting := func(name string) string {
@@ -538,8 +538,8 @@ func (f *forwarder) makeBounds(rel *catalog.Relation, opts *exec.ReadOptions) (r
 // for the next replica. Once rows flow there is no timeout. Waiting for
 // a connection from the pool is not part of the timeout (that is this
 // node's own load, not the peer's).
-func (f *forwarder) attempt(ctx context.Context, b readBounds, req *exec.ReadRequest, node string, watch bool, addr string, stmts []forwardStmt,
-	position func(string), check func(exec.PartitionRead) error, emit func(catalog.Row) error) (sent bool, err error) {
+func (f *forwarder) attempt(ctx context.Context, b readBounds, req *pull.ReadRequest, node string, watch bool, addr string, stmts []forwardStmt,
+	position func(string), check func(pull.PartitionRead) error, emit func(catalog.Row) error) (sent bool, err error) {
 	pool, err := f.pool(addr)
 	if err != nil {
 		return false, err
@@ -775,20 +775,20 @@ func (f *forwarder) sendBound(ctx context.Context, conn *pgx.Conn, b readBounds)
 // peerLastRead asks a peer, on the connection a forwarded read of
 // partition p just ran on, where and how fresh it read it (SHOW
 // basin.last_read).
-func peerLastRead(ctx context.Context, conn *pgx.Conn, p int32) (exec.PartitionRead, bool) {
+func peerLastRead(ctx context.Context, conn *pgx.Conn, p int32) (pull.PartitionRead, bool) {
 	rows, err := conn.Query(ctx, "SHOW basin.last_read", pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
-		return exec.PartitionRead{}, false
+		return pull.PartitionRead{}, false
 	}
 	defer rows.Close()
-	var read exec.PartitionRead
+	var read pull.PartitionRead
 	found := false
 	for rows.Next() {
 		var part int64
 		var by, role, token string
 		var lag, tlag int64
 		if rows.Scan(&part, &by, &role, &lag, &tlag, &token) == nil && part == int64(p) {
-			read, found = exec.PartitionRead{Partition: p, ServedBy: by, Role: role, OffsetLag: lag, TimeLagMs: tlag, Position: token}, true
+			read, found = pull.PartitionRead{Partition: p, ServedBy: by, Role: role, OffsetLag: lag, TimeLagMs: tlag, Position: token}, true
 		}
 	}
 	return read, found && rows.Err() == nil
@@ -836,7 +836,7 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	}
 	defer rows.Close()
 	fds := rows.FieldDescriptions()
-	var alloc exec.RowAlloc
+	var alloc pull.RowAlloc
 	for rows.Next() {
 		// The common types are decoded straight from the wire; a row
 		// with any other goes through pgx.
@@ -868,7 +868,7 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 	return sent, peerError(rows.Err())
 }
 
-// readRaw runs a raw read (exec.ReadRequest.RawFormats): the rows come
+// readRaw runs a raw read (pull.ReadRequest.RawFormats): the rows come
 // in the client's formats and go to req.RawRow as wire values, never
 // decoded. The columns must be the relation's as this node knows them:
 // a peer on another catalog version fails the read rather than send
@@ -878,7 +878,7 @@ func (f *forwarder) read(ctx context.Context, conn *pgx.Conn, query string, args
 // _offset_lag, _time_lag_ms and _position, in text, after the client's
 // columns (forwardQuery): the answer is checked before its first row
 // goes on, and the three are cut off each row.
-func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req *exec.ReadRequest, check func(exec.PartitionRead) error, onRow func()) (sent bool, err error) {
+func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req *pull.ReadRequest, check func(pull.PartitionRead) error, onRow func()) (sent bool, err error) {
 	params := make([][]byte, len(args))
 	for i, a := range args {
 		n, ok := a.(int64)
@@ -916,7 +916,7 @@ func readRaw(ctx context.Context, conn *pgx.Conn, query string, args []any, req 
 			// The first row is checked, and any later one whose lag differs
 			// from it (one partition's rows carry one lag).
 			if !sent || string(vals[n]) != string(lastLag) || string(vals[n+1]) != string(lastTimeLag) {
-				read := exec.PartitionRead{Partition: req.Partition, Position: string(vals[n+2])}
+				read := pull.PartitionRead{Partition: req.Partition, Position: string(vals[n+2])}
 				read.OffsetLag, _ = strconv.ParseInt(string(vals[n]), 10, 64)
 				read.TimeLagMs, _ = strconv.ParseInt(string(vals[n+1]), 10, 64)
 				if err := check(read); err != nil {
@@ -972,7 +972,7 @@ const maxForwardKeys = 30000
 //
 // freshness adds to a raw read the pseudo-columns readRaw checks the
 // answer by.
-func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
+func forwardQuery(req *pull.ReadRequest, freshness bool) []forwardStmt {
 	rel := req.Rel
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -1051,4 +1051,4 @@ func forwardQuery(req *exec.ReadRequest, freshness bool) []forwardStmt {
 	return stmts
 }
 
-var _ exec.Forwarder = (*forwarder)(nil)
+var _ pull.Forwarder = (*forwarder)(nil)

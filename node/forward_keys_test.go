@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/pull"
 )
 
 // TestRemoteManyKeys reads more keys of one partition than a statement
@@ -76,7 +76,7 @@ func TestRemoteManyKeys(t *testing.T) {
 		{"limit past the rows", 5000, true, rowsIn},
 		{"limit 0", 0, false, 0},
 	} {
-		req := exec.ReadRequest{Rel: rel, Partition: 0, Keys: keys, Limit: tc.limit}
+		req := pull.ReadRequest{Rel: rel, Partition: 0, Keys: keys, Limit: tc.limit}
 		rb := readBounds{ReadBounds: ha.ReadBounds{MaxOffsetLag: ha.NoOffsetLagBound}, forwardTimeout: 30 * time.Second}
 		if tc.bound {
 			rb.MaxOffsetLag = 1000
@@ -86,7 +86,7 @@ func TestRemoteManyKeys(t *testing.T) {
 			t.Fatalf("%s: %d keys in %d statements, want 3", tc.name, keysAsked, len(stmts))
 		}
 		seen := map[int64]bool{}
-		_, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), stmts, func(exec.PartitionRead) {}, func(row catalog.Row) error {
+		_, err := f.remote(ctx, rb, &req, ri, false, n.PGAddr(), stmts, func(pull.PartitionRead) {}, func(row catalog.Row) error {
 			id, _ := row[0].(int64)
 			if id%step != 0 || id >= rowsIn*step || row[1] != "v"+strconv.FormatInt(id, 10) {
 				return fmt.Errorf("row %v was not written", row[:2])

@@ -33,6 +33,7 @@ import (
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/pgwire"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
 )
@@ -170,7 +171,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		return nil, err
 	}
 	n.engine = &exec.Engine{
-		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Reads: exec.NewPuller(n.rt), Producer: n.prod, ObservePull: n.metrics.observePull,
+		Catalog: n.cat, Log: n.clog, Runtime: n.rt, Reads: pull.New(n.rt), Producer: n.prod, ObservePull: n.metrics.observePull,
 		Cluster: opts.Cluster, Node: n.id, DefaultPartitions: int32(opts.DefaultPartitions), Logger: n.log,
 	}
 	if n.broker != nil {

@@ -107,7 +107,7 @@ func TestGatherPanicIsInternalError(t *testing.T) {
 	waitQuery(t, conn, `SELECT COUNT(*) FROM t`, "5\n")
 	safe.SetFault(t, safe.FaultGather, 1)
 	_, err := queryText(extCtx(t), conn, `SELECT COUNT(*) FROM t`, false)
-	wantInternalError(t, err, logs, "exec.(*pull).gather")
+	wantInternalError(t, err, logs, "pull.(*Query).gather")
 	if safe.FaultsLeft(safe.FaultGather) != 0 {
 		t.Fatal("the fault did not fire")
 	}

@@ -93,7 +93,7 @@ func TestClusterPushdownAndExplain(t *testing.T) {
 // nodes, in text (simple protocol, pgx's Exec mode) and binary (pgx's
 // statement cache) formats. Rows
 // that go out as read are encoded by the partitions' readers and a
-// peer's are passed on as it sent them (exec.RawRows); the answers must
+// peer's are passed on as it sent them (pull.RawRows); the answers must
 // be those of the same queries sorted, which take the row path.
 func TestClusterRawRows(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{Nodes: 2, Args: []string{"--standby-replicas", "0"}})

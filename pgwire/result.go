@@ -161,7 +161,7 @@ func (r *resultWriter) Row(vals []any) error {
 	return nil
 }
 
-// WireFormats implements exec.RawRows: each result column's format
+// WireFormats implements pull.RawRows: each result column's format
 // code, 0 for text and 1 for binary.
 func (r *resultWriter) WireFormats() []int16 {
 	out := make([]int16, len(r.types))
@@ -173,7 +173,7 @@ func (r *resultWriter) WireFormats() []int16 {
 	return out
 }
 
-// AppendRow implements exec.RawRows: it appends the DataRow message of
+// AppendRow implements pull.RawRows: it appends the DataRow message of
 // vals, in the result's column types and formats, to dst. It reads only
 // those, which are fixed while the statement runs, so the readers of a
 // scatter-gather encode their rows at the same time.
@@ -213,7 +213,7 @@ func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byt
 	return dst, nil
 }
 
-// WriteRows implements exec.RawRows: it writes DataRow messages that
+// WriteRows implements pull.RawRows: it writes DataRow messages that
 // AppendRow encoded, or that a peer sent in the same types and formats.
 func (r *resultWriter) WriteRows(b []byte, _ int) error {
 	if !r.inResult {

@@ -1,4 +1,4 @@
-package exec
+package pull
 
 import (
 	"container/heap"
@@ -35,15 +35,16 @@ type PartitionRead struct {
 	OffsetLag int64
 	TimeLagMs int64
 	Position  string
-	// pos is Position parsed, when the reader had it at hand (a local
+	// Parsed is Position parsed, when the reader had it at hand (a local
 	// read: the task's published position, which nobody modifies).
-	pos materialize.Position
+	Parsed materialize.Position
 }
 
-// Query is one executing Query query.
+// Query is the state of one executing pull query; a portal keeps one
+// for its runs.
 type Query struct {
 	rt     *stream.Runtime
-	e      *Puller
+	e      *Engine
 	plan   *planner.PullPlan
 	code   *PullCode // plan's expressions
 	env    *eval.Env // &envVal: the caller's Env under the query's context
@@ -134,10 +135,10 @@ type groupState struct {
 // errLimitReached stops a scan early once LIMIT rows were sent.
 var errLimitReached = fmt.Errorf("exec: limit reached")
 
-// Puller runs pull queries over the stores of a Runtime: key lookups,
+// Engine runs pull queries over the stores of a Runtime: key lookups,
 // scans of every partition and bounded scans of a stream's topic, read
 // here or, in a cluster, wherever its Forwarder routes each partition.
-type Puller struct {
+type Engine struct {
 	rt *stream.Runtime
 	mu struct {
 		sync.Mutex
@@ -146,12 +147,12 @@ type Puller struct {
 	}
 }
 
-// NewPuller returns the pull engine over rt's stores.
-func NewPuller(rt *stream.Runtime) *Puller { return &Puller{rt: rt} }
+// New returns the pull engine over rt's stores.
+func New(rt *stream.Runtime) *Engine { return &Engine{rt: rt} }
 
 // Pull runs a pull query, calling emit for each result row in order. It
 // returns where each partition was read.
-func (e *Puller) Pull(ctx context.Context, plan *planner.PullPlan, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (e *Engine) Pull(ctx context.Context, plan *planner.PullPlan, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	return e.PullCompiled(ctx, plan, nil, env, opts, emit)
 }
 
@@ -303,14 +304,14 @@ func usesPseudo(plan *planner.PullPlan) bool {
 
 // PullCompiled is Pull with the plan's expressions compiled beforehand
 // by CompilePull (nil compiles them now).
-func (e *Puller) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (e *Engine) PullCompiled(ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	return e.Run(new(Query), ctx, plan, code, env, opts, emit)
 }
 
 // Run is PullCompiled with the query's state in q, which it resets
 // first: a portal keeps one for its runs. The reads returned may be in
 // q, and are good until q's next use.
-func (e *Puller) Run(q *Query, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
+func (e *Engine) Run(q *Query, ctx context.Context, plan *planner.PullPlan, code *PullCode, env *eval.Env, opts *ReadOptions, emit func(catalog.Row) error) (reads []PartitionRead, err error) {
 	if plan.Query != nil {
 		return nil, pgerr.New(pgerr.InternalError, "a catalog query given to the pull engine")
 	}
@@ -798,9 +799,9 @@ func (q *Query) request(query *stream.PersistentQuery, p int32, keys [][]any, at
 	if plan.Limit >= 0 && q.streaming() && !plan.Distinct && (q.code.filter == nil || plan.Where != "") {
 		req.Limit = plan.Limit + plan.Offset
 	}
-	if q.opts.bounded() {
-		if b := q.opts.readBound(query, query.Tasks[p]); len(b.want) > 0 {
-			req.MinPosition, req.MinPositionFrom = materialize.Position{b.topic: b.want}, b.sources().String()
+	if q.opts.Bounded() {
+		if b := q.opts.Bound(query, query.Tasks[p]); len(b.Want) > 0 {
+			req.MinPosition, req.MinPositionFrom = materialize.Position{b.Topic: b.Want}, b.Sources().String()
 		}
 	}
 	req.NeedPosition = q.opts.Monotonic
@@ -813,7 +814,7 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 	rel := query.Rel
 	ts := query.Tasks[p]
 	ncols := len(rel.Schema.Columns)
-	if q.opts.bounded() {
+	if q.opts.Bounded() {
 		if err := q.waitPosition(ctx, query, ts); err != nil {
 			return err
 		}
@@ -835,7 +836,7 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		pos, parsed = cp.Position.String(), cp.Position
 	}
 	lag, tlag := ts.Lag(time.Now())
-	read := PartitionRead{Partition: p, ServedBy: q.rt.Node(), Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, pos: parsed}
+	read := PartitionRead{Partition: p, ServedBy: q.rt.Node(), Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, Parsed: parsed}
 	served(read)
 	// The pseudo-columns, when the query reads them.
 	var pseudo catalog.Row
@@ -1380,8 +1381,8 @@ func (q *Query) scanStream(ctx context.Context) error {
 // waitPosition waits until the task's partition reflects the read's
 // minimum position, up to the read's position wait.
 func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery, ts *stream.TaskState) error {
-	b := q.opts.readBound(query, ts)
-	topic, want := b.topic, b.want
+	b := q.opts.Bound(query, ts)
+	topic, want := b.Topic, b.Want
 	if len(want) == 0 {
 		return nil
 	}
@@ -1409,8 +1410,8 @@ func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery,
 		case <-timer.C:
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
 				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.opts.PositionWait).
-				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.from(sp, off)).
-				WithHint("%s", b.from(sp, off).hint())
+				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.From(sp, off)).
+				WithHint("%s", b.From(sp, off).Hint())
 		}
 	}
 }
@@ -1438,3 +1439,8 @@ func (a *RowAlloc) Next(n int) catalog.Row {
 	a.buf = a.buf[n:]
 	return r
 }
+
+// Holds reports whether q still holds anything of its last run (rows it
+// sorted or grouped, where it read, its environment): a portal clears
+// its Query when a run ends.
+func (q *Query) Holds() bool { return q.rows != nil || q.reads != nil || q.env != nil }

@@ -1,4 +1,4 @@
-package exec
+package pull
 
 import (
 	"strings"
@@ -12,61 +12,61 @@ import (
 // writes, its earlier reads and basin.min_position (the session keeps
 // them: positions.go).
 
-// seenKey names a partition of a relation by its store: a relation
+// SeenKey names a partition of a relation by its store: a relation
 // dropped and created again under the same name is another one.
-type seenKey struct {
-	store     string
-	partition int32
+type SeenKey struct {
+	Store     string
+	Partition int32
 }
 
-// seenPositions is where the session's reads were served, by relation
+// SeenPositions is where the session's reads were served, by relation
 // partition (Session.seen, ReadOptions.Seen). Reads only look it up; the session
 // changes it between statements.
-type seenPositions map[seenKey]materialize.Position
+type SeenPositions map[SeenKey]materialize.Position
 
-// bounded reports whether o holds reads to a position at all.
-func (o *ReadOptions) bounded() bool {
+// Bounded reports whether o holds reads to a position at all.
+func (o *ReadOptions) Bounded() bool {
 	return o.Writes != nil || o.Seen != nil || o.MinPosition != nil
 }
 
-// boundSource names a part of a read's position bound, for messages.
-type boundSource uint8
+// BoundSource names a part of a read's position bound, for messages.
+type BoundSource uint8
 
 const (
-	fromWrites boundSource = 1 << iota
-	fromReads
-	fromSetting
+	FromWrites BoundSource = 1 << iota
+	FromReads
+	FromSetting
 )
 
 // String names the parts in s ("the session's writes, with
 // basin.read_your_writes on", "what the session's earlier reads of the
 // partition returned, with basin.monotonic_reads on",
 // "basin.min_position"), joined with "and".
-func (s boundSource) String() string {
+func (s BoundSource) String() string {
 	var names []string
-	if s&fromWrites != 0 {
+	if s&FromWrites != 0 {
 		names = append(names, "the session's writes, with basin.read_your_writes on")
 	}
-	if s&fromReads != 0 {
+	if s&FromReads != 0 {
 		names = append(names, "what the session's earlier reads of the partition returned, with basin.monotonic_reads on")
 	}
-	if s&fromSetting != 0 {
+	if s&FromSetting != 0 {
 		names = append(names, "basin.min_position")
 	}
 	return pgerr.JoinAnd(names)
 }
 
-// hint says how to read what is there instead of waiting for the parts
+// Hint says how to read what is there instead of waiting for the parts
 // in s.
-func (s boundSource) hint() string {
+func (s BoundSource) Hint() string {
 	var off []string
-	if s&fromWrites != 0 {
+	if s&FromWrites != 0 {
 		off = append(off, "basin.read_your_writes = off")
 	}
-	if s&fromReads != 0 {
+	if s&FromReads != 0 {
 		off = append(off, "basin.monotonic_reads = off")
 	}
-	if s&fromSetting != 0 {
+	if s&FromSetting != 0 {
 		off = append(off, "basin.min_position = ''")
 	}
 	if len(off) == 0 {
@@ -75,59 +75,59 @@ func (s boundSource) hint() string {
 	return "SET basin.position_wait to wait longer, or SET " + strings.Join(off, " and ") + " to read what is there."
 }
 
-// partBound is the position one partition's read must reflect: offsets
+// Bound is the position one partition's read must reflect: offsets
 // of the source partitions of topic, and the part of the session's
 // bound each came from.
-type partBound struct {
-	topic string
-	want  map[int32]int64
+type Bound struct {
+	Topic string
+	Want  map[int32]int64
 	// parts are the offsets each part of the bound asks of the
 	// partition, for naming where an offset came from.
 	parts [3]struct {
-		src  boundSource
+		src  BoundSource
 		want map[int32]int64
 	}
 	n int
 }
 
-// readBound returns the bound the read of partition ts of query is held
+// Bound returns the bound the read of partition ts of query is held
 // to (see the top of the file); want is empty when there is none.
-func (o *ReadOptions) readBound(query *stream.PersistentQuery, ts *stream.TaskState) *partBound {
-	b := &partBound{want: map[int32]int64{}}
-	add := func(src boundSource, topic string, want map[int32]int64) {
+func (o *ReadOptions) Bound(query *stream.PersistentQuery, ts *stream.TaskState) *Bound {
+	b := &Bound{Want: map[int32]int64{}}
+	add := func(src BoundSource, topic string, want map[int32]int64) {
 		if len(want) == 0 {
 			return
 		}
 		for sp, off := range want {
-			b.want[sp] = max(b.want[sp], off)
+			b.Want[sp] = max(b.Want[sp], off)
 		}
 		b.parts[b.n].src, b.parts[b.n].want = src, want
 		b.n++
 	}
 	topic, writes := query.Needs(ts, o.Writes)
-	b.topic = topic
-	add(fromWrites, topic, writes)
+	b.Topic = topic
+	add(FromWrites, topic, writes)
 	if o.Seen != nil {
-		add(fromReads, topic, o.Seen[seenKey{store: query.Rel.StoreName(), partition: ts.Partition}][topic])
+		add(FromReads, topic, o.Seen[SeenKey{Store: query.Rel.StoreName(), Partition: ts.Partition}][topic])
 	}
 	_, setting := query.Needs(ts, o.MinPosition)
-	add(fromSetting, topic, setting)
+	add(FromSetting, topic, setting)
 	return b
 }
 
-// sources names every part of the bound the partition is held to.
-func (b *partBound) sources() boundSource {
-	var s boundSource
+// Sources names every part of the bound the partition is held to.
+func (b *Bound) Sources() BoundSource {
+	var s BoundSource
 	for _, p := range b.parts[:b.n] {
 		s |= p.src
 	}
 	return s
 }
 
-// from names the parts of the bound that ask for offset off (or more) of
+// From names the parts of the bound that ask for offset off (or more) of
 // source partition sp.
-func (b *partBound) from(sp int32, off int64) boundSource {
-	var s boundSource
+func (b *Bound) From(sp int32, off int64) BoundSource {
+	var s BoundSource
 	for _, p := range b.parts[:b.n] {
 		if p.want[sp] >= off {
 			s |= p.src

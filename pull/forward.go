@@ -1,4 +1,4 @@
-package exec
+package pull
 
 import (
 	"context"
@@ -64,7 +64,7 @@ type ReadOptions struct {
 	// the part of them it can show (positions.go).
 	MinPosition  materialize.Position
 	Writes       materialize.Position
-	Seen         seenPositions
+	Seen         SeenPositions
 	PositionWait time.Duration
 	// Monotonic is basin.monotonic_reads: the session records the
 	// position each partition is served at, so a read forwarded to
@@ -150,13 +150,13 @@ type LocalReplica struct {
 }
 
 // SetForwarder makes reads of partitions in a cluster go through f.
-func (e *Puller) SetForwarder(f Forwarder) {
+func (e *Engine) SetForwarder(f Forwarder) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.mu.fwd = f
 }
 
-func (e *Puller) forwarder() Forwarder {
+func (e *Engine) forwarder() Forwarder {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.mu.fwd

@@ -1,4 +1,4 @@
-package exec
+package pull
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/basindb/basin/planner"
 )
 
-// explainRoutes adds to EXPLAIN of a pull query over a table or view
+// ExplainRoutes adds to EXPLAIN of a pull query over a table or view
 // what each partition's read would do now: what is pushed to the
 // serving node, and per partition the candidates in the order they
 // would be tried, the rejected replicas with their reasons, and the
 // chosen one.
-func (e *Puller) explainRoutes(plan *planner.PullPlan, env *eval.Env, opts *ReadOptions) ([]string, error) {
+func (e *Engine) ExplainRoutes(plan *planner.PullPlan, env *eval.Env, opts *ReadOptions) ([]string, error) {
 	rel := plan.Rel
 	if e == nil || e.rt == nil || rel == nil || rel.Kind == catalog.KindStream || plan.Query != nil {
 		return nil, nil
