@@ -33,7 +33,7 @@ test-go:
 ## (.ci/run runs it after make test). The multi-process tests' basin binary
 ## is race-built too (internal/testcluster), with GORACE=halt_on_error=1: a
 ## race ends that node, and the test fails on its crash.
-RACE_PKGS := ./catalog/... ./exec/... ./ha/... ./internal/... ./kafka/... ./materialize/... ./node/... ./pgwire/... ./serde/... ./sql/...
+RACE_PKGS := ./catalog/... ./eval/... ./exec/... ./ha/... ./internal/... ./kafka/... ./materialize/... ./node/... ./pgwire/... ./pull/... ./query/... ./serde/... ./sql/... ./stream/...
 race:
 	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 

@@ -28,7 +28,7 @@ func (r *Relation) ChangelogTopic(cluster string) string { return r.internal(clu
 
 // RepartitionTopic carries a view's records re-keyed by its GROUP BY key,
 // or, for a table or a view that does not re-key, the misplaced records
-// forwarded to their key's partition (exec's placement).
+// forwarded to their key's partition (stream's placement).
 func (r *Relation) RepartitionTopic(cluster string) string { return r.internal(cluster, "repartition") }
 
 // RekeyGroup is the consumer group whose offsets record how far the

@@ -14,7 +14,7 @@ import (
 // Benchmarks of the per-record hot paths of a task: filter evaluation,
 // aggregate updates and the stored-row codec. Decoding input records and
 // encoding record keys are package serde's benchmarks.
-// Run with: go test -run '^$' -bench . -benchmem ./exec/
+// Run with: go test -run '^$' -bench . -benchmem ./eval/
 
 // benchOrdersCatalog holds orders(id BIGINT key, region VARCHAR,
 // amount DOUBLE, qty BIGINT, ts TIMESTAMP).

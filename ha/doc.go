@@ -12,7 +12,7 @@
 //
 // A task is one partition of one table or view (materialize.StoreID: the
 // relation's store name and a partition, the same name the store has in
-// Pebble and the node's roles have in exec). A view's re-keying stages
+// Pebble and the node's roles have in stream). A view's re-keying stages
 // are not tasks of their own: each runs with the active of a view
 // partition. Its state lives in Pebble on the nodes that hold it, and its
 // changelog partition in Kafka is the truth that state is a prefix of. A

@@ -10,7 +10,7 @@ package ha
 // A Role is its wire form: the string is what JSON bodies, rows and
 // messages carry, so a role from a node of another version that this one
 // does not know stays as it came (router.go sorts it last and never counts
-// it as the active). It lives here rather than in exec because ha is the
+// it as the active). It lives here rather than in stream because ha is the
 // lower of the two: ha imports only materialize and internal helpers,
 // none of which import exec, so exec imports ha for it without a cycle
 // (and ha must keep not importing exec).

@@ -135,7 +135,7 @@ type ReplicaInfo struct {
 	DownSince time.Time
 	// OffsetLag is the number of input records the replica does not yet
 	// reflect, and TimeLagMs the age of the oldest of them (0 when caught
-	// up; exec's TaskState.Lag), as its last lag report said. They mean
+	// up; stream's TaskState.Lag), as its last lag report said. They mean
 	// nothing unless LagKnown.
 	OffsetLag int64
 	TimeLagMs int64
@@ -610,7 +610,7 @@ func relaxHint(b *ReadBounds, rs []Rejection) string {
 }
 
 // positionWaitText is in the error of a replica that did not reach a
-// read's position within basin.position_wait (exec's waitPosition): an
+// read's position within basin.position_wait (pull's waitPosition): an
 // attempt that failed so is one a longer wait could fix.
 const positionWaitText = "has not reached the position this read needs"
 

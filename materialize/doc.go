@@ -73,7 +73,7 @@
 // reports iterators or snapshots left open as an error, and closes
 // regardless).
 //
-// How the replicas drive a store (exec/ and ha/ own the loops; this
+// How the replicas drive a store (stream/ and ha/ own the loops; this
 // package owns the state they leave behind):
 //
 //   - Active task. Per Kafka transaction it consumes input, produces

@@ -38,7 +38,7 @@ const formatVersion = "1"
 // StoreID names one partition of a table's or view's store. It is also
 // the task of that partition: the unit the ha package assigns to nodes
 // (one active replica, some standbys, warm-ups while a task moves) and
-// the key of a node's roles in exec, so one name means one thing from
+// the key of a node's roles in stream, so one name means one thing from
 // the key layout to the wire.
 type StoreID struct {
 	// View is the store name, e.g. "revenue@42": unique for the lifetime

@@ -66,9 +66,10 @@
 //     heartbeats and lag reports say, and ha.Attempts decides which to
 //     try next from what the attempts so far answered (the next at once
 //     when one fails before sending a row, then the restoring and
-//     marked-down fallbacks) and when to give up; forward.go only makes
-//     the attempts and reports their answers. A local replica is
-//     read in place; a peer's over the Postgres wire, through a pgx pool
+//     marked-down fallbacks) and when to give up. The pull engine makes
+//     the attempts: this node's replica it reads in place, without
+//     coming back here; a peer's goes through Remote, over the Postgres
+//     wire, through a pgx pool
 //     per peer whose connections set basin.forwarded, so the peer reads
 //     only its own replicas and never forwards again. The forwarded
 //     statement carries what can run there (the filter, the columns, the
@@ -144,13 +145,22 @@
 //   - kafka (clients, admin, embedded broker), catalog (types,
 //     relations, command log);
 //   - pgcodec (the Postgres wire format of values and DataRows, for
-//     pgwire, exec's raw rows and forwarded reads), serde (Kafka record
+//     pgwire, pull's raw rows and forwarded reads), serde (Kafka record
 //     keys and values in their key_format and value_format);
 //   - sql (Postgres-flavoured parsing), planner (plans), materialize
 //     (Pebble stores);
 //   - ha (cluster membership, failure detection, routing and replica
 //     selection decisions; Role, the one type of a replica's role);
-//   - exec (tasks and pull queries; it imports ha for Role only);
+//   - eval (expression evaluation: Env, the evaluation context;
+//     functions; aggregates);
+//   - stream (the streaming runtime: Runtime, one task per partition,
+//     a file per task kind);
+//   - pull (the pull engine over stream's stores, reads routed by ha
+//     through the node's Forwarder) and query (the catalog-query
+//     engine), side by side;
+//   - exec (the SQL session layer: sessions, settings, transactions,
+//     prepared statements, the plan cache, positions; it hands each
+//     read to pull or query);
 //   - pgwire (the Postgres protocol), node (this package), cmd/basin
 //     (flags).
 package node

@@ -205,7 +205,7 @@ func TestForwardedTimeLagBound(t *testing.T) {
 		}
 		// The active, just thawed, may not have fetched the source's
 		// new end yet; having been paused for seconds, it reports its
-		// lag unknown until it has (exec's pause watch), so its old
+		// lag unknown until it has (stream's pause watch), so its old
 		// counts are never served within the bound.
 		if got, pseudo := rowsOf(rows); got != wantNew {
 			if got == wantOld {

@@ -254,7 +254,7 @@ func (n *Node) startBroker() (*kafka.Broker, error) {
 var testServing func(*Node)
 
 // recordHalt records in the catalog that a task of relation lost input
-// it had applied (exec's halts.go): the partition's tasks stay stopped
+// it had applied (stream's halts.go): the partition's tasks stay stopped
 // on every node until the operator resumes or drops the relation.
 func (n *Node) recordHalt(ctx context.Context, relation string, h catalog.Halt) error {
 	if n.clog == nil {

@@ -80,7 +80,7 @@ func TestThawedActiveNotCurrent(t *testing.T) {
 		stopped := time.Now()
 		frozen = true
 		// Records go on arriving while the active is frozen, for well
-		// over a second (exec's pause watch counts a second without
+		// over a second (stream's pause watch counts a second without
 		// running as a pause; a shorter one is within the lag's
 		// documented lower bound).
 		for produced := 0; produced < 40 || time.Since(stopped) < 1500*time.Millisecond; produced++ {

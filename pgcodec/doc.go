@@ -9,8 +9,8 @@
 // # Why the boundary is here
 //
 // Three paths write or read these bytes, and they must agree to the
-// byte: pgwire encodes results and decodes parameters; exec's raw-row
-// path (exec/wire.go) encodes stored rows straight into DataRows and
+// byte: pgwire encodes results and decodes parameters; pull's raw-row
+// path (pull/wire.go) encodes stored rows straight into DataRows and
 // passes rows a peer sent on as they came; node's forwarded reads decode
 // what a peer answers. Each had its own copy of the epoch and of some
 // encoders; here there is one, so a format fixed once is fixed for all,
@@ -36,7 +36,7 @@
 //
 // StartDataRow and EndDataRow frame a row whose values are appended in
 // place, each between StartValue and EndValue or as AppendNull: so
-// pgwire encodes Go values and exec's raw-row path stored ones, each
+// pgwire encodes Go values and pull's raw-row path stored ones, each
 // without a copy. AppendValue is that for one value of a type and
 // format (array elements use it; pgwire's row loop spells it out, a
 // call per value being a sixth of a binary row's time). AppendDataRow
@@ -63,6 +63,6 @@
 // round-trips through the binary form.
 // pgwire's tests run the encoders through real clients (psql, pgx), the
 // compat suite through psycopg2, JDBC and node-postgres, and
-// exec.TestWireEncoderMatchesAppendRow holds the raw-row path to these
+// pull.TestWireEncoderMatchesAppendRow holds the raw-row path to these
 // encoders byte for byte.
 package pgcodec

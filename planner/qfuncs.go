@@ -8,7 +8,7 @@ import (
 )
 
 // The functions of catalog queries. exec implements them under the same
-// names (exec/qfuncs.go); a call of one makes PlanSelect plan the query
+// names (query/qfuncs.go); a call of one makes PlanSelect plan the query
 // as a catalog query.
 
 // qfuncSig types a catalog function.

@@ -17,7 +17,7 @@ import (
 // set-returning functions and number rows with window functions. Those
 // are planned as a QueryPlan: a tree of relational operators (Rel) over
 // rows held in memory, which is fine because catalog relations are
-// small. exec runs it (exec/query.go) against a catalog.PGSnapshot made
+// small. The catalog-query engine runs it (query/query.go) against a catalog.PGSnapshot made
 // for the statement.
 //
 // PlanSelect picks the plan: a QueryPlan when the query reads a catalog

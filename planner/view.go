@@ -221,7 +221,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		// Keyed and partitioned as its source, a view places its rows by
 		// the source's partitioner: a record on the partition that rule
 		// gives its key is processed where it is read, and only a
-		// misplaced one is forwarded (exec's viewTask). A re-keyed view
+		// misplaced one is forwarded (stream's viewTask). A re-keyed view
 		// places its rows by murmur2, as every repartition record is.
 		view.Partitioner = src.Partitioner
 	}

@@ -85,7 +85,7 @@
 //
 // What a store holds is not a record format: a stored value is
 // [present, columns..., aggregate state...] in materialize's
-// order-preserving row encoding, framed by exec (encodeStored), and
+// order-preserving row encoding, framed by stream (EncodeStored), and
 // keys in stores are materialize.EncodeKey's. serde imports only catalog
 // (types, columns, relations) and internal/pgerr (SQLSTATE errors) besides
 // the standard library; it must not import materialize, exec, planner or

@@ -12,9 +12,9 @@ const (
 	// (exec/prepared.go).
 	FaultPortal = "exec.portal"
 	// FaultGather is a scatter-gather read-ahead goroutine, one per
-	// partition read (exec/pull.go).
+	// partition read (pull/pull.go).
 	FaultGather = "exec.gather"
-	// FaultTask is a supervised task's run (exec/runtime.go).
+	// FaultTask is a supervised task's run (stream/runtime.go).
 	FaultTask = "exec.task"
 	// FaultConn is a pgwire connection's command loop, outside the
 	// Backend calls (pgwire/conn.go).

@@ -1,0 +1,64 @@
+// Package stream is the streaming runtime: it keeps every table and view
+// current from Kafka, one task per partition, exactly once.
+//
+// # Streaming tasks
+//
+// Runtime runs one task per partition of every table and view, each under
+// a supervisor that restarts it from its checkpoint with backoff
+// (backoff.go: jittered, doubling, reset by a healthy run); a panic in a
+// task is a failure of that task, logged with its stack (internal/safe).
+//
+// Each kind of task has a file: a task is a run(ctx) error that a slot
+// starts in the role the node has for its partition (roles.go), reading
+// its input with the helpers of tasks.go (consumers that never reset an
+// offset, the resume offset and its truncation checks, polling with the
+// input's end, restore from the changelog, the record limits) and
+// leaving its checkpoint in its store; the batches it produces come from
+// arenas (arena.go). A new operator is a new file of that shape.
+//
+//   - tableTask (tabletask.go) materializes a source table: it reads the
+//     table's topic into the store; the topic is its own changelog.
+//   - viewTask (viewtask.go, with its group cache in groupcache.go)
+//     maintains a view partition. Per batch of input records it
+//     opens a Kafka transaction, writes every changed row to the view's
+//     changelog, skipped records to the processing log and a marker
+//     record carrying the input offsets and position, and commits. Only
+//     after the commit does it apply the same rows, the changelog offset
+//     and the position to Pebble in one batch. Readers therefore never see
+//     aborted data, and a crash at any point neither loses nor double-counts:
+//     on restart the task fences older instances of itself (a new
+//     transactional epoch), replays the changelog from its checkpoint to
+//     the end (restore), and resumes its input from the offsets of the
+//     last committed marker.
+//   - rekeyTask (rekeytask.go) re-keys a source partition into the
+//     repartition topic for views grouped by something other than the
+//     source key. It is not transactional: each record carries its source
+//     partition and offset,
+//     and a view task drops a record whose offset its position already
+//     covers, so records re-sent after a crash are counted once. After each
+//     batch it writes a position marker to every repartition partition,
+//     so each view partition knows how far every source partition has been
+//     seen even when none of its records reached it.
+//
+// # Stored values
+//
+// A store maps the order-preserving encoding of a row's key to
+// [present, columns..., aggregate state...] (see EncodeStored). The same
+// bytes are the changelog record's value, so restoring a replica is a
+// copy, and a replica restored from the changelog can take over
+// aggregation.
+//
+// A task's partition is a materialize.StoreID; its role is an ha.Role.
+// What a task reports (TaskState: role, lag, position, errors) is what
+// the pull engine routes by and SHOW TASKS shows (Tasks). A source that
+// lost records a task had applied halts its queries until RESUME
+// (halts.go); a process that did not run for a while reports its lags
+// unknown until it has fetched again (pause.go). WaitServing (serving.go)
+// is CREATE's wait for a view's replicas to serve, counting those other
+// nodes hold through Peers.
+//
+// stream imports catalog, planner, serde (the records' formats), eval
+// (a view's expressions and aggregates), materialize (the stores), kafka,
+// ha (roles) and the internal helpers backoff, pgerr and safe; none of
+// the engines above it.
+package stream
