@@ -150,16 +150,14 @@ type LocalReplica struct {
 }
 
 // SetForwarder makes reads of partitions in a cluster go through f.
-func (e *Engine) SetForwarder(f Forwarder) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.mu.fwd = f
-}
+func (e *Engine) SetForwarder(f Forwarder) { e.fwd.Store(&f) }
 
+// forwarder is the Forwarder reads go through; nil on a node alone.
 func (e *Engine) forwarder() Forwarder {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.mu.fwd
+	if f := e.fwd.Load(); f != nil {
+		return *f
+	}
+	return nil
 }
 
 // ReadFromRow is where a forwarded row says it was served: the

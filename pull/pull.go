@@ -140,11 +140,9 @@ var errLimitReached = fmt.Errorf("exec: limit reached")
 // here or, in a cluster, wherever its Forwarder routes each partition.
 type Engine struct {
 	rt *stream.Runtime
-	mu struct {
-		sync.Mutex
-		// fwd reads partitions held elsewhere; nil on a node alone.
-		fwd Forwarder
-	}
+	// fwd reads partitions held elsewhere; unset on a node alone. Every
+	// read looks at it, without a lock.
+	fwd atomic.Pointer[Forwarder]
 }
 
 // New returns the pull engine over rt's stores.
