@@ -136,7 +136,7 @@ func TestLargeScanMemoryFlat(t *testing.T) {
 	// Most samples come while the scan is still running; none means the
 	// stack match above no longer finds it.
 	if sawBlocked == 0 {
-		t.Fatal("never saw the scan blocked writing to its client: does waitScanQuiet still match exec.(*pull)?")
+		t.Fatal("never saw the scan blocked writing to its client: does waitScanQuiet still match pull.(*Query)?")
 	}
 	if got != total {
 		t.Fatalf("scan returned %d rows, want %d", got, total)
@@ -214,7 +214,7 @@ func produceBig(t *testing.T, brokers []string, topic string, total int, partiti
 }
 
 // waitScanQuiet waits until no pull query is running on the CPU: every
-// goroutine inside basin's exec.(*pull) is blocked on the network (in IO
+// goroutine inside basin's pull.(*Query) is blocked on the network (in IO
 // wait, which for a scan means writing to its client: it reads nothing
 // from the network), or there is none because the scan has ended. It
 // reads the goroutines' stacks.
@@ -228,7 +228,7 @@ func waitScanQuiet(t *testing.T) (blocked bool) {
 		blocked = false
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		for _, g := range strings.Split(stacks, "\n\n") {
-			if strings.Contains(g, "basindb/basin/exec.(*pull).") {
+			if strings.Contains(g, "basindb/basin/pull.(*Query).") {
 				if !strings.Contains(g, "[IO wait") {
 					return fmt.Errorf("a pull query is running and not blocked writing to its client:\n%s", g)
 				}
