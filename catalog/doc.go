@@ -63,4 +63,6 @@
 //
 // The command topic is plain JSON: consume _basin-<cluster>-commands with
 // any Kafka client to see every DDL statement the cluster has accepted.
+//
+// catalog imports kafka (the command log's client) and internal/pgerr.
 package catalog

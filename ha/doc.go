@@ -247,4 +247,8 @@
 // --describe --members shows its members and instance ids. To replay a
 // decision, feed the members' offsets, the tasks and the previous map to
 // Assign, or write it as a scenario in testdata/assign.
+//
+// ha imports materialize (StoreID, positions) and the internal helpers
+// pgerr and safe; nothing of the engines, so its decisions are tested in
+// process.
 package ha

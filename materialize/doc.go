@@ -178,4 +178,6 @@
 // 'd' 0x10 "orders_by_region" 0x80000003 0x40 "eu" 0x00 0x01 is
 // "data orders_by_region/3 ('eu')". Within a store, keys sort like the
 // view's key columns, NULL first.
+//
+// materialize imports internal/pgerr only, besides Pebble.
 package materialize

@@ -31,6 +31,9 @@
 // A view without GROUP BY keeps its source's key and partitioning. A view
 // with GROUP BY is keyed by its group columns; when that key is not the
 // source's key the plan re-keys records through a repartition topic
-// (ViewPlan.Repartition), as Kafka Streams does. stream/, pull/ and query/ run the plans;
-// this package does no I/O.
+// (ViewPlan.Repartition), as Kafka Streams does. stream/, pull/ and
+// query/ run the plans; this package does no I/O.
+//
+// planner imports sql, catalog, pgcodec (arrays and casts from text, as
+// the wire reads them) and internal/pgerr.
 package planner

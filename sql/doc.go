@@ -116,4 +116,6 @@
 // (see passThrough in rewrite.go) or the reverse. Add the case to
 // testdata/parse, run go test ./sql -run TestParse -rewrite, and review
 // the diff.
+//
+// sql imports catalog (types) and internal/pgerr, besides TiDB's parser.
 package sql

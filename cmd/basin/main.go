@@ -1,6 +1,6 @@
 // Command basin runs a basin node (serve) or a standalone development
 // Kafka broker (broker). It holds flags and subcommands only; node/ does
-// the work.
+// the work, kafka/ runs the broker, and exec gives the version it prints.
 package main
 
 import (

@@ -98,4 +98,6 @@
 // be called from any goroutine while the test runs: Kill of a process
 // that is not running does nothing; Stop and Cont of one report it with
 // t.Errorf on the cluster's test.
+//
+// Its waits are internal/poll's.
 package testcluster
