@@ -131,6 +131,11 @@ func (s *Session) prepare(ctx context.Context, text string, paramTypes []catalog
 			if st.ReturnPosition {
 				p.cols = positionColumns
 			}
+		case *sql.Delete:
+			p.deleteParams(st, types)
+			if st.ReturnPosition {
+				p.cols = positionColumns
+			}
 		case *sql.Show, *sql.Describe, *sql.Explain:
 			cols, err := s.describeColumns(ctx, p.stmt, p.text)
 			if err != nil {
@@ -381,6 +386,12 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		pt.plan = &plan
 	case *sql.Insert:
 		pt.stmt = bindInsert(st, params)
+	case *sql.Delete:
+		del := *st
+		if del.Where != nil {
+			del.Where = bindParams(st.Where, params)
+		}
+		pt.stmt = &del
 	}
 	return pt, nil
 }
@@ -442,17 +453,41 @@ func bindInsert(st *sql.Insert, params []any) *sql.Insert {
 	for i, row := range st.Rows {
 		out.Rows[i] = make([]sql.Expr, len(row))
 		for j, e := range row {
-			out.Rows[i][j] = mapExpr(e, func(e sql.Expr) sql.Expr {
-				q, ok := e.(*sql.Param)
-				if !ok || q.N > len(params) {
-					return e // an unknown $n fails as it does in a query
-				}
-				v := params[q.N-1]
-				return &sql.Literal{Value: v, Type: typeOfValue(v), Pos: q.Pos}
-			})
+			out.Rows[i][j] = bindParams(e, params)
 		}
 	}
 	return &out
+}
+
+// bindParams returns e with each $n replaced by the literal of its
+// value.
+func bindParams(e sql.Expr, params []any) sql.Expr {
+	return mapExpr(e, func(e sql.Expr) sql.Expr {
+		q, ok := e.(*sql.Param)
+		if !ok || q.N > len(params) {
+			return e // an unknown $n fails as it does in a query
+		}
+		v := params[q.N-1]
+		return &sql.Literal{Value: v, Type: typeOfValue(v), Pos: q.Pos}
+	})
+}
+
+// deleteParams types the parameters of a DELETE's condition as its read
+// of the table's keys (planDelete) types them; an unknown table leaves
+// them to the client's declared types, and the DELETE fails when run.
+func (p *Prepared) deleteParams(st *sql.Delete, types *paramTypeSet) {
+	rel, err := p.s.e.Catalog.Resolve(st.Table)
+	if err != nil {
+		return
+	}
+	plan, err := p.s.planDelete(rel, st)
+	if err != nil {
+		return
+	}
+	for n, t := range plan.Params.Types {
+		types.note(n, t)
+	}
+	visitParams(plan, func(r *planner.ParamRef) { types.note(r.N, r.T) })
 }
 
 // typeOfValue returns the basin type of a Go value (Unknown for nil).

@@ -336,6 +336,8 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.selectStmt(ctx, st, w)
 	case *sql.Insert:
 		return s.insert(ctx, st, w)
+	case *sql.Delete:
+		return s.deleteStmt(ctx, st, w)
 	case *sql.CreateSource:
 		return s.createSource(ctx, st, text, w)
 	case *sql.CreateTableAs:

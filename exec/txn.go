@@ -138,6 +138,8 @@ func writeName(st sql.Statement) string {
 	switch st := st.(type) {
 	case *sql.Insert:
 		return "INSERT"
+	case *sql.Delete:
+		return "DELETE"
 	case *sql.CreateSource:
 		return "CREATE " + st.Kind.String()
 	case *sql.CreateTableAs:

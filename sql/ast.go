@@ -64,6 +64,19 @@ type CreateTableAs struct {
 	SelectText string
 }
 
+// Delete is DELETE FROM name [[AS] alias] [WHERE cond] [RETURNING
+// _position]: the rows of a table that cond holds for are deleted, each
+// by a tombstone record for its key.
+type Delete struct {
+	Table, Alias string
+	// Where is the condition; nil deletes every row.
+	Where Expr
+	// ReturnPosition is RETURNING _position, as for Insert.
+	ReturnPosition bool
+	// Pos is the position of the table name.
+	Pos int
+}
+
 // Insert is INSERT INTO name (cols) VALUES (...), (...) [RETURNING
 // _position].
 type Insert struct {
@@ -224,6 +237,7 @@ type TxnMode struct {
 func (*CreateSource) statement()  {}
 func (*CreateTableAs) statement() {}
 func (*Insert) statement()        {}
+func (*Delete) statement()        {}
 func (*Select) statement()        {}
 func (*Show) statement()          {}
 func (*Describe) statement()      {}

@@ -108,6 +108,19 @@ func (f *formatter) stmt(s Statement) {
 		if s.ReturnPosition {
 			f.b.WriteString(" RETURNING _position")
 		}
+	case *Delete:
+		f.printf("DELETE FROM %s", QuoteIdent(s.Table))
+		f.pos(s.Pos)
+		if s.Alias != "" {
+			f.printf(" AS %s", QuoteIdent(s.Alias))
+		}
+		if s.Where != nil {
+			f.b.WriteString(" WHERE ")
+			f.expr(s.Where)
+		}
+		if s.ReturnPosition {
+			f.b.WriteString(" RETURNING _position")
+		}
 	case *Select:
 		f.selectStmt(s)
 	case *Show:

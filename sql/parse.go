@@ -126,6 +126,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseSelect(i, len(sp.toks)-1)
 	case "insert":
 		return sp.parseInsert(i)
+	case "delete":
+		return sp.parseDelete(i)
 	case "create":
 		return sp.parseCreate(i)
 	case "drop":
@@ -152,9 +154,9 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseDeallocate(i)
 	case "with":
 		return sp.parseSelect(i, len(sp.toks)-1)
-	case "update", "delete", "merge", "truncate", "copy":
+	case "update", "merge", "truncate", "copy":
 		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val)).
-			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table.")
+			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table, DELETE writes tombstones to a table.")
 	}
 	if unsupportedStatements[t.val] {
 		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val))

@@ -321,7 +321,7 @@ scan:
 			// TiDB never sees the RETURNING list: the INSERT ends
 			// before it, so a syntax error at the end of the VALUES
 			// points at RETURNING, as in Postgres.
-			if err := sp.checkReturning(k, hi); err != nil {
+			if err := sp.checkReturning("INSERT", k, hi); err != nil {
 				return nil, err
 			}
 			hi, returning = k, true
@@ -360,10 +360,11 @@ scan:
 	return out, nil
 }
 
-// checkReturning checks the RETURNING clause at toks[k], which runs to
-// toks[hi]. An INSERT returns no rows (they are Kafka records, read back
-// through the stores), only the position token of what it wrote.
-func (sp *stmtParser) checkReturning(k, hi int) error {
+// checkReturning checks the RETURNING clause of verb (INSERT, DELETE)
+// at toks[k], which runs to toks[hi]. A write returns no rows (they are
+// Kafka records, read back through the stores), only the position token
+// of what it wrote.
+func (sp *stmtParser) checkReturning(verb string, k, hi int) error {
 	toks := sp.toks
 	if k+1 == hi {
 		return sp.syntaxErr(toks[hi])
@@ -375,7 +376,7 @@ func (sp *stmtParser) checkReturning(k, hi int) error {
 		}
 		bad = k + 2
 	}
-	return unsupported(sp.charPos(toks[bad].pos), "INSERT ... RETURNING supports only _position").
+	return unsupported(sp.charPos(toks[bad].pos), "%s ... RETURNING supports only _position", verb).
 		WithHint("RETURNING _position returns the position token of the rows written; read the rows back with SELECT.")
 }
 
