@@ -73,6 +73,9 @@ type binder struct {
 	// names resolve in scope, and q plans subqueries.
 	scope *scope
 	q     *queryPlanner
+	// noRowtime is set for a pull query over a table or view, whose
+	// stores keep no record time: ROWTIME gets a hint there.
+	noRowtime bool
 	// srfs and windows collect a select list's set-returning and window
 	// function calls; nil where they are not allowed. srfFields names
 	// the fields of record-valued SRFs.
@@ -239,7 +242,10 @@ func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
 		name = e.Table + "." + e.Name
 	}
 	err := pgerr.New(pgerr.UndefinedColumn, "column %q does not exist", name).WithPosition(e.Pos)
-	if b.rel != "" {
+	switch {
+	case b.noRowtime && strings.EqualFold(e.Name, RowtimeColumn.Name):
+		err.WithHint("ROWTIME is the time of a stream's or table's records: a persistent query reads it (CREATE TABLE ... AS SELECT ..., ROWTIME AS ts), but %s's stores keep only its columns.", b.rel)
+	case b.rel != "":
 		err.WithHint("%s has columns %s.", b.rel, columnList(b.cols))
 	}
 	return nil, err

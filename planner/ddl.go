@@ -59,6 +59,9 @@ var sourceOptions = map[string]option{
 		_, err := catalog.PartitionerName(v)
 		return err
 	}},
+	// timestamp names the column ROWTIME is taken from (checkTimestamp).
+	"timestamp":        {},
+	"timestamp_format": {},
 }
 
 var viewOptions = map[string]option{
@@ -149,7 +152,7 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		if seen[lc] {
 			return nil, pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name)
 		}
-		if strings.HasPrefix(lc, "_") && isPseudo(lc) {
+		if strings.HasPrefix(lc, "_") && isPseudo(lc) || lc == RowtimeColumn.Name {
 			return nil, pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name)
 		}
 		seen[lc] = true
@@ -169,7 +172,37 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	if nkeys == len(r.Schema.Columns) {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one value column besides its key", what, s.Name)
 	}
+	if err := checkTimestamp(r, what); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkTimestamp checks WITH (timestamp = 'col'): ROWTIME is then col's
+// value rather than the record's Kafka timestamp, so col must be a time:
+// BIGINT milliseconds since the epoch, or TIMESTAMP. The option keeps
+// the column's declared name.
+func checkTimestamp(r *catalog.Relation, what string) error {
+	if _, ok := r.Options["timestamp_format"]; ok {
+		return pgerr.New(pgerr.FeatureNotSupported, "option timestamp_format of %s %s is not supported", what, r.Name).
+			WithHint("Declare the timestamp column as BIGINT (milliseconds since the epoch) or TIMESTAMP.")
+	}
+	name, ok := r.Options["timestamp"]
+	if !ok {
+		return nil
+	}
+	i := r.Schema.Index(name)
+	if i < 0 {
+		return pgerr.New(pgerr.UndefinedColumn, "timestamp column %q of %s %s does not exist", name, what, r.Name).
+			WithHint("%s has columns %s.", r.Name, columnList(r.Schema.Columns))
+	}
+	c := r.Schema.Columns[i]
+	if c.Type != catalog.BigInt && c.Type != catalog.Timestamp {
+		return pgerr.New(pgerr.DatatypeMismatch, "timestamp column %s of %s %s is %s, not BIGINT or TIMESTAMP", c.Name, what, r.Name, c.Type).
+			WithHint("ROWTIME is milliseconds since the epoch: name a BIGINT column of them, or a TIMESTAMP column.")
+	}
+	r.Options["timestamp"] = c.Name
+	return nil
 }
 
 // internalTopicError refuses a relation over one of basin's or Kafka's own

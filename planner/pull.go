@@ -22,6 +22,20 @@ var PseudoColumns = []catalog.Column{
 	{Name: "_position", Type: catalog.Varchar, Hidden: true},
 }
 
+// RowtimeColumn is ROWTIME, the record time of a stream's or table's
+// records as ksqlDB has it: BIGINT milliseconds since the Unix epoch,
+// the Kafka record's timestamp or, with the source's WITH (timestamp =
+// 'col'), that column's value. Persistent queries read it on every
+// record (RecordInput), pull queries on a stream's; a table's or view's
+// stores do not keep it.
+var RowtimeColumn = catalog.Column{Name: "rowtime", Type: catalog.BigInt, Hidden: true}
+
+// RecordInput is the row a persistent query's expressions read from a
+// record of src: its columns, then ROWTIME.
+func RecordInput(src *catalog.Relation) []catalog.Column {
+	return append(append(make([]catalog.Column, 0, len(src.Schema.Columns)+1), src.Schema.Columns...), RowtimeColumn)
+}
+
 // Indexes of the pseudo-columns after a relation's own columns.
 const (
 	PseudoPartition = iota
@@ -110,7 +124,13 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		}
 		p.Rel = rel
 		p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
+		if rel.Kind == catalog.KindStream {
+			// A stream's scan reads records: ROWTIME after the
+			// pseudo-columns.
+			p.Input = append(p.Input, RowtimeColumn)
+		}
 		b.cols, b.rel, b.alias = p.Input, rel.Name, from.Alias
+		b.noRowtime = rel.Materialized()
 	}
 	if s.Where != nil {
 		b.clause = "WHERE"

@@ -136,7 +136,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			WithHint("Define the view over what %s reads (%s), or read %s with SELECT.", src.Name, strings.Join(src.Sources, ", "), src.Name)
 	}
 	p := &ViewPlan{Source: src}
-	b := &binder{cols: src.Schema.Columns, rel: src.Name, alias: from.Alias}
+	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
 	if sel.Where != nil {
 		b.clause = "WHERE"
 		f, err := b.bind(sel.Where)
@@ -239,7 +239,7 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 			return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name).
 				WithHint("Name the columns of a view with AS.")
 		}
-		if isPseudo(lc) {
+		if isPseudo(lc) || lc == RowtimeColumn.Name {
 			return pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name).
 				WithHint("Name the column otherwise with AS.")
 		}

@@ -1359,8 +1359,9 @@ func (q *Query) scanStream(ctx context.Context) error {
 			if err != nil || row == nil {
 				return // bad records are the processing log's business
 			}
-			full := make(catalog.Row, ncols+len(planner.PseudoColumns))
+			full := make(catalog.Row, len(q.plan.Input)) // columns, pseudo-columns, ROWTIME
 			copy(full, row)
+			full[len(full)-1] = codec.Rowtime(row, r.Timestamp)
 			full[ncols+planner.PseudoPartition] = int64(r.Partition)
 			full[ncols+planner.PseudoServedBy] = q.rt.Node()
 			full[ncols+planner.PseudoRole] = ha.RoleActive.String()

@@ -2,6 +2,7 @@ package serde
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/basindb/basin/catalog"
 )
@@ -17,11 +18,16 @@ type Codec struct {
 	keyIdx  []int
 	valCols []catalog.Column
 	valIdx  []int
+	// timeIdx is the column of WITH (timestamp = ...), -1 for none.
+	timeIdx int
 }
 
 // NewCodec returns the codec of rel's records.
 func NewCodec(rel *catalog.Relation) *Codec {
-	c := &Codec{rel: rel}
+	c := &Codec{rel: rel, timeIdx: -1}
+	if name, ok := rel.Options["timestamp"]; ok {
+		c.timeIdx = rel.Schema.Index(name)
+	}
 	for i, col := range rel.Schema.Columns {
 		if col.Key {
 			c.keyCols = append(c.keyCols, col)
@@ -117,4 +123,20 @@ func (c *Codec) EncodeKey(vals []any) ([]byte, error) {
 		types[i], names[i] = k.Type, k.Name
 	}
 	return EncodeKey(c.rel.KeyFormat, types, names, vals)
+}
+
+// Rowtime is ROWTIME of a record decoded into row: milliseconds since the
+// epoch of its Kafka timestamp ts or, with WITH (timestamp = 'col'), of
+// col's value (NULL when col is NULL).
+func (c *Codec) Rowtime(row catalog.Row, ts time.Time) any {
+	if c.timeIdx < 0 {
+		return ts.UnixMilli()
+	}
+	switch v := row[c.timeIdx].(type) {
+	case int64:
+		return v
+	case time.Time:
+		return v.UnixMilli()
+	}
+	return nil
 }

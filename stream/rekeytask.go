@@ -70,7 +70,7 @@ func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sour
 			t.keyN = append(t.keyN, c.Name)
 		}
 	}
-	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.KeyGroup))
 	return t
@@ -181,10 +181,12 @@ func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 // nil when the filter drops it.
 func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	row := t.row
-	tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
+	ncols := len(row) - 1
+	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 	if err != nil || tombstone {
 		return nil, err
 	}
+	row[ncols] = t.codec.Rowtime(row, r.Timestamp)
 	if t.filter != nil {
 		keep, err := t.filter(row, t.env)
 		if err != nil {

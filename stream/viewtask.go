@@ -128,7 +128,7 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	if plan.Grouped {
 		t.agg = eval.NewAggregator(plan.Aggs)
 	}
-	t.row = make(catalog.Row, len(plan.Source.Schema.Columns))
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
 	t.keyVals = make([]any, len(t.codec.KeyIndex()))
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.KeyGroup))
@@ -459,6 +459,10 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		if row, err = materialize.DecodeRowInto(t.row, r.Value); err != nil {
 			return fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", t.input, p, r.Offset, err)
 		}
+		if n := len(plan.Source.Schema.Columns); len(row) == n {
+			// Re-keyed by a version before ROWTIME: the record's time.
+			row = append(row, t.codec.Rowtime(row, r.Timestamp))
+		}
 		t.row = row
 	} else {
 		if !forwarded {
@@ -466,12 +470,14 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			// partition's records of the keys that belong to it.
 			b.next.Position.Advance(srcTopic, p, r.Offset+1)
 		}
-		row = t.row[:len(plan.Source.Schema.Columns)]
-		tombstone, err := t.codec.DecodeInto(row, r.Key, r.Value)
+		ncols := len(plan.Source.Schema.Columns)
+		row = t.row[:ncols+1]
+		tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 		if err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
 		}
+		row[ncols] = t.codec.Rowtime(row, r.Timestamp)
 		if !forwarded {
 			if q, misplaced := t.place.owner(r.Key, row); misplaced {
 				b.forward = append(b.forward, forwardRecord(&b.arena, t.fwd, q, r))
