@@ -69,7 +69,10 @@ var viewOptions = map[string]option{
 	"key_format":            {check: oneOf(FormatKafka, FormatJSON)},
 	"value_format":          {check: oneOf(FormatJSON)},
 	"acceptable.offset.lag": {check: nonNegativeInt},
-	"num.standby.replicas":  {check: nonNegativeInt},
+	// kafka_topic publishes the view's rows to a topic of the user's
+	// (PublishedTopic), besides the changelog basin keeps.
+	"kafka_topic":          {},
+	"num.standby.replicas": {check: nonNegativeInt},
 }
 
 // checkOptions validates WITH options against the accepted set and

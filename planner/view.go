@@ -48,6 +48,9 @@ func (p *ViewPlan) Partitions() int32 { return p.View.Partitions }
 func (p *ViewPlan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sink %s (%d partitions, key %s)\n", p.View.Name, p.View.Partitions, keyNames(p.View))
+	if topic := PublishedTopic(p.View); topic != "" {
+		fmt.Fprintf(&b, "  Publish rows to topic %s (upserts and tombstones, key_format %s, value_format json)\n", topic, p.View.KeyFormat)
+	}
 	if p.Grouped {
 		if p.Having != nil {
 			fmt.Fprintf(&b, "  Filter (HAVING) %s\n", p.Having)
@@ -96,13 +99,6 @@ func keyNames(r *catalog.Relation) string {
 // plan's View is the relation to record (Version unset until the command
 // is applied).
 func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPlan, error) {
-	for _, o := range s.With {
-		if strings.EqualFold(o.Key, "kafka_topic") {
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "option kafka_topic of CREATE TABLE AS is not supported").
-				WithPosition(o.Pos).
-				WithHint("A view's changelog topic is named by basin (SHOW TABLES lists it); leave the option out.")
-		}
-	}
 	opts, err := checkOptions(s.With, viewOptions, "table")
 	if err != nil {
 		return nil, err
@@ -216,6 +212,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its %d partitions", s.Name, src.Name, src.Partitions).
 				WithHint("Leave out the partitions option.")
 		}
+	}
+	if err := checkPublished(view, src); err != nil {
+		return nil, err
 	}
 	if !p.Repartition {
 		// Keyed and partitioned as its source, a view places its rows by
@@ -346,4 +345,26 @@ func needsRepartition(p *ViewPlan) bool {
 		}
 	}
 	return false
+}
+
+// PublishedTopic is the topic a view publishes its rows to, WITH
+// (kafka_topic = ...): each changed row as an upsert keyed by the view's
+// key in its key_format, its columns in the value_format, and a
+// tombstone for a row that leaves; "" when the view publishes nothing.
+func PublishedTopic(view *catalog.Relation) string { return view.Options["kafka_topic"] }
+
+// checkPublished checks the topic a view publishes to: a topic of the
+// user's, not one basin or Kafka keeps, and not the one the view reads.
+func checkPublished(view, src *catalog.Relation) error {
+	topic := PublishedTopic(view)
+	switch {
+	case topic == "":
+		return nil
+	case catalog.InternalTopic(topic):
+		return internalTopicError("view", view.Name, topic)
+	case topic == src.Topic:
+		return pgerr.New(pgerr.InvalidObjectDefinition, "view %s cannot publish to topic %s, which it reads as %s", view.Name, topic, src.Name).
+			WithHint("Name another topic in kafka_topic.")
+	}
+	return nil
 }

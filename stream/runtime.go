@@ -18,6 +18,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/backoff"
+	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -554,6 +555,9 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
 		return err
 	}
+	if err := rt.EnsurePublished(ctx, rel, maxBytes); err != nil {
+		return err
+	}
 	// The repartition topic carries every record of a view that
 	// re-keys, and only the misplaced records of one that does not
 	// (placement.go).
@@ -783,4 +787,30 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 		rt.log.Debug("deleting rekey group", "err", err)
 	}
 	return errors.Join(errs...)
+}
+
+// EnsurePublished creates the topic view publishes its rows to
+// (planner.PublishedTopic), if it has one and it does not exist, with a
+// partition per view partition: row r of partition p goes to partition p,
+// which is the partition the view's partitioner gives r's key. A topic
+// that exists with another partition count is 42P16. maxBytes, when not
+// nil, is its max.message.bytes; nil reads the source's.
+func (rt *Runtime) EnsurePublished(ctx context.Context, view *catalog.Relation, maxBytes *string) error {
+	topic := planner.PublishedTopic(view)
+	if topic == "" {
+		return nil
+	}
+	configs := map[string]*string{}
+	if maxBytes != nil {
+		configs["max.message.bytes"] = maxBytes
+	}
+	_, n, err := kafka.EnsureTopic(ctx, rt.adm, topic, view.Partitions, configs)
+	if err != nil {
+		return pgerr.New(pgerr.IOError, "creating topic %s for view %s: %v", topic, view.Name, err)
+	}
+	if n != view.Partitions {
+		return pgerr.New(pgerr.InvalidTableDefinition, "topic %s has %d partitions, but view %s has %d", topic, n, view.Name, view.Partitions).
+			WithHint("Publish to a new topic, or give the view WITH (partitions = %d) if it re-keys.", n)
+	}
+	return nil
 }

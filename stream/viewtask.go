@@ -63,6 +63,10 @@ type viewTask struct {
 	having eval.Expr
 	agg    *eval.Aggregator
 	env    *eval.Env
+	// pub is the topic the view publishes its rows to (planner.
+	// PublishedTopic), "" for none; pubCodec encodes them.
+	pub      string
+	pubCodec *serde.Codec
 	// input is the topic the task reads (the source's or the repartition
 	// topic); srcTopic is the source's, in which positions are kept.
 	input, srcTopic string
@@ -106,6 +110,9 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	} else {
 		t.fwd = plan.View.RepartitionTopic(rt.opts.Cluster)
 		t.place = newPlacement(plan.View, t.codec, ts.Partition)
+	}
+	if t.pub = planner.PublishedTopic(plan.View); t.pub != "" {
+		t.pubCodec = serde.NewCodec(plan.View)
 	}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
@@ -763,6 +770,15 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		rec.Topic, rec.Partition, rec.Key, rec.Value = changelog, p, e.key, vals[i]
 		recs = append(recs, rec)
 	}
+	if t.pub != "" {
+		for i, e := range b.order {
+			rec, err := t.published(e, vals[i])
+			if err != nil {
+				return abort(err)
+			}
+			recs = append(recs, rec)
+		}
+	}
 	recs = append(recs, b.bad...)
 	recs = append(recs, b.forward...)
 	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
@@ -776,6 +792,37 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		return abort(fmt.Errorf("committing transaction: %w", err))
 	}
 	return t.applyCommitted(store, b, vals, marker.Offset+1)
+}
+
+// published is the record of changed row e, whose stored value is val
+// (nil: deleted), on the topic the view publishes to: an upsert of the
+// row keyed by the view's key in its key_format, or a tombstone when the
+// row left the view (deleted, or a group whose HAVING is false). It goes
+// in the transaction of the changelog's records, so a consumer reading
+// committed records sees each change once.
+func (t *viewTask) published(e *pending, val []byte) (*kgo.Record, error) {
+	rec := &kgo.Record{Topic: t.pub, Partition: t.state.Partition}
+	var row catalog.Row
+	if val != nil {
+		present, r, _, err := DecodeStored(val, len(t.plan.View.Schema.Columns))
+		if err != nil {
+			return nil, err
+		}
+		if present {
+			row = r
+		}
+	}
+	var err error
+	if row != nil {
+		rec.Key, rec.Value, err = t.pubCodec.Encode(row)
+		return rec, err
+	}
+	keyVals, err := materialize.DecodeKey(e.key)
+	if err != nil {
+		return nil, err
+	}
+	rec.Key, err = t.pubCodec.EncodeKey(keyVals)
+	return rec, err
 }
 
 // values records the input offset b reaches in its checkpoint and
