@@ -40,13 +40,7 @@ scan:
 			return nil, sp.syntaxErr(t)
 		}
 	}
-	rw := sp.newRewriter(i)
-	rw.keywords = map[string]bool{"delete": true}
-	if err := rw.run(i, hi); err != nil {
-		return nil, err
-	}
-	tt := build(rw.out, toks[hi])
-	stmt, err := sp.parseTiDB(tt)
+	stmt, c, err := sp.viaTiDB(i, hi, map[string]bool{"delete": true})
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +48,6 @@ scan:
 	if !ok {
 		return nil, sp.syntaxErr(toks[i])
 	}
-	c := &converter{sp: sp, tt: tt}
 	out, err := c.deleteStmt(del)
 	if err != nil {
 		return nil, err

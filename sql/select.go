@@ -337,12 +337,7 @@ scan:
 				WithHint("INSERT takes VALUES.")
 		}
 	}
-	rw := sp.newRewriter(i)
-	if err := rw.run(i, hi); err != nil {
-		return nil, err
-	}
-	tt := build(rw.out, toks[hi])
-	stmt, err := sp.parseTiDB(tt)
+	stmt, c, err := sp.viaTiDB(i, hi, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +345,6 @@ scan:
 	if !ok {
 		return nil, sp.syntaxErr(toks[i])
 	}
-	c := &converter{sp: sp, tt: tt}
 	out, err := c.insertStmt(ins)
 	if err != nil {
 		return nil, err
@@ -358,6 +352,23 @@ scan:
 	out.ReturnPosition = returning
 	sp.insertPositions(out, i)
 	return out, nil
+}
+
+// viaTiDB rewrites the statement toks[i:hi] for TiDB's parser, passing
+// keywords through bare besides the usual ones, and parses it there; it
+// returns TiDB's tree and the converter that reads it.
+func (sp *stmtParser) viaTiDB(i, hi int, keywords map[string]bool) (ast.StmtNode, *converter, error) {
+	rw := sp.newRewriter(i)
+	rw.keywords = keywords
+	if err := rw.run(i, hi); err != nil {
+		return nil, nil, err
+	}
+	tt := build(rw.out, sp.toks[hi])
+	stmt, err := sp.parseTiDB(tt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stmt, &converter{sp: sp, tt: tt}, nil
 }
 
 // checkReturning checks the RETURNING clause of verb (INSERT, DELETE)
