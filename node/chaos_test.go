@@ -39,7 +39,8 @@ func TestChaos(t *testing.T) {
 	n0 := c.Node(0)
 	n0.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
 	// Re-keyed through a repartition topic, and keyed like its source.
-	n0.Exec(t, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	// by_region also publishes its rows to a topic (checkPublished).
+	n0.Exec(t, "CREATE TABLE by_region WITH (kafka_topic = 'by_region_out') AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
 	n0.Exec(t, "CREATE TABLE by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY id")
 	// A table, upserted: the last record of each key wins.
 	n0.Exec(t, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'accounts', value_format = 'json', partitions = 4)")
@@ -118,6 +119,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("%d records produced, %d kills", next, kills)
 
 	checkView(t, c, "by_region", "SELECT region, n, total FROM by_region WHERE _partition = %d", countSum(byRegion))
+	checkPublished(t, c, "by_region_out", byRegion)
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
 	var accountRows []string
 	for _, r := range accounts {
@@ -178,6 +180,48 @@ func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRow
 		sort.Strings(all)
 		if got := strings.Join(all, "\n"); got != strings.Join(wantRows, "\n") {
 			return fmt.Errorf("%s: %d rows, want %d (first differences hidden)", view, len(all), len(wantRows))
+		}
+		return nil
+	})
+}
+
+// checkPublished reads topic, where a view published its (count, sum)
+// rows through the kills, as a read_committed consumer does: each key's
+// records must count up strictly (a change published twice, by a task
+// that crashed after producing or by a zombie, would repeat or go back),
+// and the last of each must be want's.
+func checkPublished(t *testing.T, c *testcluster.Cluster, topic string, want map[string][2]int64) {
+	t.Helper()
+	cl := c.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	last := map[string][2]int64{}
+	c.Eventually(t, 2*time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		fs := cl.PollFetches(ctx)
+		var bad error
+		fs.EachRecord(func(r *kgo.Record) {
+			var v struct{ N, Total int64 }
+			if err := json.Unmarshal(r.Value, &v); err != nil || r.Value == nil {
+				bad = fmt.Errorf("%s: record %q=%q at %d/%d is not a row", topic, r.Key, r.Value, r.Partition, r.Offset)
+				return
+			}
+			k := string(r.Key)
+			if had, ok := last[k]; ok && v.N <= had[0] {
+				bad = fmt.Errorf("%s: key %s counted %d after %d at %d/%d: a change published twice", topic, k, v.N, had[0], r.Partition, r.Offset)
+			}
+			last[k] = [2]int64{v.N, v.Total}
+		})
+		if bad != nil {
+			t.Fatal(bad)
+		}
+		if len(last) != len(want) {
+			return fmt.Errorf("%s: %d keys, want %d", topic, len(last), len(want))
+		}
+		for k, w := range want {
+			if last[k] != w {
+				return fmt.Errorf("%s: key %s at %v, want %v", topic, k, last[k], w)
+			}
 		}
 		return nil
 	})
