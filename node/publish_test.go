@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	osexec "os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -105,6 +106,11 @@ func TestPublishedView(t *testing.T) {
 		t.Fatalf("the published topics hold\n%s\nand\n%s\nwant\n%s\nand\n%s", consumed("busy_regions"), consumed("gold_customers"), wantBusy, wantGold)
 	}
 
+	// kcat (librdkafka), reading committed records, sees the same.
+	if got := kcatLatest(t, n.Brokers()[0], "gold_customers"); got != wantGold {
+		t.Errorf("kcat reads gold_customers as\n%s\nwant\n%s", got, wantGold)
+	}
+
 	// The topic must be a user's topic the view does not read, and have
 	// the view's partitions.
 	for q, want := range map[string]string{
@@ -119,4 +125,40 @@ func TestPublishedView(t *testing.T) {
 			t.Errorf("%s: %v, want %s", q, err, want)
 		}
 	}
+}
+
+// kcatLatest consumes topic to its end with kcat, reading committed
+// records only, and returns the last value of each key ("key value"
+// lines, sorted), a tombstone deleting the key.
+func kcatLatest(t *testing.T, broker, topic string) string {
+	t.Helper()
+	kcat, err := osexec.LookPath("kcat")
+	if err != nil {
+		t.Fatal("kcat is not installed (Debian package kcat; .ci/run installs it)")
+	}
+	args := []string{"-C", "-b", broker, "-t", topic, "-e", "-q", "-Z", "-X", "isolation.level=read_committed", "-f", "%k\t%s\n"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := osexec.CommandContext(ctx, kcat, args...).Output()
+	if err != nil {
+		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
+	}
+	latest := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		switch {
+		case !ok:
+			t.Fatalf("kcat printed %q", line)
+		case v == "NULL":
+			delete(latest, k)
+		default:
+			latest[k] = v
+		}
+	}
+	var lines []string
+	for k, v := range latest {
+		lines = append(lines, k+" "+v)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
