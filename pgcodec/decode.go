@@ -35,6 +35,11 @@ func DecodeParam(n int, oid uint32, format int16, b []byte) (any, error) {
 	if !utf8.Valid(b) {
 		return nil, pgerr.New(pgerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\" in bind parameter %d", n)
 	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		// A text value is a C string to Postgres's input functions: a
+		// NUL is refused whatever the type, an array's element too.
+		return nil, pgerr.New(pgerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00")
+	}
 	return decodeText(oid, string(b))
 }
 

@@ -59,6 +59,8 @@ func TestDecodeText(t *testing.T) {
 		{oidText, "héllo", "héllo", ""},
 		{oidVarchar, "", "", ""},
 		{oidText, "a\x00b", nil, "22021"},
+		{1009, "{a,\"b\x00c\"}", nil, "22021"}, // text[]: an element's NUL too
+		{oidInt8, "1\x00", nil, "22021"},
 		{oidTimestamp, "2024-02-29 13:04:05.123456", ts("2024-02-29 13:04:05.123456"), ""},
 		{oidTimestamp, "2024-02-29T13:04:05", ts("2024-02-29 13:04:05"), ""},
 		{oidTimestamp, "2024-02-29 13:04", ts("2024-02-29 13:04:00"), ""},
