@@ -25,10 +25,18 @@ func (f *formatter) fromItem(it FromItem) {
 		f.expr(it.Func)
 		f.aliasList(it.Alias, it.Columns)
 	case *Join:
-		f.b.WriteString("(")
+		// Joins associate to the left, so only a join on the right needs
+		// parentheses: a whole join in them, as in FROM ((SELECT 0) AS
+		// a(a) JOIN b ON ...), is not SQL basin's parser reads back.
 		f.fromItem(it.Left)
 		f.printf(" %s ", it.Kind)
-		f.fromItem(it.Right)
+		if _, nested := it.Right.(*Join); nested {
+			f.b.WriteString("(")
+			f.fromItem(it.Right)
+			f.b.WriteString(")")
+		} else {
+			f.fromItem(it.Right)
+		}
 		if it.On != nil {
 			f.b.WriteString(" ON ")
 			f.expr(it.On)
@@ -43,7 +51,6 @@ func (f *formatter) fromItem(it FromItem) {
 			}
 			f.b.WriteString(")")
 		}
-		f.b.WriteString(")")
 	default:
 		f.printf("<%T>", it)
 	}
