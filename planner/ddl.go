@@ -8,6 +8,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
 
@@ -181,17 +182,19 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	return r, nil
 }
 
-// checkTimestamp checks WITH (timestamp = 'col'): ROWTIME is then col's
-// value rather than the record's Kafka timestamp, so col must be a time:
-// BIGINT milliseconds since the epoch, or TIMESTAMP. The option keeps
-// the column's declared name.
+// checkTimestamp checks WITH (timestamp = 'col' [, timestamp_format =
+// 'pattern']): ROWTIME is then col's value rather than the record's
+// Kafka timestamp, so col must be a time: BIGINT milliseconds since the
+// epoch, TIMESTAMP, or VARCHAR written in pattern (serde.TimeLayout).
+// The option keeps the column's declared name.
 func checkTimestamp(r *catalog.Relation, what string) error {
-	if _, ok := r.Options["timestamp_format"]; ok {
-		return pgerr.New(pgerr.FeatureNotSupported, "option timestamp_format of %s %s is not supported", what, r.Name).
-			WithHint("Declare the timestamp column as BIGINT (milliseconds since the epoch) or TIMESTAMP.")
-	}
+	format, hasFormat := r.Options["timestamp_format"]
 	name, ok := r.Options["timestamp"]
 	if !ok {
+		if hasFormat {
+			return pgerr.New(pgerr.InvalidParameterValue, "option timestamp_format of %s %s needs the timestamp option", what, r.Name).
+				WithHint("Name the VARCHAR column the time is written in: WITH (timestamp = 'col', timestamp_format = '%s').", format)
+		}
 		return nil
 	}
 	i := r.Schema.Index(name)
@@ -200,9 +203,21 @@ func checkTimestamp(r *catalog.Relation, what string) error {
 			WithHint("%s has columns %s.", r.Name, columnList(r.Schema.Columns))
 	}
 	c := r.Schema.Columns[i]
-	if c.Type != catalog.BigInt && c.Type != catalog.Timestamp {
-		return pgerr.New(pgerr.DatatypeMismatch, "timestamp column %s of %s %s is %s, not BIGINT or TIMESTAMP", c.Name, what, r.Name, c.Type).
-			WithHint("ROWTIME is milliseconds since the epoch: name a BIGINT column of them, or a TIMESTAMP column.")
+	switch {
+	case c.Type == catalog.Varchar && !hasFormat:
+		return pgerr.New(pgerr.InvalidParameterValue, "timestamp column %s of %s %s is VARCHAR, and there is no timestamp_format", c.Name, what, r.Name).
+			WithHint("Say how the time is written: WITH (timestamp_format = 'yyyy-MM-dd HH:mm:ss'), a pattern of Java's DateTimeFormatter as in ksqlDB.")
+	case c.Type == catalog.Varchar:
+		if _, err := serde.TimeLayout(format); err != nil {
+			return pgerr.New(pgerr.InvalidParameterValue, "%s %s: %v", what, r.Name, err).
+				WithHint("docs/sql.md lists the pattern letters basin reads (Record time).")
+		}
+	case hasFormat:
+		return pgerr.New(pgerr.InvalidParameterValue, "timestamp column %s of %s %s is %s: timestamp_format is for a VARCHAR column", c.Name, what, r.Name, c.Type).
+			WithHint("Leave timestamp_format out.")
+	case c.Type != catalog.BigInt && c.Type != catalog.Timestamp:
+		return pgerr.New(pgerr.DatatypeMismatch, "timestamp column %s of %s %s is %s, not BIGINT, TIMESTAMP or VARCHAR", c.Name, what, r.Name, c.Type).
+			WithHint("ROWTIME is milliseconds since the epoch: name a BIGINT column of them, a TIMESTAMP column, or a VARCHAR column with timestamp_format.")
 	}
 	r.Options["timestamp"] = c.Name
 	return nil

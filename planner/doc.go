@@ -35,5 +35,6 @@
 // query/ run the plans; this package does no I/O.
 //
 // planner imports sql, catalog, pgcodec (arrays and casts from text, as
-// the wire reads them) and internal/pgerr.
+// the wire reads them), serde (timestamp_format patterns) and
+// internal/pgerr.
 package planner

@@ -1361,7 +1361,9 @@ func (q *Query) scanStream(ctx context.Context) error {
 			}
 			full := make(catalog.Row, len(q.plan.Input)) // columns, pseudo-columns, ROWTIME
 			copy(full, row)
-			full[len(full)-1] = codec.Rowtime(row, r.Timestamp)
+			// A time that does not match the stream's timestamp_format
+			// reads as NULL here; persistent queries log the record.
+			full[len(full)-1], _ = codec.Rowtime(row, r.Timestamp)
 			full[ncols+planner.PseudoPartition] = int64(r.Partition)
 			full[ncols+planner.PseudoServedBy] = q.rt.Node()
 			full[ncols+planner.PseudoRole] = ha.RoleActive.String()

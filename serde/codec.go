@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // Codec turns Kafka records of a stream or table into rows of the
@@ -18,8 +19,10 @@ type Codec struct {
 	keyIdx  []int
 	valCols []catalog.Column
 	valIdx  []int
-	// timeIdx is the column of WITH (timestamp = ...), -1 for none.
-	timeIdx int
+	// timeIdx is the column of WITH (timestamp = ...), -1 for none;
+	// timeLayout the Go layout of its timestamp_format, for a VARCHAR.
+	timeIdx    int
+	timeLayout string
 }
 
 // NewCodec returns the codec of rel's records.
@@ -27,6 +30,9 @@ func NewCodec(rel *catalog.Relation) *Codec {
 	c := &Codec{rel: rel, timeIdx: -1}
 	if name, ok := rel.Options["timestamp"]; ok {
 		c.timeIdx = rel.Schema.Index(name)
+		if f, ok := rel.Options["timestamp_format"]; ok {
+			c.timeLayout, _ = TimeLayout(f) // checked at CREATE
+		}
 	}
 	for i, col := range rel.Schema.Columns {
 		if col.Key {
@@ -127,16 +133,24 @@ func (c *Codec) EncodeKey(vals []any) ([]byte, error) {
 
 // Rowtime is ROWTIME of a record decoded into row: milliseconds since the
 // epoch of its Kafka timestamp ts or, with WITH (timestamp = 'col'), of
-// col's value (NULL when col is NULL).
-func (c *Codec) Rowtime(row catalog.Row, ts time.Time) any {
+// col's value (NULL when col is NULL); a VARCHAR col is read with the
+// timestamp_format, in UTC unless the format has a zone, and one that
+// does not match is an error (22007).
+func (c *Codec) Rowtime(row catalog.Row, ts time.Time) (any, error) {
 	if c.timeIdx < 0 {
-		return ts.UnixMilli()
+		return ts.UnixMilli(), nil
 	}
 	switch v := row[c.timeIdx].(type) {
 	case int64:
-		return v
+		return v, nil
 	case time.Time:
-		return v.UnixMilli()
+		return v.UnixMilli(), nil
+	case string:
+		t, err := time.Parse(c.timeLayout, v)
+		if err != nil {
+			return nil, pgerr.New(pgerr.InvalidDatetimeFormat, "timestamp column %s: %q does not match timestamp_format %q", c.rel.Schema.Columns[c.timeIdx].Name, v, c.rel.Options["timestamp_format"])
+		}
+		return t.UnixMilli(), nil
 	}
-	return nil
+	return nil, nil
 }

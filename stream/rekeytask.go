@@ -186,7 +186,9 @@ func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	if err != nil || tombstone {
 		return nil, err
 	}
-	row[ncols] = t.codec.Rowtime(row, r.Timestamp)
+	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
+		return nil, err
+	}
 	if t.filter != nil {
 		keep, err := t.filter(row, t.env)
 		if err != nil {

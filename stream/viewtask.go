@@ -468,7 +468,8 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		}
 		if n := len(plan.Source.Schema.Columns); len(row) == n {
 			// Re-keyed by a version before ROWTIME: the record's time.
-			row = append(row, t.codec.Rowtime(row, r.Timestamp))
+			rowtime, _ := t.codec.Rowtime(row, r.Timestamp) // it re-keyed the record, so it read the time
+			row = append(row, rowtime)
 		}
 		t.row = row
 	} else {
@@ -484,7 +485,10 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
 		}
-		row[ncols] = t.codec.Rowtime(row, r.Timestamp)
+		if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
+			b.bad = append(b.bad, rt.badRecord(view, src, err))
+			return nil
+		}
 		if !forwarded {
 			if q, misplaced := t.place.owner(r.Key, row); misplaced {
 				b.forward = append(b.forward, forwardRecord(&b.arena, t.fwd, q, r))
