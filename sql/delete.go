@@ -10,35 +10,23 @@ import (
 // MySQL's extras (ORDER BY, LIMIT, several tables) are refused.
 func (sp *stmtParser) parseDelete(i int) (*Delete, error) {
 	toks := sp.toks
-	hi := len(toks) - 1
 	if !toks[i+1].isWord("from") {
 		return nil, sp.syntaxErr(toks[i+1])
 	}
-	depth := 0
-	returning := false
-scan:
-	for k := i + 2; k < hi; k++ {
-		t := toks[k]
+	hi, returning, err := sp.scanWrite("DELETE", i+2, func(k int, t token) error {
 		switch {
-		case t.isOp("("):
-			depth++
-		case t.isOp(")"):
-			depth--
-		case depth != 0 || t.kind != tokIdent:
-		case t.val == "returning":
-			if err := sp.checkReturning("DELETE", k, hi); err != nil {
-				return nil, err
-			}
-			hi, returning = k, true
-			break scan
 		case t.val == "using":
-			return nil, unsupported(sp.charPos(t.pos), "DELETE ... USING is not supported").
+			return unsupported(sp.charPos(t.pos), "DELETE ... USING is not supported").
 				WithHint("Name the rows to delete with WHERE, with a subquery over the other table if need be.")
 		case t.val == "current" && toks[k+1].isWord("of"):
-			return nil, unsupported(sp.charPos(t.pos), "WHERE CURRENT OF is not supported")
+			return unsupported(sp.charPos(t.pos), "WHERE CURRENT OF is not supported")
 		case t.val == "order" || t.val == "limit":
-			return nil, sp.syntaxErr(t)
+			return sp.syntaxErr(t)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	stmt, c, err := sp.viaTiDB(i, hi, map[string]bool{"delete": true})
 	if err != nil {

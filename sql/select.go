@@ -305,37 +305,22 @@ func (sp *stmtParser) tokenBefore(off int) int {
 // [RETURNING _position] at toks[i].
 func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
 	toks := sp.toks
-	hi := len(toks) - 1
-	depth := 0
-	returning := false
-scan:
-	for k := i; k < hi; k++ {
-		t := toks[k]
+	hi, returning, err := sp.scanWrite("INSERT", i, func(k int, t token) error {
 		switch {
-		case t.isOp("("):
-			depth++
-		case t.isOp(")"):
-			depth--
-		case depth != 0 || t.kind != tokIdent:
-		case t.val == "returning":
-			// TiDB never sees the RETURNING list: the INSERT ends
-			// before it, so a syntax error at the end of the VALUES
-			// points at RETURNING, as in Postgres.
-			if err := sp.checkReturning("INSERT", k, hi); err != nil {
-				return nil, err
-			}
-			hi, returning = k, true
-			break scan
 		case t.val == "on" && toks[k+1].isWord("conflict"):
-			return nil, unsupported(sp.charPos(t.pos), "INSERT ... ON CONFLICT is not supported")
+			return unsupported(sp.charPos(t.pos), "INSERT ... ON CONFLICT is not supported")
 		case t.val == "default" && toks[k+1].isWord("values"):
-			return nil, unsupported(sp.charPos(t.pos), "INSERT ... DEFAULT VALUES is not supported")
+			return unsupported(sp.charPos(t.pos), "INSERT ... DEFAULT VALUES is not supported")
 		case t.val == "overriding":
-			return nil, unsupported(sp.charPos(t.pos), "INSERT ... OVERRIDING is not supported")
+			return unsupported(sp.charPos(t.pos), "INSERT ... OVERRIDING is not supported")
 		case t.val == "select" || t.val == "with" || t.val == "table":
-			return nil, unsupported(sp.charPos(t.pos), "INSERT ... %s is not supported", strings.ToUpper(t.val)).
+			return unsupported(sp.charPos(t.pos), "INSERT ... %s is not supported", strings.ToUpper(t.val)).
 				WithHint("INSERT takes VALUES.")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	stmt, c, err := sp.viaTiDB(i, hi, nil)
 	if err != nil {
@@ -369,6 +354,39 @@ func (sp *stmtParser) viaTiDB(i, hi int, keywords map[string]bool) (ast.StmtNode
 		return nil, nil, err
 	}
 	return stmt, &converter{sp: sp, tt: tt}, nil
+}
+
+// scanWrite scans the write statement verb (INSERT, DELETE) from
+// toks[i] for a top-level RETURNING, which ends what TiDB sees (so a
+// syntax error at the end of the statement before it points at
+// RETURNING, as in Postgres), and passes every other top-level word to
+// refuse, which returns an error for syntax basin does not take. It
+// returns where the statement ends for TiDB and whether RETURNING
+// _position followed.
+func (sp *stmtParser) scanWrite(verb string, i int, refuse func(k int, t token) error) (hi int, returning bool, err error) {
+	toks := sp.toks
+	hi = len(toks) - 1
+	depth := 0
+	for k := i; k < hi; k++ {
+		t := toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth != 0 || t.kind != tokIdent:
+		case t.val == "returning":
+			if err := sp.checkReturning(verb, k, hi); err != nil {
+				return 0, false, err
+			}
+			return k, true, nil
+		default:
+			if err := refuse(k, t); err != nil {
+				return 0, false, err
+			}
+		}
+	}
+	return hi, false, nil
 }
 
 // checkReturning checks the RETURNING clause of verb (INSERT, DELETE)
