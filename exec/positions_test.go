@@ -339,3 +339,66 @@ func startTableEngine(ctx context.Context, tb testing.TB, create string, mod ...
 	}
 	return &Engine{Catalog: cat, Runtime: rt, Reads: pull.New(rt), Producer: prod, Cluster: "t", Node: "a"}
 }
+
+// TestReadPositionIsTheData checks that a read reports the position of
+// the data it read, not the one its task last published: between a
+// commit to the store and its publication a read sees rows past the
+// published position, and a monotonic session that kept that position
+// could then be served less by a replica between the two. The test
+// commits a row to the table's store without its task, as a commit not
+// yet published.
+func TestReadPositionIsTheData(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e := startTableEngine(ctx, t, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR) WITH (kafka_topic = 't', value_format = 'json', partitions = 1)")
+	s := e.NewSession(map[string]string{"user": "r"}, Client{})
+	defer s.Close()
+	run := func(q string) *testWriter {
+		t.Helper()
+		w := &testWriter{}
+		if err := s.Query(ctx, q, w); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return w
+	}
+	run("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+	run("SET basin.monotonic_reads = on")
+	if !waitUntil(15*time.Second, func() bool {
+		w := &testWriter{}
+		return s.Query(ctx, "SELECT count(*) FROM t", w) == nil && w.rows[0][0] == int64(2)
+	}) {
+		t.Fatal("the table never showed its 2 rows")
+	}
+	rel, _ := e.Catalog.Lookup("t")
+	store := e.Runtime.DB().Store(materialize.StoreID{View: rel.StoreName(), Partition: 0})
+	cp, err := store.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key1, _ := materialize.EncodeKey(nil, []any{int64(1)})
+	val, ok, err := store.Get(key1)
+	if err != nil || !ok {
+		t.Fatalf("row 1 in the store: %v %v", ok, err)
+	}
+	key9, _ := materialize.EncodeKey(nil, []any{int64(9)})
+	cp = cp.Clone()
+	cp.ChangelogOffset++
+	cp.Input["t"][0]++
+	cp.Position["t"][0]++
+	b := store.NewBatch()
+	b.Set(key9, val)
+	if err := b.Commit(cp); err != nil {
+		t.Fatal(err)
+	}
+	seen := pull.SeenKey{Store: rel.StoreName(), Partition: 0}
+	for _, q := range []string{"SELECT count(*) FROM t", "SELECT v FROM t WHERE id = 1"} {
+		delete(s.seen, seen)
+		w := run(q)
+		if q == "SELECT count(*) FROM t" && w.rows[0][0] != int64(3) {
+			t.Fatalf("%s = %v, want the 3 rows of the store", q, w.rows)
+		}
+		if got := s.seen[seen]; !got.Equal(cp.Position) {
+			t.Fatalf("%s: read at %s, want %s, the position of the data it read", q, got.Describe(), cp.Position.Describe())
+		}
+	}
+}

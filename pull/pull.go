@@ -823,15 +823,32 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 	} else {
 		store = q.rt.DB().Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	}
-	// The position the task published with its last commit is the
-	// store's; only before the first does the checkpoint say.
-	parsed, pos, ok := ts.PositionAndToken()
-	if !ok {
-		cp, err := store.Checkpoint()
+	// The read reports the position of the data it returns. A scan, a
+	// read of a session with monotonic reads and a read forwarded from
+	// another node (whose session may have them) read a snapshot of the
+	// store with its checkpoint: the task publishes its position only
+	// after it commits, and a live read between the two would return
+	// rows past the position it reports. A monotonic session that kept
+	// that position could then be served less by a replica between the
+	// two. Other lookups read the live store (and its row cache) after
+	// taking the published position, which the data is then at least as
+	// new as: a bound for read-your-writes.
+	reader := &store.StoreReader
+	parsed, pos, published := ts.PositionAndToken()
+	if keys == nil || q.opts.Monotonic || q.opts.NoForward || !published {
+		snap, err := q.rt.DB().NewSnapshot()
 		if err != nil {
 			return err
 		}
-		pos, parsed = cp.Position.String(), cp.Position
+		defer snap.Close()
+		reader = snap.Store(store.ID())
+		cp, err := reader.Checkpoint()
+		if err != nil {
+			return err
+		}
+		if !published || !parsed.Equal(cp.Position) {
+			pos, parsed = cp.Position.String(), cp.Position
+		}
 	}
 	lag, tlag := ts.Lag(time.Now())
 	read := PartitionRead{Partition: p, ServedBy: q.rt.Node(), Role: ts.Role().String(), OffsetLag: lag, TimeLagMs: tlag, Position: pos, Parsed: parsed}
@@ -908,7 +925,13 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 			}
 			// Lookup may answer from the row cache: v is shared, and
 			// decoding it copies what the row keeps.
-			v, ok, err := store.Lookup(sk)
+			var v []byte
+			var ok bool
+			if reader == &store.StoreReader {
+				v, ok, err = store.Lookup(sk)
+			} else {
+				v, ok, err = reader.Get(sk)
+			}
 			if err != nil {
 				return err
 			}
@@ -920,7 +943,7 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		}
 		return nil
 	}
-	it, err := store.NewIter(nil, nil)
+	it, err := reader.NewIter(nil, nil)
 	if err != nil {
 		return err
 	}
