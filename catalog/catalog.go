@@ -49,8 +49,14 @@ type Relation struct {
 	Options map[string]string `json:"options,omitempty"`
 	// SQL is the statement that created the relation.
 	SQL string `json:"sql"`
-	// Sources are the relations a view reads (lower case names).
+	// Sources are the relations a view or a derived stream reads (lower
+	// case names). A stream with sources is derived: CREATE STREAM ...
+	// AS SELECT writes its records.
 	Sources []string `json:"sources,omitempty"`
+	// Tasks is the number of tasks of a derived stream's query, one per
+	// partition of the stream it reads (its own Partitions are its
+	// topic's); 0 for other relations, whose tasks are their partitions.
+	Tasks int32 `json:"tasks,omitempty"`
 	// Version is the command-topic offset of the command that created the
 	// relation. It tells apart a relation from an older one of the same
 	// name, so state on disk is never confused between them.
@@ -97,6 +103,27 @@ func (r *Relation) Halted(topic string, p int32) (Halt, bool) {
 // Materialized reports whether basin keeps the relation in Pebble (tables
 // and views can be read with SELECT by key).
 func (r *Relation) Materialized() bool { return r.Kind == KindTable || r.Kind == KindView }
+
+// Derived reports whether the relation is a derived stream, one that a
+// persistent query writes (CREATE STREAM ... AS SELECT).
+func (r *Relation) Derived() bool { return r.Kind == KindStream && len(r.Sources) > 0 }
+
+// HasQuery reports whether a persistent query keeps the relation: a
+// table (materialized from its topic), a view or a derived stream.
+func (r *Relation) HasQuery() bool { return r.Materialized() || r.Derived() }
+
+// TaskPartitions is the number of tasks of the relation's persistent
+// query, each with a store of its own: its partitions for a table or a
+// view, its source's for a derived stream, 0 without a query.
+func (r *Relation) TaskPartitions() int32 {
+	switch {
+	case r.Materialized():
+		return r.Partitions
+	case r.Derived():
+		return r.Tasks
+	}
+	return 0
+}
 
 // StoreName is the name of the relation's state in materialize: unique
 // across drops and re-creates of the same name.
@@ -164,7 +191,15 @@ func (c *Catalog) List(kinds ...Kind) []*Relation {
 	return out
 }
 
-// Dependents returns the names of the views that read name, sorted.
+// Queries returns the relations a persistent query keeps (tables, views
+// and derived streams: Relation.HasQuery), sorted by name.
+func (c *Catalog) Queries() []*Relation {
+	out := c.List(KindTable, KindView, KindStream)
+	return slices.DeleteFunc(out, func(r *Relation) bool { return !r.HasQuery() })
+}
+
+// Dependents returns the names of the views and derived streams that
+// read name, sorted.
 func (c *Catalog) Dependents(name string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

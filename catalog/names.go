@@ -23,7 +23,8 @@ func (r *Relation) internal(cluster, what string) string {
 	return fmt.Sprintf("_basin-%s-%s-%d-%s", cluster, strings.ToLower(r.Name), r.Version, what)
 }
 
-// ChangelogTopic is the view's changelog.
+// ChangelogTopic is the view's changelog; for a derived stream it holds
+// only its tasks' markers (the input offsets each transaction reached).
 func (r *Relation) ChangelogTopic(cluster string) string { return r.internal(cluster, "changelog") }
 
 // RepartitionTopic carries a view's records re-keyed by its GROUP BY key,
@@ -42,12 +43,16 @@ func (r *Relation) TransactionalID(cluster string, partition int32) string {
 	return fmt.Sprintf("%s-%d", r.internal(cluster, "task"), partition)
 }
 
-// QueryName is the id of the persistent query that maintains a view or
-// materializes a table, as SHOW QUERIES lists it.
+// QueryName is the id of the persistent query that maintains a view,
+// materializes a table or writes a derived stream, as SHOW QUERIES lists
+// it.
 func (r *Relation) QueryName() string {
 	prefix := "CTAS"
-	if r.Kind == KindTable {
+	switch r.Kind {
+	case KindTable:
 		prefix = "CT"
+	case KindStream:
+		prefix = "CSAS"
 	}
 	return fmt.Sprintf("%s_%s_%d", prefix, strings.ToUpper(r.Name), r.Version)
 }

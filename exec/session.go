@@ -342,6 +342,8 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.createSource(ctx, st, text, w)
 	case *sql.CreateTableAs:
 		return s.createView(ctx, st, text, w)
+	case *sql.CreateStreamAs:
+		return s.createStream(ctx, st, text, w)
 	case *sql.Drop:
 		return s.drop(ctx, st, w)
 	case *sql.Show:
@@ -548,15 +550,8 @@ func (s *Session) createSource(ctx context.Context, st *sql.CreateSource, text s
 }
 
 func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text string, w ResultWriter) error {
-	if err := s.e.Log.Sync(ctx); err != nil {
+	if done, err := s.createExisting(ctx, st.Name, st.IfNotExists, "CREATE TABLE", w); done || err != nil {
 		return err
-	}
-	if _, ok := s.e.Catalog.Lookup(st.Name); ok {
-		if st.IfNotExists {
-			_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", st.Name)})
-			return w.Complete("CREATE TABLE")
-		}
-		return pgerr.New(pgerr.DuplicateTable, "relation %q already exists", st.Name)
 	}
 	plan, err := planner.PlanView(s.e.Catalog, st, text)
 	if err != nil {
@@ -578,6 +573,47 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 		return err
 	}
 	return w.Complete("CREATE TABLE")
+}
+
+// createExisting catches up with the catalog and handles a CREATE ... AS
+// of a relation name that exists: 42P07, or with IF NOT EXISTS a NOTICE
+// and the statement's tag (done).
+func (s *Session) createExisting(ctx context.Context, name string, ifNotExists bool, tag string, w ResultWriter) (done bool, err error) {
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return false, err
+	}
+	if _, ok := s.e.Catalog.Lookup(name); !ok {
+		return false, nil
+	}
+	if !ifNotExists {
+		return false, pgerr.New(pgerr.DuplicateTable, "relation %q already exists", name)
+	}
+	_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", name)})
+	return true, w.Complete(tag)
+}
+
+// createStream runs CREATE STREAM ... AS SELECT: the stream's topic is
+// made (or found with its partition count) before the stream exists,
+// and the statement returns once the command is applied; the records
+// follow as the query writes them.
+func (s *Session) createStream(ctx context.Context, st *sql.CreateStreamAs, text string, w ResultWriter) error {
+	if done, err := s.createExisting(ctx, st.Name, st.IfNotExists, "CREATE STREAM", w); done || err != nil {
+		return err
+	}
+	plan, err := planner.PlanStream(s.e.Catalog, st, text)
+	if err != nil {
+		return err
+	}
+	for _, r := range s.e.Catalog.List(catalog.KindStream, catalog.KindTable) {
+		if strings.EqualFold(r.Topic, plan.Stream.Topic) {
+			return pgerr.New(pgerr.InvalidObjectDefinition, "stream %s cannot write to topic %s: %s %s reads it", st.Name, plan.Stream.Topic, strings.ToLower(string(r.Kind)), r.Name).
+				WithHint("Name a topic no stream or table is declared over in kafka_topic.")
+		}
+	}
+	if err := s.e.Runtime.EnsureStreamTopic(ctx, plan.Stream, nil); err != nil {
+		return err
+	}
+	return s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.Stream}, "CREATE STREAM", w)
 }
 
 // waitServing returns once every partition of the relation just created
@@ -646,7 +682,7 @@ func (s *Session) resume(ctx context.Context, st *sql.Resume, w ResultWriter) er
 		return err
 	}
 	var rel *catalog.Relation
-	for _, r := range s.e.Catalog.List(catalog.KindTable, catalog.KindView) {
+	for _, r := range s.e.Catalog.Queries() {
 		if strings.EqualFold(r.QueryName(), st.Query) {
 			rel = r
 		}
@@ -794,7 +830,7 @@ func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
 	if err := w.Columns(cols); err != nil {
 		return err
 	}
-	for _, r := range s.e.Catalog.List(catalog.KindTable, catalog.KindView) {
+	for _, r := range s.e.Catalog.Queries() {
 		status, lastErr := "RUNNING", ""
 		if q, ok := s.e.Runtime.Query(r.Name); ok {
 			for _, t := range append(q.Tasks[:len(q.Tasks):len(q.Tasks)], q.Rekey...) {
@@ -808,10 +844,10 @@ func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
 			status = "NOT RUNNING"
 		}
 		sources := r.Topic
-		if r.Kind == catalog.KindView {
+		if r.Kind != catalog.KindTable {
 			sources = strings.Join(r.Sources, ", ")
 		}
-		row := []any{r.QueryName(), r.Name, sources, status, int64(r.Partitions), counts[r.QueryName()], nullIfEmpty(lastErr), r.SQL}
+		row := []any{r.QueryName(), r.Name, sources, status, int64(r.TaskPartitions()), counts[r.QueryName()], nullIfEmpty(lastErr), r.SQL}
 		if err := w.Row(row); err != nil {
 			return err
 		}
@@ -892,8 +928,14 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 			return err
 		}
 		text = plan.String()
+	case *sql.CreateStreamAs:
+		plan, err := planner.PlanStream(s.e.Catalog, x, "")
+		if err != nil {
+			return err
+		}
+		text = plan.String()
 	default:
-		return pgerr.New(pgerr.FeatureNotSupported, "EXPLAIN supports SELECT and CREATE TABLE AS")
+		return pgerr.New(pgerr.FeatureNotSupported, "EXPLAIN supports SELECT, CREATE TABLE AS and CREATE STREAM AS")
 	}
 	if err := w.Columns([]catalog.Column{{Name: "QUERY PLAN", Type: catalog.Varchar}}); err != nil {
 		return err

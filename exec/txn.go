@@ -144,6 +144,8 @@ func writeName(st sql.Statement) string {
 		return "CREATE " + st.Kind.String()
 	case *sql.CreateTableAs:
 		return "CREATE TABLE AS"
+	case *sql.CreateStreamAs:
+		return "CREATE STREAM AS"
 	case *sql.Drop:
 		return "DROP"
 	case *sql.Resume:

@@ -192,7 +192,8 @@ func (c *cluster) local() ha.LocalState {
 }
 
 // tasks lists the tasks of the catalog for the leader to assign: every
-// partition of every table and view, with its standby count and its
+// partition of every table and view and each task of a derived stream,
+// with its standby count and its
 // changelog's end.
 func (c *cluster) tasks() ([]ha.Task, error) {
 	n := c.n
@@ -202,7 +203,7 @@ func (c *cluster) tasks() ([]ha.Task, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out []ha.Task
-	for _, rel := range n.cat.List(catalog.KindTable, catalog.KindView) {
+	for _, rel := range n.cat.Queries() {
 		standbys := n.opts.StandbyReplicas
 		if v := rel.Option("num.standby.replicas", ""); v != "" {
 			if s, err := strconv.Atoi(v); err == nil {
@@ -210,14 +211,14 @@ func (c *cluster) tasks() ([]ha.Task, error) {
 			}
 		}
 		changelog := rel.Topic
-		if rel.Kind == catalog.KindView {
+		if rel.Kind != catalog.KindTable {
 			changelog = rel.ChangelogTopic(n.opts.Cluster)
 		}
 		ends, err := kafka.EndOffsets(ctx, n.rt.Admin(), changelog)
 		if err != nil {
 			return nil, fmt.Errorf("end offsets of %s: %w", changelog, err)
 		}
-		for p := int32(0); p < rel.Partitions; p++ {
+		for p := int32(0); p < rel.TaskPartitions(); p++ {
 			out = append(out, ha.Task{ID: materialize.StoreID{View: rel.StoreName(), Partition: p}, Standbys: standbys, EndOffset: ends[p]})
 		}
 		// A view's re-keying stages are not assigned: each runs with the
@@ -234,8 +235,8 @@ func (c *cluster) tasksChanged() bool {
 		return true
 	}
 	want := map[materialize.StoreID]bool{}
-	for _, rel := range c.n.cat.List(catalog.KindTable, catalog.KindView) {
-		for p := int32(0); p < rel.Partitions; p++ {
+	for _, rel := range c.n.cat.Queries() {
+		for p := int32(0); p < rel.TaskPartitions(); p++ {
 			want[materialize.StoreID{View: rel.StoreName(), Partition: p}] = true
 		}
 	}

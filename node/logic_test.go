@@ -33,6 +33,10 @@ import (
 //	                      applied all its input, and each of those answers
 //	                      must match too (settledAnswers). A count that
 //	                      overshoots and then settles fails.
+//	query ... caughtup    read once every task of the node has applied
+//	                      all its input: for a derived stream, whose
+//	                      records its tasks write after the statement
+//	                      that fed them returned.
 //
 // Regenerate expected output with -rewrite and review the diff.
 func TestLogic(t *testing.T) {
@@ -81,6 +85,12 @@ func TestLogic(t *testing.T) {
 						out = sortRows(out, d.HasArg("colnames"))
 					}
 					return out
+				}
+				if d.HasArg("caughtup") {
+					if !poll.Cond(settleTimeout, func() bool { return tasksCaughtUp(n) }) {
+						t.Fatalf("%s: the node's tasks did not apply all their input in time", d.Pos)
+					}
+					return run()
 				}
 				if !d.HasArg("settled") {
 					return run()

@@ -330,7 +330,7 @@ const catalogMarkFile = "catalog-mark.json"
 // reported: a relation merely absent from the catalog may be one whose
 // command the topic lost, and its state is then all that is left of it.
 func (n *Node) startQueries() error {
-	rels := n.cat.List(catalog.KindTable, catalog.KindView)
+	rels := n.cat.Queries()
 	sort.Slice(rels, func(i, j int) bool { return rels[i].Version < rels[j].Version })
 	live := map[string]bool{}
 	for _, r := range rels {
@@ -394,6 +394,24 @@ func (n *Node) startQuery(rel *catalog.Relation) error {
 		}
 		plan.View = rel
 		return n.rt.StartView(plan)
+	case catalog.KindStream:
+		if !rel.Derived() {
+			return nil
+		}
+		stmts, err := sql.ParseStatements(rel.SQL)
+		if err != nil {
+			return err
+		}
+		csas, ok := stmts[0].Stmt.(*sql.CreateStreamAs)
+		if len(stmts) != 1 || !ok {
+			return fmt.Errorf("stream %s: stored statement is not one CREATE STREAM ... AS SELECT", rel.Name)
+		}
+		plan, err := planner.PlanStream(n.cat, csas, rel.SQL)
+		if err != nil {
+			return err
+		}
+		plan.Stream = rel
+		return n.rt.StartStream(plan)
 	}
 	return nil
 }

@@ -127,24 +127,29 @@ func TestPublishedView(t *testing.T) {
 	}
 }
 
-// kcatLatest consumes topic to its end with kcat, reading committed
-// records only, and returns the last value of each key ("key value"
-// lines, sorted), a tombstone deleting the key.
-func kcatLatest(t *testing.T, broker, topic string) string {
+// kcatRun runs kcat with args and returns what it printed.
+func kcatRun(t *testing.T, args ...string) string {
 	t.Helper()
 	kcat, err := osexec.LookPath("kcat")
 	if err != nil {
 		t.Fatal("kcat is not installed (Debian package kcat; .ci/run installs it)")
 	}
-	args := []string{"-C", "-b", broker, "-t", topic, "-e", "-q", "-Z", "-X", "isolation.level=read_committed", "-f", "%k\t%s\n"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := osexec.CommandContext(ctx, kcat, args...).Output()
 	if err != nil {
 		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
 	}
+	return string(out)
+}
+
+// kcatLatest consumes topic to its end with kcat, reading committed
+// records only, and returns the last value of each key ("key value"
+// lines, sorted), a tombstone deleting the key.
+func kcatLatest(t *testing.T, broker, topic string) string {
+	t.Helper()
 	latest := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+	for _, line := range kcatLines(t, broker, topic) {
 		k, v, ok := strings.Cut(line, "\t")
 		switch {
 		case !ok:

@@ -104,23 +104,8 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	sel := s.Select
-	if len(sel.From) == 0 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "CREATE TABLE AS needs a FROM clause naming a stream or table")
-	}
-	from := sel.Table()
-	if from == nil || len(sel.SetOps) > 0 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "joins, subqueries in FROM and set operations are not supported in a persistent query").
-			WithHint("A view reads one stream or table.")
-	}
-	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
-			WithHint("Apply them when reading the view instead.")
-	}
-	src, err := cat.Resolve(from.Name)
+	from, src, err := persistentSource(cat, sel, "TABLE", "view", "stream or table")
 	if err != nil {
-		if pe, ok := pgerr.As(err); ok {
-			pe.WithPosition(from.Pos)
-		}
 		return nil, err
 	}
 	if src.Kind == catalog.KindView {
@@ -133,18 +118,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	p := &ViewPlan{Source: src}
 	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
-	if sel.Where != nil {
-		b.clause = "WHERE"
-		f, err := b.bind(sel.Where)
-		if err != nil {
-			return nil, err
-		}
-		if p.Filter, err = b.coerce(f, catalog.Boolean, sel.Where.Position(), "argument of WHERE"); err != nil {
-			return nil, err
-		}
-		b.clause = ""
-	}
-	items, err := expandStar(sel.Items, src.Schema.Columns)
+	items, err := bindRecordFilter(b, sel, src, &p.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -227,26 +201,55 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	return p, nil
 }
 
+// bindRecordFilter binds the WHERE of a persistent query over source
+// records into filter, and returns its select list with * expanded.
+func bindRecordFilter(b *binder, sel *sql.Select, src *catalog.Relation, filter *Scalar) ([]sql.SelectItem, error) {
+	if sel.Where != nil {
+		b.clause = "WHERE"
+		f, err := b.bind(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		if *filter, err = b.coerce(f, catalog.Boolean, sel.Where.Position(), "argument of WHERE"); err != nil {
+			return nil, err
+		}
+		b.clause = ""
+	}
+	return expandStar(sel.Items, src.Schema.Columns)
+}
+
+// persistentSource checks the FROM and the clauses of the SELECT of a
+// persistent query (CREATE kind ... AS, writing a what that reads one
+// sources) and resolves its source.
+func persistentSource(cat *catalog.Catalog, sel *sql.Select, kind, what, sources string) (*sql.TableRef, *catalog.Relation, error) {
+	if len(sel.From) == 0 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "CREATE %s AS needs a FROM clause naming a %s", kind, sources)
+	}
+	from := sel.Table()
+	if from == nil || len(sel.SetOps) > 0 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joins, subqueries in FROM and set operations are not supported in a persistent query").
+			WithHint("A %s reads one %s.", what, sources)
+	}
+	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
+			WithHint("Apply them when reading the %s instead.", what)
+	}
+	src, err := cat.Resolve(from.Name)
+	if err != nil {
+		if pe, ok := pgerr.As(err); ok {
+			pe.WithPosition(from.Pos)
+		}
+		return nil, nil, err
+	}
+	return from, src, nil
+}
+
 // markViewKeys decides the view's key columns. A grouped view is keyed by
 // its GROUP BY expressions, each of which must be selected; an ungrouped
 // view keeps the source's key, whose columns must be selected as they are.
 func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) error {
-	seen := make(map[string]bool)
-	for i, c := range cols {
-		lc := strings.ToLower(c.Name)
-		if seen[lc] {
-			return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name).
-				WithHint("Name the columns of a view with AS.")
-		}
-		if isPseudo(lc) || lc == RowtimeColumn.Name {
-			return pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name).
-				WithHint("Name the column otherwise with AS.")
-		}
-		if c.Name == "?column?" || c.Name == "case" {
-			return pgerr.New(pgerr.InvalidTableDefinition, "the expression %q of a view needs a name", items[i].Text).
-				WithHint("Name it with AS.")
-		}
-		seen[lc] = true
+	if err := checkColumnNames(cols, items, "view"); err != nil {
+		return err
 	}
 	if p.Grouped {
 		used := make([]bool, len(p.GroupBy))

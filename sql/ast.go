@@ -64,6 +64,22 @@ type CreateTableAs struct {
 	SelectText string
 }
 
+// CreateStreamAs is CREATE STREAM name WITH (...) AS SELECT ...
+// [PARTITION BY expr]: a derived stream, whose records a persistent
+// query writes to its topic.
+type CreateStreamAs struct {
+	Name        string
+	IfNotExists bool
+	With        []Option
+	Select      *Select
+	// PartitionBy re-keys the records by an expression over the source
+	// row; nil keeps the source's key.
+	PartitionBy Expr
+	// SelectText is the user's text of the SELECT (without PARTITION
+	// BY), for SHOW QUERIES.
+	SelectText string
+}
+
 // Delete is DELETE FROM name [[AS] alias] [WHERE cond] [RETURNING
 // _position]: the rows of a table that cond holds for are deleted, each
 // by a tombstone record for its key.
@@ -234,18 +250,19 @@ type TxnMode struct {
 	Name, Value string
 }
 
-func (*CreateSource) statement()  {}
-func (*CreateTableAs) statement() {}
-func (*Insert) statement()        {}
-func (*Delete) statement()        {}
-func (*Select) statement()        {}
-func (*Show) statement()          {}
-func (*Describe) statement()      {}
-func (*Drop) statement()          {}
-func (*Resume) statement()        {}
-func (*Set) statement()           {}
-func (*Explain) statement()       {}
-func (*Txn) statement()           {}
+func (*CreateSource) statement()   {}
+func (*CreateTableAs) statement()  {}
+func (*CreateStreamAs) statement() {}
+func (*Insert) statement()         {}
+func (*Delete) statement()         {}
+func (*Select) statement()         {}
+func (*Show) statement()           {}
+func (*Describe) statement()       {}
+func (*Drop) statement()           {}
+func (*Resume) statement()         {}
+func (*Set) statement()            {}
+func (*Explain) statement()        {}
+func (*Txn) statement()            {}
 
 // Expr is a scalar expression. Pos is the 1-based character position in
 // the text given to Parse, or 0 when unknown; errors use it. It is where

@@ -14,6 +14,7 @@ import (
 //
 //	CREATE {STREAM|TABLE} [IF NOT EXISTS] name (columns) [WITH (options)]
 //	CREATE TABLE [IF NOT EXISTS] name [WITH (options)] AS SELECT ...
+//	CREATE STREAM [IF NOT EXISTS] name [WITH (options)] AS SELECT ... [PARTITION BY expr]
 //
 // The frame is parsed here; the column list goes to TiDB as CREATE
 // TABLE, the SELECT through parseSelect.
@@ -75,11 +76,12 @@ func (sp *stmtParser) parseCreate(i int) (Statement, error) {
 		}
 	}
 	if toks[k].isWord("as") {
-		asTok := toks[k]
 		switch {
+		case cols[0] >= 0 && kind == KindStream:
+			return nil, unsupported(sp.charPos(toks[cols[0]].pos), "a column list in CREATE STREAM ... AS is not supported").
+				WithHint("Name the columns with AS in the SELECT list.")
 		case kind == KindStream:
-			return nil, unsupported(sp.charPos(asTok.pos), "CREATE STREAM ... AS SELECT is not supported").
-				WithHint("A derived relation is CREATE TABLE name AS SELECT ....")
+			return sp.createStreamAs(name, ifNotExists, with, k+1)
 		case cols[0] >= 0:
 			return nil, unsupported(sp.charPos(toks[cols[0]].pos), "a column list in CREATE TABLE ... AS is not supported").
 				WithHint("Name the columns with AS in the SELECT list.")
@@ -134,20 +136,67 @@ func (sp *stmtParser) relationName(k int) (string, int, error) {
 
 func (sp *stmtParser) createTableAs(name string, ifNotExists bool, with []Option, k int) (Statement, error) {
 	toks := sp.toks
-	first := toks[k]
-	if !first.isWord("select") && !first.isOp("(") {
-		if first.isWord("with") || first.isWord("values") || first.isWord("table") {
-			return nil, unsupported(sp.charPos(first.pos), "CREATE TABLE ... AS %s is not supported", strings.ToUpper(first.val))
-		}
-		return nil, sp.syntaxErr(first)
-	}
-	sel, err := sp.parseSelect(k, len(toks)-1)
+	sel, text, err := sp.createSelect("TABLE", k, len(toks)-1)
 	if err != nil {
 		return nil, err
 	}
-	last := toks[len(toks)-2]
-	return &CreateTableAs{Name: name, IfNotExists: ifNotExists, With: with, Select: sel,
-		SelectText: sp.text[first.pos:last.end]}, nil
+	return &CreateTableAs{Name: name, IfNotExists: ifNotExists, With: with, Select: sel, SelectText: text}, nil
+}
+
+// createStreamAs parses the AS SELECT ... [PARTITION BY expr] of CREATE
+// STREAM at toks[k]. PARTITION BY ends the SELECT at its depth (inside
+// parentheses it is a window's).
+func (sp *stmtParser) createStreamAs(name string, ifNotExists bool, with []Option, k int) (Statement, error) {
+	toks := sp.toks
+	end := len(toks) - 1
+	hi := end
+	depth := 0
+	for j := k; j < end; j++ {
+		t := toks[j]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth == 0 && t.isWord("partition") && toks[j+1].isWord("by"):
+			hi = j
+		}
+		if hi != end {
+			break
+		}
+	}
+	sel, text, err := sp.createSelect("STREAM", k, hi)
+	if err != nil {
+		return nil, err
+	}
+	st := &CreateStreamAs{Name: name, IfNotExists: ifNotExists, With: with, Select: sel, SelectText: text}
+	if hi != end {
+		if hi+2 >= end {
+			return nil, sp.syntaxErr(toks[end])
+		}
+		if st.PartitionBy, err = sp.parseExpr(hi+2, end); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// createSelect parses the query toks[k:hi] of CREATE kind ... AS, and
+// returns it with its text.
+func (sp *stmtParser) createSelect(kind string, k, hi int) (*Select, string, error) {
+	toks := sp.toks
+	first := toks[k]
+	if !first.isWord("select") && !first.isOp("(") {
+		if first.isWord("with") || first.isWord("values") || first.isWord("table") {
+			return nil, "", unsupported(sp.charPos(first.pos), "CREATE %s ... AS %s is not supported", kind, strings.ToUpper(first.val))
+		}
+		return nil, "", sp.syntaxErr(first)
+	}
+	sel, err := sp.parseSelect(k, hi)
+	if err != nil {
+		return nil, "", err
+	}
+	return sel, sp.text[first.pos:toks[hi-1].end], nil
 }
 
 // withOptions parses ( key = value, ... ) at toks[k]. Keys are words

@@ -80,6 +80,19 @@ func (f *formatter) stmt(s Statement) {
 		f.with(s.With)
 		f.b.WriteString(" AS ")
 		f.selectStmt(s.Select)
+	case *CreateStreamAs:
+		f.b.WriteString("CREATE STREAM ")
+		if s.IfNotExists {
+			f.b.WriteString("IF NOT EXISTS ")
+		}
+		f.b.WriteString(QuoteIdent(s.Name))
+		f.with(s.With)
+		f.b.WriteString(" AS ")
+		f.selectStmt(s.Select)
+		if s.PartitionBy != nil {
+			f.b.WriteString(" PARTITION BY ")
+			f.expr(s.PartitionBy)
+		}
 	case *Insert:
 		f.printf("INSERT INTO %s", QuoteIdent(s.Table))
 		f.pos(s.Pos)

@@ -3,7 +3,8 @@
 //
 // # Streaming tasks
 //
-// Runtime runs one task per partition of every table and view, each under
+// Runtime runs one task per partition of every table and view (and per
+// source partition of every derived stream), each under
 // a supervisor that restarts it from its checkpoint with backoff
 // (backoff.go: jittered, doubling, reset by a healthy run); a panic in a
 // task is a failure of that task, logged with its stack (internal/safe).
@@ -30,6 +31,12 @@
 //     transactional epoch), replays the changelog from its checkpoint to
 //     the end (restore), and resumes its input from the offsets of the
 //     last committed marker.
+//   - streamTask (streamtask.go) writes a derived stream (CREATE STREAM
+//     ... AS SELECT), one per source partition: per batch, in one
+//     transaction, the derived records to the stream's topic, skipped
+//     records to the processing log and a marker with the input offsets
+//     to a changelog that holds only markers, whose restore gives the
+//     offsets to read on from.
 //   - rekeyTask (rekeytask.go) re-keys a source partition into the
 //     repartition topic for views grouped by something other than the
 //     source key. It is not transactional: each record carries its source

@@ -111,9 +111,11 @@ type Runtime struct {
 // exists. It is not a pull query (pull.go, query.go), which a session
 // runs once and forgets; the name keeps the two apart.
 type PersistentQuery struct {
-	Rel   *catalog.Relation
-	Plan  *planner.ViewPlan // nil for a table
-	Tasks []*TaskState      // by partition
+	Rel  *catalog.Relation
+	Plan *planner.ViewPlan // nil for a table or a derived stream
+	// Stream is a derived stream's plan; nil for a table or a view.
+	Stream *planner.StreamPlan
+	Tasks  []*TaskState // by partition (a derived stream's: by source partition)
 	// Rekey are the re-keying tasks of a view, by source partition.
 	Rekey  []*TaskState
 	slots  []*slot // Tasks, then Rekey
@@ -601,17 +603,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		q.Tasks = append(q.Tasks, ts)
 		t := newViewTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
-			name: fmt.Sprintf("%s/%d", rel.Name, p),
-			run: func(r ha.Role) func(context.Context) error {
-				if r == ha.RoleActive {
-					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
-				}
-				return func(ctx context.Context) error {
-					store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
-					return rt.followChangelog(ctx, store, changelog, input, fwd, p, ts)
-				}
-			}})
+		q.slots = append(q.slots, rt.changelogSlot(rel, ts, t.run, input, fwd))
 	}
 	if err := rt.start(q); err != nil {
 		return err
@@ -626,6 +618,42 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		})
 	}()
 	return nil
+}
+
+// changelogSlot is the slot of task ts of rel, whose active runs active
+// and writes rel's changelog, which a standby follows (reading input and
+// fwd only for its lag).
+func (rt *Runtime) changelogSlot(rel *catalog.Relation, ts *TaskState, active func(context.Context) error, input, fwd string) *slot {
+	p := ts.Partition
+	key := materialize.StoreID{View: rel.StoreName(), Partition: p}
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	return &slot{key: key, ts: ts, name: fmt.Sprintf("%s/%d", rel.Name, p),
+		run: func(r ha.Role) func(context.Context) error {
+			if r == ha.RoleActive {
+				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, active(ctx)) }
+			}
+			return func(ctx context.Context) error {
+				return rt.followChangelog(ctx, rt.opts.DB.Store(key), changelog, input, fwd, p, ts)
+			}
+		}}
+}
+
+// taskProducer returns the transactional producer of task p of rel,
+// whose records are at most maxRecord bytes (0: no limit known), once it
+// has fenced the task's earlier instances (fence).
+func (rt *Runtime) taskProducer(ctx context.Context, rel *catalog.Relation, p int32, maxRecord int) (*kgo.Client, error) {
+	prod, err := rt.Client(fmt.Sprintf("%s-%d-txn", rel.Name, p), append(append(kafka.ProducerOpts(),
+		kgo.TransactionalID(rel.TransactionalID(rt.opts.Cluster, p)),
+		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
+	), batchMax(maxRecord)...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := fence(ctx, prod, rel.ChangelogTopic(rt.opts.Cluster), p); err != nil {
+		prod.Close()
+		return nil, fmt.Errorf("fencing earlier instances of task %s/%d: %w", rel.Name, p, err)
+	}
+	return prod, nil
 }
 
 // endsInterval is how often a view's changelog and source ends are read
@@ -767,15 +795,22 @@ func (rt *Runtime) Stop(name string) {
 // topics and the re-keying group. The source topics stay.
 func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	rt.Stop(rel.Name)
-	if !rel.Materialized() {
+	if !rel.HasQuery() {
 		return nil
 	}
 	if err := rt.opts.DB.DropView(rel.StoreName()); err != nil {
 		return err
 	}
-	topics := []string{rel.RepartitionTopic(rt.opts.Cluster)}
-	if rel.Kind == catalog.KindView {
-		topics = append(topics, rel.ChangelogTopic(rt.opts.Cluster))
+	var topics []string
+	switch {
+	case rel.Derived():
+		// A derived stream's topic is its output, for others to read:
+		// it stays, as a published view's does.
+		topics = []string{rel.ChangelogTopic(rt.opts.Cluster)}
+	case rel.Kind == catalog.KindView:
+		topics = []string{rel.RepartitionTopic(rt.opts.Cluster), rel.ChangelogTopic(rt.opts.Cluster)}
+	default:
+		topics = []string{rel.RepartitionTopic(rt.opts.Cluster)}
 	}
 	var errs []error
 	for _, t := range topics {

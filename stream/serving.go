@@ -312,6 +312,8 @@ func (rt *Runtime) peers() Peers {
 func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
 	all := false
 	switch {
+	case query.Stream != nil:
+		topic = query.Stream.Source.Topic
 	case query.Plan == nil:
 		topic = query.Rel.Topic
 	default:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
 )
 
@@ -79,7 +80,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 				st.Position = cp.Position.String()
 			}
 			end := ts.changelogEnd.Load()
-			if rels[s].Plan == nil {
+			if rels[s].Rel.Kind == catalog.KindTable {
 				end = ts.inputEnd.Load() // a table's topic is its changelog
 			}
 			st.ChangelogEnd = max(end, st.ChangelogOffset)

@@ -202,17 +202,11 @@ func (t *viewTask) run(ctx context.Context) error {
 	view := plan.View
 	changelog := view.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: view.StoreName(), Partition: p})
-	prod, err := rt.Client(fmt.Sprintf("%s-%d-txn", view.Name, p), append(append(kafka.ProducerOpts(),
-		kgo.TransactionalID(view.TransactionalID(rt.opts.Cluster, p)),
-		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
-	), batchMax(t.maxRecord)...)...)
+	prod, err := rt.taskProducer(ctx, view, p, t.maxRecord)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-	if err := fence(ctx, prod, changelog, p); err != nil {
-		return fmt.Errorf("fencing earlier instances of task %s/%d: %w", view.Name, p, err)
-	}
 	cp, err := rt.restore(ctx, store, changelog, p)
 	if err != nil {
 		return err

@@ -1,0 +1,271 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// StreamPlan is the topology of a derived stream (CREATE STREAM ... AS
+// SELECT), one stateless task per source partition:
+//
+//	source ─► filter ─► project ─► [re-key by PARTITION BY] ─► the stream's topic
+//
+// Filter, Output and PartitionBy are bound over the source record
+// (RecordInput: its columns, then ROWTIME).
+type StreamPlan struct {
+	Stream *catalog.Relation
+	Source *catalog.Relation
+
+	Filter Scalar
+	Output []Scalar
+	// PartitionBy is the new key, nil when the stream keeps its
+	// source's; KeyColumn is the output column that holds it.
+	PartitionBy Scalar
+	KeyColumn   int
+	// Rekey is set when a record goes to the partition its key's bytes
+	// hash to (the stream's partitioner) rather than to the partition
+	// of the source record: under PARTITION BY, with another partition
+	// count than the source's, or when the key's bytes change (another
+	// key_format, or renamed columns of a JSON key).
+	Rekey bool
+}
+
+// String renders the plan for EXPLAIN.
+func (p *StreamPlan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sink stream %s (topic %s, %d partitions, key %s, key_format %s, value_format %s; exactly once)\n",
+		p.Stream.Name, p.Stream.Topic, p.Stream.Partitions, keyNames(p.Stream), p.Stream.KeyFormat, p.Stream.ValueFormat)
+	if p.PartitionBy != nil {
+		fmt.Fprintf(&b, "  Re-key by %s (to the partition murmur2 gives the new key)\n", p.PartitionBy)
+	} else if p.Rekey {
+		fmt.Fprintf(&b, "  Place by key (to the partition murmur2 gives each key)\n")
+	} else {
+		fmt.Fprintf(&b, "  Keep partitions (a record goes to its source record's partition)\n")
+	}
+	var outs []string
+	for _, o := range p.Output {
+		outs = append(outs, o.String())
+	}
+	fmt.Fprintf(&b, "  Project [%s]\n", strings.Join(outs, ", "))
+	if p.Filter != nil {
+		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
+	}
+	fmt.Fprintf(&b, "  Source stream %s (topic %s, %d partitions; a task per partition)\n", p.Source.Name, p.Source.Topic, p.Source.Partitions)
+	return b.String()
+}
+
+// streamOptions are the WITH options of CREATE STREAM ... AS SELECT.
+var streamOptions = map[string]option{
+	"kafka_topic":  {},
+	"partitions":   {check: positiveInt},
+	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
+	"value_format": {check: oneOf(FormatJSON)},
+}
+
+// PlanStream plans CREATE STREAM ... AS SELECT against cat. The returned
+// plan's Stream is the relation to record (Version unset until the
+// command is applied).
+func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*StreamPlan, error) {
+	opts, err := checkOptions(s.With, streamOptions, "stream")
+	if err != nil {
+		return nil, err
+	}
+	sel := s.Select
+	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream cannot aggregate").
+			WithHint("Aggregate into a table: CREATE TABLE %s AS SELECT ... GROUP BY ....", s.Name)
+	}
+	from, src, err := persistentSource(cat, sel, "STREAM", "derived stream", "stream")
+	if err != nil {
+		return nil, err
+	}
+	if src.Kind != catalog.KindStream {
+		return nil, pgerr.New(pgerr.WrongObjectType, "a derived stream reads a stream, and %s is a %s", src.Name, strings.ToLower(string(src.Kind))).
+			WithPosition(from.Pos).
+			WithHint("Derive a table from it instead: CREATE TABLE %s AS SELECT ... FROM %s.", s.Name, src.Name)
+	}
+	if src.Name == catalog.ProcessingLogName {
+		return nil, pgerr.New(pgerr.InsufficientPrivilege, "a derived stream cannot read %s", src.Name).WithPosition(from.Pos).
+			WithHint("Read the processing log with SELECT.")
+	}
+	p := &StreamPlan{Source: src, KeyColumn: -1}
+	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+	items, err := bindRecordFilter(b, sel, src, &p.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if p.Output, err = b.bindItems(items); err != nil {
+		return nil, err
+	}
+	stream := &catalog.Relation{
+		Name:        s.Name,
+		Kind:        catalog.KindStream,
+		Topic:       opts["kafka_topic"],
+		KeyFormat:   strings.ToLower(opts["key_format"]),
+		ValueFormat: FormatJSON,
+		Options:     opts,
+		SQL:         text,
+		Sources:     []string{strings.ToLower(src.Name)},
+		Partitions:  src.Partitions,
+		Tasks:       src.Partitions,
+	}
+	p.Stream = stream
+	if stream.Topic == "" {
+		stream.Topic = s.Name
+	}
+	switch {
+	case catalog.InternalTopic(stream.Topic):
+		return nil, pgerr.New(pgerr.InsufficientPrivilege, "stream %s cannot write to topic %s: it is an internal topic of basin or Kafka", s.Name, stream.Topic).
+			WithHint("Name a topic of your own in kafka_topic.")
+	case strings.EqualFold(stream.Topic, src.Topic):
+		return nil, pgerr.New(pgerr.InvalidObjectDefinition, "stream %s cannot write to topic %s, which it reads as %s", s.Name, stream.Topic, src.Name).
+			WithHint("Name another topic in kafka_topic.")
+	}
+	if v, ok := opts["partitions"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 32)
+		stream.Partitions = int32(n)
+	}
+	cols := outputColumns(items, p.Output)
+	if err := checkColumnNames(cols, items, "stream"); err != nil {
+		return nil, err
+	}
+	if s.PartitionBy != nil {
+		if err := p.partitionBy(b, s.PartitionBy, cols); err != nil {
+			return nil, err
+		}
+	} else if err := p.keepKey(cols); err != nil {
+		return nil, err
+	}
+	stream.Schema.Columns = cols
+	if stream.KeyFormat == "" {
+		stream.KeyFormat = FormatKafka
+		if p.PartitionBy == nil {
+			stream.KeyFormat = src.KeyFormat
+		}
+	}
+	keys := stream.Schema.KeyIndexes()
+	if len(keys) > 1 && stream.KeyFormat == FormatKafka {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "stream %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(keys)).
+			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
+	}
+	if len(keys) == 1 && stream.KeyFormat == FormatKafka && !kafkaKeyType(cols[keys[0]].Type) {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "key column %s of stream %s is %s, which key_format 'kafka' cannot hold", cols[keys[0]].Name, s.Name, cols[keys[0]].Type).
+			WithHint("Use WITH (key_format = 'json'), or cast the key to VARCHAR, BIGINT, INTEGER, DOUBLE, BOOLEAN or TIMESTAMP.")
+	}
+	if len(keys) == len(cols) && len(keys) > 0 {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "stream %s needs at least one value column besides its key", s.Name).
+			WithHint("Select another column.")
+	}
+	p.Rekey = p.PartitionBy != nil || stream.Partitions != src.Partitions || stream.KeyFormat != src.KeyFormat
+	if !p.Rekey && len(keys) > 1 {
+		// A JSON object key carries its column names: renamed, the same
+		// values are other bytes, which hash to another partition.
+		for i, k := range keys {
+			if cols[k].Name != src.Schema.Columns[src.Schema.KeyIndexes()[i]].Name {
+				p.Rekey = true
+			}
+		}
+	}
+	if !p.Rekey {
+		// Records stay in their source partitions, placed by the
+		// source's rule.
+		stream.Partitioner = src.Partitioner
+	}
+	return p, nil
+}
+
+// keepKey marks the key of a stream without PARTITION BY: the source's
+// key columns, each of which must be selected as it is, in order. A
+// source without a key gives a stream without one.
+func (p *StreamPlan) keepKey(cols []catalog.Column) error {
+	for _, k := range p.Source.Schema.KeyIndexes() {
+		found := false
+		for i, o := range p.Output {
+			if ref, ok := o.(*ColRef); ok && ref.Idx == k && !cols[i].Key {
+				cols[i].Key, found = true, true
+				break
+			}
+		}
+		if !found {
+			return pgerr.New(pgerr.InvalidTableDefinition, "stream %s must select the key column %s of %s", p.Stream.Name, p.Source.Schema.Columns[k].Name, p.Source.Name).
+				WithHint("Select %s, or give the stream another key with PARTITION BY.", p.Source.Schema.Columns[k].Name)
+		}
+	}
+	var last = -1
+	for i, c := range cols {
+		if c.Key {
+			idx := p.Output[i].(*ColRef).Idx
+			if idx < last {
+				return pgerr.New(pgerr.InvalidTableDefinition, "stream %s must select the key columns of %s in their order", p.Stream.Name, p.Source.Name).
+					WithHint("The key's bytes list its columns in order.")
+			}
+			last = idx
+		}
+	}
+	return nil
+}
+
+// partitionBy binds PARTITION BY e: the new key, which must be selected
+// (as ksqlDB requires); its column is the stream's one key column.
+func (p *StreamPlan) partitionBy(b *binder, e sql.Expr, cols []catalog.Column) error {
+	b.clause = "PARTITION BY"
+	defer func() { b.clause = "" }()
+	by, err := b.bind(e)
+	if err != nil {
+		return err
+	}
+	if _, ok := by.(*Const); ok {
+		return pgerr.New(pgerr.InvalidColumnReference, "PARTITION BY a constant gives every record one key").
+			WithPosition(e.Position()).WithHint("Partition by a column or an expression of columns.")
+	}
+	want := by.String()
+	for i, o := range p.Output {
+		if o.String() == want {
+			p.PartitionBy, p.KeyColumn = by, i
+			cols[i].Key = true
+			return nil
+		}
+	}
+	return pgerr.New(pgerr.InvalidColumnReference, "stream %s must select its PARTITION BY expression %s", p.Stream.Name, want).
+		WithPosition(e.Position()).
+		WithHint("The expression is the stream's key: add it to the select list, named with AS if need be.")
+}
+
+// checkColumnNames checks the column names of a derived relation (what:
+// "view", "stream"): unique, not a pseudo-column's, and given to every
+// expression that has none of its own.
+func checkColumnNames(cols []catalog.Column, items []sql.SelectItem, what string) error {
+	seen := make(map[string]bool)
+	for i, c := range cols {
+		lc := strings.ToLower(c.Name)
+		if seen[lc] {
+			return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c.Name).
+				WithHint("Name the columns of a %s with AS.", what)
+		}
+		if isPseudo(lc) || lc == RowtimeColumn.Name {
+			return pgerr.New(pgerr.InvalidTableDefinition, "column name %q is reserved for a pseudo-column", c.Name).
+				WithHint("Name the column otherwise with AS.")
+		}
+		if c.Name == "?column?" || c.Name == "case" {
+			return pgerr.New(pgerr.InvalidTableDefinition, "the expression %q of a %s needs a name", items[i].Text, what).
+				WithHint("Name it with AS.")
+		}
+		seen[lc] = true
+	}
+	return nil
+}
+
+// kafkaKeyType reports whether key_format 'kafka' can hold a key of type
+// t (serde's Kafka serializers).
+func kafkaKeyType(t catalog.Type) bool {
+	switch t {
+	case catalog.Varchar, catalog.Int, catalog.BigInt, catalog.Double, catalog.Boolean, catalog.Timestamp:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,300 @@
+package stream
+
+// The stream task: one per source partition of a derived stream writes
+// each source record's projection to the stream's topic, exactly once
+// (see streamTask).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
+)
+
+// streamTask writes one source partition of a derived stream (CREATE
+// STREAM ... AS SELECT). Per batch of source records it opens a Kafka
+// transaction, writes the record each one derives (filtered, projected,
+// re-keyed) to the stream's topic, skipped records to the processing
+// log, and a marker with the input offset to its partition of the
+// stream's changelog, which holds nothing else; then commits. After the
+// commit it keeps the same checkpoint in its store. A crash at any point
+// neither loses nor repeats a record: the task that starts again fences
+// the old one (aborting its open transaction), restores the last marker
+// from the changelog, and reads on from its offsets. A consumer reading
+// committed records sees each derived record once.
+//
+// Without re-keying (planner.StreamPlan.Rekey) a record goes to the
+// partition of its source record, so the stream keeps its source's
+// order and partitioning; re-keyed, to the partition its new key
+// hashes to (murmur2), in the order of each source partition. A derived
+// record carries its source record's time, ROWTIME, as its timestamp,
+// as ksqlDB's do.
+type streamTask struct {
+	rt     *Runtime
+	plan   *planner.StreamPlan
+	state  *TaskState
+	codec  *serde.Codec // the source's
+	out    *serde.Codec // the stream's
+	part   kafka.Partitioner
+	filter eval.Expr
+	output []eval.Expr
+	env    *eval.Env
+	// maxRecord is the largest record the stream's topic takes
+	// (Runtime.recordLimit); 0 means no limit is known.
+	maxRecord int
+	// Scratch space of one record: its row (columns, then ROWTIME) and
+	// the row it derives.
+	row, derived catalog.Row
+}
+
+func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), out: serde.NewCodec(plan.Stream),
+		part: plan.Stream.PartitionerOf(), env: &eval.Env{}}
+	if plan.Filter != nil {
+		t.filter = eval.Compile(plan.Filter)
+	}
+	for _, o := range plan.Output {
+		t.output = append(t.output, eval.Compile(o))
+	}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1)
+	t.derived = make(catalog.Row, len(plan.Output))
+	return t
+}
+
+func (t *streamTask) run(ctx context.Context) error {
+	rt, plan, p := t.rt, t.plan, t.state.Partition
+	rel, src := plan.Stream, plan.Source
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	prod, err := rt.taskProducer(ctx, rel, p, t.maxRecord)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	cp, err := rt.restore(ctx, store, changelog, p)
+	if err != nil {
+		return err
+	}
+	if err := rt.checkHalt(rel, src.Topic, p); err != nil {
+		return err
+	}
+	next, applied := cp.Input[src.Topic][p]
+	if n := rt.takeResume(rel, &cp, src.Topic, p, next, applied); n != next {
+		next = n
+		setOffset(&cp.Input, src.Topic, p, n)
+	}
+	from, err := rt.resumeAt(ctx, rel, src.Topic, p, next, applied)
+	if err != nil {
+		return err
+	}
+	var guard inputGuard
+	if applied {
+		guard.expect(src.Topic, next)
+	}
+	cons, err := rt.consumer(fmt.Sprintf("%s-%d", rel.Name, p), src.Topic, p, from, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	if cp.Position == nil {
+		cp.Position = materialize.Position{}
+	}
+	t.state.inputNext.Store(next)
+	ends, err := kafka.EndOffsets(ctx, rt.adm, src.Topic)
+	if err != nil {
+		return err
+	}
+	t.state.inputEnd.Store(ends[p])
+	t.state.applied(cp.UpdatedAt)
+	t.state.publishPosition(cp.Position.Clone())
+	t.state.markRestored()
+	for {
+		fetches, ok, err := rt.poll(ctx, cons, &t.state.inputEnd)
+		if !ok {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if topic, sp, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, rel, topic, sp, next)
+		}
+		t.state.pending(fetches)
+		b := cp.Clone()
+		if b.Position == nil {
+			b.Position = materialize.Position{}
+		}
+		var recs, bad []*kgo.Record
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr != nil {
+				return
+			}
+			setOffset(&b.Input, src.Topic, p, r.Offset+1)
+			b.Position.Advance(src.Topic, p, r.Offset+1)
+			if r.Attrs.IsControl() {
+				return
+			}
+			b.UpdatedAt = r.Timestamp
+			rec, err := t.derive(r)
+			switch {
+			case err != nil && isDataError(err):
+				bad = append(bad, rt.badRecord(rel, r, err))
+			case err != nil:
+				perr = err
+			case rec != nil:
+				recs = append(recs, rec)
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		if err := t.commit(ctx, prod, store, changelog, &b, recs, bad); err != nil {
+			return err
+		}
+		cp = b
+		t.state.publishPosition(cp.Position.Clone())
+		t.state.inputNext.Store(cp.Input[src.Topic][p])
+		t.state.applied(cp.UpdatedAt)
+		t.state.errors.Add(int64(len(bad)))
+	}
+}
+
+// derive returns the record source record r derives: nil when the
+// filter drops it or it is a tombstone (a stream's records are events;
+// one without a value is none). An error for r's data (pgerr) skips it
+// into the processing log.
+func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
+	plan := t.plan
+	ncols := len(plan.Source.Schema.Columns)
+	row := t.row[:ncols+1]
+	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	if err != nil || tombstone {
+		return nil, err
+	}
+	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
+		return nil, err
+	}
+	if t.filter != nil {
+		keep, err := t.filter(row, t.env)
+		if err != nil || !eval.Truthy(keep) {
+			return nil, err
+		}
+	}
+	for i, o := range t.output {
+		if t.derived[i], err = o(row, t.env); err != nil {
+			return nil, err
+		}
+	}
+	key, value, err := t.out.Encode(t.derived)
+	if err != nil {
+		return nil, err
+	}
+	rec := &kgo.Record{Topic: plan.Stream.Topic, Partition: r.Partition, Key: key, Value: value, Timestamp: r.Timestamp}
+	if ms, ok := row[ncols].(int64); ok {
+		rec.Timestamp = time.UnixMilli(ms)
+	}
+	if n := plan.Stream.Partitions; plan.Rekey {
+		if key == nil {
+			rec.Partition = r.Partition % n // no key to place it by: where it was
+		} else {
+			rec.Partition = t.part.Partition(key, n)
+		}
+	}
+	if err := tooLarge(t.maxRecord, rec, rec.Topic); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// commit writes one transaction, the derived records, the skipped ones
+// and the marker of cp, and then keeps cp in the store.
+func (t *streamTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
+	cp *materialize.Checkpoint, recs, bad []*kgo.Record) error {
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	abort := func(err error) error {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	marker := &kgo.Record{Topic: changelog, Partition: t.state.Partition, Key: markerKey,
+		Value:   materialize.MarshalCheckpoint(*cp),
+		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
+	all := make([]*kgo.Record, 0, len(recs)+len(bad)+1)
+	all = append(append(append(all, recs...), bad...), marker)
+	if err := prod.ProduceSync(ctx, all...).FirstErr(); err != nil {
+		return abort(fmt.Errorf("producing to %s: %w", t.plan.Stream.Topic, err))
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return abort(fmt.Errorf("committing transaction: %w", err))
+	}
+	cp.ChangelogOffset = marker.Offset + 1
+	return store.NewBatch().Commit(*cp)
+}
+
+// StartStream starts a derived stream's persistent query: its topic and
+// changelog are created if missing, then a task per source partition.
+// An active task writes the stream; a standby follows the changelog of
+// markers, so that it takes over from the last committed batch.
+func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
+	rel := plan.Stream
+	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
+	defer cancel()
+	maxBytes, err := rt.sourceMaxBytes(ctx, plan.Source.Topic)
+	if err != nil {
+		return err
+	}
+	if err := rt.EnsureStreamTopic(ctx, rel, maxBytes); err != nil {
+		return err
+	}
+	compact := "compact"
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, changelog, rel.Tasks,
+		map[string]*string{"cleanup.policy": &compact}); err != nil {
+		return err
+	}
+	limit, err := rt.recordLimit(ctx, rel.Topic)
+	if err != nil {
+		return err
+	}
+	q := &PersistentQuery{Rel: rel, Stream: plan}
+	for p := int32(0); p < rel.Tasks; p++ {
+		ts := rt.newTaskState(p)
+		q.Tasks = append(q.Tasks, ts)
+		t := newStreamTask(rt, plan, ts)
+		t.maxRecord = limit
+		q.slots = append(q.slots, rt.changelogSlot(rel, ts, t.run, plan.Source.Topic, ""))
+	}
+	return rt.start(q)
+}
+
+// EnsureStreamTopic creates the topic of derived stream rel if it does
+// not exist, with the stream's partitions; one that exists with another
+// partition count is 42P16. maxBytes, when not nil, is its
+// max.message.bytes.
+func (rt *Runtime) EnsureStreamTopic(ctx context.Context, rel *catalog.Relation, maxBytes *string) error {
+	configs := map[string]*string{}
+	if maxBytes != nil {
+		configs["max.message.bytes"] = maxBytes
+	}
+	_, n, err := kafka.EnsureTopic(ctx, rt.adm, rel.Topic, rel.Partitions, configs)
+	if err != nil {
+		return pgerr.New(pgerr.IOError, "creating topic %s for stream %s: %v", rel.Topic, rel.Name, err)
+	}
+	if n != rel.Partitions {
+		return pgerr.New(pgerr.InvalidTableDefinition, "topic %s has %d partitions, but stream %s has %d", rel.Topic, n, rel.Name, rel.Partitions).
+			WithHint("Write to a new topic, or give the stream WITH (partitions = %d).", n)
+	}
+	return nil
+}
