@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -23,6 +24,13 @@ const (
 	// KindView is a table defined by CREATE TABLE ... AS SELECT, kept up
 	// to date by a persistent query.
 	KindView Kind = "VIEW"
+	// KindInsert is not a relation but a persistent query of INSERT INTO
+	// stream SELECT ...: it writes into a stream another query (or
+	// producers) writes too. It is in the catalog to be started, assigned
+	// and dropped (TERMINATE) like the queries of relations, under its
+	// query id (lower case, "insertquery_<n>"), and Lookup never returns
+	// it.
+	KindInsert Kind = "INSERT"
 )
 
 // Relation is a stream, table or view as the catalog records it. A
@@ -53,10 +61,15 @@ type Relation struct {
 	// case names). A stream with sources is derived: CREATE STREAM ...
 	// AS SELECT writes its records.
 	Sources []string `json:"sources,omitempty"`
-	// Tasks is the number of tasks of a derived stream's query, one per
-	// partition of the stream it reads (its own Partitions are its
-	// topic's); 0 for other relations, whose tasks are their partitions.
+	// Tasks is the number of tasks of a derived stream's or an INSERT
+	// query's query, one per partition of the stream it reads (its own
+	// Partitions are its topic's); 0 for other relations, whose tasks are
+	// their partitions.
 	Tasks int32 `json:"tasks,omitempty"`
+	// Into is the stream an INSERT query (KindInsert) writes into (lower
+	// case); its Topic, Schema, formats and partitioning are that
+	// stream's.
+	Into string `json:"into,omitempty"`
 	// Version is the command-topic offset of the command that created the
 	// relation. It tells apart a relation from an older one of the same
 	// name, so state on disk is never confused between them.
@@ -109,8 +122,9 @@ func (r *Relation) Materialized() bool { return r.Kind == KindTable || r.Kind ==
 func (r *Relation) Derived() bool { return r.Kind == KindStream && len(r.Sources) > 0 }
 
 // HasQuery reports whether a persistent query keeps the relation: a
-// table (materialized from its topic), a view or a derived stream.
-func (r *Relation) HasQuery() bool { return r.Materialized() || r.Derived() }
+// table (materialized from its topic), a view, a derived stream, or an
+// INSERT query.
+func (r *Relation) HasQuery() bool { return r.Materialized() || r.Derived() || r.Kind == KindInsert }
 
 // TaskPartitions is the number of tasks of the relation's persistent
 // query, each with a store of its own: its partitions for a table or a
@@ -119,7 +133,7 @@ func (r *Relation) TaskPartitions() int32 {
 	switch {
 	case r.Materialized():
 		return r.Partitions
-	case r.Derived():
+	case r.Derived() || r.Kind == KindInsert:
 		return r.Tasks
 	}
 	return 0
@@ -162,7 +176,65 @@ func (c *Catalog) Lookup(name string) (*Relation, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	r, ok := c.mu.rels[strings.ToLower(name)]
+	if ok && r.Kind == KindInsert {
+		return nil, false
+	}
 	return r, ok
+}
+
+// LookupQuery returns the relation whose persistent query has id
+// (Relation.QueryName, any case): a table, view, derived stream or
+// INSERT query.
+func (c *Catalog) LookupQuery(id string) (*Relation, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, r := range c.mu.rels {
+		if r.HasQuery() && strings.EqualFold(r.QueryName(), id) {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Taken reports whether name is a relation's or an INSERT query's.
+func (c *Catalog) Taken(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.mu.rels[strings.ToLower(name)]
+	return ok
+}
+
+// Reaches reports whether the records of relation from flow, through
+// the views, derived streams and INSERT queries that read it, into
+// relation to (or from is to).
+func (c *Catalog) Reaches(from, to string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	from, to = strings.ToLower(from), strings.ToLower(to)
+	seen := map[string]bool{}
+	next := []string{from}
+	for len(next) > 0 {
+		n := next[len(next)-1]
+		next = next[:len(next)-1]
+		if n == to {
+			return true
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		for _, r := range c.mu.rels {
+			if !slices.Contains(r.Sources, n) {
+				continue
+			}
+			if r.Kind == KindInsert {
+				next = append(next, r.Into)
+			} else {
+				next = append(next, strings.ToLower(r.Name))
+			}
+		}
+	}
+	return false
 }
 
 // Resolve is Lookup that returns a 42P01 error naming the relation.
@@ -192,31 +264,29 @@ func (c *Catalog) List(kinds ...Kind) []*Relation {
 }
 
 // Queries returns the relations a persistent query keeps (tables, views
-// and derived streams: Relation.HasQuery), sorted by name.
+// and derived streams: Relation.HasQuery) and the INSERT queries, sorted
+// by name.
 func (c *Catalog) Queries() []*Relation {
-	out := c.List(KindTable, KindView, KindStream)
+	out := c.List(KindTable, KindView, KindStream, KindInsert)
 	return slices.DeleteFunc(out, func(r *Relation) bool { return !r.HasQuery() })
 }
 
-// Dependents returns the names of the views and derived streams that
-// read name, sorted.
-func (c *Catalog) Dependents(name string) []string {
+// Dependents returns the views, derived streams and INSERT queries that
+// read name, and the INSERT queries that write into it, sorted by name.
+func (c *Catalog) Dependents(name string) []*Relation {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.dependentsLocked(strings.ToLower(name))
 }
 
-func (c *Catalog) dependentsLocked(name string) []string {
-	var out []string
+func (c *Catalog) dependentsLocked(name string) []*Relation {
+	var out []*Relation
 	for _, r := range c.mu.rels {
-		for _, s := range r.Sources {
-			if s == name {
-				out = append(out, r.Name)
-				break
-			}
+		if slices.Contains(r.Sources, name) || r.Into == name {
+			out = append(out, r)
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
@@ -342,19 +412,40 @@ func resumeHalts(halts []Halt, offset int64) []Halt {
 	return out
 }
 
-// DependentsError is the error for dropping a relation that views read.
-func DependentsError(r *Relation, deps []string) *pgerr.Error {
+// DependentsError is the error for dropping a relation that views,
+// derived streams or INSERT queries read, or INSERT queries write into.
+func DependentsError(r *Relation, deps []*Relation) *pgerr.Error {
+	var readers, writers, undo []string
+	for _, d := range deps {
+		var label string
+		switch d.Kind {
+		case KindInsert:
+			label = "query " + d.QueryName()
+			undo = append(undo, "TERMINATE "+d.QueryName())
+		case KindView:
+			label = "view " + d.Name
+			undo = append(undo, "DROP TABLE "+d.Name)
+		default:
+			label = strings.ToLower(string(d.Kind)) + " " + d.Name
+			undo = append(undo, "DROP "+string(d.Kind)+" "+d.Name)
+		}
+		if d.Into == strings.ToLower(r.Name) {
+			writers = append(writers, label)
+		} else {
+			readers = append(readers, label)
+		}
+	}
+	var detail []string
+	if len(readers) > 0 {
+		detail = append(detail, fmt.Sprintf("%s %s %s", strings.Join(readers, ", "), map[bool]string{true: "reads", false: "read"}[len(readers) == 1], r.Name))
+	}
+	if len(writers) > 0 {
+		detail = append(detail, fmt.Sprintf("%s %s into %s", strings.Join(writers, ", "), map[bool]string{true: "writes", false: "write"}[len(writers) == 1], r.Name))
+	}
 	return pgerr.New(pgerr.DependentObjectsStillExist,
 		"cannot drop %s %s because other objects depend on it", strings.ToLower(string(r.Kind)), r.Name).
-		WithDetail("%s %s %s.", quoteList(deps), map[bool]string{true: "reads", false: "read"}[len(deps) == 1], r.Name).
-		WithHint("Drop %s first.", quoteList(deps))
-}
-
-func quoteList(names []string) string {
-	if len(names) == 1 {
-		return "view " + names[0]
-	}
-	return "views " + strings.Join(names, ", ")
+		WithDetail("%s.", strings.Join(detail, "; ")).
+		WithHint("Run %s first.", strings.Join(undo, ", "))
 }
 
 // PartitionerName returns the canonical name of a partitioner given in a

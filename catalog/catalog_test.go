@@ -102,11 +102,11 @@ func TestDependentsError(t *testing.T) {
 	}
 	want := &pgerr.Error{Code: pgerr.DependentObjectsStillExist,
 		Message: "cannot drop stream s because other objects depend on it",
-		Detail:  "views a, b read s.", Hint: "Drop views a, b first."}
+		Detail:  "view a, view b read s.", Hint: "Run DROP TABLE a, DROP TABLE b first."}
 	if !reflect.DeepEqual(pe, want) {
 		t.Fatalf("got %+v\nwant %+v", pe, want)
 	}
-	if got := c.Dependents("S"); !reflect.DeepEqual(got, []string{"a", "b"}) {
+	if got := c.Dependents("S"); len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
 		t.Fatalf("Dependents = %v", got)
 	}
 }

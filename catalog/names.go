@@ -49,6 +49,8 @@ func (r *Relation) TransactionalID(cluster string, partition int32) string {
 func (r *Relation) QueryName() string {
 	prefix := "CTAS"
 	switch r.Kind {
+	case KindInsert:
+		return strings.ToUpper(r.Name)
 	case KindTable:
 		prefix = "CT"
 	case KindStream:

@@ -350,6 +350,10 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.show(ctx, st, w)
 	case *sql.Resume:
 		return s.resume(ctx, st, w)
+	case *sql.InsertSelect:
+		return s.insertSelect(ctx, st, text, w)
+	case *sql.Terminate:
+		return s.terminate(ctx, st, w)
 	case *sql.Describe:
 		return s.describe(st, w)
 	case *sql.Set:
@@ -573,6 +577,58 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 		return err
 	}
 	return w.Complete("CREATE TABLE")
+}
+
+// insertSelect runs INSERT INTO stream SELECT ...: it starts a
+// persistent query, INSERTQUERY_<n>, that writes the records of the
+// SELECT into the stream as they come, until TERMINATE. The tag is
+// INSERT 0 0 (the records follow), with a NOTICE naming the query.
+func (s *Session) insertSelect(ctx context.Context, st *sql.InsertSelect, text string, w ResultWriter) error {
+	for try := 0; ; try++ {
+		if err := s.e.Log.Sync(ctx); err != nil {
+			return err
+		}
+		n := 1
+		for s.e.Catalog.Taken(fmt.Sprintf("insertquery_%d", n)) {
+			n++
+		}
+		plan, err := planner.PlanInsertSelect(s.e.Catalog, st, fmt.Sprintf("insertquery_%d", n), text)
+		if err != nil {
+			return err
+		}
+		err = s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.Stream}, "", nil)
+		if pgerr.CodeOf(err) == pgerr.DuplicateTable && try < 10 {
+			continue // another session took the id first
+		}
+		if err != nil {
+			return err
+		}
+		_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.SuccessfulCompletion,
+			Message: fmt.Sprintf("query %s writes the records of the SELECT into %s as they come; TERMINATE %s stops it", plan.Stream.QueryName(), plan.Stream.Into, plan.Stream.QueryName())})
+		return w.Complete("INSERT 0 0")
+	}
+}
+
+// terminate runs TERMINATE query_id: an INSERT ... SELECT query stops
+// and is removed; what it wrote stays in its stream.
+func (s *Session) terminate(ctx context.Context, st *sql.Terminate, w ResultWriter) error {
+	if err := s.e.Log.Sync(ctx); err != nil {
+		return err
+	}
+	rel, ok := s.e.Catalog.LookupQuery(st.Query)
+	switch {
+	case !ok:
+		return pgerr.New(pgerr.UndefinedObject, "query %q does not exist", strings.ToUpper(st.Query)).
+			WithHint("SHOW QUERIES lists the queries and their ids.")
+	case rel.Kind != catalog.KindInsert:
+		what := "DROP TABLE"
+		if rel.Kind == catalog.KindStream {
+			what = "DROP STREAM"
+		}
+		return pgerr.New(pgerr.FeatureNotSupported, "query %s keeps %s %s, and stops only with it", rel.QueryName(), strings.ToLower(string(rel.Kind)), rel.Name).
+			WithHint("%s %s stops the query and drops the relation.", what, sql.QuoteIdent(rel.Name))
+	}
+	return s.submit(ctx, &catalog.Command{Op: catalog.OpDrop, Name: rel.Name}, "TERMINATE", w)
 }
 
 // createExisting catches up with the catalog and handles a CREATE ... AS
@@ -847,7 +903,11 @@ func (s *Session) showQueries(ctx context.Context, w ResultWriter) error {
 		if r.Kind != catalog.KindTable {
 			sources = strings.Join(r.Sources, ", ")
 		}
-		row := []any{r.QueryName(), r.Name, sources, status, int64(r.TaskPartitions()), counts[r.QueryName()], nullIfEmpty(lastErr), r.SQL}
+		sink := r.Name
+		if r.Kind == catalog.KindInsert {
+			sink = r.Into
+		}
+		row := []any{r.QueryName(), sink, sources, status, int64(r.TaskPartitions()), counts[r.QueryName()], nullIfEmpty(lastErr), r.SQL}
 		if err := w.Row(row); err != nil {
 			return err
 		}
@@ -934,8 +994,14 @@ func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
 			return err
 		}
 		text = plan.String()
+	case *sql.InsertSelect:
+		plan, err := planner.PlanInsertSelect(s.e.Catalog, x, "", "")
+		if err != nil {
+			return err
+		}
+		text = plan.String()
 	default:
-		return pgerr.New(pgerr.FeatureNotSupported, "EXPLAIN supports SELECT, CREATE TABLE AS and CREATE STREAM AS")
+		return pgerr.New(pgerr.FeatureNotSupported, "EXPLAIN supports SELECT, CREATE TABLE AS, CREATE STREAM AS and INSERT ... SELECT")
 	}
 	if err := w.Columns([]catalog.Column{{Name: "QUERY PLAN", Type: catalog.Varchar}}); err != nil {
 		return err

@@ -150,6 +150,10 @@ func writeName(st sql.Statement) string {
 		return "DROP"
 	case *sql.Resume:
 		return "RESUME"
+	case *sql.InsertSelect:
+		return "INSERT ... SELECT"
+	case *sql.Terminate:
+		return "TERMINATE"
 	}
 	return ""
 }

@@ -20,7 +20,9 @@ import (
 
 // TestChaos produces 100,000 records into a three-node cluster while a
 // random node is SIGKILLed and restarted, again and again. At the end
-// every view equals a recomputation of what was produced, exactly, and
+// every view equals a recomputation of what was produced, exactly (one
+// of them over a derived stream, whose every record must be written
+// once), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -44,6 +46,13 @@ func TestChaos(t *testing.T) {
 	n0.Exec(t, "CREATE TABLE by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY id")
 	// A table, upserted: the last record of each key wins.
 	n0.Exec(t, "CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'accounts', value_format = 'json', partitions = 4)")
+	// A derived stream of the big orders, and a view over it: each
+	// record derived once through the kills, or the view's counts are
+	// off.
+	n0.Exec(t, "CREATE STREAM big_orders AS SELECT id, region, amount FROM orders WHERE amount >= 500")
+	n0.Exec(t, "CREATE TABLE big_by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM big_orders GROUP BY region")
+	waitPlacedView(t, c, n0, "big_orders", 4, 1)
+	waitPlacedView(t, c, n0, "big_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_id", 4, 1)
 	waitPlacedView(t, c, n0, "accounts", 4, 1)
@@ -54,7 +63,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	const batches, perBatch, ids = 100, 1000, 997
-	byRegion, byID := map[string][2]int64{}, map[string][2]int64{}
+	byRegion, byID, bigByRegion := map[string][2]int64{}, map[string][2]int64{}, map[string][2]int64{}
 	accounts := map[int64]string{}
 	next := int64(0)
 	produce := func() {
@@ -74,6 +83,10 @@ func TestChaos(t *testing.T) {
 			}
 			r := byRegion[region]
 			byRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
+			if amount >= 500 {
+				r := bigByRegion[region]
+				bigByRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
+			}
 			k := fmt.Sprint(id)
 			i := byID[k]
 			byID[k] = [2]int64{i[0] + 1, i[1] + amount}
@@ -101,7 +114,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -121,6 +134,7 @@ func TestChaos(t *testing.T) {
 	checkView(t, c, "by_region", "SELECT region, n, total FROM by_region WHERE _partition = %d", countSum(byRegion))
 	checkPublished(t, c, "by_region_out", byRegion)
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
+	checkView(t, c, "big_by_region", "SELECT region, n, total FROM big_by_region WHERE _partition = %d", countSum(bigByRegion))
 	var accountRows []string
 	for _, r := range accounts {
 		accountRows = append(accountRows, r)

@@ -27,7 +27,8 @@ import (
 // the same SQL run as a pull query over the source, every record of the
 // re-keyed stream in the partition its key hashes to, every one of the
 // other in its source record's partition. kcat reads the re-keyed one
-// the same.
+// the same. An INSERT ... SELECT query writes into a third stream, also
+// once per record.
 func TestDerivedStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -51,6 +52,10 @@ func TestDerivedStream(t *testing.T) {
 	exec("CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (partitions = 3)")
 	exec("CREATE STREAM big WITH (kafka_topic = 'big_orders') AS SELECT id, region, amount * 10 AS cents FROM orders WHERE amount >= 50")
 	exec("CREATE STREAM by_region WITH (partitions = 4) AS SELECT region, id, amount FROM orders PARTITION BY region")
+	// An INSERT ... SELECT query writes the European orders into a
+	// stream of its own, declared with two partitions.
+	exec("CREATE STREAM eu_orders (id BIGINT KEY, amount BIGINT, region VARCHAR) WITH (partitions = 2)")
+	exec("INSERT INTO eu_orders SELECT id, amount, region FROM orders WHERE region = 'eu'")
 
 	rng := rand.New(rand.NewPCG(16, 1))
 	regions := []string{"eu", "us", "apac", "latam", "mea"}
@@ -186,6 +191,9 @@ func TestDerivedStream(t *testing.T) {
 	if pull := want("SELECT id, region, cents FROM big"); !slices.Equal(pull, wantBig) {
 		t.Errorf("SELECT over big: %d rows, want %d: %s", len(pull), len(wantBig), firstDiff(pull, wantBig))
 	}
+	if got, want := want("SELECT id, amount, region FROM eu_orders"), want("SELECT id, amount, region FROM orders WHERE region = 'eu'"); !slices.Equal(got, want) {
+		t.Errorf("eu_orders: %d records, want %d: %s", len(got), len(want), firstDiff(got, want))
+	}
 	// kcat, reading committed records, sees one record per order.
 	lines := kcatLines(t, broker.Addrs()[0], "by_region")
 	if len(lines) != len(wantByRegion) {
@@ -205,6 +213,12 @@ func TestDerivedStream(t *testing.T) {
 	}
 	if logged != 4 {
 		t.Errorf("the processing log holds %d records of the derived streams' queries, want 4", logged)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM basin_processing_log WHERE query_id = 'INSERTQUERY_1'").Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	if logged != 2 {
+		t.Errorf("the processing log holds %d records of INSERTQUERY_1, want 2", logged)
 	}
 }
 

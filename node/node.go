@@ -394,6 +394,21 @@ func (n *Node) startQuery(rel *catalog.Relation) error {
 		}
 		plan.View = rel
 		return n.rt.StartView(plan)
+	case catalog.KindInsert:
+		stmts, err := sql.ParseStatements(rel.SQL)
+		if err != nil {
+			return err
+		}
+		ins, ok := stmts[0].Stmt.(*sql.InsertSelect)
+		if len(stmts) != 1 || !ok {
+			return fmt.Errorf("query %s: stored statement is not one INSERT ... SELECT", rel.QueryName())
+		}
+		plan, err := planner.PlanInsertSelect(n.cat, ins, rel.Name, rel.SQL)
+		if err != nil {
+			return err
+		}
+		plan.Stream = rel
+		return n.rt.StartStream(plan)
 	case catalog.KindStream:
 		if !rel.Derived() {
 			return nil

@@ -38,12 +38,20 @@ type StreamPlan struct {
 // String renders the plan for EXPLAIN.
 func (p *StreamPlan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sink stream %s (topic %s, %d partitions, key %s, key_format %s, value_format %s; exactly once)\n",
-		p.Stream.Name, p.Stream.Topic, p.Stream.Partitions, keyNames(p.Stream), p.Stream.KeyFormat, p.Stream.ValueFormat)
+	sink := "Sink stream " + p.Stream.Name
+	if p.Stream.Kind == catalog.KindInsert {
+		sink = "Insert into stream " + p.Stream.Into
+	}
+	fmt.Fprintf(&b, "%s (topic %s, %d partitions, key %s, key_format %s, value_format %s; exactly once)\n",
+		sink, p.Stream.Topic, p.Stream.Partitions, keyNames(p.Stream), p.Stream.KeyFormat, p.Stream.ValueFormat)
 	if p.PartitionBy != nil {
 		fmt.Fprintf(&b, "  Re-key by %s (to the partition murmur2 gives the new key)\n", p.PartitionBy)
 	} else if p.Rekey {
-		fmt.Fprintf(&b, "  Place by key (to the partition murmur2 gives each key)\n")
+		part := p.Stream.Partitioner
+		if part == "" {
+			part = "murmur2"
+		}
+		fmt.Fprintf(&b, "  Place by key (to the partition %s gives each key)\n", part)
 	} else {
 		fmt.Fprintf(&b, "  Keep partitions (a record goes to its source record's partition)\n")
 	}
@@ -268,4 +276,109 @@ func kafkaKeyType(t catalog.Type) bool {
 		return true
 	}
 	return false
+}
+
+// PlanInsertSelect plans INSERT INTO stream [(columns)] SELECT ...: a
+// persistent query like a derived stream's that writes into an existing
+// stream, named name (its query id, lower case). The select list gives
+// the listed columns (all, in order, without a list), by position, each
+// coerced to its column's type; the others are NULL. A record goes to
+// the partition the target's partitioner gives its key, as the target's
+// producers place theirs.
+func PlanInsertSelect(cat *catalog.Catalog, s *sql.InsertSelect, name, text string) (*StreamPlan, error) {
+	target, err := cat.Resolve(s.Table)
+	if err != nil {
+		if pe, ok := pgerr.As(err); ok {
+			pe.WithPosition(s.Pos)
+		}
+		return nil, err
+	}
+	switch {
+	case target.Kind != catalog.KindStream:
+		return nil, pgerr.New(pgerr.WrongObjectType, "INSERT ... SELECT writes into a stream, and %s is a %s", target.Name, strings.ToLower(string(target.Kind))).
+			WithPosition(s.Pos).
+			WithHint("Write rows of a table with INSERT ... VALUES; derive a view with CREATE TABLE ... AS SELECT.")
+	case target.Name == catalog.ProcessingLogName:
+		return nil, pgerr.New(pgerr.InsufficientPrivilege, "cannot write into %s: basin writes it", target.Name).WithPosition(s.Pos)
+	}
+	sel := s.Select
+	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "INSERT ... SELECT cannot aggregate").
+			WithHint("Aggregate into a table: CREATE TABLE name AS SELECT ... GROUP BY ....")
+	}
+	from, src, err := persistentSource(cat, sel, "STREAM", "query of INSERT ... SELECT", "stream")
+	if err != nil {
+		return nil, err
+	}
+	if src.Kind != catalog.KindStream {
+		return nil, pgerr.New(pgerr.WrongObjectType, "INSERT ... SELECT reads a stream, and %s is a %s", src.Name, strings.ToLower(string(src.Kind))).
+			WithPosition(from.Pos)
+	}
+	if src.Name == catalog.ProcessingLogName {
+		return nil, pgerr.New(pgerr.InsufficientPrivilege, "INSERT ... SELECT cannot read %s", src.Name).WithPosition(from.Pos).
+			WithHint("Read the processing log with SELECT.")
+	}
+	if cat.Reaches(target.Name, src.Name) {
+		return nil, pgerr.New(pgerr.InvalidObjectDefinition, "INSERT INTO %s SELECT ... FROM %s would feed %s its own records", target.Name, src.Name, target.Name).
+			WithPosition(from.Pos).
+			WithHint("The records of %s flow into %s: read a stream they do not reach.", target.Name, src.Name)
+	}
+	p := &StreamPlan{Source: src, KeyColumn: -1, Rekey: true}
+	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+	items, err := bindRecordFilter(b, sel, src, &p.Filter)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := b.bindItems(items)
+	if err != nil {
+		return nil, err
+	}
+	cols := target.Schema.Columns
+	idx := make([]int, 0, len(cols))
+	if len(s.Columns) == 0 {
+		for i := range cols {
+			idx = append(idx, i)
+		}
+	}
+	seen := map[int]bool{}
+	for _, c := range s.Columns {
+		i := target.Schema.Index(c)
+		if i < 0 {
+			return nil, pgerr.New(pgerr.UndefinedColumn, "column %q of relation %q does not exist", c, target.Name).WithPosition(s.Pos)
+		}
+		if seen[i] {
+			return nil, pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c).WithPosition(s.Pos)
+		}
+		seen[i] = true
+		idx = append(idx, i)
+	}
+	switch {
+	case len(outs) > len(idx):
+		return nil, pgerr.New(pgerr.SyntaxError, "INSERT has more expressions than target columns").WithPosition(sel.Items[len(idx)].Expr.Position())
+	case len(outs) < len(idx):
+		return nil, pgerr.New(pgerr.SyntaxError, "INSERT has more target columns than expressions").WithPosition(s.Pos)
+	}
+	p.Output = make([]Scalar, len(cols))
+	for i, c := range cols {
+		p.Output[i] = &Const{T: c.Type}
+	}
+	for j, i := range idx {
+		c := cols[i]
+		o, err := b.coerce(outs[j], c.Type, items[j].Expr.Position(), "column "+c.Name)
+		if pgerr.CodeOf(err) == pgerr.DatatypeMismatch {
+			return nil, pgerr.New(pgerr.DatatypeMismatch, "column %q is of type %s but expression is of type %s", c.Name, c.Type, outs[j].Type()).
+				WithPosition(items[j].Expr.Position()).
+				WithHint("Rewrite or cast the expression.")
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.Output[i] = o
+	}
+	p.Stream = &catalog.Relation{
+		Name: name, Kind: catalog.KindInsert, Schema: target.Schema, Topic: target.Topic, Partitions: target.Partitions,
+		KeyFormat: target.KeyFormat, ValueFormat: target.ValueFormat, Partitioner: target.Partitioner,
+		SQL: text, Sources: []string{strings.ToLower(src.Name)}, Tasks: src.Partitions, Into: strings.ToLower(target.Name),
+	}
+	return p, nil
 }

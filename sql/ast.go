@@ -109,6 +109,19 @@ type Insert struct {
 	ColumnPos []int
 }
 
+// InsertSelect is INSERT INTO stream [(cols)] SELECT ...: a persistent
+// query that writes the records its SELECT derives into an existing
+// stream.
+type InsertSelect struct {
+	Table   string
+	Columns []string // empty: all columns in order
+	Select  *Select
+	// SelectText is the user's text of the SELECT, for SHOW QUERIES.
+	SelectText string
+	// Pos is the position of the table name.
+	Pos int
+}
+
 // TableRef is a relation in FROM, optionally aliased. Schema is set
 // when the name was qualified (pg_catalog.pg_type).
 type TableRef struct {
@@ -204,6 +217,12 @@ type Resume struct {
 	Query string
 }
 
+// Terminate is TERMINATE query_id: it stops and removes an INSERT ...
+// SELECT query (ksqlDB's statement).
+type Terminate struct {
+	Query string
+}
+
 // Drop is DROP STREAM|TABLE [IF EXISTS] name.
 type Drop struct {
 	Kind     RelationKind
@@ -253,6 +272,8 @@ type TxnMode struct {
 func (*CreateSource) statement()   {}
 func (*CreateTableAs) statement()  {}
 func (*CreateStreamAs) statement() {}
+func (*InsertSelect) statement()   {}
+func (*Terminate) statement()      {}
 func (*Insert) statement()         {}
 func (*Delete) statement()         {}
 func (*Select) statement()         {}

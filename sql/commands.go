@@ -121,13 +121,25 @@ func (sp *stmtParser) parseDescribe(i int) (Statement, error) {
 // parseResume parses RESUME query_id (ksqlDB's statement; basin
 // resumes a query its lost input stopped).
 func (sp *stmtParser) parseResume(i int) (Statement, error) {
-	c := sp.cursor(i + 1)
+	id, err := sp.queryID(i + 1)
+	return &Resume{Query: id}, err
+}
+
+// parseTerminate parses TERMINATE query_id.
+func (sp *stmtParser) parseTerminate(i int) (Statement, error) {
+	id, err := sp.queryID(i + 1)
+	return &Terminate{Query: id}, err
+}
+
+// queryID reads the query id that ends a statement at toks[k].
+func (sp *stmtParser) queryID(k int) (string, error) {
+	c := sp.cursor(k)
 	t := c.tok()
 	if t.kind != tokIdent && t.kind != tokQuotedIdent {
-		return nil, sp.syntaxErr(t)
+		return "", sp.syntaxErr(t)
 	}
 	c.k++
-	return &Resume{Query: t.val}, c.end()
+	return t.val, c.end()
 }
 
 func (sp *stmtParser) parseDrop(i int) (Statement, error) {

@@ -93,22 +93,12 @@ func (f *formatter) stmt(s Statement) {
 			f.b.WriteString(" PARTITION BY ")
 			f.expr(s.PartitionBy)
 		}
+	case *InsertSelect:
+		f.insertInto(s.Table, s.Pos, s.Columns, nil)
+		f.b.WriteString(" ")
+		f.selectStmt(s.Select)
 	case *Insert:
-		f.printf("INSERT INTO %s", QuoteIdent(s.Table))
-		f.pos(s.Pos)
-		if len(s.Columns) > 0 {
-			f.b.WriteString(" (")
-			for k, c := range s.Columns {
-				if k > 0 {
-					f.b.WriteString(", ")
-				}
-				f.b.WriteString(QuoteIdent(c))
-				if k < len(s.ColumnPos) {
-					f.pos(s.ColumnPos[k])
-				}
-			}
-			f.b.WriteString(")")
-		}
+		f.insertInto(s.Table, s.Pos, s.Columns, s.ColumnPos)
 		f.b.WriteString(" VALUES ")
 		for k, row := range s.Rows {
 			if k > 0 {
@@ -155,6 +145,8 @@ func (f *formatter) stmt(s Statement) {
 		f.printf("DESCRIBE %s", QuoteIdent(s.Name))
 	case *Resume:
 		f.printf("RESUME %s", QuoteIdent(s.Query))
+	case *Terminate:
+		f.printf("TERMINATE %s", QuoteIdent(s.Query))
 	case *Drop:
 		f.printf("DROP %s ", s.Kind)
 		if s.IfExists {
@@ -499,4 +491,25 @@ func txnModeText(m TxnMode) string {
 		}
 		return "NOT DEFERRABLE"
 	}
+}
+
+// insertInto writes INSERT INTO table [(columns)], with the positions
+// of the table and of the columns that have one.
+func (f *formatter) insertInto(table string, pos int, cols []string, colPos []int) {
+	f.printf("INSERT INTO %s", QuoteIdent(table))
+	f.pos(pos)
+	if len(cols) == 0 {
+		return
+	}
+	f.b.WriteString(" (")
+	for k, c := range cols {
+		if k > 0 {
+			f.b.WriteString(", ")
+		}
+		f.b.WriteString(QuoteIdent(c))
+		if k < len(colPos) {
+			f.pos(colPos[k])
+		}
+	}
+	f.b.WriteString(")")
 }

@@ -125,6 +125,9 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 	case "select":
 		return sp.parseSelect(i, len(sp.toks)-1)
 	case "insert":
+		if k, ok := sp.insertQuery(i); ok {
+			return sp.parseInsertSelect(i, k)
+		}
 		return sp.parseInsert(i)
 	case "delete":
 		return sp.parseDelete(i)
@@ -138,6 +141,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseDescribe(i)
 	case "resume":
 		return sp.parseResume(i)
+	case "terminate":
+		return sp.parseTerminate(i)
 	case "set":
 		return sp.parseSet(i)
 	case "reset":

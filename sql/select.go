@@ -313,9 +313,6 @@ func (sp *stmtParser) parseInsert(i int) (*Insert, error) {
 			return unsupported(sp.charPos(t.pos), "INSERT ... DEFAULT VALUES is not supported")
 		case t.val == "overriding":
 			return unsupported(sp.charPos(t.pos), "INSERT ... OVERRIDING is not supported")
-		case t.val == "select" || t.val == "with" || t.val == "table":
-			return unsupported(sp.charPos(t.pos), "INSERT ... %s is not supported", strings.ToUpper(t.val)).
-				WithHint("INSERT takes VALUES.")
 		}
 		return nil
 	})
@@ -407,6 +404,73 @@ func (sp *stmtParser) checkReturning(verb string, k, hi int) error {
 	}
 	return unsupported(sp.charPos(toks[bad].pos), "%s ... RETURNING supports only _position", verb).
 		WithHint("RETURNING _position returns the position token of the rows written; read the rows back with SELECT.")
+}
+
+// insertQuery reports whether the INSERT at toks[i] takes a query
+// rather than VALUES, and the index of the query's first token: INSERT
+// INTO name [(columns)] then SELECT, WITH, TABLE or a parenthesized
+// SELECT.
+func (sp *stmtParser) insertQuery(i int) (int, bool) {
+	toks := sp.toks
+	k := i + 1
+	if !toks[k].isWord("into") {
+		return 0, false
+	}
+	k += 2 // the name
+	if toks[k].isOp("(") && !toks[k+1].isWord("select") && !toks[k+1].isWord("with") && !toks[k+1].isOp("(") {
+		k = sp.matchParen(k) + 1 // the column list
+	}
+	q := k
+	for toks[q].isOp("(") {
+		q++
+	}
+	if toks[q].isWord("select") || toks[q].isWord("with") || toks[q].isWord("table") {
+		return k, true
+	}
+	return 0, false
+}
+
+// parseInsertSelect parses INSERT INTO name [(columns)] query, the
+// query at toks[k].
+func (sp *stmtParser) parseInsertSelect(i, k int) (*InsertSelect, error) {
+	toks := sp.toks
+	out := &InsertSelect{Pos: sp.charPos(toks[i+2].pos)}
+	name, j, err := sp.relationName(i + 2)
+	if err != nil {
+		return nil, err
+	}
+	out.Table = name
+	if j < k {
+		for _, c := range sp.splitList(j+1, k-1) {
+			t := toks[c[0]]
+			if c[1] != c[0]+1 || t.kind != tokIdent && t.kind != tokQuotedIdent {
+				return nil, sp.syntaxErr(t)
+			}
+			out.Columns = append(out.Columns, t.val)
+		}
+	}
+	first := toks[k]
+	for q := k; q < len(toks)-1; q++ {
+		t := toks[q]
+		switch {
+		case t.isWord("returning"):
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... SELECT ... RETURNING is not supported").
+				WithHint("An INSERT ... SELECT is a persistent query; SHOW QUERIES shows it.")
+		case t.isWord("on") && toks[q+1].isWord("conflict"):
+			return nil, unsupported(sp.charPos(t.pos), "INSERT ... ON CONFLICT is not supported")
+		}
+	}
+	if first.isWord("with") || first.isWord("table") {
+		return nil, unsupported(sp.charPos(first.pos), "INSERT ... %s is not supported", strings.ToUpper(first.val)).
+			WithHint("INSERT takes VALUES, or a SELECT from a stream.")
+	}
+	sel, err := sp.parseSelect(k, len(toks)-1)
+	if err != nil {
+		return nil, err
+	}
+	out.Select = sel
+	out.SelectText = sp.text[first.pos:toks[len(toks)-2].end]
+	return out, nil
 }
 
 // insertPositions fills the positions of the table and column names,

@@ -803,7 +803,7 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	}
 	var topics []string
 	switch {
-	case rel.Derived():
+	case rel.Derived() || rel.Kind == catalog.KindInsert:
 		// A derived stream's topic is its output, for others to read:
 		// it stays, as a published view's does.
 		topics = []string{rel.ChangelogTopic(rt.opts.Cluster)}

@@ -255,8 +255,10 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.EnsureStreamTopic(ctx, rel, maxBytes); err != nil {
-		return err
+	if rel.Kind != catalog.KindInsert { // an INSERT writes into a stream's topic
+		if err := rt.EnsureStreamTopic(ctx, rel, maxBytes); err != nil {
+			return err
+		}
 	}
 	compact := "compact"
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
