@@ -28,9 +28,9 @@ func TestReadBound(t *testing.T) {
 	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
 	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
 	byRegion := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
-		Plan: &planner.ViewPlan{Source: orders, Repartition: true}}
+		Plan: &planner.ViewPlan{Source: orders, Repartition: true, PositionTopic: "orders", PositionAll: true}}
 	perID := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
-		Plan: &planner.ViewPlan{Source: orders}}
+		Plan: &planner.ViewPlan{Source: orders, PositionTopic: "orders"}}
 	table := &stream.PersistentQuery{Rel: kv}
 	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []pull.PartitionRead {
 		return []pull.PartitionRead{{Partition: p, Position: pos.String()}}

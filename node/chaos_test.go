@@ -22,7 +22,7 @@ import (
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
-// once), and
+// once, and one over a view), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -51,6 +51,9 @@ func TestChaos(t *testing.T) {
 	// off.
 	n0.Exec(t, "CREATE STREAM big_orders AS SELECT id, region, amount FROM orders WHERE amount >= 500")
 	n0.Exec(t, "CREATE TABLE big_by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM big_orders GROUP BY region")
+	// A view over a view: by_region's rows, through its changelog.
+	n0.Exec(t, "CREATE TABLE regions_seen AS SELECT region, n, total FROM by_region WHERE n > 0")
+	waitPlacedView(t, c, n0, "regions_seen", 4, 1)
 	waitPlacedView(t, c, n0, "big_orders", 4, 1)
 	waitPlacedView(t, c, n0, "big_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_region", 4, 1)
@@ -133,6 +136,7 @@ func TestChaos(t *testing.T) {
 
 	checkView(t, c, "by_region", "SELECT region, n, total FROM by_region WHERE _partition = %d", countSum(byRegion))
 	checkPublished(t, c, "by_region_out", byRegion)
+	checkView(t, c, "regions_seen", "SELECT region, n, total FROM regions_seen WHERE _partition = %d", countSum(byRegion))
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
 	checkView(t, c, "big_by_region", "SELECT region, n, total FROM big_by_region WHERE _partition = %d", countSum(bigByRegion))
 	var accountRows []string

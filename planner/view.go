@@ -39,6 +39,13 @@ type ViewPlan struct {
 	// records must be re-keyed through the repartition topic to reach the
 	// task that owns their group.
 	Repartition bool
+	// PositionTopic is the topic the view's positions are in: its
+	// source's, or for a view over a view, the one that view's are in
+	// (positions compose). PositionAll is set when each partition of
+	// the view reflects every partition of that topic (some view on
+	// the way re-keys), not only its own.
+	PositionTopic string
+	PositionAll   bool
 }
 
 // Partitions is the view's partition count.
@@ -76,6 +83,10 @@ func (p *ViewPlan) String() string {
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
+	if p.Source.Kind == catalog.KindView {
+		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in topic %s)\n", p.Source.Name, p.PositionTopic)
+		return b.String()
+	}
 	if !p.Repartition {
 		part := p.View.Partitioner
 		if part == "" {
@@ -108,15 +119,14 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	if err != nil {
 		return nil, err
 	}
+	p := &ViewPlan{Source: src, PositionTopic: src.Topic}
 	if src.Kind == catalog.KindView {
-		// A view's changelog holds stored rows (aggregate state, hidden
-		// groups, markers), not records of its schema, and positions
-		// are in source offsets: a view cannot read one yet.
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a view over view %s is not supported", src.Name).
-			WithPosition(from.Pos).
-			WithHint("Define the view over what %s reads (%s), or read %s with SELECT.", src.Name, strings.Join(src.Sources, ", "), src.Name)
+		// A view over a view reads its changelog, whose markers carry
+		// its positions: this view's are in the same topic's offsets.
+		if p.PositionTopic, p.PositionAll, err = viewPositions(cat, src); err != nil {
+			return nil, err
+		}
 	}
-	p := &ViewPlan{Source: src}
 	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)
 	if err != nil {
@@ -134,6 +144,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	p.View = view
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
 	if p.Grouped {
+		if src.Kind == catalog.KindView {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating view %s is not supported yet; aggregate a stream", src.Name).
+				WithPosition(from.Pos).
+				WithHint("Aggregate what %s reads (%s).", src.Name, strings.Join(src.Sources, ", "))
+		}
 		if src.Kind != catalog.KindStream {
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating table %s is not supported yet; aggregate a stream", src.Name).
 				WithHint("Declare the topic as a STREAM to aggregate its records.")
@@ -178,6 +193,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		view.Partitions = int32(n)
 	}
 	p.Repartition = needsRepartition(p)
+	if !p.PositionAll {
+		p.PositionAll = p.Repartition
+	}
 	if !p.Repartition && view.Partitions != src.Partitions {
 		// Keyed as the source, the view can only be partitioned as the
 		// source is, unless records are re-keyed.
@@ -199,6 +217,25 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		view.Partitioner = src.Partitioner
 	}
 	return p, nil
+}
+
+// viewPositions returns the topic the positions of view are in, and
+// whether each of its partitions reflects every partition of it
+// (ViewPlan.PositionTopic, PositionAll), from its plan.
+func viewPositions(cat *catalog.Catalog, view *catalog.Relation) (string, bool, error) {
+	stmts, err := sql.ParseStatements(view.SQL)
+	if err != nil {
+		return "", false, err
+	}
+	ctas, ok := stmts[0].Stmt.(*sql.CreateTableAs)
+	if len(stmts) != 1 || !ok {
+		return "", false, pgerr.New(pgerr.InternalError, "view %s: its stored statement is not one CREATE TABLE ... AS", view.Name)
+	}
+	plan, err := PlanView(cat, ctas, view.SQL)
+	if err != nil {
+		return "", false, err
+	}
+	return plan.PositionTopic, plan.PositionAll, nil
 }
 
 // bindRecordFilter binds the WHERE of a persistent query over source

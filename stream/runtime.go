@@ -549,7 +549,11 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
 	compact := "compact"
-	maxBytes, err := rt.sourceMaxBytes(ctx, plan.Source.Topic)
+	input := plan.Source.Topic
+	if plan.Source.Kind == catalog.KindView {
+		input = plan.Source.ChangelogTopic(rt.opts.Cluster)
+	}
+	maxBytes, err := rt.sourceMaxBytes(ctx, input)
 	if err != nil {
 		return err
 	}
@@ -573,7 +577,6 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	q := &PersistentQuery{Rel: rel, Plan: plan}
 	var ends *sourceEnds
-	input := plan.Source.Topic
 	if plan.Repartition {
 		input = rel.RepartitionTopic(rt.opts.Cluster)
 		ends = &sourceEnds{topic: plan.Source.Topic, ends: make([]atomic.Int64, plan.Source.Partitions)}
@@ -594,7 +597,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	fwd := ""
-	if !plan.Repartition {
+	if !plan.Repartition && plan.Source.Kind != catalog.KindView {
 		fwd = rel.RepartitionTopic(rt.opts.Cluster)
 	}
 	for p := int32(0); p < rel.Partitions; p++ {

@@ -196,7 +196,7 @@ const servingPoll = 20 * time.Millisecond
 // servingStatuses judges every partition of query.
 func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Position, now time.Time) []servingStatus {
 	peers := rt.peers()
-	direct := query.Plan == nil || !query.Plan.Repartition
+	direct := query.Plan == nil || !query.Plan.PositionAll && query.Plan.Source.Kind != catalog.KindView
 	out := make([]servingStatus, 0, len(query.Tasks))
 	for _, ts := range query.Tasks {
 		p := ts.Partition
@@ -308,7 +308,9 @@ func (rt *Runtime) peers() Peers {
 // task ts's partition can show: a table partition and a view partition
 // that reads its source partition directly reflect only that partition
 // of the source; a view partition behind a repartition topic reflects
-// every source partition (through the re-keying markers).
+// every source partition (through the re-keying markers). A view over a
+// view reflects what the partition of that view it reads does, in the
+// same topic's offsets.
 func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
 	all := false
 	switch {
@@ -317,7 +319,7 @@ func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) (to
 	case query.Plan == nil:
 		topic = query.Rel.Topic
 	default:
-		topic, all = query.Plan.Source.Topic, query.Plan.Repartition
+		topic, all = query.Plan.PositionTopic, query.Plan.PositionAll
 	}
 	want = map[int32]int64{}
 	for sp, off := range min[topic] {

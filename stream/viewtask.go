@@ -67,9 +67,12 @@ type viewTask struct {
 	// PublishedTopic), "" for none; pubCodec encodes them.
 	pub      string
 	pubCodec *serde.Codec
-	// input is the topic the task reads (the source's or the repartition
-	// topic); srcTopic is the source's, in which positions are kept.
+	// input is the topic the task reads (the source's, the repartition
+	// topic, or the changelog of the view it reads); srcTopic is the
+	// source's, in which positions are kept (PositionTopic).
 	input, srcTopic string
+	// overView is set for a view over a view (processView).
+	overView bool
 	// fwd is the topic misplaced records are forwarded through, which the
 	// task reads too, and place finds them; "" and nil for a view that
 	// re-keys, where every record goes to its partition.
@@ -105,9 +108,15 @@ type viewTask struct {
 func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
-	if plan.Repartition {
+	switch {
+	case plan.Source.Kind == catalog.KindView:
+		// Over a view: its changelog, partition by partition (keyed and
+		// placed as it is), whose markers carry the positions.
+		t.overView = true
+		t.input, t.srcTopic = plan.Source.ChangelogTopic(rt.opts.Cluster), plan.PositionTopic
+	case plan.Repartition:
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
-	} else {
+	default:
 		t.fwd = plan.View.RepartitionTopic(rt.opts.Cluster)
 		t.place = newPlacement(plan.View, t.codec, ts.Partition)
 	}
@@ -416,6 +425,9 @@ func (t *viewTask) sourceOf(r *kgo.Record) *kgo.Record {
 // applied for its data is skipped into b.bad; an error is the task's, and
 // ends it.
 func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record) error {
+	if t.overView {
+		return t.processView(store, b, r)
+	}
 	rt, plan, view, p := t.rt, t.plan, t.plan.View, t.state.Partition
 	srcTopic := t.srcTopic
 	forwarded := t.fwd != "" && r.Topic == t.fwd
@@ -547,6 +559,64 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 	}
 	b.bad = append(b.bad, rt.badRecord(view, logged, err))
 	return nil
+}
+
+// processView applies one record of the changelog of the view the task
+// reads, as a table's record: a row (upsert), a deleted or hidden row
+// (removal), or a marker, whose position, the source offsets that view
+// reflects up to there, becomes this view's (positions compose: the
+// partition reflects what the partition of the view it reads did).
+func (t *viewTask) processView(store *materialize.Store, b *viewBatch, r *kgo.Record) error {
+	b.inputNext = r.Offset + 1
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	if _, ok := hasHeader(r, headerMarker); ok {
+		m, err := materialize.UnmarshalCheckpoint(r.Value)
+		if err != nil {
+			return fmt.Errorf("marker at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
+		}
+		b.next.Position, b.next.UpdatedAt = m.Position.Clone(), m.UpdatedAt
+		return nil
+	}
+	if _, fence := hasHeader(r, "basin.fence"); fence {
+		return nil
+	}
+	keyVals, err := materialize.DecodeKey(r.Key)
+	if err != nil {
+		return fmt.Errorf("undecodable key at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
+	}
+	if r.Value == nil {
+		t.remove(store, b, keyVals)
+		return nil
+	}
+	ncols := len(t.plan.Source.Schema.Columns)
+	present, row, _, err := DecodeStored(r.Value, ncols)
+	if err != nil {
+		return fmt.Errorf("undecodable row at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
+	}
+	if !present {
+		t.remove(store, b, keyVals)
+		return nil
+	}
+	row = append(row[:ncols:ncols], r.Timestamp.UnixMilli()) // ROWTIME: when it changed
+	if t.filter != nil {
+		keep, err := t.filter(row, t.env)
+		if err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return nil
+		}
+		if !eval.Truthy(keep) {
+			t.remove(store, b, keyVals)
+			return nil
+		}
+	}
+	err = t.apply(store, b, row)
+	if err != nil && isDataError(err) {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+		return nil
+	}
+	return err
 }
 
 // fence begins and aborts a transaction under the task's transactional id.
