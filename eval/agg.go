@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/planner"
@@ -12,23 +14,54 @@ import (
 // and in the changelog) and carried to standbys: a replica restored from
 // the changelog can take over aggregation where the active left off.
 //
-// State layout per aggregate:
+// State layout per aggregate, over a stream (rows are only added):
 //
-//	count      [n int64]
-//	sum        [sum int64|float64|nil]
-//	avg        [sum float64, n int64]
-//	min, max   [v]
+//	count           [n int64]
+//	count distinct  [values multiset]
+//	sum             [sum int64|float64|nil]
+//	avg             [sum float64, n int64]
+//	min, max        [v]
+//
+// A retracting aggregator (NewRetractingAggregator, over a table or a
+// view, whose rows change and leave) keeps what taking a row back needs:
+// first the group's row count, then
+//
+//	count           [n int64]
+//	count distinct  [values multiset]
+//	sum             [low int64|sum float64|nil, high int64, non-NULL n int64]
+//	avg             [sum float64, n int64]
+//	min, max        [values multiset]
+//
+// An integer sum is kept in 128 bits (low and high words), so that taking
+// rows back in another order than they came never overflows on the way;
+// a sum beyond BIGINT reads as NULL (Postgres's sum(bigint) is numeric).
+//
+// A multiset is a string holding the row encoding of its distinct values
+// in order, each followed by its count (multiset.go).
 type Aggregator struct {
 	specs []planner.AggSpec
 	args  []Expr
 	// offsets[i] is where aggregate i's state starts.
 	offsets []int
 	width   int
+	// retract is set for an aggregator that can take rows back; its
+	// state starts with the group's row count.
+	retract bool
 }
 
 // NewAggregator compiles the aggregates of a plan.
-func NewAggregator(specs []planner.AggSpec) *Aggregator {
-	a := &Aggregator{specs: specs}
+func NewAggregator(specs []planner.AggSpec) *Aggregator { return newAggregator(specs, false) }
+
+// NewRetractingAggregator compiles the aggregates of a view over a table
+// or a view: its groups can take rows back (Retract), and a group with
+// no rows left is Empty.
+func NewRetractingAggregator(specs []planner.AggSpec) *Aggregator { return newAggregator(specs, true) }
+
+func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
+	a := &Aggregator{specs: specs, retract: retract}
+	if retract {
+		a.width = 1
+	}
 	for _, s := range specs {
 		a.offsets = append(a.offsets, a.width)
 		if s.Arg != nil {
@@ -36,16 +69,24 @@ func NewAggregator(specs []planner.AggSpec) *Aggregator {
 		} else {
 			a.args = append(a.args, nil)
 		}
-		a.width += stateWidth(s.Func)
+		a.width += a.stateWidth(s.Func)
 	}
 	return a
 }
 
-func stateWidth(fn string) int {
-	if fn == "avg" {
+func (a *Aggregator) stateWidth(fn string) int {
+	switch {
+	case fn == "sum" && a.retract:
+		return 3
+	case fn == "avg":
 		return 2
 	}
 	return 1
+}
+
+// multiset reports whether aggregate s keeps a multiset of its values.
+func (a *Aggregator) multiset(s planner.AggSpec) bool {
+	return s.Distinct || a.retract && (s.Func == "min" || s.Func == "max")
 }
 
 // Width is the number of state values.
@@ -54,16 +95,46 @@ func (a *Aggregator) Width() int { return a.width }
 // Init returns the state of an empty group.
 func (a *Aggregator) Init() []any {
 	st := make([]any, a.width)
+	if a.retract {
+		st[0] = int64(0)
+	}
 	for i, s := range a.specs {
 		o := a.offsets[i]
-		switch s.Func {
-		case "count":
+		switch {
+		case a.multiset(s):
+			st[o] = ""
+		case s.Func == "count":
 			st[o] = int64(0)
-		case "avg":
+		case s.Func == "avg":
 			st[o], st[o+1] = float64(0), int64(0)
+		case s.Func == "sum" && a.retract:
+			st[o+1], st[o+2] = int64(0), int64(0)
 		}
 	}
 	return st
+}
+
+// Empty reports whether a retracting aggregator's group has no rows
+// left, and so leaves the view.
+func (a *Aggregator) Empty(st []any) bool {
+	n, _ := st[0].(int64)
+	return a.retract && n == 0
+}
+
+// args evaluates the aggregates' arguments over row into buf.
+func (a *Aggregator) argValues(buf []any, row catalog.Row, env *Env) ([]any, error) {
+	vals := buf[:0]
+	for i := range a.specs {
+		var v any
+		if a.args[i] != nil { // not COUNT(*)
+			var err error
+			if v, err = a.args[i](row, env); err != nil {
+				return nil, err
+			}
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
 }
 
 // Add folds one input row into st. It is all or nothing: when an
@@ -76,22 +147,12 @@ func (a *Aggregator) Init() []any {
 // on a copy of st.
 func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 	var buf [8]any
-	vals := buf[:0]
-	if len(a.specs) > len(buf) {
-		vals = make([]any, 0, len(a.specs))
-	}
-	for i := range a.specs {
-		var v any
-		if a.args[i] != nil { // not COUNT(*)
-			var err error
-			if v, err = a.args[i](row, env); err != nil {
-				return err
-			}
-		}
-		vals = append(vals, v)
+	vals, err := a.argValues(buf[:0:min(len(buf), len(a.specs))], row, env)
+	if err != nil {
+		return err
 	}
 	for i, s := range a.specs {
-		if s.Func != "sum" {
+		if s.Func != "sum" || a.retract {
 			continue
 		}
 		if x, ok := vals[i].(int64); ok && st[a.offsets[i]] != nil {
@@ -99,6 +160,9 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 				return ErrOutOfRange
 			}
 		}
+	}
+	if a.retract {
+		st[0] = st[0].(int64) + 1
 	}
 	for i, s := range a.specs {
 		o := a.offsets[i]
@@ -109,6 +173,14 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		v := vals[i]
 		if v == nil {
 			continue // aggregates skip NULLs
+		}
+		if a.multiset(s) {
+			st[o] = multisetAdd(st[o].(string), v, 1)
+			continue
+		}
+		if s.Func == "sum" && a.retract {
+			sum128(st[o:o+3], v, 1)
+			continue
 		}
 		switch s.Func {
 		case "count":
@@ -144,6 +216,96 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 	return nil
 }
 
+// Retract takes row, which Add folded into st before, back out of st:
+// a row of a table or view that changed or left. Like Add it is all or
+// nothing. Only a retracting aggregator can.
+func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
+	if !a.retract {
+		return fmt.Errorf("eval: retracting from an aggregator that cannot")
+	}
+	var buf [8]any
+	vals, err := a.argValues(buf[:0:min(len(buf), len(a.specs))], row, env)
+	if err != nil {
+		return err
+	}
+	st[0] = st[0].(int64) - 1
+	for i, s := range a.specs {
+		o := a.offsets[i]
+		if a.args[i] == nil { // COUNT(*)
+			st[o] = st[o].(int64) - 1
+			continue
+		}
+		v := vals[i]
+		if v == nil {
+			continue
+		}
+		if a.multiset(s) {
+			st[o] = multisetAdd(st[o].(string), v, -1)
+			continue
+		}
+		switch s.Func {
+		case "count":
+			st[o] = st[o].(int64) - 1
+		case "sum":
+			sum128(st[o:o+3], v, -1)
+		case "avg":
+			n := st[o+1].(int64) - 1
+			st[o+1] = n
+			if n == 0 {
+				st[o] = float64(0)
+			} else {
+				st[o] = st[o].(float64) - toFloat(v)
+			}
+		}
+	}
+	return nil
+}
+
+// sum128 adds v (times sign, 1 or -1) to a retracting sum's state [low
+// or float sum, high, n]: an integer in 128 bits, two's complement, so
+// that no order of adding and taking back overflows. With no value left
+// the sum is NULL again, not a float's residue.
+func sum128(st []any, v any, sign int64) {
+	n := st[2].(int64) + sign
+	st[2] = n
+	if n == 0 {
+		st[0], st[1] = nil, int64(0)
+		return
+	}
+	switch x := v.(type) {
+	case int64:
+		lo, _ := st[0].(int64)
+		hi := st[1].(int64)
+		xhi := x >> 63 // sign extension
+		if sign < 0 {
+			// -x in 128 bits: invert and add one.
+			x, xhi = ^x, ^xhi
+			var c uint64
+			ux, c := bits.Add64(uint64(x), 1, 0)
+			x, xhi = int64(ux), xhi+int64(c)
+		}
+		l, c := bits.Add64(uint64(lo), uint64(x), 0)
+		h, _ := bits.Add64(uint64(hi), uint64(xhi), c)
+		st[0], st[1] = int64(l), int64(h)
+	case float64:
+		f, _ := st[0].(float64)
+		st[0] = f + float64(sign)*x
+	}
+}
+
+// sumResult is a retracting sum's value: NULL beyond BIGINT.
+func sumResult(st []any) any {
+	switch lo := st[0].(type) {
+	case int64:
+		if st[1].(int64) != lo>>63 {
+			return nil
+		}
+		return lo
+	default:
+		return lo
+	}
+}
+
 // addInt64 returns x + y and whether it did not overflow.
 func addInt64(x, y int64) (int64, bool) {
 	z := x + y
@@ -154,6 +316,22 @@ func addInt64(x, y int64) (int64, bool) {
 func (a *Aggregator) Results(dst []any, st []any) []any {
 	for i, s := range a.specs {
 		o := a.offsets[i]
+		if a.multiset(s) {
+			set := st[o].(string)
+			switch s.Func {
+			case "count":
+				dst = append(dst, int64(multisetLen(set)))
+			case "min":
+				dst = append(dst, multisetEnd(set, false))
+			case "max":
+				dst = append(dst, multisetEnd(set, true))
+			}
+			continue
+		}
+		if s.Func == "sum" && a.retract {
+			dst = append(dst, sumResult(st[o:o+3]))
+			continue
+		}
 		switch s.Func {
 		case "avg":
 			n := st[o+1].(int64)

@@ -18,6 +18,11 @@
 // evaluates in (its snapshot, the enclosing rows of a subquery) is
 // Env.Scope.
 //
-// eval imports catalog, planner, sql and internal/pgerr, and none of
-// the engines.
+// Aggregator folds a group's rows into a state of plain values that a
+// view's store keeps; a retracting one (over a table or a view) can take
+// rows back, keeping multisets of values where MIN, MAX or DISTINCT need
+// them (multiset.go).
+//
+// eval imports catalog, planner, sql, materialize (a multiset's
+// encoding) and internal/pgerr, and none of the engines.
 package eval

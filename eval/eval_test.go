@@ -2,6 +2,7 @@ package eval
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"testing"
@@ -348,5 +349,123 @@ func TestAggregator(t *testing.T) {
 	err = agg.Add(st, pad(catalog.Row{int64(2)}), nil)
 	if pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
 		t.Fatalf("sum overflow: %v", err)
+	}
+}
+
+// TestRetractingAggregator adds and takes back random rows of a group,
+// as a view over a table does, and after each step checks the results
+// against an aggregator that folds the rows the group holds then (the
+// same aggregates recomputed), with the state through the row encoding
+// between steps. A group that loses its last row is Empty.
+func TestRetractingAggregator(t *testing.T) {
+	p, err := planOver(t, "SELECT count(*), count(i), count(DISTINCT i), sum(i), avg(i), min(s), max(s), min(i), max(ts), count(DISTINCT s) FROM r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	width := len(p.Input)
+	agg := NewRetractingAggregator(p.Aggs)
+	rng := rand.New(rand.NewPCG(4, 5))
+	st := agg.Init()
+	var held []catalog.Row
+	for step := range 2000 {
+		if len(held) > 0 && rng.IntN(5) < 2 {
+			k := rng.IntN(len(held))
+			if err := agg.Retract(st, held[k], nil); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held[:k], held[k+1:]...)
+		} else {
+			r := make(catalog.Row, width)
+			if rng.IntN(6) > 0 {
+				r[1] = int64(rng.IntN(20) - 10)
+			}
+			if rng.IntN(6) > 0 {
+				r[3] = string(rune('a' + rng.IntN(8)))
+			}
+			if rng.IntN(6) > 0 {
+				r[5] = t0.Add(time.Duration(rng.IntN(50)) * time.Minute)
+			}
+			if err := agg.Add(st, r, nil); err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, r)
+		}
+		b, err := materialize.EncodeRow(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err = materialize.DecodeRow(b); err != nil {
+			t.Fatal(err)
+		}
+		fresh := NewAggregator(p.Aggs)
+		want := fresh.Init()
+		for _, r := range held {
+			if err := fresh.Add(want, r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, exp := agg.Results(nil, st), fresh.Results(nil, want)
+		for i := range exp {
+			if !sameValue(got[i], exp[i]) {
+				t.Fatalf("step %d, %d rows: %s = %#v, recomputed %#v", step, len(held), p.Aggs[i], got[i], exp[i])
+			}
+		}
+		if agg.Empty(st) != (len(held) == 0) {
+			t.Fatalf("step %d: Empty = %v with %d rows", step, agg.Empty(st), len(held))
+		}
+	}
+}
+
+// TestRetractingSumOverflow takes rows back in an order whose partial
+// sums leave BIGINT: the sum is kept in 128 bits, reads NULL while it is
+// beyond BIGINT, and is exact again once it is back within.
+func TestRetractingSumOverflow(t *testing.T) {
+	p, err := planOver(t, "SELECT sum(a) FROM r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg := NewRetractingAggregator(p.Aggs)
+	st := agg.Init()
+	row := func(v int64) catalog.Row { return catalog.Row{v, nil, nil, nil, nil, nil} }
+	for _, v := range []int64{math.MaxInt64, -1, 1} {
+		if err := agg.Add(st, row(v), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want any) {
+		t.Helper()
+		if got := agg.Results(nil, st)[0]; got != want {
+			t.Fatalf("sum = %v, want %v", got, want)
+		}
+	}
+	check(int64(math.MaxInt64))
+	if err := agg.Retract(st, row(-1), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(nil) // MaxInt64 + 1
+	if err := agg.Retract(st, row(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(int64(math.MaxInt64))
+	for _, v := range []int64{math.MinInt64, math.MinInt64} {
+		if err := agg.Add(st, row(v), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(nil) // MaxInt64 + 2 MinInt64
+	if err := agg.Retract(st, row(math.MaxInt64), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(nil)
+	if err := agg.Retract(st, row(math.MinInt64), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(int64(math.MinInt64))
+	if err := agg.Retract(st, row(math.MinInt64), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(nil) // no rows
+	if !agg.Empty(st) {
+		t.Fatal("the group is not empty with no rows")
 	}
 }

@@ -717,7 +717,7 @@ func (b *binder) bindCase(e *sql.Case) (Scalar, error) {
 // IsAggregate reports whether name is an aggregate function.
 func IsAggregate(name string) bool {
 	switch name {
-	case "count", "sum", "min", "max", "avg":
+	case "count", "sum", "min", "max", "avg", "count_distinct":
 		return true
 	}
 	return false
@@ -759,10 +759,18 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	if b.inAgg {
 		return nil, pgerr.New(pgerr.GroupingError, "aggregate function calls cannot be nested").WithPosition(e.Pos)
 	}
-	if e.Distinct && b.q == nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", e.Name).WithPosition(e.Pos)
+	if e.Distinct && b.q == nil && e.Name != "count" {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", e.Name).WithPosition(e.Pos).
+			WithHint("COUNT(DISTINCT x) is.")
 	}
 	spec := AggSpec{Func: e.Name, Distinct: e.Distinct}
+	if e.Name == "count_distinct" {
+		// ksqlDB's COUNT_DISTINCT(x) is COUNT(DISTINCT x).
+		if e.Distinct || e.Star {
+			return nil, pgerr.New(pgerr.SyntaxError, "COUNT_DISTINCT takes one argument, without DISTINCT or *").WithPosition(e.Pos)
+		}
+		spec.Func, spec.Distinct = "count", true
+	}
 	nargs := 1
 	if e.Name == "string_agg" {
 		nargs = 2
@@ -787,7 +795,7 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		}
 		spec.Arg = arg
 	}
-	switch e.Name {
+	switch spec.Func {
 	case "count":
 		spec.T = catalog.BigInt
 	case "sum":

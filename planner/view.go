@@ -39,6 +39,13 @@ type ViewPlan struct {
 	// records must be re-keyed through the repartition topic to reach the
 	// task that owns their group.
 	Repartition bool
+	// Retract is set for a grouped view over a table, whose rows change
+	// and leave: each change takes the row's old contribution back out
+	// of its group (eval.NewRetractingAggregator) and adds the new one; a
+	// group with no rows left leaves the view. A re-keyed one reads its
+	// changes from the change stage (stream's changeTask), which keeps
+	// each source key's last row.
+	Retract bool
 	// PositionTopic is the topic the view's positions are in: its
 	// source's, or for a view over a view, the one that view's are in
 	// (positions compose). PositionAll is set when each partition of
@@ -69,9 +76,16 @@ func (p *ViewPlan) String() string {
 		for _, g := range p.GroupBy {
 			groups = append(groups, g.String())
 		}
-		fmt.Fprintf(&b, "  Aggregate group=[%s] aggs=[%s] (state in Pebble, changelog %s)\n", strings.Join(groups, ", "), strings.Join(aggs, ", "), "topic")
+		retract := ""
+		if p.Retract {
+			retract = "; retracting: a changed or deleted row is taken back, an empty group leaves"
+		}
+		fmt.Fprintf(&b, "  Aggregate group=[%s] aggs=[%s] (state in Pebble, changelog %s%s)\n", strings.Join(groups, ", "), strings.Join(aggs, ", "), "topic", retract)
 		if p.Repartition {
 			fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(groups, ", "))
+			if p.Retract {
+				fmt.Fprintf(&b, "  Changes of %s (each key's last row kept, old and new row sent)\n", p.Source.Name)
+			}
 		}
 	} else {
 		var outs []string
@@ -149,10 +163,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 				WithPosition(from.Pos).
 				WithHint("Aggregate what %s reads (%s).", src.Name, strings.Join(src.Sources, ", "))
 		}
-		if src.Kind != catalog.KindStream {
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating table %s is not supported yet; aggregate a stream", src.Name).
-				WithHint("Declare the topic as a STREAM to aggregate its records.")
-		}
+		// Over a table, rows change and leave: the aggregates take
+		// them back.
+		p.Retract = src.Kind == catalog.KindTable
 		if len(sel.GroupBy) == 0 {
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "an aggregate view needs GROUP BY").
 				WithHint("A view is a table keyed by its GROUP BY columns.")
@@ -193,9 +206,6 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		view.Partitions = int32(n)
 	}
 	p.Repartition = needsRepartition(p)
-	if !p.PositionAll {
-		p.PositionAll = p.Repartition
-	}
 	if !p.Repartition && view.Partitions != src.Partitions {
 		// Keyed as the source, the view can only be partitioned as the
 		// source is, unless records are re-keyed.
@@ -204,6 +214,13 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its %d partitions", s.Name, src.Name, src.Partitions).
 				WithHint("Leave out the partitions option.")
 		}
+	}
+	if p.Retract && p.Repartition {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating table %s by other than its key is not supported yet", src.Name).
+			WithHint("Group by the table's key, or aggregate a stream of its records.")
+	}
+	if !p.PositionAll {
+		p.PositionAll = p.Repartition
 	}
 	if err := checkPublished(view, src); err != nil {
 		return nil, err

@@ -84,6 +84,10 @@ type viewTask struct {
 	// rowCanFail is whether evaluating the select list or HAVING over a
 	// group's state can fail, which apply must then find out per record.
 	rowCanFail bool
+	// replace is set for a view grouped by its table's key: each group
+	// is one row of the table, whose change replaces the group's state
+	// and whose deletion removes the group.
+	replace bool
 	// cache holds the committed state of the groups last changed; run
 	// starts it empty.
 	cache groupCache
@@ -141,7 +145,13 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		t.having = eval.Compile(plan.Having)
 		t.rowCanFail = true
 	}
-	if plan.Grouped {
+	switch {
+	case plan.Retract:
+		t.agg = eval.NewRetractingAggregator(plan.Aggs)
+		// Grouped by its table's key, a group holds one row: a change
+		// replaces its state.
+		t.replace = !plan.Repartition
+	case plan.Grouped:
 		t.agg = eval.NewAggregator(plan.Aggs)
 	}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
@@ -513,7 +523,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			return nil
 		}
 		if tombstone {
-			if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+			if plan.Source.Kind == catalog.KindTable && (!plan.Grouped || t.replace) {
 				t.remove(store, b, keyVals)
 			}
 			return nil
@@ -525,7 +535,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 				return nil
 			}
 			if !eval.Truthy(keep) {
-				if plan.Source.Kind == catalog.KindTable && !plan.Grouped {
+				if plan.Source.Kind == catalog.KindTable && (!plan.Grouped || t.replace) {
 					t.remove(store, b, keyVals)
 				}
 				return nil
@@ -698,20 +708,31 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 	return e, nil
 }
 
+// remove removes the view row of the source row whose key is keyVals
+// (in key order): an ungrouped view's row, or the group of a view
+// grouped by the table's key (replace), whose key columns are the
+// source's in order.
 func (t *viewTask) remove(store *materialize.Store, b *viewBatch, keyVals []any) {
 	key := t.key
 	clear(key)
-	srcKeys := t.plan.Source.Schema.KeyIndexes()
-	for i, g := range t.plan.KeyGroup {
-		for j, sk := range srcKeys {
-			if sk == g {
-				key[i] = keyVals[j]
+	if t.replace {
+		copy(key, keyVals)
+	} else {
+		srcKeys := t.plan.Source.Schema.KeyIndexes()
+		for i, g := range t.plan.KeyGroup {
+			for j, sk := range srcKeys {
+				if sk == g {
+					key[i] = keyVals[j]
+				}
 			}
 		}
 	}
 	e, err := t.lookup(store, b, key)
 	if err == nil {
 		e.deleted, e.row = true, nil
+		if t.replace {
+			e.state = t.agg.Init()
+		}
 	}
 }
 
@@ -740,6 +761,9 @@ func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row
 	e, err := t.lookup(store, b, t.keyOf(row, groups))
 	if err != nil {
 		return err
+	}
+	if t.replace {
+		return t.replaceGroup(b, e, n, row, groups)
 	}
 	// A group's values are the last record's, as its key is.
 	if !t.rowCanFail {
@@ -775,6 +799,27 @@ func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row
 	clear(t.prevState)
 	clear(t.prevGroups)
 	return err
+}
+
+// replaceGroup makes row the one row of group e (replace), unless it
+// fails to aggregate or to make a view row: then the group is as it was.
+func (t *viewTask) replaceGroup(b *viewBatch, e *pending, n int, row catalog.Row, groups []any) error {
+	st := t.agg.Init()
+	if err := t.agg.Add(st, row, t.env); err != nil {
+		t.forget(b, e, n)
+		return err
+	}
+	prev, prevGroups, wasDeleted := e.state, e.groups, e.deleted
+	e.state, e.deleted, e.groups = st, false, nil
+	t.setGroups(e, groups)
+	if t.rowCanFail {
+		if _, _, err := t.viewRow(e); err != nil {
+			e.state, e.groups, e.deleted = prev, prevGroups, wasDeleted
+			t.forget(b, e, n)
+			return err
+		}
+	}
+	return nil
 }
 
 // setGroups sets the group values of e to groups, a buffer of the task.
@@ -905,8 +950,8 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 	}
 	vals := make([][]byte, len(b.order))
 	for i, e := range b.order {
-		if !t.plan.Grouped && e.deleted {
-			continue
+		if e.deleted || t.plan.Retract && t.agg.Empty(e.state) {
+			continue // the row or group leaves the view
 		}
 		row, state, present := e.row, []any(nil), true
 		var err error

@@ -1,0 +1,70 @@
+package eval
+
+import (
+	"sort"
+
+	"github.com/basindb/basin/materialize"
+)
+
+// A multiset of an aggregate's values (COUNT(DISTINCT x), and MIN and MAX
+// of a group that can take rows back) is kept in the group's state as a
+// string: the row encoding of its distinct values in order, each followed
+// by its count, so the state stays a list of plain values that the store
+// and the changelog carry. Changing it decodes and encodes it whole: a
+// group's cost grows with its distinct values.
+
+// multisetAdd returns set with n more of v (n may be negative; a value
+// whose count reaches 0 leaves).
+func multisetAdd(set string, v any, n int64) string {
+	pairs := multisetPairs(set)
+	i := sort.Search(len(pairs)/2, func(i int) bool { return Compare(pairs[2*i], v) >= 0 })
+	switch {
+	case i < len(pairs)/2 && Compare(pairs[2*i], v) == 0:
+		c := pairs[2*i+1].(int64) + n
+		if c <= 0 {
+			pairs = append(pairs[:2*i], pairs[2*i+2:]...)
+		} else {
+			pairs[2*i+1] = c
+		}
+	case n > 0:
+		pairs = append(pairs, nil, nil)
+		copy(pairs[2*i+2:], pairs[2*i:])
+		pairs[2*i], pairs[2*i+1] = v, n
+	}
+	if len(pairs) == 0 {
+		return ""
+	}
+	b, err := materialize.EncodeRow(pairs)
+	if err != nil {
+		panic(err) // the values are a column's, which the row encoding holds
+	}
+	return string(b)
+}
+
+// multisetPairs decodes set into value, count, value, count, ...
+func multisetPairs(set string) []any {
+	if set == "" {
+		return nil
+	}
+	pairs, err := materialize.DecodeRow([]byte(set))
+	if err != nil {
+		panic(err) // written by multisetAdd
+	}
+	return pairs
+}
+
+// multisetLen is the number of distinct values in set.
+func multisetLen(set string) int { return len(multisetPairs(set)) / 2 }
+
+// multisetEnd is set's least value (or its greatest, with last), nil
+// when it is empty.
+func multisetEnd(set string, last bool) any {
+	pairs := multisetPairs(set)
+	switch {
+	case len(pairs) == 0:
+		return nil
+	case last:
+		return pairs[len(pairs)-2]
+	}
+	return pairs[0]
+}
