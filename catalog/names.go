@@ -32,6 +32,21 @@ func (r *Relation) ChangelogTopic(cluster string) string { return r.internal(clu
 // forwarded to their key's partition (stream's placement).
 func (r *Relation) RepartitionTopic(cluster string) string { return r.internal(cluster, "repartition") }
 
+// ChangesTopic is the changelog of a view's change stage (a view grouped
+// over a table by other than its key): the last row of each key of the
+// table, as the stage last saw it, per table partition.
+func (r *Relation) ChangesTopic(cluster string) string { return r.internal(cluster, "changes") }
+
+// ChangesTransactionalID is the transactional id of a view's change
+// stage for one partition of its table.
+func (r *Relation) ChangesTransactionalID(cluster string, partition int32) string {
+	return fmt.Sprintf("%s-%d", r.internal(cluster, "changes-task"), partition)
+}
+
+// ChangesStore is the name of the state of a view's change stage, next
+// to its StoreName.
+func (r *Relation) ChangesStore() string { return r.StoreName() + "#changes" }
+
 // RekeyGroup is the consumer group whose offsets record how far the
 // re-keying stage has read each source partition.
 func (r *Relation) RekeyGroup(cluster string) string { return r.internal(cluster, "rekey") }

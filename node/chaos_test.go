@@ -22,7 +22,7 @@ import (
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
-// once, and one over a view), and
+// once, one over a view, and one aggregating a table), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -58,7 +58,11 @@ func TestChaos(t *testing.T) {
 	waitPlacedView(t, c, n0, "big_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_id", 4, 1)
+	// A table aggregated by another column: rows move between regions
+	// through the change stage (and a third of them are misplaced).
+	n0.Exec(t, "CREATE TABLE accounts_by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM accounts GROUP BY region")
 	waitPlacedView(t, c, n0, "accounts", 4, 1)
+	waitPlacedView(t, c, n0, "accounts_by_region", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -117,7 +121,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -144,6 +148,18 @@ func TestChaos(t *testing.T) {
 		accountRows = append(accountRows, r)
 	}
 	checkView(t, c, "accounts", "SELECT id, region, amount FROM accounts WHERE _partition = %d", accountRows)
+	accountsByRegion := map[string][2]int64{}
+	for _, r := range accounts {
+		var id, amount int64
+		var region string
+		f := strings.Split(r, "|")
+		fmt.Sscan(f[0], &id)
+		region = f[1]
+		fmt.Sscan(f[2], &amount)
+		a := accountsByRegion[region]
+		accountsByRegion[region] = [2]int64{a[0] + 1, a[1] + amount}
+	}
+	checkView(t, c, "accounts_by_region", "SELECT region, n, total FROM accounts_by_region WHERE _partition = %d", countSum(accountsByRegion))
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

@@ -32,23 +32,10 @@ import (
 func TestDerivedStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	broker, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
-	dir := t.TempDir()
-	start := func() *Node {
-		return startNode(t, dir, func(o *Options) { o.Brokers = broker.Addrs(); o.ClusterSecret = "s" })
-	}
+	start, broker := restartable(t)
 	n := start()
-	conn := connect(t, n.PGAddr())
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	exec := func(q string) { t.Helper(); c.exec(q) }
 	exec("CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (partitions = 3)")
 	exec("CREATE STREAM big WITH (kafka_topic = 'big_orders') AS SELECT id, region, amount * 10 AS cents FROM orders WHERE amount >= 50")
 	exec("CREATE STREAM by_region WITH (partitions = 4) AS SELECT region, id, amount FROM orders PARTITION BY region")
@@ -59,7 +46,7 @@ func TestDerivedStream(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(16, 1))
 	regions := []string{"eu", "us", "apac", "latam", "mea"}
-	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), Logger: testLogger()}, kafka.ProducerOpts()...)
+	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: []string{broker}, Logger: testLogger()}, kafka.ProducerOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,47 +66,17 @@ func TestDerivedStream(t *testing.T) {
 		}
 	}
 	write(300)
-	waitCaughtUp := func(n *Node) {
-		t.Helper()
-		if !poll.Cond(30*time.Second, func() bool { return tasksCaughtUp(n) }) {
-			t.Fatal("the derived streams' tasks did not apply all their input")
-		}
-	}
-	waitCaughtUp(n)
+	waitTasks(t, n, 9) // three per query
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
 	n = start()
-	conn = connect(t, n.PGAddr())
+	c.conn = connect(t, n.PGAddr())
 	write(300)
-	waitCaughtUp(n)
+	waitTasks(t, n, 9) // three per query
 
 	// What each stream's query gives over the source, as a pull query.
-	want := func(q string) []string {
-		t.Helper()
-		rows, err := conn.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			vals, err := rows.Values()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var fields []string
-			for _, v := range vals {
-				fields = append(fields, fmt.Sprint(v))
-			}
-			out = append(out, strings.Join(fields, " "))
-		}
-		if rows.Err() != nil {
-			t.Fatal(rows.Err())
-		}
-		slices.Sort(out)
-		return out
-	}
+	want := func(q string) []string { return c.rows(q) }
 	wantBig := want("SELECT id, region, amount * 10 FROM orders WHERE amount >= 50")
 	wantByRegion := want("SELECT region, id, amount FROM orders")
 	if len(wantBig) < 100 || len(wantByRegion) != 600 {
@@ -134,7 +91,7 @@ func TestDerivedStream(t *testing.T) {
 	}
 
 	// The derived topics, read by a consumer of committed records.
-	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), Logger: testLogger()},
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: []string{broker}, Logger: testLogger()},
 		kgo.ConsumeTopics("big_orders", "by_region"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
@@ -195,7 +152,7 @@ func TestDerivedStream(t *testing.T) {
 		t.Errorf("eu_orders: %d records, want %d: %s", len(got), len(want), firstDiff(got, want))
 	}
 	// kcat, reading committed records, sees one record per order.
-	lines := kcatLines(t, broker.Addrs()[0], "by_region")
+	lines := kcatLines(t, broker, "by_region")
 	if len(lines) != len(wantByRegion) {
 		t.Errorf("kcat reads %d records of by_region, want %d", len(lines), len(wantByRegion))
 	}
@@ -208,13 +165,13 @@ func TestDerivedStream(t *testing.T) {
 	// The bad records went to the processing log, once per query and
 	// bad record.
 	var logged int64
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM basin_processing_log WHERE query_id LIKE 'CSAS%'").Scan(&logged); err != nil {
+	if err := c.conn.QueryRow(ctx, "SELECT count(*) FROM basin_processing_log WHERE query_id LIKE 'CSAS%'").Scan(&logged); err != nil {
 		t.Fatal(err)
 	}
 	if logged != 4 {
 		t.Errorf("the processing log holds %d records of the derived streams' queries, want 4", logged)
 	}
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM basin_processing_log WHERE query_id = 'INSERTQUERY_1'").Scan(&logged); err != nil {
+	if err := c.conn.QueryRow(ctx, "SELECT count(*) FROM basin_processing_log WHERE query_id = 'INSERTQUERY_1'").Scan(&logged); err != nil {
 		t.Fatal(err)
 	}
 	if logged != 2 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/internal/poll"
+	"github.com/basindb/basin/kafka"
 )
 
 // testLogger logs to stderr when BASIN_TEST_LOG is set (e.g. "debug"),
@@ -131,3 +133,71 @@ func eventually(t testing.TB, d time.Duration, fn func() error) {
 }
 
 func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }
+
+// sqlConn runs a test's statements and reads on one connection.
+type sqlConn struct {
+	t    testing.TB
+	ctx  context.Context
+	conn *pgx.Conn
+}
+
+// exec runs q, failing the test on an error.
+func (c sqlConn) exec(q string) {
+	c.t.Helper()
+	if _, err := c.conn.Exec(c.ctx, q); err != nil {
+		c.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// rows runs q and returns its rows, each its values separated by
+// spaces, sorted.
+func (c sqlConn) rows(q string) []string {
+	c.t.Helper()
+	rs, err := c.conn.Query(c.ctx, q)
+	if err != nil {
+		c.t.Fatalf("%s: %v", q, err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		vals, err := rs.Values()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		fields := make([]string, len(vals))
+		for i, v := range vals {
+			fields[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(fields, " "))
+	}
+	if rs.Err() != nil {
+		c.t.Fatalf("%s: %v", q, rs.Err())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// restartable returns a function that starts a node in one data dir
+// over a broker of its own (so that the broker outlives the node, which
+// can then be closed and started again), and the broker's address.
+func restartable(t *testing.T) (start func() *Node, broker string) {
+	t.Helper()
+	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	dir := t.TempDir()
+	return func() *Node {
+		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" })
+	}, b.Addrs()[0]
+}
+
+// waitTasks waits until n runs count tasks and each has applied all the
+// input it knows of.
+func waitTasks(t *testing.T, n *Node, count int) {
+	t.Helper()
+	if !poll.Cond(30*time.Second, func() bool { return len(n.localTasks().Tasks) == count && tasksCaughtUp(n) }) {
+		t.Fatalf("the node runs %d tasks, want %d, all caught up", len(n.localTasks().Tasks), count)
+	}
+}

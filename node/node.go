@@ -285,6 +285,7 @@ func (n *Node) onChange(ch catalog.Change) {
 				n.mu.dropped = map[string]bool{}
 			}
 			n.mu.dropped[ch.Dropped.StoreName()] = true
+			n.mu.dropped[ch.Dropped.ChangesStore()] = true
 			n.mu.Unlock()
 		}
 		return
@@ -335,6 +336,7 @@ func (n *Node) startQueries() error {
 	live := map[string]bool{}
 	for _, r := range rels {
 		live[r.StoreName()] = true
+		live[r.ChangesStore()] = true // a view's change stage, if it has one
 	}
 	ids, err := n.db.Stores()
 	if err != nil {

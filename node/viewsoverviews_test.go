@@ -20,38 +20,11 @@ func TestViewsOverViewsRecompute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n := startNode(t, t.TempDir())
-	conn := connect(t, n.PGAddr())
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	rows := func(q string) []string {
-		t.Helper()
-		rs, err := conn.Query(ctx, q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		defer rs.Close()
-		var out []string
-		for rs.Next() {
-			vals, err := rs.Values()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, fmt.Sprint(vals...))
-		}
-		if rs.Err() != nil {
-			t.Fatalf("%s: %v", q, rs.Err())
-		}
-		slices.Sort(out)
-		return out
-	}
-	exec("CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, balance BIGINT) WITH (partitions = 3)")
-	exec("CREATE TABLE funded AS SELECT id, region, balance FROM accounts WHERE balance > 10")
-	exec("CREATE TABLE funded_west AS SELECT id, region, balance * 2 AS doubled FROM funded WHERE region IN ('eu', 'us')")
-	exec("CREATE TABLE funded_west_big AS SELECT id, doubled FROM funded_west WHERE doubled < 180")
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec("CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, balance BIGINT) WITH (partitions = 3)")
+	c.exec("CREATE TABLE funded AS SELECT id, region, balance FROM accounts WHERE balance > 10")
+	c.exec("CREATE TABLE funded_west AS SELECT id, region, balance * 2 AS doubled FROM funded WHERE region IN ('eu', 'us')")
+	c.exec("CREATE TABLE funded_west_big AS SELECT id, doubled FROM funded_west WHERE doubled < 180")
 	const want = "SELECT id, balance * 2 FROM accounts WHERE balance > 10 AND region IN ('eu', 'us') AND balance * 2 < 180"
 
 	rng := rand.New(rand.NewPCG(3, 16))
@@ -62,30 +35,20 @@ func TestViewsOverViewsRecompute(t *testing.T) {
 		for range 40 {
 			vals = append(vals, fmt.Sprintf("(%d, '%s', %d)", rng.IntN(60), regions[rng.IntN(3)], rng.IntN(100)))
 		}
-		exec("INSERT INTO accounts VALUES " + strings.Join(vals, ", "))
+		c.exec("INSERT INTO accounts VALUES " + strings.Join(vals, ", "))
 		for range 5 {
-			exec(fmt.Sprintf("DELETE FROM accounts WHERE id = %d", rng.IntN(60)))
+			c.exec(fmt.Sprintf("DELETE FROM accounts WHERE id = %d", rng.IntN(60)))
 		}
 		var pos string
-		if err := conn.QueryRow(ctx, "SHOW basin.last_write_position").Scan(&pos); err != nil {
+		if err := c.conn.QueryRow(ctx, "SHOW basin.last_write_position").Scan(&pos); err != nil {
 			t.Fatal(err)
 		}
 		// Another session, bounded by the writes' position only.
 		if _, err := read.Exec(ctx, fmt.Sprintf("SET basin.min_position = '%s'", pos)); err != nil {
 			t.Fatal(err)
 		}
-		rs, err := read.Query(ctx, "SELECT id, doubled FROM funded_west_big")
-		if err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		var got []string
-		for rs.Next() {
-			v, _ := rs.Values()
-			got = append(got, fmt.Sprint(v...))
-		}
-		rs.Close()
-		slices.Sort(got)
-		if w := rows(want); !slices.Equal(got, w) {
+		got := sqlConn{t, ctx, read}.rows("SELECT id, doubled FROM funded_west_big")
+		if w := c.rows(want); !slices.Equal(got, w) {
 			t.Fatalf("round %d: funded_west_big has %d rows, the SQL over accounts %d: %s", round, len(got), len(w), firstDiff(got, w))
 		}
 	}

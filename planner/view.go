@@ -215,10 +215,6 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 				WithHint("Leave out the partitions option.")
 		}
 	}
-	if p.Retract && p.Repartition {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating table %s by other than its key is not supported yet", src.Name).
-			WithHint("Group by the table's key, or aggregate a stream of its records.")
-	}
 	if !p.PositionAll {
 		p.PositionAll = p.Repartition
 	}

@@ -37,6 +37,10 @@
 //     records to the processing log and a marker with the input offsets
 //     to a changelog that holds only markers, whose restore gives the
 //     offsets to read on from.
+//   - changeTask (changetask.go) re-keys a table partition for a view
+//     grouped over the table by other columns: it keeps each key's last
+//     row and sends, transactionally, the old row to be taken back from
+//     its group and the new one to be added to its own.
 //   - rekeyTask (rekeytask.go) re-keys a source partition into the
 //     repartition topic for views grouped by something other than the
 //     source key. It is not transactional: each record carries its source

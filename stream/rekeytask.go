@@ -34,6 +34,14 @@ import (
 // buffers of the task, and carves what a record keeps from blocks of the
 // batch (recordArena).
 type rekeyTask struct {
+	rekeyer
+}
+
+// rekeyer is what the re-keying stages of a view (rekeyTask, and
+// changeTask over a table) share: the view's WHERE and groups over the
+// source rows of one source partition, and how a row's view key is
+// written.
+type rekeyer struct {
 	rt     *Runtime
 	state  *TaskState
 	ends   *sourceEnds // shared with the view's tasks, for their lag
@@ -55,8 +63,8 @@ type rekeyTask struct {
 	key    []any
 }
 
-func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
-	t := &rekeyTask{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
+func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) rekeyer {
+	t := rekeyer{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
@@ -74,6 +82,25 @@ func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sour
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.KeyGroup))
 	return t
+}
+
+func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
+	return &rekeyTask{newRekeyer(rt, plan, ts, ends)}
+}
+
+// appendViewKey evaluates the groups of row and appends its view key, as
+// the repartition records' keys have it (the view's key_format), to dst;
+// null reports a key of NULLs, which has no bytes.
+func (t *rekeyer) appendViewKey(dst []byte, row catalog.Row) (_ []byte, null bool, err error) {
+	for i, g := range t.group {
+		if t.groups[i], err = g(row, t.env); err != nil {
+			return dst, false, err
+		}
+	}
+	for i, g := range t.plan.KeyGroup {
+		t.key[i] = t.groups[g]
+	}
+	return serde.AppendKey(dst, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
 }
 
 func (t *rekeyTask) run(ctx context.Context) error {
@@ -198,17 +225,9 @@ func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 			return nil, nil
 		}
 	}
-	for i, g := range t.group {
-		if t.groups[i], err = g(row, t.env); err != nil {
-			return nil, err
-		}
-	}
-	for i, g := range t.plan.KeyGroup {
-		t.key[i] = t.groups[g]
-	}
 	buf := a.bytes.begin()
 	start := len(buf)
-	buf, null, err := serde.AppendKey(buf, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
+	buf, null, err := t.appendViewKey(buf, row)
 	if err != nil {
 		return nil, err
 	}

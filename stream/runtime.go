@@ -564,6 +564,12 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err := rt.EnsurePublished(ctx, rel, maxBytes); err != nil {
 		return err
 	}
+	if plan.Retract && plan.Repartition {
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangesTopic(rt.opts.Cluster), plan.Source.Partitions,
+			map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
+			return err
+		}
+	}
 	// The repartition topic carries every record of a view that
 	// re-keys, and only the misplaced records of one that does not
 	// (placement.go).
@@ -583,15 +589,25 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
 			ts := rt.newTaskState(sp)
 			q.Rekey = append(q.Rekey, ts)
-			t := newRekeyTask(rt, plan, ts, ends)
-			t.maxRecord = limit
+			var run func(context.Context) error
+			if plan.Retract {
+				t := newChangeTask(rt, plan, ts, ends)
+				t.maxRecord = limit
+				run = t.run
+			} else {
+				t := newRekeyTask(rt, plan, ts, ends)
+				t.maxRecord = limit
+				run = t.run
+			}
 			q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: sp}, rekey: true, ts: ts,
 				name: fmt.Sprintf("%s/rekey/%d", rel.Name, sp),
 				run: func(r ha.Role) func(context.Context) error {
 					if r != ha.RoleActive {
-						return nil // re-keying keeps no state to stand by with
+						// Re-keying keeps no state to stand by with; a
+						// change stage restores its own on start.
+						return nil
 					}
-					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
+					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, run(ctx)) }
 				}})
 		}
 	}
@@ -805,15 +821,22 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 		return err
 	}
 	var topics []string
+	if rel.Kind == catalog.KindView {
+		// A view's change stage, if it has one.
+		if err := rt.opts.DB.DropView(rel.ChangesStore()); err != nil {
+			return err
+		}
+		topics = append(topics, rel.ChangesTopic(rt.opts.Cluster))
+	}
 	switch {
 	case rel.Derived() || rel.Kind == catalog.KindInsert:
 		// A derived stream's topic is its output, for others to read:
 		// it stays, as a published view's does.
-		topics = []string{rel.ChangelogTopic(rt.opts.Cluster)}
+		topics = append(topics, rel.ChangelogTopic(rt.opts.Cluster))
 	case rel.Kind == catalog.KindView:
-		topics = []string{rel.RepartitionTopic(rt.opts.Cluster), rel.ChangelogTopic(rt.opts.Cluster)}
+		topics = append(topics, rel.RepartitionTopic(rt.opts.Cluster), rel.ChangelogTopic(rt.opts.Cluster))
 	default:
-		topics = []string{rel.RepartitionTopic(rt.opts.Cluster)}
+		topics = append(topics, rel.RepartitionTopic(rt.opts.Cluster))
 	}
 	var errs []error
 	for _, t := range topics {

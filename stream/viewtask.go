@@ -475,10 +475,27 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		if sp, off, err = decodeSrc(v); err != nil {
 			return err
 		}
-		if seen, ok := b.next.Position.Get(srcTopic, sp); ok && off < seen {
-			return nil // re-sent by a restarted re-keying task
+		switch {
+		case plan.Retract:
+			// From a change stage, which is transactional: nothing
+			// comes twice, and its markers, after the records of each
+			// batch, say how far it has sent.
+		default:
+			if seen, ok := b.next.Position.Get(srcTopic, sp); ok && off < seen {
+				return nil // re-sent by a restarted re-keying task
+			}
+			b.next.Position.Advance(srcTopic, sp, off+1)
 		}
-		b.next.Position.Advance(srcTopic, sp, off+1)
+		if old, ok := hasHeader(r, headerRetract); ok {
+			// A table row changed or left (changeTask): its old row
+			// leaves its group.
+			if err := t.retract(store, b, old); err != nil {
+				return err
+			}
+			if r.Value == nil {
+				return nil
+			}
+		}
 		if row, err = materialize.DecodeRowInto(t.row, r.Value); err != nil {
 			return fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", t.input, p, r.Offset, err)
 		}
@@ -801,6 +818,30 @@ func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row
 	return err
 }
 
+// retract takes a table row the change stage sent before, encoded in
+// v, back out of its group.
+func (t *viewTask) retract(store *materialize.Store, b *viewBatch, v []byte) error {
+	row, err := materialize.DecodeRow(v)
+	if err != nil {
+		return fmt.Errorf("view %s: undecodable retracted row: %w", t.plan.View.Name, err)
+	}
+	groups := t.groups
+	for i, g := range t.group {
+		if groups[i], err = g(row, t.env); err != nil {
+			return fmt.Errorf("view %s: the group of a row it added before: %w", t.plan.View.Name, err)
+		}
+	}
+	e, err := t.lookup(store, b, t.keyOf(row, groups))
+	if err != nil {
+		return err
+	}
+	if err := t.agg.Retract(e.state, row, t.env); err != nil {
+		return fmt.Errorf("view %s: taking back a row it added before: %w", t.plan.View.Name, err)
+	}
+	t.setGroups(e, groups)
+	return nil
+}
+
 // replaceGroup makes row the one row of group e (replace), unless it
 // fails to aggregate or to make a view row: then the group is as it was.
 func (t *viewTask) replaceGroup(b *viewBatch, e *pending, n int, row catalog.Row, groups []any) error {
@@ -957,7 +998,13 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 		var err error
 		if t.plan.Grouped {
 			if present, row, err = t.viewRow(e); err != nil {
-				return nil, err
+				if !t.plan.Retract || !isDataError(err) {
+					return nil, err
+				}
+				// A group that took a row back may make a select list
+				// or HAVING fail that held before (a division by a
+				// count now 0): it is hidden until it holds again.
+				present, row = false, make(catalog.Row, len(t.plan.View.Schema.Columns))
 			}
 			state = e.state
 		}

@@ -1,0 +1,350 @@
+package stream
+
+// The change task: for a view grouped over a table by other than the
+// table's key, one per table partition sends each change of a table row
+// to the view partitions of its old and new groups (see changeTask).
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+)
+
+// headerRetract is, on a repartition record of a change task, the row
+// the table's key had before (the row encoding of its columns and
+// ROWTIME): its view partition takes it back out of its group. The
+// record's value, when not nil, is the row the key has now, which the
+// partition adds.
+const headerRetract = "basin.retract"
+
+// changeTask is the re-keying stage of a view grouped over a table by
+// other than the table's key (planner.ViewPlan.Retract with
+// Repartition), for one table partition. A table row that changes moves
+// between groups, which live in other view partitions: the stage keeps
+// the last row of each key that passed the view's WHERE (a store, with a
+// changelog of its own), and for each change sends the old row to the
+// partition of its group, to be taken back, and the new one to the
+// partition of its group, to be added (one record when both are the
+// same partition). A deleted row, or one that stops matching WHERE, is
+// only taken back.
+//
+// Unlike rekeyTask it is transactional, since its store must move with
+// what it sent: per batch, one transaction holds the repartition
+// records, a position marker for every view partition, the changed rows
+// of its changelog and a marker with its input offset; its store is
+// written after the commit. A crash at any point sends nothing twice and
+// loses nothing. A record whose WHERE, group or aggregate arguments fail
+// to evaluate is skipped into the processing log, the key's last row
+// staying as it was, so that what the view partitions add is always
+// what can be taken back.
+type changeTask struct {
+	rekeyer
+	args []eval.Expr // the aggregates' arguments
+	// fwd is the table's forwarding topic, which the task reads too:
+	// the records of the partition's keys that producers put on other
+	// partitions, which the table's tasks forward here (placement); the
+	// task skips those it finds on its own partition, and place finds
+	// them.
+	fwd   string
+	place *placement
+}
+
+func newChangeTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *changeTask {
+	t := &changeTask{rekeyer: newRekeyer(rt, plan, ts, ends), fwd: plan.Source.RepartitionTopic(rt.opts.Cluster)}
+	t.place = newPlacement(plan.Source, t.codec, ts.Partition)
+	for _, a := range plan.Aggs {
+		if a.Arg != nil {
+			t.args = append(t.args, eval.Compile(a.Arg))
+		}
+	}
+	return t
+}
+
+// changeBatch is one transaction of a change task.
+type changeBatch struct {
+	cp      materialize.Checkpoint
+	recs    []*kgo.Record     // repartition records
+	bad     []*kgo.Record     // processing-log records
+	changed map[string][]byte // key → last row (nil: none), in this batch
+	order   []string          // the keys of changed, in order first changed
+}
+
+func (t *changeTask) run(ctx context.Context) error {
+	rt, plan, sp := t.rt, t.plan, t.sp
+	view, src := plan.View, plan.Source
+	changelog := view.ChangesTopic(rt.opts.Cluster)
+	store := rt.opts.DB.Store(materialize.StoreID{View: view.ChangesStore(), Partition: sp})
+	prod, err := rt.Client(fmt.Sprintf("%s-changes-%d-txn", view.Name, sp), append(append(kafka.ProducerOpts(),
+		kgo.TransactionalID(view.ChangesTransactionalID(rt.opts.Cluster, sp)),
+		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
+	), batchMax(t.maxRecord)...)...)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	if err := fence(ctx, prod, changelog, sp); err != nil {
+		return fmt.Errorf("fencing earlier instances of the change task %s/%d: %w", view.Name, sp, err)
+	}
+	cp, err := rt.restore(ctx, store, changelog, sp)
+	if err != nil {
+		return err
+	}
+	if err := rt.checkHalt(view, src.Topic, sp); err != nil {
+		return err
+	}
+	offs := map[string]map[int32]kgo.Offset{}
+	var guard inputGuard
+	for _, topic := range []string{src.Topic, t.fwd} {
+		next, applied := cp.Input[topic][sp]
+		from, err := rt.resumeAt(ctx, view, topic, sp, next, applied)
+		if err != nil {
+			return err
+		}
+		offs[topic] = map[int32]kgo.Offset{sp: from}
+		if applied {
+			guard.expect(topic, next)
+		}
+	}
+	next := cp.Input[src.Topic][sp]
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-changes-%d", view.Name, sp), offs, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	if ends, err := kafka.EndOffsets(ctx, rt.adm, src.Topic); err == nil {
+		t.ends.ends[sp].Store(ends[sp])
+	}
+	t.state.inputNext.Store(next)
+	t.state.markRestored()
+	for {
+		var fwdEnd atomic.Int64
+		fetches, ok, err := rt.pollEnds(ctx, cons, func(topic string) *atomic.Int64 {
+			if topic == t.fwd {
+				return &fwdEnd
+			}
+			return &t.ends.ends[sp]
+		})
+		if !ok {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if topic, p, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, view, topic, p, next)
+		}
+		b := &changeBatch{cp: cp.Clone(), changed: map[string][]byte{}}
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr == nil {
+				perr = t.change(store, b, r)
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		if err := t.commit(ctx, prod, store, changelog, b); err != nil {
+			return err
+		}
+		cp = b.cp
+		t.state.inputNext.Store(cp.Input[src.Topic][sp])
+		t.state.errors.Add(int64(len(b.bad)))
+	}
+}
+
+// change adds what table record r changes to b.
+func (t *changeTask) change(store *materialize.Store, b *changeBatch, r *kgo.Record) error {
+	src := t.plan.Source
+	setOffset(&b.cp.Input, r.Topic, t.sp, r.Offset+1)
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	forwarded := r.Topic == t.fwd
+	if forwarded {
+		// The table forwards before it checkpoints, so a record may
+		// come again: what its source partition's offsets passed is
+		// dropped, as the table's own task does.
+		v, _ := hasHeader(r, headerSource)
+		q, off, err := decodeSrc(v)
+		if err != nil {
+			return fmt.Errorf("forwarded record at %s/%d@%d: %w", t.fwd, t.sp, r.Offset, err)
+		}
+		from := forwardedFrom(t.fwd)
+		if seen, ok := b.cp.Input[from][q]; ok && off < seen {
+			return nil
+		}
+		setOffset(&b.cp.Input, from, q, off+1)
+		r = &kgo.Record{Topic: src.Topic, Partition: q, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	}
+	ncols := len(src.Schema.Columns)
+	row := t.row[:ncols+1]
+	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+		return nil
+	}
+	if _, misplaced := t.place.owner(r.Key, row); misplaced && !forwarded {
+		return nil // its key's partition has it, forwarded by the table
+	}
+	keyVals := make([]any, 0, len(t.codec.KeyIndex()))
+	for _, k := range t.codec.KeyIndex() {
+		if row[k] == nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
+				"record has a NULL key, and table %s keeps a row per key", src.Name)))
+			return nil
+		}
+		keyVals = append(keyVals, row[k])
+	}
+	skeyBytes, err := materialize.EncodeKey(nil, keyVals)
+	if err != nil {
+		return err
+	}
+	skey := string(skeyBytes)
+	var now []byte // the key's row from now on, nil for none
+	if !tombstone {
+		if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return nil
+		}
+		keep := true
+		if t.filter != nil {
+			v, err := t.filter(row, t.env)
+			if err != nil {
+				b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+				return nil
+			}
+			keep = eval.Truthy(v)
+		}
+		if keep {
+			// What the view partition will evaluate, evaluated here
+			// first: a row it could not add is skipped now, so that
+			// every row sent can be taken back.
+			for _, a := range t.args {
+				if _, err := a(row, t.env); err != nil {
+					b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+					return nil
+				}
+			}
+			if now, err = materialize.EncodeRow(row); err != nil {
+				return err
+			}
+		}
+	}
+	before, ok := b.changed[skey]
+	if !ok {
+		if before, _, err = store.Get(skeyBytes); err != nil {
+			return err
+		}
+		b.order = append(b.order, skey)
+	}
+	b.changed[skey] = now
+	if before == nil && now == nil {
+		return nil
+	}
+	var oldKey, newKey []byte
+	var oldP, newP int32
+	if before != nil {
+		old, err := materialize.DecodeRow(before)
+		if err != nil {
+			return fmt.Errorf("change task %s/%d: stored row of key %x: %w", t.plan.View.Name, t.sp, skeyBytes, err)
+		}
+		if oldKey, err = t.viewKey(old); err != nil {
+			return fmt.Errorf("change task %s/%d: the group of a row it sent before: %w", t.plan.View.Name, t.sp, err)
+		}
+		oldP = kafka.Partition(oldKey, t.plan.View.Partitions)
+	}
+	if now != nil {
+		if newKey, err = t.viewKey(row); err != nil {
+			b.changed[skey] = before // the record is skipped: the key keeps its row
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return nil
+		}
+		newP = kafka.Partition(newKey, t.plan.View.Partitions)
+	}
+	srcHdr := kgo.RecordHeader{Key: headerSource, Value: encodeSrc(t.sp, r.Offset)}
+	n := len(b.recs)
+	switch {
+	case before != nil && now != nil && oldP == newP:
+		b.recs = append(b.recs, &kgo.Record{Topic: t.out, Partition: newP, Key: newKey, Value: now, Timestamp: r.Timestamp,
+			Headers: []kgo.RecordHeader{srcHdr, {Key: headerRetract, Value: before}}})
+	default:
+		if before != nil {
+			b.recs = append(b.recs, &kgo.Record{Topic: t.out, Partition: oldP, Key: oldKey, Timestamp: r.Timestamp,
+				Headers: []kgo.RecordHeader{srcHdr, {Key: headerRetract, Value: before}}})
+		}
+		if now != nil {
+			b.recs = append(b.recs, &kgo.Record{Topic: t.out, Partition: newP, Key: newKey, Value: now, Timestamp: r.Timestamp,
+				Headers: []kgo.RecordHeader{srcHdr}})
+		}
+	}
+	for _, rec := range b.recs[n:] {
+		if err := tooLarge(t.maxRecord, rec, t.out); err != nil {
+			b.recs, b.changed[skey] = b.recs[:n], before
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return nil
+		}
+	}
+	return nil
+}
+
+// viewKey returns the view key of row, nil for a key of NULLs.
+func (t *changeTask) viewKey(row catalog.Row) ([]byte, error) {
+	k, null, err := t.appendViewKey(nil, row)
+	if err != nil || null {
+		return nil, err
+	}
+	return k, nil
+}
+
+// commit writes b in one transaction: the repartition records, a marker
+// of the input offset reached for every view partition, the processing
+// log's records, the keys' last rows and the checkpoint to the changelog;
+// then it applies the rows and the checkpoint to the store.
+func (t *changeTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *changeBatch) error {
+	view := t.plan.View
+	next := b.cp.Input[t.plan.Source.Topic][t.sp]
+	recs := make([]*kgo.Record, 0, len(b.recs)+int(view.Partitions)+len(b.bad)+len(b.order)+1)
+	recs = append(recs, b.recs...)
+	for vp := int32(0); vp < view.Partitions; vp++ {
+		recs = append(recs, &kgo.Record{Topic: t.out, Partition: vp,
+			Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, next)}}})
+	}
+	recs = append(recs, b.bad...)
+	for _, k := range b.order {
+		recs = append(recs, &kgo.Record{Topic: changelog, Partition: t.sp, Key: []byte(k), Value: b.changed[k]})
+	}
+	marker := &kgo.Record{Topic: changelog, Partition: t.sp, Key: markerKey,
+		Value: materialize.MarshalCheckpoint(b.cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
+	recs = append(recs, marker)
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("producing to %s: %w", t.out, err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	sb := store.NewBatch()
+	for _, k := range b.order {
+		if v := b.changed[k]; v == nil {
+			sb.Delete([]byte(k))
+		} else {
+			sb.Set([]byte(k), v)
+		}
+	}
+	b.cp.ChangelogOffset = marker.Offset + 1
+	return sb.Commit(b.cp)
+}
