@@ -22,7 +22,8 @@ import (
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
-// once, one over a view, and one aggregating a table), and
+// once, one over a view, one aggregating a table, and one counting a
+// stream–table join's records), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -61,8 +62,13 @@ func TestChaos(t *testing.T) {
 	// A table aggregated by another column: rows move between regions
 	// through the change stage (and a third of them are misplaced).
 	n0.Exec(t, "CREATE TABLE accounts_by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM accounts GROUP BY region")
+	// A LEFT JOIN of every order with its account, and a view counting
+	// its records: each order joined once through the kills.
+	n0.Exec(t, "CREATE STREAM orders_enriched AS SELECT o.id, o.amount, a.region AS account_region FROM orders o LEFT JOIN accounts a ON o.id = a.id")
+	n0.Exec(t, "CREATE TABLE enriched_by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders_enriched GROUP BY id")
 	waitPlacedView(t, c, n0, "accounts", 4, 1)
 	waitPlacedView(t, c, n0, "accounts_by_region", 4, 1)
+	waitPlacedView(t, c, n0, "enriched_by_id", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -142,6 +148,7 @@ func TestChaos(t *testing.T) {
 	checkPublished(t, c, "by_region_out", byRegion)
 	checkView(t, c, "regions_seen", "SELECT region, n, total FROM regions_seen WHERE _partition = %d", countSum(byRegion))
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
+	checkView(t, c, "enriched_by_id", "SELECT id, n, total FROM enriched_by_id WHERE _partition = %d", countSum(byID))
 	checkView(t, c, "big_by_region", "SELECT region, n, total FROM big_by_region WHERE _partition = %d", countSum(bigByRegion))
 	var accountRows []string
 	for _, r := range accounts {

@@ -73,6 +73,11 @@ type binder struct {
 	// names resolve in scope, and q plans subqueries.
 	scope *scope
 	q     *queryPlanner
+	// rels, when set, are the relations of a persistent query's join,
+	// each a span of cols: names resolve in them, qualified by a
+	// relation's alias (or name) or, unqualified, in the one relation
+	// that has the column.
+	rels []boundRel
 	// noRowtime is set for a pull query over a table or view, whose
 	// stores keep no record time: ROWTIME gets a hint there.
 	noRowtime bool
@@ -213,10 +218,64 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 	return b.bindExt(e)
 }
 
+// boundRel is one relation of a join a binder resolves names in: its
+// columns are cols[lo:hi] of the binder's.
+type boundRel struct {
+	name, alias string
+	lo, hi      int
+}
+
+// visible is the name a qualified reference to r must use: its alias
+// when it has one (which hides its name, as in Postgres).
+func (r boundRel) visible() string {
+	if r.alias != "" {
+		return r.alias
+	}
+	return r.name
+}
+
+// bindJoinColumn resolves e among the relations of a join.
+func (b *binder) bindJoinColumn(e *sql.ColumnRef) (Scalar, error) {
+	found := -1
+	for _, r := range b.rels {
+		if e.Table != "" && !strings.EqualFold(e.Table, r.visible()) {
+			continue
+		}
+		for i := r.lo; i < r.hi; i++ {
+			if !strings.EqualFold(b.cols[i].Name, e.Name) {
+				continue
+			}
+			if found >= 0 {
+				return nil, pgerr.New(pgerr.AmbiguousColumn, "column reference %q is ambiguous", e.Name).WithPosition(e.Pos).
+					WithHint("Qualify it with the relation's name or alias: %s.%s.", r.visible(), e.Name)
+			}
+			found = i
+		}
+	}
+	if found >= 0 {
+		c := b.cols[found]
+		return &ColRef{Idx: found, T: c.Type, Name: c.Name}, nil
+	}
+	if e.Table != "" {
+		known := false
+		for _, r := range b.rels {
+			known = known || strings.EqualFold(e.Table, r.visible())
+		}
+		if !known {
+			return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", e.Table).WithPosition(e.Pos)
+		}
+		return nil, pgerr.New(pgerr.UndefinedColumn, "column %s.%s does not exist", e.Table, e.Name).WithPosition(e.Pos)
+	}
+	return nil, pgerr.New(pgerr.UndefinedColumn, "column %q does not exist", e.Name).WithPosition(e.Pos)
+}
+
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
 	if b.scope != nil {
 		s, _, err := b.scope.resolve(e)
 		return s, err
+	}
+	if b.rels != nil {
+		return b.bindJoinColumn(e)
 	}
 	if e.Table != "" {
 		// An alias hides the relation's own name, as in Postgres.

@@ -27,6 +27,9 @@ type StreamPlan struct {
 	// source's; KeyColumn is the output column that holds it.
 	PartitionBy Scalar
 	KeyColumn   int
+	// Join is the table a derived stream's records are joined with; nil
+	// without a join. Filter and Output are then over its JoinedInput.
+	Join *StreamJoin
 	// Rekey is set when a record goes to the partition its key's bytes
 	// hash to (the stream's partitioner) rather than to the partition
 	// of the source record: under PARTITION BY, with another partition
@@ -63,6 +66,15 @@ func (p *StreamPlan) String() string {
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
+	if j := p.Join; j != nil {
+		fmt.Fprintf(&b, "  %s\n", j)
+		if j.Route {
+			fmt.Fprintf(&b, "  Repartition stream %s by %s (to the table's partitions: a routing task per stream partition)\n", p.Source.Name, j.Key)
+		}
+		fmt.Fprintf(&b, "  Source stream %s (topic %s, %d partitions) and table %s (a join task per table partition)\n",
+			p.Source.Name, p.Source.Topic, p.Source.Partitions, j.Table.Name)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "  Source stream %s (topic %s, %d partitions; a task per partition)\n", p.Source.Name, p.Source.Topic, p.Source.Partitions)
 	return b.String()
 }
@@ -87,6 +99,11 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream cannot aggregate").
 			WithHint("Aggregate into a table: CREATE TABLE %s AS SELECT ... GROUP BY ....", s.Name)
+	}
+	if len(sel.From) == 1 && len(sel.SetOps) == 0 && sel.Limit == nil && sel.Offset == nil && len(sel.OrderBy) == 0 && !sel.Distinct {
+		if join, ok := sel.From[0].(*sql.Join); ok {
+			return planStreamJoin(cat, s, join, opts, text)
+		}
 	}
 	from, src, err := persistentSource(cat, sel, "STREAM", "derived stream", "stream")
 	if err != nil {
@@ -126,27 +143,11 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 	if stream.Topic == "" {
 		stream.Topic = s.Name
 	}
-	switch {
-	case catalog.InternalTopic(stream.Topic):
-		return nil, pgerr.New(pgerr.InsufficientPrivilege, "stream %s cannot write to topic %s: it is an internal topic of basin or Kafka", s.Name, stream.Topic).
-			WithHint("Name a topic of your own in kafka_topic.")
-	case strings.EqualFold(stream.Topic, src.Topic):
-		return nil, pgerr.New(pgerr.InvalidObjectDefinition, "stream %s cannot write to topic %s, which it reads as %s", s.Name, stream.Topic, src.Name).
-			WithHint("Name another topic in kafka_topic.")
-	}
-	if v, ok := opts["partitions"]; ok {
-		n, _ := strconv.ParseInt(v, 10, 32)
-		stream.Partitions = int32(n)
-	}
-	cols := outputColumns(items, p.Output)
-	if err := checkColumnNames(cols, items, "stream"); err != nil {
+	if err := checkStreamTopic(stream, src); err != nil {
 		return nil, err
 	}
-	if s.PartitionBy != nil {
-		if err := p.partitionBy(b, s.PartitionBy, cols); err != nil {
-			return nil, err
-		}
-	} else if err := p.keepKey(cols); err != nil {
+	cols, err := p.columns(b, s, opts, items, p.keepKey)
+	if err != nil {
 		return nil, err
 	}
 	stream.Schema.Columns = cols
@@ -185,6 +186,25 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 		stream.Partitioner = src.Partitioner
 	}
 	return p, nil
+}
+
+// columns returns the derived stream's columns, of the select list items,
+// with its key marked: PARTITION BY's, else what key marks. It sets the
+// stream's partitions from opts.
+func (p *StreamPlan) columns(b *binder, s *sql.CreateStreamAs, opts map[string]string, items []sql.SelectItem,
+	key func([]catalog.Column) error) ([]catalog.Column, error) {
+	if v, ok := opts["partitions"]; ok {
+		n, _ := strconv.ParseInt(v, 10, 32)
+		p.Stream.Partitions = int32(n)
+	}
+	cols := outputColumns(items, p.Output)
+	if err := checkColumnNames(cols, items, "stream"); err != nil {
+		return nil, err
+	}
+	if s.PartitionBy != nil {
+		return cols, p.partitionBy(b, s.PartitionBy, cols)
+	}
+	return cols, key(cols)
 }
 
 // keepKey marks the key of a stream without PARTITION BY: the source's

@@ -83,17 +83,12 @@ func (t *changeTask) run(ctx context.Context) error {
 	view, src := plan.View, plan.Source
 	changelog := view.ChangesTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: view.ChangesStore(), Partition: sp})
-	prod, err := rt.Client(fmt.Sprintf("%s-changes-%d-txn", view.Name, sp), append(append(kafka.ProducerOpts(),
-		kgo.TransactionalID(view.ChangesTransactionalID(rt.opts.Cluster, sp)),
-		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
-	), batchMax(t.maxRecord)...)...)
+	prod, err := rt.fencedProducer(ctx, fmt.Sprintf("%s-changes-%d-txn", view.Name, sp), view.ChangesTransactionalID(rt.opts.Cluster, sp),
+		changelog, sp, t.maxRecord)
 	if err != nil {
 		return err
 	}
 	defer prod.Close()
-	if err := fence(ctx, prod, changelog, sp); err != nil {
-		return fmt.Errorf("fencing earlier instances of the change task %s/%d: %w", view.Name, sp, err)
-	}
 	cp, err := rt.restore(ctx, store, changelog, sp)
 	if err != nil {
 		return err

@@ -661,16 +661,24 @@ func (rt *Runtime) changelogSlot(rel *catalog.Relation, ts *TaskState, active fu
 // whose records are at most maxRecord bytes (0: no limit known), once it
 // has fenced the task's earlier instances (fence).
 func (rt *Runtime) taskProducer(ctx context.Context, rel *catalog.Relation, p int32, maxRecord int) (*kgo.Client, error) {
-	prod, err := rt.Client(fmt.Sprintf("%s-%d-txn", rel.Name, p), append(append(kafka.ProducerOpts(),
-		kgo.TransactionalID(rel.TransactionalID(rt.opts.Cluster, p)),
+	return rt.fencedProducer(ctx, fmt.Sprintf("%s-%d-txn", rel.Name, p), rel.TransactionalID(rt.opts.Cluster, p),
+		rel.ChangelogTopic(rt.opts.Cluster), p, maxRecord)
+}
+
+// fencedProducer returns the transactional producer named id with
+// transactional id txnID, of a task that writes partition p of
+// changelog, once it has fenced the task's earlier instances.
+func (rt *Runtime) fencedProducer(ctx context.Context, id, txnID, changelog string, p int32, maxRecord int) (*kgo.Client, error) {
+	prod, err := rt.Client(id, append(append(kafka.ProducerOpts(),
+		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(rt.opts.TransactionTimeout),
 	), batchMax(maxRecord)...)...)
 	if err != nil {
 		return nil, err
 	}
-	if err := fence(ctx, prod, rel.ChangelogTopic(rt.opts.Cluster), p); err != nil {
+	if err := fence(ctx, prod, changelog, p); err != nil {
 		prod.Close()
-		return nil, fmt.Errorf("fencing earlier instances of task %s/%d: %w", rel.Name, p, err)
+		return nil, fmt.Errorf("fencing earlier instances of task %s: %w", id, err)
 	}
 	return prod, nil
 }
@@ -821,8 +829,9 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 		return err
 	}
 	var topics []string
-	if rel.Kind == catalog.KindView {
-		// A view's change stage, if it has one.
+	if rel.Kind != catalog.KindTable {
+		// A view's change stage or a join's routing stage, if it has
+		// one.
 		if err := rt.opts.DB.DropView(rel.ChangesStore()); err != nil {
 			return err
 		}
@@ -832,7 +841,7 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	case rel.Derived() || rel.Kind == catalog.KindInsert:
 		// A derived stream's topic is its output, for others to read:
 		// it stays, as a published view's does.
-		topics = append(topics, rel.ChangelogTopic(rt.opts.Cluster))
+		topics = append(topics, rel.ChangelogTopic(rt.opts.Cluster), rel.RepartitionTopic(rt.opts.Cluster))
 	case rel.Kind == catalog.KindView:
 		topics = append(topics, rel.RepartitionTopic(rt.opts.Cluster), rel.ChangelogTopic(rt.opts.Cluster))
 	default:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -54,6 +55,14 @@ type streamTask struct {
 	// Scratch space of one record: its row (columns, then ROWTIME) and
 	// the row it derives.
 	row, derived catalog.Row
+	// route is set for the routing stage of a stream–table join
+	// (planner.StreamJoin.Route): the task sends each record as it is
+	// to the partition of the join's repartition topic that its join
+	// key belongs to, where the join task of that table partition reads
+	// it. It keeps its markers under the stream's Changes names.
+	route    bool
+	key      eval.Expr    // the join key, when routing
+	tblCodec *serde.Codec // encodes it
 }
 
 func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
@@ -70,12 +79,30 @@ func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *stream
 	return t
 }
 
+// newRouteTask returns the routing stage of a stream–table join for
+// one stream partition.
+func newRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
+		route: true, key: eval.Compile(plan.Join.Key), tblCodec: serde.NewCodec(plan.Join.Table)}
+	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1)
+	return t
+}
+
 func (t *streamTask) run(ctx context.Context) error {
 	rt, plan, p := t.rt, t.plan, t.state.Partition
 	rel, src := plan.Stream, plan.Source
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
-	prod, err := rt.taskProducer(ctx, rel, p, t.maxRecord)
+	var prod *kgo.Client
+	var err error
+	if t.route {
+		changelog = rel.ChangesTopic(rt.opts.Cluster)
+		store = rt.opts.DB.Store(materialize.StoreID{View: rel.ChangesStore(), Partition: p})
+		prod, err = rt.fencedProducer(ctx, fmt.Sprintf("%s-route-%d-txn", rel.Name, p), rel.ChangesTransactionalID(rt.opts.Cluster, p),
+			changelog, p, t.maxRecord)
+	} else {
+		prod, err = rt.taskProducer(ctx, rel, p, t.maxRecord)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,6 +211,9 @@ func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
 		return nil, err
 	}
+	if t.route {
+		return t.routed(r, row)
+	}
 	if t.filter != nil {
 		keep, err := t.filter(row, t.env)
 		if err != nil || !eval.Truthy(keep) {
@@ -214,6 +244,29 @@ func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// routed returns source record r, whose row is row, sent to the join
+// partition of its join key: the table partition that key is in (by
+// the table's key bytes and partitioner). A record without a join key
+// joins no row: it goes to its own partition's number, for a LEFT
+// JOIN to emit it with NULLs.
+func (t *streamTask) routed(r *kgo.Record, row catalog.Row) (*kgo.Record, error) {
+	tbl := t.plan.Join.Table
+	k, err := t.key(row, t.env)
+	if err != nil {
+		return nil, err
+	}
+	rec := &kgo.Record{Topic: t.plan.Stream.RepartitionTopic(t.rt.opts.Cluster), Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+		Partition: r.Partition % tbl.Partitions}
+	if k != nil {
+		kb, err := t.tblCodec.EncodeKey([]any{k})
+		if err != nil {
+			return nil, err
+		}
+		rec.Partition = tbl.PartitionerOf().Partition(kb, tbl.Partitions)
+	}
+	return rec, tooLarge(t.maxRecord, rec, rec.Topic)
 }
 
 // commit writes one transaction, the derived records, the skipped ones
@@ -271,6 +324,12 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 		return err
 	}
 	q := &PersistentQuery{Rel: rel, Stream: plan}
+	if plan.Join != nil {
+		if err := rt.startJoin(ctx, q, limit, maxBytes); err != nil {
+			return err
+		}
+		return rt.start(q)
+	}
 	for p := int32(0); p < rel.Tasks; p++ {
 		ts := rt.newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
@@ -279,6 +338,61 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 		q.slots = append(q.slots, rt.changelogSlot(rel, ts, t.run, plan.Source.Topic, ""))
 	}
 	return rt.start(q)
+}
+
+// startJoin adds the tasks of a stream–table join to q: a join task per
+// table partition, active only (its store is the table's rows, which it
+// reads again from the table where it starts), and, when the stream is
+// not in the table's partitions by the join key, a routing task per
+// stream partition, which runs with the join task of the same number
+// (modulo the table's partitions).
+func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, limit int, maxBytes *string) error {
+	plan, rel := q.Stream, q.Rel
+	compact := "compact"
+	if plan.Join.Route {
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), plan.Join.Table.Partitions,
+			map[string]*string{"max.message.bytes": maxBytes}); err != nil {
+			return err
+		}
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangesTopic(rt.opts.Cluster), plan.Source.Partitions,
+			map[string]*string{"cleanup.policy": &compact}); err != nil {
+			return err
+		}
+		routeLimit, err := rt.recordLimit(ctx, rel.RepartitionTopic(rt.opts.Cluster))
+		if err != nil {
+			return err
+		}
+		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
+			ts := rt.newTaskState(sp)
+			q.Rekey = append(q.Rekey, ts)
+			t := newRouteTask(rt, plan, ts)
+			t.maxRecord = routeLimit
+			q.slots = append(q.slots, activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: sp}, true, ts,
+				fmt.Sprintf("%s/rekey/%d", rel.Name, sp), t.run))
+		}
+	}
+	for p := int32(0); p < rel.Tasks; p++ {
+		ts := rt.newTaskState(p)
+		q.Tasks = append(q.Tasks, ts)
+		t := newJoinTask(rt, plan, ts)
+		t.maxRecord = limit
+		q.slots = append(q.slots, activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: p}, false, ts,
+			fmt.Sprintf("%s/%d", rel.Name, p), t.run))
+	}
+	return nil
+}
+
+// activeSlot is the slot of a task that runs only where its key is
+// active (rekey: where the task of its number, modulo the query's
+// tasks, is).
+func activeSlot(rt *Runtime, rel *catalog.Relation, key materialize.StoreID, rekey bool, ts *TaskState, name string, run func(context.Context) error) *slot {
+	return &slot{key: key, rekey: rekey, ts: ts, name: name,
+		run: func(r ha.Role) func(context.Context) error {
+			if r != ha.RoleActive {
+				return nil
+			}
+			return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, run(ctx)) }
+		}}
 }
 
 // EnsureStreamTopic creates the topic of derived stream rel if it does

@@ -1,0 +1,282 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// StreamJoin is the stream–table join of a derived stream: each record
+// of the stream looks up, by Key, the row the table has for that key as
+// the join task last saw it, and the derived record is computed over the
+// record's columns and ROWTIME followed by the row's columns (NULLs
+// when a LEFT JOIN finds none; an inner join drops such a record).
+type StreamJoin struct {
+	Table *catalog.Relation
+	Alias string
+	Left  bool
+	// Key is the table key a record looks up, over the stream record;
+	// it has the table key column's type.
+	Key Scalar
+	// Route is set when the stream's records are not in the table's
+	// partitions by Key: a routing stage sends each to the partition of
+	// its Key first (the stream is re-keyed for the join).
+	Route bool
+}
+
+// JoinedInput is the row a join's expressions are bound over: the
+// stream's record input (its columns, then ROWTIME), then the table's
+// columns.
+func (j *StreamJoin) JoinedInput(stream *catalog.Relation) []catalog.Column {
+	return append(RecordInput(stream), j.Table.Schema.Columns...)
+}
+
+// planStreamJoin plans CREATE STREAM ... AS SELECT ... FROM stream [LEFT]
+// JOIN table ON <stream expression> = <table key>.
+func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join, opts map[string]string, text string) (*StreamPlan, error) {
+	sel := s.Select
+	left, lok := join.Left.(*sql.TableRef)
+	right, rok := join.Right.(*sql.TableRef)
+	if !lok || !rok {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream joins one stream and one table").WithPosition(join.Pos).
+			WithHint("Join the result of one join in another derived stream.")
+	}
+	switch join.Kind {
+	case sql.JoinInner, sql.JoinLeft:
+	default:
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s JOIN of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
+			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
+	}
+	if len(join.Using) > 0 {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
+			WithHint("Write the condition with ON stream.column = table.key.")
+	}
+	src, err := cat.Resolve(left.Name)
+	if err != nil {
+		return nil, withPos(err, left.Pos)
+	}
+	tbl, err := cat.Resolve(right.Name)
+	if err != nil {
+		return nil, withPos(err, right.Pos)
+	}
+	if src.Kind != catalog.KindStream || src.Name == catalog.ProcessingLogName {
+		return nil, pgerr.New(pgerr.WrongObjectType, "the left side of a derived stream's join is a stream, and %s is not", src.Name).WithPosition(left.Pos).
+			WithHint("Write FROM stream JOIN table.")
+	}
+	if tbl.Kind != catalog.KindTable && tbl.Kind != catalog.KindView {
+		what := "a stream–stream join"
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s (%s JOIN %s) is not supported yet", what, src.Name, tbl.Name).WithPosition(right.Pos).
+			WithHint("Join a stream to a table.")
+	}
+	if tbl.Kind == catalog.KindView {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining a stream to view %s is not supported yet", tbl.Name).WithPosition(right.Pos).
+			WithHint("Join the table the view reads.")
+	}
+	keys := tbl.Schema.KeyIndexes()
+	if len(keys) != 1 {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", tbl.Name, len(keys)).WithPosition(right.Pos)
+	}
+	j := &StreamJoin{Table: tbl, Alias: right.Alias, Left: join.Kind == sql.JoinLeft}
+	input := j.JoinedInput(src)
+	nsrc := len(RecordInput(src))
+	b := &binder{cols: input, rels: []boundRel{
+		{name: src.Name, alias: left.Alias, lo: 0, hi: nsrc},
+		{name: tbl.Name, alias: right.Alias, lo: nsrc, hi: len(input)},
+	}}
+	if join.On == nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "a join of a stream and a table needs ON").WithPosition(join.Pos)
+	}
+	b.clause = "JOIN conditions"
+	if j.Key, err = joinKey(b, join.On, nsrc, nsrc+keys[0], tbl); err != nil {
+		return nil, err
+	}
+	b.clause = ""
+	p := &StreamPlan{Source: src, KeyColumn: -1, Join: j}
+	if sel.Where != nil {
+		b.clause = "WHERE"
+		f, err := b.bind(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		if p.Filter, err = b.coerce(f, catalog.Boolean, sel.Where.Position(), "argument of WHERE"); err != nil {
+			return nil, err
+		}
+		b.clause = ""
+	}
+	items, err := expandJoinStar(sel.Items, b, input)
+	if err != nil {
+		return nil, err
+	}
+	if p.Output, err = b.bindItems(items); err != nil {
+		return nil, err
+	}
+	stream := &catalog.Relation{
+		Name: s.Name, Kind: catalog.KindStream, Topic: opts["kafka_topic"], KeyFormat: strings.ToLower(opts["key_format"]),
+		ValueFormat: FormatJSON, Options: opts, SQL: text,
+		Sources:    []string{strings.ToLower(src.Name), strings.ToLower(tbl.Name)},
+		Partitions: tbl.Partitions, Tasks: tbl.Partitions,
+	}
+	p.Stream = stream
+	if stream.Topic == "" {
+		stream.Topic = s.Name
+	}
+	if err := checkStreamTopic(stream, src, tbl); err != nil {
+		return nil, err
+	}
+	cols, err := p.columns(b, s, opts, items, func(cols []catalog.Column) error { return p.joinKeyColumn(cols, nsrc+keys[0]) })
+	if err != nil {
+		return nil, err
+	}
+	stream.Schema.Columns = cols
+	if stream.KeyFormat == "" {
+		stream.KeyFormat = FormatKafka
+	}
+	k := p.KeyColumn
+	if stream.KeyFormat == FormatKafka && !kafkaKeyType(cols[k].Type) {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "key column %s of stream %s is %s, which key_format 'kafka' cannot hold", cols[k].Name, s.Name, cols[k].Type).
+			WithHint("Use WITH (key_format = 'json'), or cast the key.")
+	}
+	if len(cols) == 1 {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "stream %s needs at least one value column besides its key", s.Name).
+			WithHint("Select another column.")
+	}
+	// The stream's records are where the join needs them only when it is
+	// keyed by the very column the join looks up, in the table's key
+	// bytes, partitions and partitioner.
+	ref, direct := j.Key.(*ColRef)
+	srcKeys := src.Schema.KeyIndexes()
+	direct = direct && len(srcKeys) == 1 && ref.Idx == srcKeys[0] && src.Schema.Columns[ref.Idx].Type == tbl.Schema.Columns[keys[0]].Type &&
+		src.KeyFormat == tbl.KeyFormat && src.Partitions == tbl.Partitions && src.Partitioner == tbl.Partitioner
+	j.Route = !direct
+	p.Rekey = true
+	return p, nil
+}
+
+// joinKey binds ON, which must be one equality between an expression
+// over the stream's record (columns below nsrc) and the table's key
+// column (keyIdx), and returns the stream side, coerced to the key's
+// type.
+func joinKey(b *binder, on sql.Expr, nsrc, keyIdx int, tbl *catalog.Relation) (Scalar, error) {
+	bin, ok := on.(*sql.Binary)
+	if !ok || bin.Op != "=" {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "the join condition of a stream and a table must be stream expression = %s.%s", tbl.Name, tbl.Schema.Columns[keyIdx-nsrc].Name).
+			WithPosition(on.Position()).
+			WithHint("The table is looked up by its key; put other conditions in WHERE.")
+	}
+	l, err := b.bind(bin.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.bind(bin.R)
+	if err != nil {
+		return nil, err
+	}
+	isKey := func(s Scalar) bool { ref, ok := s.(*ColRef); return ok && ref.Idx == keyIdx }
+	onStream := func(s Scalar) bool {
+		ok := true
+		walkScalar(s, func(x Scalar) {
+			if ref, isRef := x.(*ColRef); isRef && ref.Idx >= nsrc {
+				ok = false
+			}
+		})
+		return ok
+	}
+	side, pos := l, bin.L.Position()
+	switch {
+	case isKey(r) && onStream(l):
+	case isKey(l) && onStream(r):
+		side, pos = r, bin.R.Position()
+	default:
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "the join condition of a stream and a table must equal the table's key %s.%s to an expression of the stream's columns", tbl.Name, tbl.Schema.Columns[keyIdx-nsrc].Name).
+			WithPosition(on.Position()).
+			WithHint("The table is looked up by its key; a join on other columns needs a table keyed by them.")
+	}
+	kt := b.cols[keyIdx].Type
+	k, err := b.coerce(side, kt, pos, "join key")
+	if err != nil {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "the join compares %s with key %s.%s, which is %s", side.Type(), tbl.Name, b.cols[keyIdx].Name, kt).
+			WithPosition(pos).WithHint("Cast the stream's side to %s.", kt)
+	}
+	return k, nil
+}
+
+// joinKeyColumn marks the key of a join's derived stream: the join key,
+// selected as the stream's expression or the table's key column, as in
+// ksqlDB.
+func (p *StreamPlan) joinKeyColumn(cols []catalog.Column, tableKey int) error {
+	want := p.Join.Key.String()
+	for i, o := range p.Output {
+		if ref, ok := o.(*ColRef); ok && ref.Idx == tableKey || o.String() == want {
+			cols[i].Key, p.KeyColumn = true, i
+			return nil
+		}
+	}
+	return pgerr.New(pgerr.InvalidColumnReference, "stream %s must select its join key (%s or %s.%s)", p.Stream.Name, want,
+		p.Join.Table.Name, p.Join.Table.Schema.Columns[tableKey-len(RecordInput(p.Source))].Name).
+		WithHint("A stream–table join is keyed by the join key, as in ksqlDB; select it, or give the stream another key with PARTITION BY.")
+}
+
+// expandJoinStar expands * (every column of both relations, the
+// stream's first) and rel.* in a join's select list.
+func expandJoinStar(items []sql.SelectItem, b *binder, input []catalog.Column) ([]sql.SelectItem, error) {
+	var out []sql.SelectItem
+	for _, it := range items {
+		if !it.Star {
+			out = append(out, it)
+			continue
+		}
+		found := false
+		for _, r := range b.rels {
+			if it.Table != "" && !strings.EqualFold(it.Table, r.visible()) {
+				continue
+			}
+			found = true
+			for _, c := range input[r.lo:r.hi] {
+				if !c.Hidden {
+					out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: r.visible(), Name: c.Name}, Text: c.Name})
+				}
+			}
+		}
+		if !found {
+			return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", it.Table)
+		}
+	}
+	return out, nil
+}
+
+// checkStreamTopic checks the topic a derived stream writes: a user's,
+// not one it reads.
+func checkStreamTopic(stream *catalog.Relation, reads ...*catalog.Relation) error {
+	if catalog.InternalTopic(stream.Topic) {
+		return pgerr.New(pgerr.InsufficientPrivilege, "stream %s cannot write to topic %s: it is an internal topic of basin or Kafka", stream.Name, stream.Topic).
+			WithHint("Name a topic of your own in kafka_topic.")
+	}
+	for _, r := range reads {
+		if strings.EqualFold(stream.Topic, r.Topic) {
+			return pgerr.New(pgerr.InvalidObjectDefinition, "stream %s cannot write to topic %s, which it reads as %s", stream.Name, stream.Topic, r.Name).
+				WithHint("Name another topic in kafka_topic.")
+		}
+	}
+	return nil
+}
+
+// withPos sets the position of a coded error.
+func withPos(err error, pos int) error {
+	if pe, ok := pgerr.As(err); ok {
+		pe.WithPosition(pos)
+	}
+	return err
+}
+
+// joinString renders a join for EXPLAIN.
+func (j *StreamJoin) String() string {
+	kind := "Join"
+	if j.Left {
+		kind = "Left join"
+	}
+	return fmt.Sprintf("%s table %s on key = %s (the table's rows as the join task has read them; topic %s, %d partitions)",
+		kind, j.Table.Name, j.Key, j.Table.Topic, j.Table.Partitions)
+}

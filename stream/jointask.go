@@ -1,0 +1,465 @@
+package stream
+
+// The join task: one per table partition of a stream–table join joins
+// each stream record with the table's row for its key (see joinTask).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
+)
+
+// joinTask writes a derived stream that joins a stream with a table
+// (planner.StreamJoin), for one partition of the table. It reads the
+// table's partition (and the table's forwarding partition: the rows of
+// its keys that producers put elsewhere) into a store of its own, and
+// the stream's records of the partition's keys (the stream's partition
+// itself, or the routing stage's when the stream is keyed otherwise).
+// Each batch is applied in record-time order, a table record before a
+// stream record of the same time, so a stream record sees the table row
+// that was current at its time as far as the inputs arrived together:
+// Kafka Streams' and ksqlDB's stream–table semantics.
+//
+// A stream record joins the row the table has for its key: an inner
+// join drops a record with none, a LEFT JOIN emits it with the table's
+// columns NULL. Table records never emit anything. Per batch one
+// transaction holds the derived records, skipped records for the
+// processing log and a marker with every input offset, in the stream's
+// changelog (markers only); the table rows then go to the store with
+// their input offsets. After a crash, the stream side resumes from the
+// last marker (nothing derived twice) and the table side from the
+// store's own offsets (its rows applied again are the same rows).
+type joinTask struct {
+	rt     *Runtime
+	plan   *planner.StreamPlan
+	state  *TaskState
+	codec  *serde.Codec // the stream's
+	tcodec *serde.Codec // the table's
+	out    *serde.Codec // the derived stream's
+	part   kafka.Partitioner
+	key    eval.Expr
+	filter eval.Expr
+	output []eval.Expr
+	env    *eval.Env
+	place  *placement // of the table's records
+	// input is the topic of the stream's records (the stream's, or the
+	// join's repartition topic); fwd the table's forwarding topic.
+	input, fwd string
+	maxRecord  int
+	row        catalog.Row // the joined row: the record's columns and ROWTIME, then the table's
+	derived    catalog.Row
+}
+
+func newJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *joinTask {
+	j := plan.Join
+	t := &joinTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), tcodec: serde.NewCodec(j.Table),
+		out: serde.NewCodec(plan.Stream), part: plan.Stream.PartitionerOf(), key: eval.Compile(j.Key), env: &eval.Env{},
+		input: plan.Source.Topic, fwd: j.Table.RepartitionTopic(rt.opts.Cluster)}
+	t.place = newPlacement(j.Table, t.tcodec, ts.Partition)
+	if j.Route {
+		t.input = plan.Stream.RepartitionTopic(rt.opts.Cluster)
+	}
+	if plan.Filter != nil {
+		t.filter = eval.Compile(plan.Filter)
+	}
+	for _, o := range plan.Output {
+		t.output = append(t.output, eval.Compile(o))
+	}
+	t.row = make(catalog.Row, len(j.JoinedInput(plan.Source)))
+	t.derived = make(catalog.Row, len(plan.Output))
+	return t
+}
+
+func (t *joinTask) run(ctx context.Context) error {
+	rt, plan, p := t.rt, t.plan, t.state.Partition
+	rel, tbl := plan.Stream, plan.Join.Table
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	prod, err := rt.taskProducer(ctx, rel, p, t.maxRecord)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	stored, err := store.Checkpoint()
+	if err != nil {
+		return err
+	}
+	cp, err := rt.lastMarker(ctx, changelog, p, stored)
+	if err != nil {
+		return err
+	}
+	// The table side from the store's offsets, which its rows are at;
+	// the stream side from the marker's, which the records derived so
+	// far are committed with.
+	for _, topic := range []string{tbl.Topic, t.fwd, forwardedFrom(t.fwd)} {
+		delete(cp.Input, topic)
+		if offs, ok := stored.Input[topic]; ok {
+			for q, off := range offs {
+				setOffset(&cp.Input, topic, q, off)
+			}
+		}
+	}
+	offs := map[string]map[int32]kgo.Offset{}
+	var guard inputGuard
+	for _, topic := range []string{t.input, tbl.Topic, t.fwd} {
+		if err := rt.checkHalt(rel, topic, p); err != nil {
+			return err
+		}
+		next, applied := cp.Input[topic][p]
+		from, err := rt.resumeAt(ctx, rel, topic, p, next, applied)
+		if err != nil {
+			return err
+		}
+		offs[topic] = map[int32]kgo.Offset{p: from}
+		if applied {
+			guard.expect(topic, next)
+		}
+	}
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-%d", rel.Name, p), offs, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	if ends, err := kafka.EndOffsets(ctx, rt.adm, t.input); err == nil {
+		t.state.inputEnd.Store(ends[p])
+	}
+	t.state.inputNext.Store(cp.Input[t.input][p])
+	t.state.applied(cp.UpdatedAt)
+	t.state.markRestored()
+	var tableEnd, fwdEnd atomic.Int64
+	var recs []*kgo.Record // fetched, not yet processed
+	var waiting time.Time  // since when stream records wait for the table
+	for {
+		fetches, ok, err := rt.pollEnds(ctx, cons, func(topic string) *atomic.Int64 {
+			switch topic {
+			case t.input:
+				return &t.state.inputEnd
+			case t.fwd:
+				return &fwdEnd
+			}
+			return &tableEnd
+		})
+		if !ok {
+			return err
+		}
+		if topic, q, next, back := guard.check(fetches); back {
+			return rt.wentBack(ctx, rel, topic, q, next)
+		}
+		fetches.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
+		if len(recs) == 0 {
+			continue
+		}
+		// A stream record joins the table as of its time: while the
+		// table has records the task has not fetched yet (they may be
+		// older), stream records wait for them, up to joinIdle (Kafka
+		// Streams' max.task.idle.ms).
+		tableNext, fwdNext := cp.Input[tbl.Topic][p], cp.Input[t.fwd][p]
+		for _, r := range recs {
+			switch r.Topic {
+			case tbl.Topic:
+				tableNext = r.Offset + 1
+			case t.fwd:
+				fwdNext = r.Offset + 1
+			}
+		}
+		if tableNext < tableEnd.Load() || fwdNext < fwdEnd.Load() {
+			if waiting.IsZero() {
+				waiting = time.Now()
+			}
+			if time.Since(waiting) < joinIdle && len(recs) < rt.opts.MaxBatch*4 {
+				continue
+			}
+		}
+		waiting = time.Time{}
+		b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
+		// Record time order; the table first at equal times.
+		slices.SortStableFunc(recs, func(x, y *kgo.Record) int {
+			if c := x.Timestamp.Compare(y.Timestamp); c != 0 {
+				return c
+			}
+			return boolInt(x.Topic == t.input) - boolInt(y.Topic == t.input)
+		})
+		t.state.pending(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: t.input, Partitions: []kgo.FetchPartition{{Records: streamRecords(recs, t.input)}}}}}})
+		for _, r := range recs {
+			if err := t.process(store, b, r); err != nil {
+				return err
+			}
+		}
+		recs = recs[:0]
+		if err := t.commit(ctx, prod, store, changelog, b); err != nil {
+			return err
+		}
+		cp = b.cp
+		t.state.publishPosition(cp.Position.Clone())
+		t.state.inputNext.Store(cp.Input[t.input][p])
+		t.state.applied(cp.UpdatedAt)
+		t.state.errors.Add(int64(len(b.bad)))
+	}
+}
+
+// joinIdle bounds how long a join task holds stream records back while
+// its table input has records it has not fetched.
+const joinIdle = 2 * time.Second
+
+// streamRecords returns the records of recs from topic.
+func streamRecords(recs []*kgo.Record, topic string) []*kgo.Record {
+	var out []*kgo.Record
+	for _, r := range recs {
+		if r.Topic == topic {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// joinBatch is one transaction of a join task.
+type joinBatch struct {
+	cp       materialize.Checkpoint
+	out, bad []*kgo.Record
+	rows     map[string][]byte // table key → row (nil: none), changed in this batch
+	order    []string
+}
+
+// process applies one input record.
+func (t *joinTask) process(store *materialize.Store, b *joinBatch, r *kgo.Record) error {
+	p := t.state.Partition
+	setOffset(&b.cp.Input, r.Topic, p, r.Offset+1)
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	if r.Topic != t.input {
+		return t.tableRecord(b, r)
+	}
+	b.cp.UpdatedAt = r.Timestamp
+	src := t.plan.Source
+	ncols := len(src.Schema.Columns)
+	row := t.row
+	clear(row)
+	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	if tombstone {
+		return nil
+	}
+	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	k, err := t.key(row, t.env)
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	var found []byte
+	if k != nil {
+		skey, err := materialize.EncodeKey(nil, []any{k})
+		if err != nil {
+			return err
+		}
+		v, ok := b.rows[string(skey)]
+		if !ok {
+			if v, _, err = store.Get(skey); err != nil {
+				return err
+			}
+		}
+		found = v
+	}
+	if found == nil && !t.plan.Join.Left {
+		return nil // an inner join: no row, no record
+	}
+	if found != nil {
+		trow, err := materialize.DecodeRow(found)
+		if err != nil {
+			return fmt.Errorf("join %s/%d: stored table row: %w", t.plan.Stream.Name, p, err)
+		}
+		copy(row[ncols+1:], trow)
+	}
+	if t.filter != nil {
+		keep, err := t.filter(row, t.env)
+		if err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+			return nil
+		}
+		if !eval.Truthy(keep) {
+			return nil
+		}
+	}
+	for i, o := range t.output {
+		if t.derived[i], err = o(row, t.env); err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+			return nil
+		}
+	}
+	key, value, err := t.out.Encode(t.derived)
+	if err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	rec := &kgo.Record{Topic: t.plan.Stream.Topic, Partition: p % t.plan.Stream.Partitions, Key: key, Value: value, Timestamp: r.Timestamp}
+	if ms, ok := row[ncols].(int64); ok {
+		rec.Timestamp = time.UnixMilli(ms)
+	}
+	if key != nil {
+		rec.Partition = t.part.Partition(key, t.plan.Stream.Partitions)
+	}
+	if err := tooLarge(t.maxRecord, rec, rec.Topic); err != nil {
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	b.out = append(b.out, rec)
+	return nil
+}
+
+// tableRecord applies a record of the table's topic or forwarding
+// topic to the batch's rows.
+func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
+	p := t.state.Partition
+	forwarded := r.Topic == t.fwd
+	if forwarded {
+		v, _ := hasHeader(r, headerSource)
+		q, off, err := decodeSrc(v)
+		if err != nil {
+			return fmt.Errorf("forwarded record at %s/%d@%d: %w", t.fwd, p, r.Offset, err)
+		}
+		from := forwardedFrom(t.fwd)
+		if seen, ok := b.cp.Input[from][q]; ok && off < seen {
+			return nil
+		}
+		setOffset(&b.cp.Input, from, q, off+1)
+	}
+	tbl := t.plan.Join.Table
+	trow := make(catalog.Row, len(tbl.Schema.Columns))
+	tombstone, err := t.tcodec.DecodeInto(trow, r.Key, r.Value)
+	if err != nil {
+		return nil // the table's own task logs it
+	}
+	if _, misplaced := t.place.owner(r.Key, trow); misplaced && !forwarded {
+		return nil // its key's partition has it, forwarded by the table
+	}
+	k := trow[tbl.Schema.KeyIndexes()[0]]
+	if k == nil {
+		return nil
+	}
+	skey, err := materialize.EncodeKey(nil, []any{k})
+	if err != nil {
+		return err
+	}
+	var v []byte
+	if !tombstone {
+		if v, err = materialize.EncodeRow(trow); err != nil {
+			return err
+		}
+	}
+	if _, ok := b.rows[string(skey)]; !ok {
+		b.order = append(b.order, string(skey))
+	}
+	b.rows[string(skey)] = v
+	return nil
+}
+
+// commit writes b's derived and skipped records and its marker in one
+// transaction, then its table rows and checkpoint to the store.
+func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *joinBatch) error {
+	// The position is how far the task has read each input (SHOW TASKS
+	// shows it): the table's partition, and the stream's records.
+	p := t.state.Partition
+	b.cp.Position = materialize.Position{}
+	for _, topic := range []string{t.input, t.plan.Join.Table.Topic} {
+		if off, ok := b.cp.Input[topic][p]; ok {
+			b.cp.Position.Advance(topic, p, off)
+		}
+	}
+	marker := &kgo.Record{Topic: changelog, Partition: t.state.Partition, Key: markerKey,
+		Value: materialize.MarshalCheckpoint(b.cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
+	recs := append(append(append(make([]*kgo.Record, 0, len(b.out)+len(b.bad)+1), b.out...), b.bad...), marker)
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("producing to %s: %w", t.plan.Stream.Topic, err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	sb := store.NewBatch()
+	for _, k := range b.order {
+		if v := b.rows[k]; v == nil {
+			sb.Delete([]byte(k))
+		} else {
+			sb.Set([]byte(k), v)
+		}
+	}
+	b.cp.ChangelogOffset = marker.Offset + 1
+	return sb.Commit(b.cp)
+}
+
+// lastMarker returns the checkpoint of the last marker of changelog
+// partition p from where checkpoint cp left it to the partition's end
+// (cp itself when there is none), without touching any store: a task
+// whose store is not the changelog's copy (a join task's holds table
+// rows) takes only its input offsets from there.
+func (rt *Runtime) lastMarker(ctx context.Context, changelog string, p int32, cp materialize.Checkpoint) (materialize.Checkpoint, error) {
+	ends, err := kafka.EndOffsets(ctx, rt.adm, changelog)
+	if err != nil {
+		return cp, err
+	}
+	end := ends[p]
+	if cp.ChangelogOffset >= end {
+		return cp, nil
+	}
+	cl, err := rt.consumer(fmt.Sprintf("markers-%s-%d", changelog, p), changelog, p, kgo.NewOffset().At(cp.ChangelogOffset))
+	if err != nil {
+		return cp, err
+	}
+	defer cl.Close()
+	out := cp
+	for out.ChangelogOffset < end {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return cp, ctx.Err()
+		}
+		if err := FetchErr(fetches); err != nil {
+			return cp, err
+		}
+		var merr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			out.ChangelogOffset = r.Offset + 1
+			if _, ok := hasHeader(r, headerMarker); ok && !r.Attrs.IsControl() && merr == nil {
+				m, err := materialize.UnmarshalCheckpoint(r.Value)
+				if err != nil {
+					merr = err
+					return
+				}
+				out.Input, out.Position, out.UpdatedAt = m.Input, m.Position, m.UpdatedAt
+			}
+		})
+		if merr != nil {
+			return cp, errors.Join(fmt.Errorf("reading the markers of %s/%d", changelog, p), merr)
+		}
+	}
+	return out, nil
+}
