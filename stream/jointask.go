@@ -139,8 +139,9 @@ func (t *joinTask) run(ctx context.Context) error {
 	t.state.applied(cp.UpdatedAt)
 	t.state.markRestored()
 	var tableEnd, fwdEnd atomic.Int64
-	var recs []*kgo.Record // fetched, not yet processed
+	var recs []*kgo.Record // fetched, not yet processed, in merged order
 	var waiting time.Time  // since when stream records wait for the table
+	var b *joinBatch       // the open batch
 	for {
 		fetches, ok, err := rt.pollEnds(ctx, cons, func(topic string) *atomic.Int64 {
 			switch topic {
@@ -161,11 +162,16 @@ func (t *joinTask) run(ctx context.Context) error {
 		if len(recs) == 0 {
 			continue
 		}
+		recs = t.mergeByTime(recs)
+		if b == nil {
+			b = &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
+		}
 		// A stream record joins the table as of its time: while the
 		// table has records the task has not fetched yet (they may be
-		// older), stream records wait for them, up to joinIdle (Kafka
-		// Streams' max.task.idle.ms).
-		tableNext, fwdNext := cp.Input[tbl.Topic][p], cp.Input[t.fwd][p]
+		// older), the stream records wait for them, up to joinIdle
+		// (Kafka Streams' max.task.idle.ms); the table's records before
+		// the first waiting one are applied meanwhile.
+		tableNext, fwdNext := b.cp.Input[tbl.Topic][p], b.cp.Input[t.fwd][p]
 		for _, r := range recs {
 			switch r.Topic {
 			case tbl.Topic:
@@ -174,30 +180,28 @@ func (t *joinTask) run(ctx context.Context) error {
 				fwdNext = r.Offset + 1
 			}
 		}
+		ready := len(recs)
 		if tableNext < tableEnd.Load() || fwdNext < fwdEnd.Load() {
 			if waiting.IsZero() {
 				waiting = time.Now()
 			}
-			if time.Since(waiting) < joinIdle && len(recs) < rt.opts.MaxBatch*4 {
-				continue
+			if time.Since(waiting) < joinIdle {
+				ready = slices.IndexFunc(recs, func(r *kgo.Record) bool { return r.Topic == t.input })
+				if ready < 0 {
+					ready = len(recs)
+				}
 			}
 		}
-		waiting = time.Time{}
-		b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
-		// Record time order; the table first at equal times.
-		slices.SortStableFunc(recs, func(x, y *kgo.Record) int {
-			if c := x.Timestamp.Compare(y.Timestamp); c != 0 {
-				return c
-			}
-			return boolInt(x.Topic == t.input) - boolInt(y.Topic == t.input)
-		})
-		t.state.pending(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: t.input, Partitions: []kgo.FetchPartition{{Records: streamRecords(recs, t.input)}}}}}})
-		for _, r := range recs {
+		for _, r := range recs[:ready] {
 			if err := t.process(store, b, r); err != nil {
 				return err
 			}
 		}
-		recs = recs[:0]
+		recs = append(recs[:0], recs[ready:]...)
+		if len(recs) > 0 {
+			continue // stream records wait for the table
+		}
+		waiting = time.Time{}
 		if err := t.commit(ctx, prod, store, changelog, b); err != nil {
 			return err
 		}
@@ -206,6 +210,39 @@ func (t *joinTask) run(ctx context.Context) error {
 		t.state.inputNext.Store(cp.Input[t.input][p])
 		t.state.applied(cp.UpdatedAt)
 		t.state.errors.Add(int64(len(b.bad)))
+		b = nil
+	}
+}
+
+// mergeByTime orders recs, each input's in the order fetched, by record
+// time across the inputs: the next record is always the oldest head of
+// an input, a table's before the stream's at equal times (Kafka Streams
+// picks records across a task's partitions the same way).
+func (t *joinTask) mergeByTime(recs []*kgo.Record) []*kgo.Record {
+	var lists [3][]*kgo.Record // the table, its forwarding, the stream
+	for _, r := range recs {
+		switch r.Topic {
+		case t.input:
+			lists[2] = append(lists[2], r)
+		case t.fwd:
+			lists[1] = append(lists[1], r)
+		default:
+			lists[0] = append(lists[0], r)
+		}
+	}
+	out := recs[:0:0]
+	for {
+		best := -1
+		for i, l := range lists {
+			if len(l) > 0 && (best < 0 || l[0].Timestamp.Before(lists[best][0].Timestamp)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, lists[best][0])
+		lists[best] = lists[best][1:]
 	}
 }
 
@@ -213,23 +250,6 @@ func (t *joinTask) run(ctx context.Context) error {
 // its table input has records it has not fetched.
 const joinIdle = 2 * time.Second
 
-// streamRecords returns the records of recs from topic.
-func streamRecords(recs []*kgo.Record, topic string) []*kgo.Record {
-	var out []*kgo.Record
-	for _, r := range recs {
-		if r.Topic == topic {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // joinBatch is one transaction of a join task.
 type joinBatch struct {
