@@ -250,7 +250,6 @@ func (t *joinTask) mergeByTime(recs []*kgo.Record) []*kgo.Record {
 // its table input has records it has not fetched.
 const joinIdle = 2 * time.Second
 
-
 // joinBatch is one transaction of a join task.
 type joinBatch struct {
 	cp       materialize.Checkpoint
