@@ -121,7 +121,7 @@ func joinPipeline(t *testing.T, c *testcluster.Cluster) time.Duration {
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.TransactionalID("floor-"+name),
 			kgo.DefaultProduceTopic(outTopic),
-			kgo.ProducerBatchMaxBytes(4<<20),
+			kgo.ProducerBatchMaxBytes(1<<20-64<<10), // under the broker's max.message.bytes (1 MiB)
 			kgo.MaxBufferedRecords(200_000),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		)

@@ -158,14 +158,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	p.View = view
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
 	if p.Grouped {
-		if src.Kind == catalog.KindView {
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating view %s is not supported yet; aggregate a stream", src.Name).
-				WithPosition(from.Pos).
-				WithHint("Aggregate what %s reads (%s).", src.Name, strings.Join(src.Sources, ", "))
-		}
-		// Over a table, rows change and leave: the aggregates take
-		// them back.
-		p.Retract = src.Kind == catalog.KindTable
+		// Over a table or a view, rows change and leave: the
+		// aggregates take them back.
+		p.Retract = src.Kind == catalog.KindTable || src.Kind == catalog.KindView
 		if len(sel.GroupBy) == 0 {
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "an aggregate view needs GROUP BY").
 				WithHint("A view is a table keyed by its GROUP BY columns.")
@@ -214,6 +209,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its %d partitions", s.Name, src.Name, src.Partitions).
 				WithHint("Leave out the partitions option.")
 		}
+	}
+	if p.Retract && p.Repartition && src.Kind == catalog.KindView {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating view %s by other than its key is not supported yet", src.Name).
+			WithPosition(from.Pos).
+			WithHint("Group by %s's key %s, or aggregate what %s reads (%s).", src.Name, keyNames(src), src.Name, strings.Join(src.Sources, ", "))
 	}
 	if !p.PositionAll {
 		p.PositionAll = p.Repartition
