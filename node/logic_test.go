@@ -93,6 +93,8 @@ func TestLogic(t *testing.T) {
 						t.Fatalf("%s: the node's tasks did not apply all their input in time", d.Pos)
 					}
 					if d.Rewrite {
+						// Review what it wrote: a later stage may not
+						// have fetched its input's last records yet.
 						return run()
 					}
 					// A pipeline's later stage learns of its input's new

@@ -15,6 +15,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -288,6 +289,14 @@ func (t *joinTask) process(store *materialize.Store, b *joinBatch, r *kgo.Record
 	k, err := t.key(row, t.env)
 	if err != nil {
 		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
+		return nil
+	}
+	if k == nil && !t.plan.Join.Left {
+		// An inner join's record without a join key joins nothing;
+		// the processing log says so (a LEFT JOIN emits it with NULLs,
+		// as SQL does).
+		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, pgerr.New(pgerr.NullValueNotAllowedDataException,
+			"the join key %s is NULL, so the record joins no row of %s", t.plan.Join.Key, t.plan.Join.Table.Name)))
 		return nil
 	}
 	var found []byte
