@@ -40,9 +40,10 @@
 //   - joinTask (jointask.go) writes a derived stream that joins a stream
 //     with a table, one per table partition: it keeps the table
 //     partition's rows in its store and joins each stream record, in
-//     record-time order, transactionally as streamTask does; a
-//     streamTask in routing mode first sends the stream's records to the
-//     partition of their join key when the stream is keyed otherwise.
+//     record-time order, transactionally as streamTask does (a standby
+//     keeps the table rows current); a streamTask in routing mode first
+//     sends the stream's records to the partition of their join key when
+//     the stream is keyed otherwise.
 //   - changeTask (changetask.go) re-keys a table partition for a view
 //     grouped over the table by other columns: it keeps each key's last
 //     row and sends, transactionally, the old row to be taken back from

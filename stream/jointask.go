@@ -247,6 +247,71 @@ func (t *joinTask) mergeByTime(recs []*kgo.Record) []*kgo.Record {
 	}
 }
 
+// standby keeps a standby replica of the join task: it reads the table
+// partition (and its forwarding) into the store, as the active does,
+// and writes nothing to Kafka. The active that takes over resumes the
+// table from the store's offsets and the stream from the last marker.
+func (t *joinTask) standby(ctx context.Context) error {
+	rt, p := t.rt, t.state.Partition
+	rel, tbl := t.plan.Stream, t.plan.Join.Table
+	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
+	cp, err := store.Checkpoint()
+	if err != nil {
+		return err
+	}
+	offs := map[string]map[int32]kgo.Offset{}
+	for _, topic := range []string{tbl.Topic, t.fwd} {
+		next, applied := cp.Input[topic][p]
+		from, err := rt.resumeAt(ctx, rel, topic, p, next, applied)
+		if err != nil {
+			return err
+		}
+		offs[topic] = map[int32]kgo.Offset{p: from}
+	}
+	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-standby-%d", rel.Name, p), offs, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	t.state.markRestored()
+	var end atomic.Int64
+	for {
+		fetches, ok, err := rt.poll(ctx, cons, &end)
+		if !ok {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
+		var perr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			if perr != nil {
+				return
+			}
+			setOffset(&b.cp.Input, r.Topic, p, r.Offset+1)
+			if !r.Attrs.IsControl() {
+				perr = t.tableRecord(b, r)
+			}
+		})
+		if perr != nil {
+			return perr
+		}
+		sb := store.NewBatch()
+		for _, k := range b.order {
+			if v := b.rows[k]; v == nil {
+				sb.Delete([]byte(k))
+			} else {
+				sb.Set([]byte(k), v)
+			}
+		}
+		if err := sb.Commit(b.cp); err != nil {
+			return err
+		}
+		cp = b.cp
+	}
+}
+
 // joinIdle bounds how long a join task holds stream records back while
 // its table input has records it has not fetched.
 const joinIdle = 2 * time.Second

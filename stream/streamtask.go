@@ -341,8 +341,9 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 }
 
 // startJoin adds the tasks of a stream–table join to q: a join task per
-// table partition, active only (its store is the table's rows, which it
-// reads again from the table where it starts), and, when the stream is
+// table partition (a standby keeps the table partition's rows current
+// in its store, so that taking over reads only what it has not read),
+// and, when the stream is
 // not in the table's partitions by the join key, a routing task per
 // stream partition, which runs with the join task of the same number
 // (modulo the table's partitions).
@@ -376,8 +377,14 @@ func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, limit int,
 		q.Tasks = append(q.Tasks, ts)
 		t := newJoinTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: p}, false, ts,
-			fmt.Sprintf("%s/%d", rel.Name, p), t.run))
+		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
+			name: fmt.Sprintf("%s/%d", rel.Name, p),
+			run: func(r ha.Role) func(context.Context) error {
+				if r == ha.RoleActive {
+					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
+				}
+				return t.standby
+			}})
 	}
 	return nil
 }
