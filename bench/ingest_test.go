@@ -61,13 +61,7 @@ func produceOrders(t *testing.T, c *testcluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
 	defer cancel()
 	adm := kadm.NewClient(c.Client(t))
-	resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, ingestTopic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating topic %s: %v", ingestTopic, err)
-	}
+	createTopics(ctx, t, adm, ingestTopic)
 	// The default partitioner hashes keys with murmur2, as Kafka's and
 	// basin's do.
 	cl := c.Client(t,
@@ -90,6 +84,21 @@ func produceOrders(t *testing.T, c *testcluster.Cluster) {
 	}
 	el := time.Since(start)
 	t.Logf("produced %d records to %s in %v: %.0f records/s", ingestRecords, ingestTopic, el.Round(time.Millisecond), float64(ingestRecords)/el.Seconds())
+}
+
+// createTopics creates topics, each with ingestPartitions partitions,
+// failing the test if one cannot be.
+func createTopics(ctx context.Context, t *testing.T, adm *kadm.Client, topics ...string) {
+	t.Helper()
+	for _, topic := range topics {
+		resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("creating topic %s: %v", topic, err)
+		}
+	}
 }
 
 // rawConsume reads topic from the start, every partition, without a
@@ -357,15 +366,7 @@ func kafkaPipeline(t *testing.T, c *testcluster.Cluster) time.Duration {
 	defer cancel()
 	const repartition, changelog = "floor-repartition", "floor-changelog"
 	adm := kadm.NewClient(c.Client(t))
-	for _, topic := range []string{repartition, changelog} {
-		resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("creating topic %s: %v", topic, err)
-		}
-	}
+	createTopics(ctx, t, adm, repartition, changelog)
 	stage := func(name, in, out string, readCommitted bool, each func(recs []*kgo.Record) []*kgo.Record, until int) error {
 		opts := []kgo.Opt{
 			kgo.SeedBrokers(c.Broker()),

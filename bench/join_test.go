@@ -35,13 +35,7 @@ func produceCustomers(t *testing.T, c *testcluster.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), ingestTimeout)
 	defer cancel()
 	adm := kadm.NewClient(c.Client(t))
-	resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, joinCustomerTopic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating topic %s: %v", joinCustomerTopic, err)
-	}
+	createTopics(ctx, t, adm, joinCustomerTopic)
 	cl := c.Client(t, kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000),
 		kgo.ProducerBatchMaxBytes(4<<20), kgo.DefaultProduceTopic(joinCustomerTopic))
 	recs := make([]*kgo.Record, 0, joinCustomers)
@@ -105,15 +99,7 @@ func joinPipeline(t *testing.T, c *testcluster.Cluster) time.Duration {
 	defer cancel()
 	const repartition, out = "floor-join-repartition", "floor-enriched"
 	adm := kadm.NewClient(c.Client(t))
-	for _, topic := range []string{repartition, out} {
-		resp, err := adm.CreateTopic(ctx, ingestPartitions, 1, nil, topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil {
-			t.Fatalf("creating topic %s: %v", topic, err)
-		}
-	}
+	createTopics(ctx, t, adm, repartition, out)
 	stage := func(name string, in []string, outTopic string, each func(recs []*kgo.Record) []*kgo.Record, until int) error {
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(c.Broker()),

@@ -317,29 +317,5 @@ func (t *changeTask) commit(ctx context.Context, prod *kgo.Client, store *materi
 	for _, k := range b.order {
 		recs = append(recs, &kgo.Record{Topic: changelog, Partition: t.sp, Key: []byte(k), Value: b.changed[k]})
 	}
-	marker := &kgo.Record{Topic: changelog, Partition: t.sp, Key: markerKey,
-		Value: materialize.MarshalCheckpoint(b.cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
-	recs = append(recs, marker)
-	if err := prod.BeginTransaction(); err != nil {
-		return err
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("producing to %s: %w", t.out, err)
-	}
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("committing transaction: %w", err)
-	}
-	sb := store.NewBatch()
-	for _, k := range b.order {
-		if v := b.changed[k]; v == nil {
-			sb.Delete([]byte(k))
-		} else {
-			sb.Set([]byte(k), v)
-		}
-	}
-	b.cp.ChangelogOffset = marker.Offset + 1
-	return sb.Commit(b.cp)
+	return commitMarked(ctx, prod, store, changelog, t.sp, t.out, recs, &b.cp, b.order, b.changed)
 }

@@ -297,15 +297,7 @@ func (t *joinTask) standby(ctx context.Context) error {
 		if perr != nil {
 			return perr
 		}
-		sb := store.NewBatch()
-		for _, k := range b.order {
-			if v := b.rows[k]; v == nil {
-				sb.Delete([]byte(k))
-			} else {
-				sb.Set([]byte(k), v)
-			}
-		}
-		if err := sb.Commit(b.cp); err != nil {
+		if err := applyRows(store, b.order, b.rows, b.cp); err != nil {
 			return err
 		}
 		cp = b.cp
@@ -483,31 +475,8 @@ func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *material
 			b.cp.Position.Advance(topic, p, off)
 		}
 	}
-	marker := &kgo.Record{Topic: changelog, Partition: t.state.Partition, Key: markerKey,
-		Value: materialize.MarshalCheckpoint(b.cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
-	recs := append(append(append(make([]*kgo.Record, 0, len(b.out)+len(b.bad)+1), b.out...), b.bad...), marker)
-	if err := prod.BeginTransaction(); err != nil {
-		return err
-	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("producing to %s: %w", t.plan.Stream.Topic, err)
-	}
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("committing transaction: %w", err)
-	}
-	sb := store.NewBatch()
-	for _, k := range b.order {
-		if v := b.rows[k]; v == nil {
-			sb.Delete([]byte(k))
-		} else {
-			sb.Set([]byte(k), v)
-		}
-	}
-	b.cp.ChangelogOffset = marker.Offset + 1
-	return sb.Commit(b.cp)
+	recs := append(append(make([]*kgo.Record, 0, len(b.out)+len(b.bad)+1), b.out...), b.bad...)
+	return commitMarked(ctx, prod, store, changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
 }
 
 // lastMarker returns the checkpoint of the last marker of changelog

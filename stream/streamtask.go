@@ -273,27 +273,8 @@ func (t *streamTask) routed(r *kgo.Record, row catalog.Row) (*kgo.Record, error)
 // and the marker of cp, and then keeps cp in the store.
 func (t *streamTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
 	cp *materialize.Checkpoint, recs, bad []*kgo.Record) error {
-	if err := prod.BeginTransaction(); err != nil {
-		return err
-	}
-	abort := func(err error) error {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return err
-	}
-	marker := &kgo.Record{Topic: changelog, Partition: t.state.Partition, Key: markerKey,
-		Value:   materialize.MarshalCheckpoint(*cp),
-		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
-	all := make([]*kgo.Record, 0, len(recs)+len(bad)+1)
-	all = append(append(append(all, recs...), bad...), marker)
-	if err := prod.ProduceSync(ctx, all...).FirstErr(); err != nil {
-		return abort(fmt.Errorf("producing to %s: %w", t.plan.Stream.Topic, err))
-	}
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return abort(fmt.Errorf("committing transaction: %w", err))
-	}
-	cp.ChangelogOffset = marker.Offset + 1
-	return store.NewBatch().Commit(*cp)
+	all := append(append(make([]*kgo.Record, 0, len(recs)+len(bad)+1), recs...), bad...)
+	return commitMarked(ctx, prod, store, changelog, t.state.Partition, t.plan.Stream.Topic, all, cp, nil, nil)
 }
 
 // StartStream starts a derived stream's persistent query: its topic and

@@ -440,3 +440,44 @@ func (o *kadmOffsets) commit(ctx context.Context, rt *Runtime, group string) err
 }
 
 func asPgError(err error) (*pgerr.Error, bool) { return pgerr.As(err) }
+
+// commitMarked writes recs and then a marker of cp to partition p of
+// changelog in one transaction; once it is committed, it applies the
+// keys of order (their values in rows, nil deleting) and cp, with the
+// changelog offset after the marker, to store (applyRows). out names
+// what recs go to, for the error. The marker is the checkpoint a task
+// that starts again resumes from.
+func commitMarked(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, p int32, out string,
+	recs []*kgo.Record, cp *materialize.Checkpoint, order []string, rows map[string][]byte) error {
+	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
+		Value: materialize.MarshalCheckpoint(*cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := prod.ProduceSync(ctx, append(recs, marker)...).FirstErr(); err != nil {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("producing to %s: %w", out, err)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	cp.ChangelogOffset = marker.Offset + 1
+	return applyRows(store, order, rows, *cp)
+}
+
+// applyRows writes the keys of order, their values in rows (nil
+// deleting), and checkpoint cp to store in one batch.
+func applyRows(store *materialize.Store, order []string, rows map[string][]byte, cp materialize.Checkpoint) error {
+	sb := store.NewBatch()
+	for _, k := range order {
+		if v := rows[k]; v == nil {
+			sb.Delete([]byte(k))
+		} else {
+			sb.Set([]byte(k), v)
+		}
+	}
+	return sb.Commit(cp)
+}
