@@ -47,7 +47,7 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 	switch join.Kind {
 	case sql.JoinInner, sql.JoinLeft:
 	default:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s JOIN of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
 			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
 	}
 	if len(join.Using) > 0 {

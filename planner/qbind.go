@@ -550,6 +550,10 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		j := &JoinRel{Kind: it.Kind, L: l, R: r, cols: concatCols(l.Cols(), r.Cols())}
 		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions"}
 		on := it.On
+		if it.Kind == sql.JoinFull && len(it.Using) > 0 {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported").WithPosition(it.Pos).
+				WithHint("Write the condition with ON, and COALESCE the two columns where you need the merged one.")
+		}
 		for _, u := range it.Using {
 			into.using[strings.ToLower(u)] = true
 			var lref, rref *sql.ColumnRef
@@ -587,7 +591,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			if j.Kind == sql.JoinCross {
 				j.Kind = sql.JoinInner
 			}
-		} else if j.Kind == sql.JoinLeft || j.Kind == sql.JoinRight {
+		} else if j.Kind == sql.JoinLeft || j.Kind == sql.JoinRight || j.Kind == sql.JoinFull {
 			return nil, pgerr.New(pgerr.SyntaxError, "%s needs an ON or USING condition", j.Kind).WithPosition(it.Pos)
 		}
 		for _, si := range js.items {

@@ -293,13 +293,13 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 					WithHint("Join the catalog relations on their keys (oid columns).")
 			}
 		}
-		if !matched && o.kind == sql.JoinLeft {
+		if !matched && (o.kind == sql.JoinLeft || o.kind == sql.JoinFull) {
 			row := make(catalog.Row, o.lw+o.rw)
 			copy(row, l)
 			out = append(out, row)
 		}
 	}
-	if o.kind == sql.JoinRight {
+	if o.kind == sql.JoinRight || o.kind == sql.JoinFull {
 		for i, r := range right {
 			if !matchedRight[i] {
 				row := make(catalog.Row, o.lw+o.rw)

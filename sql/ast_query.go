@@ -36,6 +36,8 @@ const (
 	JoinInner JoinKind = iota + 1
 	JoinLeft
 	JoinRight
+	// JoinFull is FULL [OUTER] JOIN.
+	JoinFull
 	// JoinCross is CROSS JOIN and the comma of a FROM list.
 	JoinCross
 )
@@ -46,6 +48,8 @@ func (k JoinKind) String() string {
 		return "LEFT JOIN"
 	case JoinRight:
 		return "RIGHT JOIN"
+	case JoinFull:
+		return "FULL JOIN"
 	case JoinCross:
 		return "CROSS JOIN"
 	}

@@ -67,9 +67,6 @@ func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
 	if j.NaturalJoin {
 		return nil, unsupported(pos, "NATURAL JOIN is not supported")
 	}
-	if j.StraightJoin {
-		return nil, internalErr("TiDB read STRAIGHT_JOIN")
-	}
 	if j.Right == nil {
 		return c.fromNode(j.Left, pos)
 	}
@@ -82,10 +79,14 @@ func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
 		return nil, err
 	}
 	out := &Join{Left: left, Right: right, Pos: pos}
-	switch j.Tp {
-	case ast.LeftJoin:
+	switch {
+	case j.StraightJoin:
+		// The rewrite writes FULL [OUTER] JOIN as STRAIGHT_JOIN, which
+		// only it can write (a user's straight_join is a quoted name).
+		out.Kind = JoinFull
+	case j.Tp == ast.LeftJoin:
 		out.Kind = JoinLeft
-	case ast.RightJoin:
+	case j.Tp == ast.RightJoin:
 		out.Kind = JoinRight
 	default:
 		out.Kind = JoinCross

@@ -70,7 +70,7 @@
 //     disappears, x = ANY(array) a subquery over a marked call, a
 //     function in FROM a derived table, an alias column list (AS s(a,
 //     b)) a placeholder alias. Constructs TiDB would misread and basin
-//     does not implement (IS DISTINCT FROM, FULL JOIN, LATERAL,
+//     does not implement (NATURAL JOIN, LATERAL,
 //     operators basin lacks) are refused here with 0A000 at their
 //     position.
 //

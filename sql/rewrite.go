@@ -445,8 +445,19 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			return rw.arraySubquery(i, j)
 		}
 		return 0, sp.syntaxErr(t)
-	case "full", "natural":
-		if next.isWord("join") || next.isWord("outer") || next.isWord("left") || next.isWord("right") || next.isWord("inner") {
+	case "full":
+		// FULL [OUTER] JOIN, which MySQL lacks, as the one join keyword
+		// TiDB has that basin's users cannot write (convert_query.go).
+		switch {
+		case next.isWord("join"):
+			rw.addTok(t, "STRAIGHT_JOIN", itemOther)
+			return i + 2, nil
+		case next.isWord("outer") && sp.toks[i+2].isWord("join"):
+			rw.addTok(t, "STRAIGHT_JOIN", itemOther)
+			return i + 3, nil
+		}
+	case "natural":
+		if next.isWord("join") || next.isWord("outer") || next.isWord("left") || next.isWord("right") || next.isWord("inner") || next.isWord("full") {
 			return 0, unsupported(pos, "%s JOIN is not supported", strings.ToUpper(t.val))
 		}
 	case "lateral":
