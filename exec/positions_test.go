@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"errors"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +27,9 @@ func TestReadBound(t *testing.T) {
 	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
 	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
 	byRegion := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
-		Plan: &planner.ViewPlan{Source: orders, Repartition: true, PositionTopic: "orders", PositionAll: true}}
+		Plan: &planner.ViewPlan{Source: orders, Repartition: true, PositionTopics: []string{"orders"}, PositionAll: true}}
 	perID := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
-		Plan: &planner.ViewPlan{Source: orders, PositionTopic: "orders"}}
+		Plan: &planner.ViewPlan{Source: orders, PositionTopics: []string{"orders"}}}
 	table := &stream.PersistentQuery{Rel: kv}
 	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []pull.PartitionRead {
 		return []pull.PartitionRead{{Partition: p, Position: pos.String()}}
@@ -59,9 +58,13 @@ func TestReadBound(t *testing.T) {
 	check := func(name string, env *pull.ReadOptions, q *stream.PersistentQuery, p int32, w want) {
 		t.Helper()
 		b := env.Bound(q, ts(p))
-		if b.Topic != w.topic || !maps.Equal(b.Want, w.want) || b.Sources() != w.from {
-			t.Fatalf("%s: bound of %s partition %d: %s %v from %q; want %s %v from %q",
-				name, q.Rel.Name, p, b.Topic, b.Want, b.Sources(), w.topic, w.want, w.from)
+		wantPos := materialize.Position{}
+		for sp, off := range w.want {
+			wantPos.Advance(w.topic, sp, off)
+		}
+		if !b.Want.Equal(wantPos) || b.Sources() != w.from {
+			t.Fatalf("%s: bound of %s partition %d: %v from %q; want %s %v from %q",
+				name, q.Rel.Name, p, b.Want, b.Sources(), w.topic, w.want, w.from)
 		}
 	}
 	env := bound()
@@ -96,7 +99,7 @@ func TestReadBound(t *testing.T) {
 		off  int64
 		from pull.BoundSource
 	}{{0, 60, pull.FromSetting}, {0, 55, pull.FromReads | pull.FromSetting}, {1, 95, pull.FromWrites}, {2, 72, pull.FromReads}, {3, 20, pull.FromWrites}} {
-		if got := b.From(c.sp, c.off); got != c.from {
+		if got := b.From("orders", c.sp, c.off); got != c.from {
 			t.Errorf("offset %d of orders/%d comes from %q, want %q", c.off, c.sp, got, c.from)
 		}
 	}

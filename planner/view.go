@@ -46,13 +46,13 @@ type ViewPlan struct {
 	// changes from the change stage (stream's changeTask), which keeps
 	// each source key's last row.
 	Retract bool
-	// PositionTopic is the topic the view's positions are in: its
-	// source's, or for a view over a view, the one that view's are in
-	// (positions compose). PositionAll is set when each partition of
-	// the view reflects every partition of that topic (some view on
-	// the way re-keys), not only its own.
-	PositionTopic string
-	PositionAll   bool
+	// PositionTopics are the topics the view's positions are in: its
+	// source's, the two tables' of a join, or for a view over a view,
+	// those that view's are in (positions compose). PositionAll is set
+	// when each partition of the view reflects every partition of them
+	// (some view on the way re-keys), not only its own.
+	PositionTopics []string
+	PositionAll    bool
 }
 
 // Partitions is the view's partition count.
@@ -98,7 +98,7 @@ func (p *ViewPlan) String() string {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
 	if p.Source.Kind == catalog.KindView {
-		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in topic %s)\n", p.Source.Name, p.PositionTopic)
+		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in %s)\n", p.Source.Name, topicList(p.PositionTopics))
 		return b.String()
 	}
 	if !p.Repartition {
@@ -110,6 +110,14 @@ func (p *ViewPlan) String() string {
 	}
 	fmt.Fprintf(&b, "  Source %s %s (topic %s, %d partitions)\n", strings.ToLower(string(p.Source.Kind)), p.Source.Name, p.Source.Topic, p.Source.Partitions)
 	return b.String()
+}
+
+// topicList names topics for EXPLAIN: "topic t" or "topics t, u".
+func topicList(topics []string) string {
+	if len(topics) == 1 {
+		return "topic " + topics[0]
+	}
+	return "topics " + strings.Join(topics, ", ")
 }
 
 func keyNames(r *catalog.Relation) string {
@@ -133,11 +141,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	if err != nil {
 		return nil, err
 	}
-	p := &ViewPlan{Source: src, PositionTopic: src.Topic}
+	p := &ViewPlan{Source: src, PositionTopics: []string{src.Topic}}
 	if src.Kind == catalog.KindView {
 		// A view over a view reads its changelog, whose markers carry
 		// its positions: this view's are in the same topic's offsets.
-		if p.PositionTopic, p.PositionAll, err = viewPositions(cat, src); err != nil {
+		if p.PositionTopics, p.PositionAll, err = viewPositions(cat, src); err != nil {
 			return nil, err
 		}
 	}
@@ -232,23 +240,23 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	return p, nil
 }
 
-// viewPositions returns the topic the positions of view are in, and
-// whether each of its partitions reflects every partition of it
-// (ViewPlan.PositionTopic, PositionAll), from its plan.
-func viewPositions(cat *catalog.Catalog, view *catalog.Relation) (string, bool, error) {
+// viewPositions returns the topics the positions of view are in, and
+// whether each of its partitions reflects every partition of them
+// (ViewPlan.PositionTopics, PositionAll), from its plan.
+func viewPositions(cat *catalog.Catalog, view *catalog.Relation) ([]string, bool, error) {
 	stmts, err := sql.ParseStatements(view.SQL)
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
 	ctas, ok := stmts[0].Stmt.(*sql.CreateTableAs)
 	if len(stmts) != 1 || !ok {
-		return "", false, pgerr.New(pgerr.InternalError, "view %s: its stored statement is not one CREATE TABLE ... AS", view.Name)
+		return nil, false, pgerr.New(pgerr.InternalError, "view %s: its stored statement is not one CREATE TABLE ... AS", view.Name)
 	}
 	plan, err := PlanView(cat, ctas, view.SQL)
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
-	return plan.PositionTopic, plan.PositionAll, nil
+	return plan.PositionTopics, plan.PositionAll, nil
 }
 
 // bindRecordFilter binds the WHERE of a persistent query over source

@@ -76,16 +76,15 @@ func (s BoundSource) Hint() string {
 }
 
 // Bound is the position one partition's read must reflect: offsets
-// of the source partitions of topic, and the part of the session's
-// bound each came from.
+// of source partitions, and the part of the session's bound each came
+// from.
 type Bound struct {
-	Topic string
-	Want  map[int32]int64
+	Want materialize.Position
 	// parts are the offsets each part of the bound asks of the
 	// partition, for naming where an offset came from.
 	parts [3]struct {
 		src  BoundSource
-		want map[int32]int64
+		want materialize.Position
 	}
 	n int
 }
@@ -93,25 +92,28 @@ type Bound struct {
 // Bound returns the bound the read of partition ts of query is held
 // to (see the top of the file); want is empty when there is none.
 func (o *ReadOptions) Bound(query *stream.PersistentQuery, ts *stream.TaskState) *Bound {
-	b := &Bound{Want: map[int32]int64{}}
-	add := func(src BoundSource, topic string, want map[int32]int64) {
+	b := &Bound{Want: materialize.Position{}}
+	add := func(src BoundSource, want materialize.Position) {
 		if len(want) == 0 {
 			return
 		}
-		for sp, off := range want {
-			b.Want[sp] = max(b.Want[sp], off)
-		}
+		b.Want.Merge(want)
 		b.parts[b.n].src, b.parts[b.n].want = src, want
 		b.n++
 	}
-	topic, writes := query.Needs(ts, o.Writes)
-	b.Topic = topic
-	add(FromWrites, topic, writes)
+	add(FromWrites, query.Needs(ts, o.Writes))
 	if o.Seen != nil {
-		add(FromReads, topic, o.Seen[SeenKey{Store: query.Rel.StoreName(), Partition: ts.Partition}][topic])
+		// What was read of this very partition: all of it binds.
+		seen := materialize.Position{}
+		topics, _ := query.PositionTopics()
+		for _, topic := range topics {
+			for sp, off := range o.Seen[SeenKey{Store: query.Rel.StoreName(), Partition: ts.Partition}][topic] {
+				seen.Advance(topic, sp, off)
+			}
+		}
+		add(FromReads, seen)
 	}
-	_, setting := query.Needs(ts, o.MinPosition)
-	add(FromSetting, topic, setting)
+	add(FromSetting, query.Needs(ts, o.MinPosition))
 	return b
 }
 
@@ -125,11 +127,11 @@ func (b *Bound) Sources() BoundSource {
 }
 
 // From names the parts of the bound that ask for offset off (or more) of
-// source partition sp.
-func (b *Bound) From(sp int32, off int64) BoundSource {
+// partition sp of topic.
+func (b *Bound) From(topic string, sp int32, off int64) BoundSource {
 	var s BoundSource
 	for _, p := range b.parts[:b.n] {
-		if p.want[sp] >= off {
+		if p.want[topic][sp] >= off {
 			s |= p.src
 		}
 	}

@@ -799,7 +799,7 @@ func (q *Query) request(query *stream.PersistentQuery, p int32, keys [][]any, at
 	}
 	if q.opts.Bounded() {
 		if b := q.opts.Bound(query, query.Tasks[p]); len(b.Want) > 0 {
-			req.MinPosition, req.MinPositionFrom = materialize.Position{b.Topic: b.Want}, b.Sources().String()
+			req.MinPosition, req.MinPositionFrom = b.Want, b.Sources().String()
 		}
 	}
 	req.NeedPosition = q.opts.Monotonic
@@ -1406,24 +1406,26 @@ func (q *Query) scanStream(ctx context.Context) error {
 // minimum position, up to the read's position wait.
 func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery, ts *stream.TaskState) error {
 	b := q.opts.Bound(query, ts)
-	topic, want := b.Topic, b.Want
+	want := b.Want
 	if len(want) == 0 {
 		return nil
 	}
-	behind := func() (int32, int64, int64, bool) {
+	behind := func() (string, int32, int64, int64, bool) {
 		pos := ts.Position()
-		for sp, off := range want {
-			if have, _ := pos.Get(topic, sp); have < off {
-				return sp, have, off, true
+		for topic, parts := range want {
+			for sp, off := range parts {
+				if have, _ := pos.Get(topic, sp); have < off {
+					return topic, sp, have, off, true
+				}
 			}
 		}
-		return 0, 0, 0, false
+		return "", 0, 0, 0, false
 	}
 	timer := time.NewTimer(q.opts.PositionWait)
 	defer timer.Stop()
 	for {
 		changed := ts.PositionChanged()
-		sp, have, off, late := behind()
+		topic, sp, have, off, late := behind()
 		if !late {
 			return nil
 		}
@@ -1434,8 +1436,8 @@ func (q *Query) waitPosition(ctx context.Context, query *stream.PersistentQuery,
 		case <-timer.C:
 			return pgerr.New(pgerr.ObjectNotInPrerequisiteState,
 				"partition %d of %s has not reached the position this read needs within %s", ts.Partition, query.Rel.Name, q.opts.PositionWait).
-				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.From(sp, off)).
-				WithHint("%s", b.From(sp, off).Hint())
+				WithDetail("It reflects %s partition %d up to offset %d; the read needs offset %d (%s).", topic, sp, have, off, b.From(topic, sp, off)).
+				WithHint("%s", b.From(topic, sp, off).Hint())
 		}
 	}
 }

@@ -88,7 +88,7 @@ type servingStatus struct {
 // the source offsets the partition can show (needs). direct is set for a
 // partition that reads its source partition directly, whose offset lag
 // then says as much (see the top of the file).
-func judgeServing(p int32, replicas []ReplicaState, topic string, want map[int32]int64, direct bool) servingStatus {
+func judgeServing(p int32, replicas []ReplicaState, want materialize.Position, direct bool) servingStatus {
 	st := servingStatus{partition: p, assigned: true, replicas: replicas}
 	for _, r := range replicas {
 		if !r.Alive || !r.Reported || r.State != "RUNNING" {
@@ -98,22 +98,11 @@ func judgeServing(p int32, replicas []ReplicaState, topic string, want map[int32
 			st.lag = r.OffsetLag
 		}
 		st.serving = true
-		if coversWant(r.Position, topic, want) || direct && r.OffsetLag == 0 {
+		if r.Position.Covers(want) || direct && r.OffsetLag == 0 {
 			st.current = true
 		}
 	}
 	return st
-}
-
-// coversWant reports whether pos reflects every offset of want, source
-// partitions of topic.
-func coversWant(pos materialize.Position, topic string, want map[int32]int64) bool {
-	for sp, off := range want {
-		if have, _ := pos.Get(topic, sp); have < off {
-			return false
-		}
-	}
-	return true
 }
 
 // localState describes this node's replica of a partition as a
@@ -135,14 +124,18 @@ func localState(node string, ts *TaskState, now time.Time) (ReplicaState, bool) 
 }
 
 // SourceEnds returns the position a new relation's replicas must reach to
-// reflect its source as it is now: the end offset of every partition of
-// topic.
-func (rt *Runtime) SourceEnds(ctx context.Context, topic string) (materialize.Position, error) {
-	ends, err := kafka.EndOffsets(ctx, rt.adm, topic)
-	if err != nil {
-		return nil, err
+// reflect its sources as they are now: the end offset of every partition
+// of each topic.
+func (rt *Runtime) SourceEnds(ctx context.Context, topics ...string) (materialize.Position, error) {
+	pos := materialize.Position{}
+	for _, topic := range topics {
+		ends, err := kafka.EndOffsets(ctx, rt.adm, topic)
+		if err != nil {
+			return nil, err
+		}
+		pos[topic] = ends
 	}
-	return materialize.Position{topic: ends}, nil
+	return pos, nil
 }
 
 // WaitServing waits until every partition of relation name has a replica
@@ -209,8 +202,7 @@ func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Po
 			replicas = append(replicas, r)
 			assigned = true
 		}
-		topic, want := query.Needs(ts, target)
-		st := judgeServing(p, replicas, topic, want, direct)
+		st := judgeServing(p, replicas, query.Needs(ts, target), direct)
 		st.assigned = assigned
 		out = append(out, st)
 	}
@@ -304,28 +296,35 @@ func (rt *Runtime) peers() Peers {
 	return rt.mu.peers
 }
 
+// PositionTopics returns the topics the positions of query's partitions
+// are in, and whether each partition reflects every partition of them
+// (planner.ViewPlan.PositionAll).
+func (query *PersistentQuery) PositionTopics() ([]string, bool) {
+	switch {
+	case query.Stream != nil:
+		return []string{query.Stream.Source.Topic}, false
+	case query.Plan == nil:
+		return []string{query.Rel.Topic}, false
+	}
+	return query.Plan.PositionTopics, query.Plan.PositionAll
+}
+
 // Needs returns, of the position a read must reflect, the part that
 // task ts's partition can show: a table partition and a view partition
 // that reads its source partition directly reflect only that partition
 // of the source; a view partition behind a repartition topic reflects
 // every source partition (through the re-keying markers). A view over a
 // view reflects what the partition of that view it reads does, in the
-// same topic's offsets.
-func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) (topic string, want map[int32]int64) {
-	all := false
-	switch {
-	case query.Stream != nil:
-		topic = query.Stream.Source.Topic
-	case query.Plan == nil:
-		topic = query.Rel.Topic
-	default:
-		topic, all = query.Plan.PositionTopic, query.Plan.PositionAll
-	}
-	want = map[int32]int64{}
-	for sp, off := range min[topic] {
-		if all || sp == ts.Partition {
-			want[sp] = off
+// same topics' offsets; a join view reflects both tables' topics.
+func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) materialize.Position {
+	topics, all := query.PositionTopics()
+	want := materialize.Position{}
+	for _, topic := range topics {
+		for sp, off := range min[topic] {
+			if all || sp == ts.Partition {
+				want.Advance(topic, sp, off)
+			}
 		}
 	}
-	return topic, want
+	return want
 }

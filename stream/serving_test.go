@@ -45,7 +45,7 @@ func TestJudgeServing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := judgeServing(3, c.replicas, "src", want, c.direct)
+			st := judgeServing(3, c.replicas, materialize.Position{"src": want}, c.direct)
 			if st.serving != c.serving || st.current != c.current || st.lag != c.lag {
 				t.Fatalf("serving %v, current %v, lag %d; want %v, %v, %d", st.serving, st.current, st.lag, c.serving, c.current, c.lag)
 			}

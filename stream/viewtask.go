@@ -117,7 +117,7 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		// Over a view: its changelog, partition by partition (keyed and
 		// placed as it is), whose markers carry the positions.
 		t.overView = true
-		t.input, t.srcTopic = plan.Source.ChangelogTopic(rt.opts.Cluster), plan.PositionTopic
+		t.input, t.srcTopic = plan.Source.ChangelogTopic(rt.opts.Cluster), plan.PositionTopics[0]
 	case plan.Repartition:
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
 	default:
