@@ -22,8 +22,9 @@ import (
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
-// once, one over a view, one aggregating a table, and one counting a
-// stream–table join's records), and
+// once, one over a view, one aggregating a table, one counting a
+// stream–table join's records, and a FULL JOIN of two tables, one of
+// them with deletes), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -66,9 +67,14 @@ func TestChaos(t *testing.T) {
 	// its records: each order joined once through the kills.
 	n0.Exec(t, "CREATE STREAM orders_enriched AS SELECT o.id, o.amount, a.region AS account_region FROM orders o LEFT JOIN accounts a ON o.id = a.id")
 	n0.Exec(t, "CREATE TABLE enriched_by_id AS SELECT id, COUNT(*) AS n, SUM(amount) AS total FROM orders_enriched GROUP BY id")
+	// A table joined with accounts on the key, a FULL JOIN: updates
+	// and deletes on both sides replace and retract joined rows.
+	n0.Exec(t, "CREATE TABLE balances (id BIGINT PRIMARY KEY, amount BIGINT) WITH (kafka_topic = 'balances', value_format = 'json', partitions = 4)")
+	n0.Exec(t, "CREATE TABLE account_balances AS SELECT COALESCE(a.id, b.id) AS id, a.region, b.amount AS balance FROM accounts a FULL JOIN balances b ON a.id = b.id")
 	waitPlacedView(t, c, n0, "accounts", 4, 1)
 	waitPlacedView(t, c, n0, "accounts_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "enriched_by_id", 4, 1)
+	waitPlacedView(t, c, n0, "account_balances", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -78,10 +84,11 @@ func TestChaos(t *testing.T) {
 	const batches, perBatch, ids = 100, 1000, 997
 	byRegion, byID, bigByRegion := map[string][2]int64{}, map[string][2]int64{}, map[string][2]int64{}
 	accounts := map[int64]string{}
+	balances := map[int64]int64{}
 	next := int64(0)
 	produce := func() {
 		recs := make([]*kgo.Record, 0, perBatch)
-		var accs []*kgo.Record
+		var accs, bals []*kgo.Record
 		for range perBatch {
 			id := next % ids
 			region := clusterRegions[rng.IntN(len(clusterRegions))]
@@ -93,6 +100,16 @@ func TestChaos(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				accs = append(accs, &kgo.Record{Key: key, Value: val, Partition: p})
 				accounts[id] = fmt.Sprintf("%d|%s|%d", id, region, amount)
+			}
+			switch rng.IntN(8) {
+			case 0:
+				bal := rng.Int64N(100)
+				v, _ := json.Marshal(map[string]any{"amount": bal})
+				bals = append(bals, &kgo.Record{Key: key, Value: v, Partition: p})
+				balances[id] = bal
+			case 1:
+				bals = append(bals, &kgo.Record{Key: key, Partition: p}) // a tombstone
+				delete(balances, id)
 			}
 			r := byRegion[region]
 			byRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
@@ -107,6 +124,7 @@ func TestChaos(t *testing.T) {
 		}
 		c.ProduceTo(t, "orders", recs...)
 		c.ProduceTo(t, "accounts", accs...)
+		c.ProduceTo(t, "balances", bals...)
 	}
 	var down *testcluster.Node
 	kills := 0
@@ -127,7 +145,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -167,6 +185,20 @@ func TestChaos(t *testing.T) {
 		accountsByRegion[region] = [2]int64{a[0] + 1, a[1] + amount}
 	}
 	checkView(t, c, "accounts_by_region", "SELECT region, n, total FROM accounts_by_region WHERE _partition = %d", countSum(accountsByRegion))
+	var joined []string
+	for id, r := range accounts {
+		bal := "NULL"
+		if b, ok := balances[id]; ok {
+			bal = fmt.Sprint(b)
+		}
+		joined = append(joined, fmt.Sprintf("%d|%s|%s", id, strings.Split(r, "|")[1], bal))
+	}
+	for id, b := range balances {
+		if _, ok := accounts[id]; !ok {
+			joined = append(joined, fmt.Sprintf("%d|NULL|%d", id, b))
+		}
+	}
+	checkView(t, c, "account_balances", "SELECT id, region, balance FROM account_balances WHERE _partition = %d", joined)
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

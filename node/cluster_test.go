@@ -176,7 +176,7 @@ func waitPlacedView(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, v
 		}
 		byTask := map[string][]taskRow{}
 		for _, r := range rows {
-			if strings.HasPrefix(r.task, view+"@") && !strings.Contains(r.task, "/rekey/") {
+			if strings.HasPrefix(r.task, view+"@") && !isStage(r.task) {
 				byTask[r.task] = append(byTask[r.task], r)
 			}
 		}
@@ -310,7 +310,7 @@ func TestClusterNodeAdded(t *testing.T) {
 		var mine []string
 		actives := 0
 		for _, r := range rows {
-			if r.node != added.ID || strings.Contains(r.task, "/rekey/") {
+			if r.node != added.ID || isStage(r.task) {
 				continue
 			}
 			mine = append(mine, fmt.Sprint(r))
@@ -353,7 +353,7 @@ func heldPartitions(t *testing.T, n *testcluster.Node, view string) int {
 	}
 	held := map[string]bool{}
 	for _, r := range rows {
-		if r.node == n.ID && strings.HasPrefix(r.task, view+"@") && !strings.Contains(r.task, "/rekey/") {
+		if r.node == n.ID && strings.HasPrefix(r.task, view+"@") && !isStage(r.task) {
 			held[r.task] = true
 		}
 	}
@@ -632,4 +632,11 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	if failures > 0 {
 		t.Fatalf("%d of %d lookups failed or were wrong; first: %v", failures, lookups, firstErr)
 	}
+}
+
+// isStage reports whether a SHOW TASKS task is a stage of a view's
+// query that holds no partition of it (a re-keying, change or join
+// stage) rather than a partition's task.
+func isStage(task string) bool {
+	return strings.Contains(task, "/rekey/") || strings.Contains(task, "/join/")
 }

@@ -652,7 +652,7 @@ func haReplaced(t *testing.T, n *testcluster.Node, gone, view string, parts int)
 		if r.node == gone {
 			return fmt.Errorf("%s still on %s", r.task, gone)
 		}
-		if !strings.HasPrefix(r.task, view+"@") || strings.Contains(r.task, "/rekey/") {
+		if !strings.HasPrefix(r.task, view+"@") || isStage(r.task) {
 			continue
 		}
 		if r.state != "RUNNING" {

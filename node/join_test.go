@@ -65,7 +65,7 @@ func TestStreamTableJoinRecompute(t *testing.T) {
 		if !poll.Cond(30*time.Second, func() bool {
 			read := map[string]int{}
 			for _, ts := range n.localTasks().Tasks {
-				if strings.Contains(ts.Task, "/rekey/") {
+				if isStage(ts.Task) {
 					continue
 				}
 				pos, err := materialize.ParsePosition(ts.Position)

@@ -31,6 +31,11 @@ type ViewPlan struct {
 	Having  Scalar
 	Output  []Scalar
 
+	// Join is the join stage of a view over two tables joined on their
+	// keys; Source is then its Joined relation, which the view reads as
+	// a view (Source.Kind is KindView).
+	Join *TableJoin
+
 	// KeyGroup maps each key column of the view (in schema order) to its
 	// GroupBy index (grouped views) or to its source column index
 	// (ungrouped views).
@@ -97,6 +102,13 @@ func (p *ViewPlan) String() string {
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
+	if p.Join != nil {
+		j := p.Join
+		fmt.Fprintf(&b, "  Join stage: %s\n", j)
+		fmt.Fprintf(&b, "  Source table %s (topic %s, %d partitions)\n", j.Left.Name, j.Left.Topic, j.Left.Partitions)
+		fmt.Fprintf(&b, "  Source table %s (topic %s, %d partitions)\n", j.Right.Name, j.Right.Topic, j.Right.Partitions)
+		return b.String()
+	}
 	if p.Source.Kind == catalog.KindView {
 		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in %s)\n", p.Source.Name, topicList(p.PositionTopics))
 		return b.String()
@@ -137,19 +149,38 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	sel := s.Select
-	from, src, err := persistentSource(cat, sel, "TABLE", "view", "stream or table")
-	if err != nil {
-		return nil, err
-	}
-	p := &ViewPlan{Source: src, PositionTopics: []string{src.Topic}}
-	if src.Kind == catalog.KindView {
-		// A view over a view reads its changelog, whose markers carry
-		// its positions: this view's are in the same topic's offsets.
-		if p.PositionTopics, p.PositionAll, err = viewPositions(cat, src); err != nil {
+	var p *ViewPlan
+	var b *binder
+	fromPos := 0
+	if join := joinOf(sel); join != nil {
+		if err := checkPersistentClauses(sel, "view"); err != nil {
 			return nil, err
 		}
+		j, jb, err := planTableJoin(cat, s.Name, join)
+		if err != nil {
+			return nil, err
+		}
+		// Each partition of the join stage reflects the same partition
+		// of both tables.
+		p = &ViewPlan{Source: j.Joined, Join: j, PositionTopics: []string{j.Left.Topic, j.Right.Topic}}
+		b, fromPos = jb, join.Pos
+	} else {
+		from, src, err := persistentSource(cat, sel, "TABLE", "view", "stream or table")
+		if err != nil {
+			return nil, err
+		}
+		p = &ViewPlan{Source: src, PositionTopics: []string{src.Topic}}
+		if src.Kind == catalog.KindView {
+			// A view over a view reads its changelog, whose markers
+			// carry its positions: this view's are in the same
+			// topics' offsets.
+			if p.PositionTopics, p.PositionAll, err = viewPositions(cat, src); err != nil {
+				return nil, err
+			}
+		}
+		b, fromPos = &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}, from.Pos
 	}
-	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+	src := p.Source
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)
 	if err != nil {
 		return nil, err
@@ -162,6 +193,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		Options:     opts,
 		SQL:         text,
 		Sources:     []string{strings.ToLower(src.Name)},
+	}
+	if p.Join != nil {
+		view.Sources = []string{strings.ToLower(p.Join.Left.Name), strings.ToLower(p.Join.Right.Name)}
 	}
 	p.View = view
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
@@ -178,6 +212,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, err
 		}
 		p.GroupBy, p.Aggs, p.Having, p.Output = g.groupBy, g.aggs, g.having, g.output
+		if p.Join != nil {
+			for i, g := range p.GroupBy {
+				p.GroupBy[i] = p.Join.asKey(g)
+			}
+		}
 	} else {
 		if sel.Having != nil {
 			return nil, pgerr.New(pgerr.GroupingError, "HAVING needs GROUP BY")
@@ -187,6 +226,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, err
 		}
 		p.Output = out
+		if p.Join != nil {
+			if err := p.joinKeyOutput(); err != nil {
+				return nil, err
+			}
+		}
 	}
 	cols := outputColumns(items, p.Output)
 	if err := markViewKeys(p, cols, items); err != nil {
@@ -218,9 +262,14 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 				WithHint("Leave out the partitions option.")
 		}
 	}
+	if p.Repartition && p.Join != nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating a join by other than its key is not supported yet").
+			WithPosition(fromPos).
+			WithHint("Group by the join key (%s), or write the join as a view and aggregate that view by its key.", p.Join.keyChoices())
+	}
 	if p.Retract && p.Repartition && src.Kind == catalog.KindView {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating view %s by other than its key is not supported yet", src.Name).
-			WithPosition(from.Pos).
+			WithPosition(fromPos).
 			WithHint("Group by %s's key %s, or aggregate what %s reads (%s).", src.Name, keyNames(src), src.Name, strings.Join(src.Sources, ", "))
 	}
 	if !p.PositionAll {
@@ -259,6 +308,23 @@ func viewPositions(cat *catalog.Catalog, view *catalog.Relation) ([]string, bool
 	return plan.PositionTopics, plan.PositionAll, nil
 }
 
+// joinKeyOutput makes the select list's expressions that always equal
+// the join key (TableJoin.asKey) the key column of the view's Joined source,
+// by which the view is keyed: one of them must be selected.
+func (p *ViewPlan) joinKeyOutput() error {
+	found := false
+	for i, o := range p.Output {
+		p.Output[i] = p.Join.asKey(o)
+		ref, ok := p.Output[i].(*ColRef)
+		found = found || ok && ref.Idx == p.Join.JoinedKey()
+	}
+	if !found {
+		return pgerr.New(pgerr.InvalidTableDefinition, "view %s must select the join key: %s", p.View.Name, p.Join.keyChoices()).
+			WithHint("A view of a join of two tables is keyed by their key, which no row lacks.")
+	}
+	return nil
+}
+
 // bindRecordFilter binds the WHERE of a persistent query over source
 // records into filter, and returns its select list with * expanded.
 func bindRecordFilter(b *binder, sel *sql.Select, src *catalog.Relation, filter *Scalar) ([]sql.SelectItem, error) {
@@ -272,6 +338,9 @@ func bindRecordFilter(b *binder, sel *sql.Select, src *catalog.Relation, filter 
 			return nil, err
 		}
 		b.clause = ""
+	}
+	if b.rels != nil {
+		return expandJoinStar(sel.Items, b, b.cols)
 	}
 	return expandStar(sel.Items, src.Schema.Columns)
 }
@@ -288,9 +357,8 @@ func persistentSource(cat *catalog.Catalog, sel *sql.Select, kind, what, sources
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joins, subqueries in FROM and set operations are not supported in a persistent query").
 			WithHint("A %s reads one %s.", what, sources)
 	}
-	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
-			WithHint("Apply them when reading the %s instead.", what)
+	if err := checkPersistentClauses(sel, what); err != nil {
+		return nil, nil, err
 	}
 	src, err := cat.Resolve(from.Name)
 	if err != nil {
@@ -300,6 +368,16 @@ func persistentSource(cat *catalog.Catalog, sel *sql.Select, kind, what, sources
 		return nil, nil, err
 	}
 	return from, src, nil
+}
+
+// checkPersistentClauses refuses the clauses of a SELECT that a
+// persistent query writing a what cannot keep.
+func checkPersistentClauses(sel *sql.Select, what string) error {
+	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct {
+		return pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
+			WithHint("Apply them when reading the %s instead.", what)
+	}
+	return nil
 }
 
 // markViewKeys decides the view's key columns. A grouped view is keyed by

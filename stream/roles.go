@@ -29,6 +29,9 @@ type slot struct {
 	// store and no role of its own (see reconcileLocked).
 	key   materialize.StoreID
 	rekey bool
+	// stage names a rekey slot's stage in its task's name: "rekey"
+	// when empty, "join" for a table join's join stage.
+	stage string
 	ts    *TaskState
 	name  string
 	// run returns the task's loop for a role; nil when the task has
@@ -43,10 +46,15 @@ type slot struct {
 }
 
 // task names the slot's task as SHOW TASKS and the logs do:
-// "store/partition", or "store/rekey/partition" for a re-keying stage.
+// "store/partition", or "store/rekey/partition" for a re-keying stage
+// ("store/join/partition" for a join stage).
 func (s *slot) task() string {
 	if s.rekey {
-		return s.key.View + "/rekey/" + strconv.Itoa(int(s.key.Partition))
+		stage := s.stage
+		if stage == "" {
+			stage = "rekey"
+		}
+		return s.key.View + "/" + stage + "/" + strconv.Itoa(int(s.key.Partition))
 	}
 	return s.key.String()
 }

@@ -553,9 +553,24 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if plan.Source.Kind == catalog.KindView {
 		input = plan.Source.ChangelogTopic(rt.opts.Cluster)
 	}
-	maxBytes, err := rt.sourceMaxBytes(ctx, input)
+	maxFrom := input
+	if plan.Join != nil {
+		input, maxFrom = rel.ChangesTopic(rt.opts.Cluster), plan.Join.Left.Topic
+	}
+	maxBytes, err := rt.sourceMaxBytes(ctx, maxFrom)
 	if err != nil {
 		return err
+	}
+	if plan.Join != nil {
+		// A joined row holds a row of each table.
+		right, err := rt.sourceMaxBytes(ctx, plan.Join.Right.Topic)
+		if err != nil {
+			return err
+		}
+		l, _ := strconv.Atoi(*maxBytes)
+		r, _ := strconv.Atoi(*right)
+		sum := strconv.Itoa(l + r)
+		maxBytes = &sum
 	}
 	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangelogTopic(rt.opts.Cluster), rel.Partitions,
 		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
@@ -564,7 +579,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err := rt.EnsurePublished(ctx, rel, maxBytes); err != nil {
 		return err
 	}
-	if plan.Retract && plan.Repartition {
+	if plan.Retract && plan.Repartition || plan.Join != nil {
 		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangesTopic(rt.opts.Cluster), plan.Source.Partitions,
 			map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
 			return err
@@ -611,6 +626,13 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 				}})
 		}
 	}
+	if plan.Join != nil {
+		joinLimit, err := rt.recordLimit(ctx, rel.ChangesTopic(rt.opts.Cluster))
+		if err != nil {
+			return err
+		}
+		rt.joinStage(q, joinLimit)
+	}
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	fwd := ""
 	if !plan.Repartition && plan.Source.Kind != catalog.KindView {
@@ -637,6 +659,27 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		})
 	}()
 	return nil
+}
+
+// joinStage adds the join stage of a view over a table join to q: a
+// task per partition, active where the view's partition is active and
+// a standby where it stands by, writing records of at most limit bytes.
+func (rt *Runtime) joinStage(q *PersistentQuery, limit int) {
+	rel := q.Rel
+	for p := int32(0); p < rel.Partitions; p++ {
+		ts := rt.newTaskState(p)
+		q.Rekey = append(q.Rekey, ts)
+		t := newTableJoinTask(rt, q.Plan, ts)
+		t.maxRecord = limit
+		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, rekey: true, stage: "join", ts: ts,
+			name: fmt.Sprintf("%s/join/%d", rel.Name, p),
+			run: func(r ha.Role) func(context.Context) error {
+				if r == ha.RoleActive {
+					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
+				}
+				return t.standby
+			}})
+	}
 }
 
 // changelogSlot is the slot of task ts of rel, whose active runs active

@@ -12,7 +12,7 @@ import (
 // TaskStatus is one task as this node runs it: what SHOW TASKS and the
 // HTTP /tasks endpoint report.
 type TaskStatus struct {
-	// Task names it: store/partition, or store/rekey/partition.
+	// Task names it: store/partition, or store/rekey/partition (store/join/partition for a join stage).
 	Task     string `json:"task"`
 	Relation string `json:"relation"`
 	// Store is the task's store (name@version); empty for a re-keying

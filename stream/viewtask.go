@@ -113,6 +113,10 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	switch {
+	case plan.Join != nil:
+		// Over a join: the join stage's changelog, read as a view's.
+		t.overView = true
+		t.input, t.srcTopic = plan.View.ChangesTopic(rt.opts.Cluster), plan.PositionTopics[0]
 	case plan.Source.Kind == catalog.KindView:
 		// Over a view: its changelog, partition by partition (keyed and
 		// placed as it is), whose markers carry the positions.

@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTableJoinRecompute writes random upserts and deletes to two tables
+// and keeps views of their inner, left, right and full joins on the key,
+// and an aggregate of a join, over them. The node is closed and started
+// again halfway. After every round, each view read with the round's
+// writes as its bound (read-your-writes) equals the join of the tables
+// as they are then, computed here from their rows.
+func TestTableJoinRecompute(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start, _ := restartable(t)
+	n := start()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec("CREATE TABLE l (id BIGINT PRIMARY KEY, v BIGINT, g VARCHAR) WITH (partitions = 3)")
+	c.exec("CREATE TABLE r (id BIGINT PRIMARY KEY, w BIGINT) WITH (partitions = 3)")
+	c.exec("CREATE TABLE inner_j AS SELECT l.id, l.v, r.w FROM l JOIN r ON l.id = r.id")
+	c.exec("CREATE TABLE left_j AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.id")
+	c.exec("CREATE TABLE right_j AS SELECT r.id, l.v, r.w FROM l RIGHT JOIN r ON l.id = r.id")
+	c.exec("CREATE TABLE full_j AS SELECT COALESCE(l.id, r.id) AS id, l.v, l.g, r.w FROM l FULL JOIN r ON l.id = r.id")
+	c.exec("CREATE TABLE agg_j AS SELECT l.id, SUM(r.w) AS total, COUNT(*) AS n FROM l LEFT JOIN r ON l.id = r.id WHERE l.g <> 'x' GROUP BY l.id")
+	rng := rand.New(rand.NewPCG(3, 5))
+	groups := []string{"a", "b", "x"}
+	for round := range 12 {
+		if round == 6 {
+			// 3+3 table partitions, 5×3 view partitions, 5×3 join stages.
+			waitTasks(t, n, 36)
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			n = start()
+			c.conn = connect(t, n.PGAddr())
+			waitTasks(t, n, 36)
+		}
+		var lv, rv []string
+		for range 40 {
+			v := fmt.Sprint(rng.IntN(100))
+			if rng.IntN(8) == 0 {
+				v = "NULL"
+			}
+			lv = append(lv, fmt.Sprintf("(%d, %s, '%s')", rng.IntN(60), v, groups[rng.IntN(len(groups))]))
+			rv = append(rv, fmt.Sprintf("(%d, %d)", rng.IntN(60), rng.IntN(100)))
+		}
+		c.exec("INSERT INTO l VALUES " + strings.Join(lv, ", "))
+		c.exec("INSERT INTO r VALUES " + strings.Join(rv, ", "))
+		for range 8 {
+			c.exec(fmt.Sprintf("DELETE FROM l WHERE id = %d", rng.IntN(60)))
+			c.exec(fmt.Sprintf("DELETE FROM r WHERE id = %d", rng.IntN(60)))
+		}
+		ls, rs := map[string][]string{}, map[string]string{}
+		for _, row := range c.rows("SELECT id, v, g FROM l") {
+			f := strings.Fields(row)
+			ls[f[0]] = f[1:]
+		}
+		for _, row := range c.rows("SELECT id, w FROM r") {
+			f := strings.Fields(row)
+			rs[f[0]] = f[1]
+		}
+		want := map[string][]string{}
+		add := func(view string, vals ...string) { want[view] = append(want[view], strings.Join(vals, " ")) }
+		for id, lr := range ls {
+			w, ok := rs[id]
+			if !ok {
+				w = "<nil>"
+			}
+			if ok {
+				add("inner_j", id, lr[0], w)
+			}
+			add("left_j", id, lr[0], w)
+			add("full_j", id, lr[0], lr[1], w)
+			if lr[1] != "x" {
+				add("agg_j", id, w, "1")
+			}
+		}
+		for id, w := range rs {
+			lr, ok := ls[id]
+			v := "<nil>"
+			if ok {
+				v = lr[0]
+			}
+			add("right_j", id, v, w)
+			if !ok {
+				add("full_j", id, "<nil>", "<nil>", w)
+			}
+		}
+		for view, read := range map[string]string{
+			"inner_j": "SELECT id, v, w FROM inner_j", "left_j": "SELECT id, v, w FROM left_j", "right_j": "SELECT id, v, w FROM right_j",
+			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",
+		} {
+			got, w := c.rows(read), want[view]
+			slices.Sort(w)
+			if !slices.Equal(got, w) {
+				t.Fatalf("round %d: %s has %d rows, the join of the tables %d: %s", round, view, len(got), len(w), firstDiff(got, w))
+			}
+		}
+	}
+}

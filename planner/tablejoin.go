@@ -1,0 +1,265 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/sql"
+)
+
+// TableJoin is the join stage of a view over two tables joined on their
+// keys (a primary-key join). Per partition the stage keeps both tables'
+// rows of the partition's keys and, for each key either side changed,
+// writes the joined row the key has now, or its removal, to a changelog
+// of its own that the view reads as it reads a view's: the view's
+// Source is Joined. Updates and deletes on either side so replace or
+// remove the joined row of their key, which is what the join of the
+// tables as they are now holds.
+type TableJoin struct {
+	// Kind is sql.JoinInner, JoinLeft, JoinRight or JoinFull.
+	Kind        sql.JoinKind
+	Left, Right *catalog.Relation
+	// Joined is the relation the view reads: Left's columns, Right's,
+	// then the join key (hidden; never NULL, as one side has the row),
+	// by which it is keyed, partitioned as both tables are.
+	Joined *catalog.Relation
+}
+
+// JoinedKey is the index of the join key among the Joined columns.
+func (j *TableJoin) JoinedKey() int { return len(j.Joined.Schema.Columns) - 1 }
+
+// LeftKey and RightKey are the indexes of the tables' key columns among
+// the Joined columns.
+func (j *TableJoin) LeftKey() int { return j.Left.Schema.KeyIndexes()[0] }
+func (j *TableJoin) RightKey() int {
+	return len(j.Left.Schema.Columns) + j.Right.Schema.KeyIndexes()[0]
+}
+
+// Keeps reports whether the join has a row for a key whose left and
+// right rows are present as given.
+func (j *TableJoin) Keeps(left, right bool) bool {
+	switch j.Kind {
+	case sql.JoinLeft:
+		return left
+	case sql.JoinRight:
+		return right
+	case sql.JoinFull:
+		return left || right
+	}
+	return left && right
+}
+
+// joinOf returns the join a persistent query's FROM is, nil if it is
+// not one.
+func joinOf(sel *sql.Select) *sql.Join {
+	if len(sel.From) != 1 || len(sel.SetOps) > 0 {
+		return nil
+	}
+	j, _ := sel.From[0].(*sql.Join)
+	return j
+}
+
+// planTableJoin plans the join stage of view name over FROM join and
+// returns it with the binder of the view's expressions over its Joined
+// input (the columns, then ROWTIME: the later of the two rows' times).
+func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoin, *binder, error) {
+	left, lok := join.Left.(*sql.TableRef)
+	right, rok := join.Right.(*sql.TableRef)
+	if !lok || !rok {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a view joins two tables").WithPosition(join.Pos).
+			WithHint("Create a view of one join and join that view's tables' result in another view.")
+	}
+	if join.Kind == sql.JoinCross || join.On == nil && len(join.Using) == 0 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view needs ON").WithPosition(join.Pos).
+			WithHint("Join on the tables' keys: ON %s.key = %s.key.", left.Name, right.Name)
+	}
+	if len(join.Using) > 0 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a view is not supported").WithPosition(join.Pos).
+			WithHint("Write the condition with ON %s.key = %s.key.", left.Name, right.Name)
+	}
+	var rels [2]*catalog.Relation
+	for i, ref := range []*sql.TableRef{left, right} {
+		r, err := cat.Resolve(ref.Name)
+		if err != nil {
+			return nil, nil, withPos(err, ref.Pos)
+		}
+		switch {
+		case r.Kind == catalog.KindStream && i == 0:
+			return nil, nil, pgerr.New(pgerr.WrongObjectType, "a join of stream %s is a stream, not a view", r.Name).WithPosition(ref.Pos).
+				WithHint("Write it as a derived stream: CREATE STREAM %s AS SELECT ... FROM %s JOIN ...; a view may then aggregate it.", name, r.Name)
+		case r.Kind == catalog.KindStream:
+			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining a table to stream %s is not supported", r.Name).WithPosition(ref.Pos).
+				WithHint("Put the stream on the left, in a derived stream: CREATE STREAM ... AS SELECT ... FROM %s JOIN %s ....", r.Name, rels[0].Name)
+		case r.Kind == catalog.KindView:
+			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining view %s is not supported yet", r.Name).WithPosition(ref.Pos).
+				WithHint("Join the tables it reads (%s).", strings.Join(r.Sources, ", "))
+		case r.Kind != catalog.KindTable:
+			return nil, nil, pgerr.New(pgerr.WrongObjectType, "%s is not a table", r.Name).WithPosition(ref.Pos)
+		}
+		if n := len(r.Schema.KeyIndexes()); n != 1 {
+			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", r.Name, n).
+				WithPosition(ref.Pos)
+		}
+		rels[i] = r
+	}
+	if rels[0] == rels[1] {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s with itself is not supported", rels[0].Name).WithPosition(right.Pos).
+			WithHint("Create a view of it and join the table with the view's table, or read the self-join with SELECT.")
+	}
+	j := &TableJoin{Left: rels[0], Right: rels[1]}
+	switch join.Kind {
+	case sql.JoinInner, sql.JoinLeft, sql.JoinRight, sql.JoinFull:
+		j.Kind = join.Kind
+	default:
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "%s of two tables is not supported", join.Kind).WithPosition(join.Pos)
+	}
+	na, nb := len(j.Left.Schema.Columns), len(j.Right.Schema.Columns)
+	cols := make([]catalog.Column, 0, na+nb+1)
+	for _, t := range rels {
+		for _, c := range t.Schema.Columns {
+			c.Key = false
+			cols = append(cols, c)
+		}
+	}
+	lk := j.Left.Schema.Columns[j.Left.Schema.KeyIndexes()[0]]
+	cols = append(cols, catalog.Column{Name: "join key", Type: lk.Type, Key: true, Hidden: true})
+	j.Joined = &catalog.Relation{
+		Name: fmt.Sprintf("%s %s %s", j.Left.Name, join.Kind, j.Right.Name), Kind: catalog.KindView,
+		Schema: catalog.Schema{Columns: cols}, Partitions: j.Left.Partitions,
+		KeyFormat: j.Left.KeyFormat, Partitioner: j.Left.Partitioner,
+	}
+	input := RecordInput(j.Joined)
+	b := &binder{cols: input, rels: []boundRel{
+		{name: j.Left.Name, alias: left.Alias, lo: 0, hi: na},
+		{name: j.Right.Name, alias: right.Alias, lo: na, hi: na + nb},
+		{lo: na + nb + 1, hi: na + nb + 2}, // ROWTIME, unqualified
+	}}
+	b.clause = "JOIN conditions"
+	if err := j.checkOn(b, join.On); err != nil {
+		return nil, nil, err
+	}
+	b.clause = ""
+	if err := j.checkPartitioning(right.Pos); err != nil {
+		return nil, nil, err
+	}
+	return j, b, nil
+}
+
+// checkOn checks that ON equals the tables' keys.
+func (j *TableJoin) checkOn(b *binder, on sql.Expr) error {
+	lk, rk := j.LeftKey(), j.RightKey()
+	lname, rname := j.Left.Name+"."+j.Joined.Schema.Columns[lk].Name, j.Right.Name+"."+j.Joined.Schema.Columns[rk].Name
+	bin, ok := on.(*sql.Binary)
+	if !ok || bin.Op != "=" {
+		return pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view must be on their keys: ON %s = %s", lname, rname).
+			WithPosition(on.Position()).
+			WithHint("Filter on other conditions in WHERE.")
+	}
+	l, err := b.bind(bin.L)
+	if err != nil {
+		return err
+	}
+	r, err := b.bind(bin.R)
+	if err != nil {
+		return err
+	}
+	idx := func(s Scalar) int {
+		if ref, ok := s.(*ColRef); ok {
+			return ref.Idx
+		}
+		return -1
+	}
+	li, ri := idx(l), idx(r)
+	if li > ri {
+		li, ri = ri, li
+	}
+	if li != lk || ri != rk {
+		hint := "A view joins two tables on their keys; a foreign-key join is not supported yet."
+		return pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view must be on their keys: ON %s = %s", lname, rname).
+			WithPosition(on.Position()).WithHint("%s", hint)
+	}
+	lt, rt := j.Joined.Schema.Columns[lk].Type, j.Joined.Schema.Columns[rk].Type
+	if lt != rt {
+		return pgerr.New(pgerr.DatatypeMismatch, "the join compares key %s, which is %s, with key %s, which is %s", lname, lt, rname, rt).
+			WithPosition(on.Position()).
+			WithHint("Declare both tables' keys with one type: equal keys of two types are different bytes in Kafka, in different partitions.")
+	}
+	return nil
+}
+
+// checkPartitioning checks that each key's rows are in the same
+// partition of both tables, which the join stage reads side by side.
+func (j *TableJoin) checkPartitioning(pos int) error {
+	a, b := j.Left, j.Right
+	part := func(r *catalog.Relation) string {
+		if r.Partitioner == "" {
+			return "murmur2"
+		}
+		return r.Partitioner
+	}
+	var diffs []string
+	if a.Partitions != b.Partitions {
+		diffs = append(diffs, fmt.Sprintf("%d partitions and %d", a.Partitions, b.Partitions))
+	}
+	if a.KeyFormat != b.KeyFormat {
+		diffs = append(diffs, fmt.Sprintf("key_format %s and %s", a.KeyFormat, b.KeyFormat))
+	}
+	if part(a) != part(b) {
+		diffs = append(diffs, fmt.Sprintf("partitioner %s and %s", part(a), part(b)))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return pgerr.New(pgerr.FeatureNotSupported, "joining tables %s and %s, which have %s, is not supported yet", a.Name, b.Name, pgerr.JoinAnd(diffs)).
+		WithPosition(pos).
+		WithHint("A view joins tables whose topics are partitioned alike; create the tables over topics with the same partitions, key_format and partitioner.")
+}
+
+// asKey returns the join key column for a scalar that always equals it
+// in the join's rows (a key column of a side that is never NULL-
+// extended, or COALESCE of both key columns), else s.
+func (j *TableJoin) asKey(s Scalar) Scalar {
+	key := j.Joined.Schema.Columns[j.JoinedKey()]
+	ref := &ColRef{Idx: j.JoinedKey(), T: key.Type, Name: key.Name}
+	switch s := s.(type) {
+	case *ColRef:
+		if s.Idx == j.LeftKey() && (j.Kind == sql.JoinInner || j.Kind == sql.JoinLeft) ||
+			s.Idx == j.RightKey() && (j.Kind == sql.JoinInner || j.Kind == sql.JoinRight) {
+			return ref
+		}
+	case *Call:
+		if s.Name == "coalesce" && len(s.Args) == 2 {
+			a, b := s.Args[0], s.Args[1]
+			ai, aok := a.(*ColRef)
+			bi, bok := b.(*ColRef)
+			if aok && bok && (ai.Idx == j.LeftKey() && bi.Idx == j.RightKey() || ai.Idx == j.RightKey() && bi.Idx == j.LeftKey()) {
+				return ref
+			}
+		}
+	}
+	return s
+}
+
+// keyChoices names what a view over the join may select as its key.
+func (j *TableJoin) keyChoices() string {
+	lk, rk := j.Joined.Schema.Columns[j.LeftKey()].Name, j.Joined.Schema.Columns[j.RightKey()].Name
+	l, r := j.Left.Name+"."+lk, j.Right.Name+"."+rk
+	co := fmt.Sprintf("COALESCE(%s, %s)", l, r)
+	switch j.Kind {
+	case sql.JoinInner:
+		return fmt.Sprintf("%s, %s or %s", l, r, co)
+	case sql.JoinLeft:
+		return fmt.Sprintf("%s or %s", l, co)
+	case sql.JoinRight:
+		return fmt.Sprintf("%s or %s", r, co)
+	}
+	return co
+}
+
+// String renders the join stage for EXPLAIN.
+func (j *TableJoin) String() string {
+	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both tables' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
+		j.Kind, j.Left.Name, j.Right.Name, j.Left.Name, j.Joined.Schema.Columns[j.LeftKey()].Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
+}
