@@ -13,9 +13,10 @@ import (
 // TestTableJoinRecompute writes random upserts and deletes to two tables
 // and keeps views of their inner, left, right and full joins on the key,
 // and an aggregate of a join, over them. The node is closed and started
-// again halfway. After every round, each view read with the round's
-// writes as its bound (read-your-writes) equals the join of the tables
-// as they are then, computed here from their rows.
+// again halfway. After every round, each view read by another session
+// with the writes' position as its bound (basin.min_position, in both
+// tables' topics) equals the join of the tables as they are then,
+// computed here from their rows.
 func TestTableJoinRecompute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -29,6 +30,7 @@ func TestTableJoinRecompute(t *testing.T) {
 	c.exec("CREATE TABLE right_j AS SELECT r.id, l.v, r.w FROM l RIGHT JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE full_j AS SELECT COALESCE(l.id, r.id) AS id, l.v, l.g, r.w FROM l FULL JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE agg_j AS SELECT l.id, SUM(r.w) AS total, COUNT(*) AS n FROM l LEFT JOIN r ON l.id = r.id WHERE l.g <> 'x' GROUP BY l.id")
+	read := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	rng := rand.New(rand.NewPCG(3, 5))
 	groups := []string{"a", "b", "x"}
 	for round := range 12 {
@@ -39,7 +41,7 @@ func TestTableJoinRecompute(t *testing.T) {
 				t.Fatal(err)
 			}
 			n = start()
-			c.conn = connect(t, n.PGAddr())
+			c.conn, read.conn = connect(t, n.PGAddr()), connect(t, n.PGAddr())
 			waitTasks(t, n, 36)
 		}
 		var lv, rv []string
@@ -57,6 +59,11 @@ func TestTableJoinRecompute(t *testing.T) {
 			c.exec(fmt.Sprintf("DELETE FROM l WHERE id = %d", rng.IntN(60)))
 			c.exec(fmt.Sprintf("DELETE FROM r WHERE id = %d", rng.IntN(60)))
 		}
+		var pos string
+		if err := c.conn.QueryRow(ctx, "SHOW basin.last_write_position").Scan(&pos); err != nil {
+			t.Fatal(err)
+		}
+		read.exec(fmt.Sprintf("SET basin.min_position = '%s'", pos))
 		ls, rs := map[string][]string{}, map[string]string{}
 		for _, row := range c.rows("SELECT id, v, g FROM l") {
 			f := strings.Fields(row)
@@ -93,11 +100,11 @@ func TestTableJoinRecompute(t *testing.T) {
 				add("full_j", id, "<nil>", "<nil>", w)
 			}
 		}
-		for view, read := range map[string]string{
+		for view, q := range map[string]string{
 			"inner_j": "SELECT id, v, w FROM inner_j", "left_j": "SELECT id, v, w FROM left_j", "right_j": "SELECT id, v, w FROM right_j",
 			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",
 		} {
-			got, w := c.rows(read), want[view]
+			got, w := read.rows(q), want[view]
 			slices.Sort(w)
 			if !slices.Equal(got, w) {
 				t.Fatalf("round %d: %s has %d rows, the join of the tables %d: %s", round, view, len(got), len(w), firstDiff(got, w))
