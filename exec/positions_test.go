@@ -27,9 +27,9 @@ func TestReadBound(t *testing.T) {
 	orders := &catalog.Relation{Name: "orders", Kind: catalog.KindStream, Topic: "orders", Partitions: 4}
 	kv := &catalog.Relation{Name: "kv", Kind: catalog.KindTable, Topic: "kv", Partitions: 4, Version: 3}
 	byRegion := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "by_region", Kind: catalog.KindView, Partitions: 4, Version: 5},
-		Plan: &planner.ViewPlan{Source: orders, Repartition: true, PositionTopics: []string{"orders"}, PositionAll: true}}
+		Plan: &planner.ViewPlan{Source: orders, Repartition: true, Positions: []planner.PositionSource{{Topic: "orders", All: true}}}}
 	perID := &stream.PersistentQuery{Rel: &catalog.Relation{Name: "per_id", Kind: catalog.KindView, Partitions: 4, Version: 6},
-		Plan: &planner.ViewPlan{Source: orders, PositionTopics: []string{"orders"}}}
+		Plan: &planner.ViewPlan{Source: orders, Positions: []planner.PositionSource{{Topic: "orders"}}}}
 	table := &stream.PersistentQuery{Rel: kv}
 	reads := func(q *stream.PersistentQuery, p int32, pos materialize.Position) []pull.PartitionRead {
 		return []pull.PartitionRead{{Partition: p, Position: pos.String()}}

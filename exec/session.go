@@ -561,9 +561,9 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err != nil {
 		return err
 	}
-	target, err := s.e.Runtime.SourceEnds(ctx, plan.PositionTopics...)
+	target, err := s.e.Runtime.SourceEnds(ctx, plan.PositionTopics()...)
 	if err != nil {
-		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", strings.Join(plan.PositionTopics, ", "), err)
+		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", strings.Join(plan.PositionTopics(), ", "), err)
 	}
 	// A topic to publish to that cannot be used fails the statement
 	// before the view exists.

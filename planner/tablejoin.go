@@ -258,6 +258,12 @@ func (j *TableJoin) keyChoices() string {
 	return co
 }
 
+// positions are the topics a partition of the join stage reflects: the
+// same partition of both tables' topics.
+func (j *TableJoin) positions() []PositionSource {
+	return []PositionSource{{Topic: j.Left.Topic}, {Topic: j.Right.Topic}}
+}
+
 // String renders the join stage for EXPLAIN.
 func (j *TableJoin) String() string {
 	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both tables' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",

@@ -51,13 +51,28 @@ type ViewPlan struct {
 	// changes from the change stage (stream's changeTask), which keeps
 	// each source key's last row.
 	Retract bool
-	// PositionTopics are the topics the view's positions are in: its
+	// Positions are the topics the view's positions are in: its
 	// source's, the two tables' of a join, or for a view over a view,
-	// those that view's are in (positions compose). PositionAll is set
-	// when each partition of the view reflects every partition of them
-	// (some view on the way re-keys), not only its own.
-	PositionTopics []string
-	PositionAll    bool
+	// those that view's are in (positions compose).
+	Positions []PositionSource
+}
+
+// PositionSource is a topic a view's positions are in. All is set when
+// each partition of the view reflects every partition of the topic
+// (some view on the way re-keys, or a join reads all of a table), not
+// only its own.
+type PositionSource struct {
+	Topic string
+	All   bool
+}
+
+// PositionTopics are the topics of p.Positions.
+func (p *ViewPlan) PositionTopics() []string {
+	out := make([]string, len(p.Positions))
+	for i, s := range p.Positions {
+		out[i] = s.Topic
+	}
+	return out
 }
 
 // Partitions is the view's partition count.
@@ -110,7 +125,7 @@ func (p *ViewPlan) String() string {
 		return b.String()
 	}
 	if p.Source.Kind == catalog.KindView {
-		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in %s)\n", p.Source.Name, topicList(p.PositionTopics))
+		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in %s)\n", p.Source.Name, topicList(p.PositionTopics()))
 		return b.String()
 	}
 	if !p.Repartition {
@@ -162,19 +177,19 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		}
 		// Each partition of the join stage reflects the same partition
 		// of both tables.
-		p = &ViewPlan{Source: j.Joined, Join: j, PositionTopics: []string{j.Left.Topic, j.Right.Topic}}
+		p = &ViewPlan{Source: j.Joined, Join: j, Positions: j.positions()}
 		b, fromPos = jb, join.Pos
 	} else {
 		from, src, err := persistentSource(cat, sel, "TABLE", "view", "stream or table")
 		if err != nil {
 			return nil, err
 		}
-		p = &ViewPlan{Source: src, PositionTopics: []string{src.Topic}}
+		p = &ViewPlan{Source: src, Positions: []PositionSource{{Topic: src.Topic}}}
 		if src.Kind == catalog.KindView {
 			// A view over a view reads its changelog, whose markers
 			// carry its positions: this view's are in the same
 			// topics' offsets.
-			if p.PositionTopics, p.PositionAll, err = viewPositions(cat, src); err != nil {
+			if p.Positions, err = viewPositions(cat, src); err != nil {
 				return nil, err
 			}
 		}
@@ -272,8 +287,10 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			WithPosition(fromPos).
 			WithHint("Group by %s's key %s, or aggregate what %s reads (%s).", src.Name, keyNames(src), src.Name, strings.Join(src.Sources, ", "))
 	}
-	if !p.PositionAll {
-		p.PositionAll = p.Repartition
+	if p.Repartition {
+		for i := range p.Positions {
+			p.Positions[i].All = true
+		}
 	}
 	if err := checkPublished(view, src); err != nil {
 		return nil, err
@@ -289,23 +306,22 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	return p, nil
 }
 
-// viewPositions returns the topics the positions of view are in, and
-// whether each of its partitions reflects every partition of them
-// (ViewPlan.PositionTopics, PositionAll), from its plan.
-func viewPositions(cat *catalog.Catalog, view *catalog.Relation) ([]string, bool, error) {
+// viewPositions returns the topics the positions of view are in
+// (ViewPlan.Positions), from its plan.
+func viewPositions(cat *catalog.Catalog, view *catalog.Relation) ([]PositionSource, error) {
 	stmts, err := sql.ParseStatements(view.SQL)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	ctas, ok := stmts[0].Stmt.(*sql.CreateTableAs)
 	if len(stmts) != 1 || !ok {
-		return nil, false, pgerr.New(pgerr.InternalError, "view %s: its stored statement is not one CREATE TABLE ... AS", view.Name)
+		return nil, pgerr.New(pgerr.InternalError, "view %s: its stored statement is not one CREATE TABLE ... AS", view.Name)
 	}
 	plan, err := PlanView(cat, ctas, view.SQL)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return plan.PositionTopics, plan.PositionAll, nil
+	return plan.Positions, nil
 }
 
 // joinKeyOutput makes the select list's expressions that always equal

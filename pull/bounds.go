@@ -105,8 +105,8 @@ func (o *ReadOptions) Bound(query *stream.PersistentQuery, ts *stream.TaskState)
 	if o.Seen != nil {
 		// What was read of this very partition: all of it binds.
 		seen := materialize.Position{}
-		topics, _ := query.PositionTopics()
-		for _, topic := range topics {
+		for _, src := range query.Positions() {
+			topic := src.Topic
 			for sp, off := range o.Seen[SeenKey{Store: query.Rel.StoreName(), Partition: ts.Partition}][topic] {
 				seen.Advance(topic, sp, off)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/planner"
 )
 
 // Serving: CREATE TABLE (a source table) and CREATE TABLE AS (a view)
@@ -189,7 +190,8 @@ const servingPoll = 20 * time.Millisecond
 // servingStatuses judges every partition of query.
 func (rt *Runtime) servingStatuses(query *PersistentQuery, target materialize.Position, now time.Time) []servingStatus {
 	peers := rt.peers()
-	direct := query.Plan == nil || !query.Plan.PositionAll && query.Plan.Source.Kind != catalog.KindView
+	direct := query.Plan == nil || query.Plan.Source.Kind != catalog.KindView && !slices.ContainsFunc(query.Plan.Positions,
+		func(s planner.PositionSource) bool { return s.All })
 	out := make([]servingStatus, 0, len(query.Tasks))
 	for _, ts := range query.Tasks {
 		p := ts.Partition
@@ -296,17 +298,16 @@ func (rt *Runtime) peers() Peers {
 	return rt.mu.peers
 }
 
-// PositionTopics returns the topics the positions of query's partitions
-// are in, and whether each partition reflects every partition of them
-// (planner.ViewPlan.PositionAll).
-func (query *PersistentQuery) PositionTopics() ([]string, bool) {
+// Positions returns the topics the positions of query's partitions
+// are in (planner.ViewPlan.Positions).
+func (query *PersistentQuery) Positions() []planner.PositionSource {
 	switch {
 	case query.Stream != nil:
-		return []string{query.Stream.Source.Topic}, false
+		return []planner.PositionSource{{Topic: query.Stream.Source.Topic}}
 	case query.Plan == nil:
-		return []string{query.Rel.Topic}, false
+		return []planner.PositionSource{{Topic: query.Rel.Topic}}
 	}
-	return query.Plan.PositionTopics, query.Plan.PositionAll
+	return query.Plan.Positions
 }
 
 // Needs returns, of the position a read must reflect, the part that
@@ -317,12 +318,11 @@ func (query *PersistentQuery) PositionTopics() ([]string, bool) {
 // view reflects what the partition of that view it reads does, in the
 // same topics' offsets; a join view reflects both tables' topics.
 func (query *PersistentQuery) Needs(ts *TaskState, min materialize.Position) materialize.Position {
-	topics, all := query.PositionTopics()
 	want := materialize.Position{}
-	for _, topic := range topics {
-		for sp, off := range min[topic] {
-			if all || sp == ts.Partition {
-				want.Advance(topic, sp, off)
+	for _, src := range query.Positions() {
+		for sp, off := range min[src.Topic] {
+			if src.All || sp == ts.Partition {
+				want.Advance(src.Topic, sp, off)
 			}
 		}
 	}

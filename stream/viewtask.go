@@ -116,12 +116,12 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	case plan.Join != nil:
 		// Over a join: the join stage's changelog, read as a view's.
 		t.overView = true
-		t.input, t.srcTopic = plan.View.ChangesTopic(rt.opts.Cluster), plan.PositionTopics[0]
+		t.input, t.srcTopic = plan.View.ChangesTopic(rt.opts.Cluster), plan.Positions[0].Topic
 	case plan.Source.Kind == catalog.KindView:
 		// Over a view: its changelog, partition by partition (keyed and
 		// placed as it is), whose markers carry the positions.
 		t.overView = true
-		t.input, t.srcTopic = plan.Source.ChangelogTopic(rt.opts.Cluster), plan.PositionTopics[0]
+		t.input, t.srcTopic = plan.Source.ChangelogTopic(rt.opts.Cluster), plan.Positions[0].Topic
 	case plan.Repartition:
 		t.input = plan.View.RepartitionTopic(rt.opts.Cluster)
 	default:
