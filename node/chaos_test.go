@@ -23,8 +23,8 @@ import (
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
 // once, one over a view, one aggregating a table, one counting a
-// stream–table join's records, and a FULL JOIN of two tables, one of
-// them with deletes), and
+// stream–table join's records, a FULL JOIN of two tables, one of them
+// with deletes, and a LEFT JOIN on a foreign key), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -74,7 +74,11 @@ func TestChaos(t *testing.T) {
 	waitPlacedView(t, c, n0, "accounts", 4, 1)
 	waitPlacedView(t, c, n0, "accounts_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "enriched_by_id", 4, 1)
+	// A foreign-key join: each balance joins the account its amount
+	// names (all of accounts read by each partition of the stage).
+	n0.Exec(t, "CREATE TABLE balance_refs AS SELECT b.id, b.amount, a.region FROM balances b LEFT JOIN accounts a ON b.amount = a.id")
 	waitPlacedView(t, c, n0, "account_balances", 4, 1)
+	waitPlacedView(t, c, n0, "balance_refs", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -145,7 +149,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -185,6 +189,11 @@ func TestChaos(t *testing.T) {
 		accountsByRegion[region] = [2]int64{a[0] + 1, a[1] + amount}
 	}
 	checkView(t, c, "accounts_by_region", "SELECT region, n, total FROM accounts_by_region WHERE _partition = %d", countSum(accountsByRegion))
+	var balanceRows []string
+	for id, b := range balances {
+		balanceRows = append(balanceRows, fmt.Sprintf("%d|%d", id, b))
+	}
+	checkView(t, c, "balances", "SELECT id, amount FROM balances WHERE _partition = %d", balanceRows)
 	var joined []string
 	for id, r := range accounts {
 		bal := "NULL"
@@ -199,6 +208,15 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	checkView(t, c, "account_balances", "SELECT id, region, balance FROM account_balances WHERE _partition = %d", joined)
+	var refs []string
+	for id, b := range balances {
+		region := "NULL"
+		if r, ok := accounts[b]; ok {
+			region = strings.Split(r, "|")[1]
+		}
+		refs = append(refs, fmt.Sprintf("%d|%d|%s", id, b, region))
+	}
+	checkView(t, c, "balance_refs", "SELECT id, amount, region FROM balance_refs WHERE _partition = %d", refs)
 }
 
 // countSum renders key → (count, sum) as the rows of a view.
@@ -252,7 +270,7 @@ func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRow
 		}
 		sort.Strings(all)
 		if got := strings.Join(all, "\n"); got != strings.Join(wantRows, "\n") {
-			return fmt.Errorf("%s: %d rows, want %d (first differences hidden)", view, len(all), len(wantRows))
+			return fmt.Errorf("%s: %d rows, want %d: %s", view, len(all), len(wantRows), firstDiff(all, wantRows))
 		}
 		return nil
 	})

@@ -12,7 +12,9 @@ import (
 
 // TestTableJoinRecompute writes random upserts and deletes to two tables
 // and keeps views of their inner, left, right and full joins on the key,
-// and an aggregate of a join, over them. The node is closed and started
+// an aggregate of a join, and inner and left joins on a foreign key (l's
+// column f names r's rows; l and o are partitioned differently) over
+// them. The node is closed and started
 // again halfway. After every round, each view read by another session
 // with the writes' position as its bound (basin.min_position, in both
 // tables' topics) equals the join of the tables as they are then,
@@ -25,6 +27,9 @@ func TestTableJoinRecompute(t *testing.T) {
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	c.exec("CREATE TABLE l (id BIGINT PRIMARY KEY, v BIGINT, g VARCHAR) WITH (partitions = 3)")
 	c.exec("CREATE TABLE r (id BIGINT PRIMARY KEY, w BIGINT) WITH (partitions = 3)")
+	c.exec("CREATE TABLE o (id BIGINT PRIMARY KEY, f BIGINT, x VARCHAR) WITH (partitions = 2)")
+	c.exec("CREATE TABLE fk_inner AS SELECT o.id, o.x, r.id AS rid, r.w FROM o JOIN r ON o.f = r.id")
+	c.exec("CREATE TABLE fk_left AS SELECT o.id, o.f, r.w FROM o LEFT JOIN r ON r.id = o.f + 1 WHERE o.x <> 'x'")
 	c.exec("CREATE TABLE inner_j AS SELECT l.id, l.v, r.w FROM l JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE left_j AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.id")
 	c.exec("CREATE TABLE right_j AS SELECT r.id, l.v, r.w FROM l RIGHT JOIN r ON l.id = r.id")
@@ -35,17 +40,23 @@ func TestTableJoinRecompute(t *testing.T) {
 	groups := []string{"a", "b", "x"}
 	for round := range 12 {
 		if round == 6 {
-			// 3+3 table partitions, 5×3 view partitions, 5×3 join stages.
-			waitTasks(t, n, 36)
+			// 3+3+2 table partitions, 5×3+2×2 view partitions and as
+			// many join stages.
+			waitTasks(t, n, 46)
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n = start()
 			c.conn, read.conn = connect(t, n.PGAddr()), connect(t, n.PGAddr())
-			waitTasks(t, n, 36)
+			waitTasks(t, n, 46)
 		}
-		var lv, rv []string
+		var lv, rv, ov []string
 		for range 40 {
+			f := fmt.Sprint(rng.IntN(70))
+			if rng.IntN(10) == 0 {
+				f = "NULL"
+			}
+			ov = append(ov, fmt.Sprintf("(%d, %s, '%s')", rng.IntN(50), f, groups[rng.IntN(len(groups))]))
 			v := fmt.Sprint(rng.IntN(100))
 			if rng.IntN(8) == 0 {
 				v = "NULL"
@@ -55,7 +66,9 @@ func TestTableJoinRecompute(t *testing.T) {
 		}
 		c.exec("INSERT INTO l VALUES " + strings.Join(lv, ", "))
 		c.exec("INSERT INTO r VALUES " + strings.Join(rv, ", "))
+		c.exec("INSERT INTO o VALUES " + strings.Join(ov, ", "))
 		for range 8 {
+			c.exec(fmt.Sprintf("DELETE FROM o WHERE id = %d", rng.IntN(50)))
 			c.exec(fmt.Sprintf("DELETE FROM l WHERE id = %d", rng.IntN(60)))
 			c.exec(fmt.Sprintf("DELETE FROM r WHERE id = %d", rng.IntN(60)))
 		}
@@ -72,6 +85,11 @@ func TestTableJoinRecompute(t *testing.T) {
 		for _, row := range c.rows("SELECT id, w FROM r") {
 			f := strings.Fields(row)
 			rs[f[0]] = f[1]
+		}
+		os := map[string][]string{}
+		for _, row := range c.rows("SELECT id, f, x FROM o") {
+			f := strings.Fields(row)
+			os[f[0]] = f[1:]
 		}
 		want := map[string][]string{}
 		add := func(view string, vals ...string) { want[view] = append(want[view], strings.Join(vals, " ")) }
@@ -100,7 +118,26 @@ func TestTableJoinRecompute(t *testing.T) {
 				add("full_j", id, "<nil>", "<nil>", w)
 			}
 		}
+		for id, or := range os {
+			if w, ok := rs[or[0]]; ok {
+				add("fk_inner", id, or[1], or[0], w)
+			}
+			if or[1] == "x" {
+				continue
+			}
+			w, next := "<nil>", "<nil>"
+			if or[0] != "<nil>" {
+				var f int
+				fmt.Sscan(or[0], &f)
+				next = fmt.Sprint(f + 1)
+			}
+			if rw, ok := rs[next]; ok {
+				w = rw
+			}
+			add("fk_left", id, or[0], w)
+		}
 		for view, q := range map[string]string{
+			"fk_inner": "SELECT id, x, rid, w FROM fk_inner", "fk_left": "SELECT id, f, w FROM fk_left",
 			"inner_j": "SELECT id, v, w FROM inner_j", "left_j": "SELECT id, v, w FROM left_j", "right_j": "SELECT id, v, w FROM right_j",
 			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",
 		} {

@@ -9,21 +9,40 @@ import (
 	"github.com/basindb/basin/sql"
 )
 
-// TableJoin is the join stage of a view over two tables joined on their
-// keys (a primary-key join). Per partition the stage keeps both tables'
-// rows of the partition's keys and, for each key either side changed,
-// writes the joined row the key has now, or its removal, to a changelog
-// of its own that the view reads as it reads a view's: the view's
-// Source is Joined. Updates and deletes on either side so replace or
-// remove the joined row of their key, which is what the join of the
+// TableJoin is the join stage of a view over two tables joined on the
+// right table's key. Per partition of the left table the stage keeps
+// the left rows of the partition's keys and the right rows they may
+// join and, for each key whose joined row a batch changes, writes the
+// joined row the key has now, or its removal, to a changelog of its own
+// that the view reads as it reads a view's: the view's Source is
+// Joined. Updates and deletes on either side so replace or remove the
+// joined rows they touch, and the view holds what the join of the
 // tables as they are now holds.
+//
+// On the tables' keys (a primary-key join: Foreign is nil), both tables
+// are partitioned alike, a partition of the stage reads the same
+// partition of both, and a key has a joined row if the join keeps it
+// (any join kind). On an expression of the left table's columns equal
+// to the right table's key (a foreign-key join: JOIN or LEFT JOIN), a
+// partition of the stage reads its partition of the left table and all
+// of the right one (as Kafka Streams' global tables are read), keeps an
+// index of its left rows by the right key they look up, and a left row
+// has a joined row with the right row its Foreign value names (inner)
+// or with NULLs when there is none (LEFT JOIN); a right row that
+// changes changes the joined rows of every left row that looks it up.
+// Tables keyed alike but partitioned differently are joined so too.
 type TableJoin struct {
 	// Kind is sql.JoinInner, JoinLeft, JoinRight or JoinFull.
 	Kind        sql.JoinKind
 	Left, Right *catalog.Relation
+	// Foreign is the right key a left row looks up, over the Joined
+	// input (the left row's columns), of the right key's type; nil in
+	// a primary-key join.
+	Foreign Scalar
 	// Joined is the relation the view reads: Left's columns, Right's,
-	// then the join key (hidden; never NULL, as one side has the row),
-	// by which it is keyed, partitioned as both tables are.
+	// then the key (hidden; never NULL): the join key of a primary-key
+	// join (one side has the row), the left key of a foreign-key join;
+	// keyed by it, partitioned as the left table is.
 	Joined *catalog.Relation
 }
 
@@ -137,25 +156,29 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 		{lo: na + nb + 1, hi: na + nb + 2}, // ROWTIME, unqualified
 	}}
 	b.clause = "JOIN conditions"
-	if err := j.checkOn(b, join.On); err != nil {
+	if err := j.bindOn(b, join.On, right.Pos); err != nil {
 		return nil, nil, err
 	}
 	b.clause = ""
-	if err := j.checkPartitioning(right.Pos); err != nil {
-		return nil, nil, err
-	}
 	return j, b, nil
 }
 
-// checkOn checks that ON equals the tables' keys.
-func (j *TableJoin) checkOn(b *binder, on sql.Expr) error {
+// bindOn binds ON, which must equal the right table's key to an
+// expression of the left table's columns: the left key itself, where
+// the tables are partitioned alike, makes a primary-key join; any other
+// a foreign-key one (Foreign).
+func (j *TableJoin) bindOn(b *binder, on sql.Expr, rightPos int) error {
 	lk, rk := j.LeftKey(), j.RightKey()
+	na := len(j.Left.Schema.Columns)
 	lname, rname := j.Left.Name+"."+j.Joined.Schema.Columns[lk].Name, j.Right.Name+"."+j.Joined.Schema.Columns[rk].Name
+	shape := func() error {
+		return pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view must equal the right table's key %s to an expression of the columns of %s", rname, j.Left.Name).
+			WithPosition(on.Position()).
+			WithHint("Join on the keys (ON %s = %s) or on a foreign key (ON %s.column = %s); filter on other conditions in WHERE.", lname, rname, j.Left.Name, rname)
+	}
 	bin, ok := on.(*sql.Binary)
 	if !ok || bin.Op != "=" {
-		return pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view must be on their keys: ON %s = %s", lname, rname).
-			WithPosition(on.Position()).
-			WithHint("Filter on other conditions in WHERE.")
+		return shape()
 	}
 	l, err := b.bind(bin.L)
 	if err != nil {
@@ -165,32 +188,58 @@ func (j *TableJoin) checkOn(b *binder, on sql.Expr) error {
 	if err != nil {
 		return err
 	}
-	idx := func(s Scalar) int {
-		if ref, ok := s.(*ColRef); ok {
-			return ref.Idx
+	isRightKey := func(s Scalar) bool { ref, ok := s.(*ColRef); return ok && ref.Idx == rk }
+	overLeft := func(s Scalar) bool {
+		ok := true
+		walkScalar(s, func(x Scalar) {
+			if ref, isRef := x.(*ColRef); isRef && ref.Idx >= na {
+				ok = false
+			}
+		})
+		return ok
+	}
+	other, pos := l, bin.L.Position()
+	switch {
+	case isRightKey(r) && overLeft(l):
+	case isRightKey(l) && overLeft(r):
+		other, pos = r, bin.R.Position()
+	default:
+		return shape()
+	}
+	ref, onKey := other.(*ColRef)
+	onKey = onKey && ref.Idx == lk
+	outer := j.Kind == sql.JoinRight || j.Kind == sql.JoinFull
+	rt := j.Joined.Schema.Columns[rk].Type
+	if onKey {
+		lt := j.Joined.Schema.Columns[lk].Type
+		err := j.checkPartitioning(rightPos)
+		if lt != rt {
+			err = pgerr.New(pgerr.DatatypeMismatch, "the join compares key %s, which is %s, with key %s, which is %s", lname, lt, rname, rt).
+				WithPosition(on.Position()).
+				WithHint("Declare both tables' keys with one type for a %s: equal keys of two types are different bytes in Kafka, in different partitions.", j.Kind)
 		}
-		return -1
-	}
-	li, ri := idx(l), idx(r)
-	if li > ri {
-		li, ri = ri, li
-	}
-	if li != lk || ri != rk {
-		hint := "A view joins two tables on their keys; a foreign-key join is not supported yet."
-		return pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view must be on their keys: ON %s = %s", lname, rname).
-			WithPosition(on.Position()).WithHint("%s", hint)
-	}
-	lt, rt := j.Joined.Schema.Columns[lk].Type, j.Joined.Schema.Columns[rk].Type
-	if lt != rt {
-		return pgerr.New(pgerr.DatatypeMismatch, "the join compares key %s, which is %s, with key %s, which is %s", lname, lt, rname, rt).
+		if err == nil {
+			return nil // a primary-key join
+		}
+		if outer {
+			return err
+		}
+	} else if outer {
+		return pgerr.New(pgerr.FeatureNotSupported, "a foreign-key join of two tables is JOIN or LEFT JOIN, not %s", j.Kind).
 			WithPosition(on.Position()).
-			WithHint("Declare both tables' keys with one type: equal keys of two types are different bytes in Kafka, in different partitions.")
+			WithHint("A right row that no left row looks up has no key in the view; join on the tables' keys for a %s.", j.Kind)
 	}
+	fk, err := b.coerce(other, rt, pos, "join key")
+	if err != nil {
+		return pgerr.New(pgerr.DatatypeMismatch, "the join compares %s with key %s, which is %s", other.Type(), rname, rt).
+			WithPosition(pos).WithHint("Cast %s's side to %s.", j.Left.Name, rt)
+	}
+	j.Foreign = fk
 	return nil
 }
 
 // checkPartitioning checks that each key's rows are in the same
-// partition of both tables, which the join stage reads side by side.
+// partition of both tables, which a primary-key join reads side by side.
 func (j *TableJoin) checkPartitioning(pos int) error {
 	a, b := j.Left, j.Right
 	part := func(r *catalog.Relation) string {
@@ -212,9 +261,9 @@ func (j *TableJoin) checkPartitioning(pos int) error {
 	if len(diffs) == 0 {
 		return nil
 	}
-	return pgerr.New(pgerr.FeatureNotSupported, "joining tables %s and %s, which have %s, is not supported yet", a.Name, b.Name, pgerr.JoinAnd(diffs)).
+	return pgerr.New(pgerr.FeatureNotSupported, "a %s of tables %s and %s, which have %s, is not supported", j.Kind, a.Name, b.Name, pgerr.JoinAnd(diffs)).
 		WithPosition(pos).
-		WithHint("A view joins tables whose topics are partitioned alike; create the tables over topics with the same partitions, key_format and partitioner.")
+		WithHint("A RIGHT or FULL JOIN joins tables whose topics are partitioned alike (the same partitions, key_format and partitioner); JOIN and LEFT JOIN join any two.")
 }
 
 // asKey returns the join key column for a scalar that always equals it
@@ -225,12 +274,18 @@ func (j *TableJoin) asKey(s Scalar) Scalar {
 	ref := &ColRef{Idx: j.JoinedKey(), T: key.Type, Name: key.Name}
 	switch s := s.(type) {
 	case *ColRef:
+		if j.Foreign != nil {
+			if s.Idx == j.LeftKey() {
+				return ref
+			}
+			return s
+		}
 		if s.Idx == j.LeftKey() && (j.Kind == sql.JoinInner || j.Kind == sql.JoinLeft) ||
 			s.Idx == j.RightKey() && (j.Kind == sql.JoinInner || j.Kind == sql.JoinRight) {
 			return ref
 		}
 	case *Call:
-		if s.Name == "coalesce" && len(s.Args) == 2 {
+		if s.Name == "coalesce" && len(s.Args) == 2 && j.Foreign == nil {
 			a, b := s.Args[0], s.Args[1]
 			ai, aok := a.(*ColRef)
 			bi, bok := b.(*ColRef)
@@ -247,6 +302,9 @@ func (j *TableJoin) keyChoices() string {
 	lk, rk := j.Joined.Schema.Columns[j.LeftKey()].Name, j.Joined.Schema.Columns[j.RightKey()].Name
 	l, r := j.Left.Name+"."+lk, j.Right.Name+"."+rk
 	co := fmt.Sprintf("COALESCE(%s, %s)", l, r)
+	if j.Foreign != nil {
+		return l + ", the left table's key (a foreign-key join is keyed by it)"
+	}
 	switch j.Kind {
 	case sql.JoinInner:
 		return fmt.Sprintf("%s, %s or %s", l, r, co)
@@ -261,11 +319,15 @@ func (j *TableJoin) keyChoices() string {
 // positions are the topics a partition of the join stage reflects: the
 // same partition of both tables' topics.
 func (j *TableJoin) positions() []PositionSource {
-	return []PositionSource{{Topic: j.Left.Topic}, {Topic: j.Right.Topic}}
+	return []PositionSource{{Topic: j.Left.Topic}, {Topic: j.Right.Topic, All: j.Foreign != nil}}
 }
 
 // String renders the join stage for EXPLAIN.
 func (j *TableJoin) String() string {
+	if j.Foreign != nil {
+		return fmt.Sprintf("%s of %s and %s on %s.%s = %s, a foreign key (the rows of each partition of %s and all rows of %s kept in Pebble, the left rows indexed by it; each changed left key's joined row, or its removal, to the join stage's changelog)",
+			j.Kind, j.Left.Name, j.Right.Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, j.Foreign, j.Left.Name, j.Right.Name)
+	}
 	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both tables' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
 		j.Kind, j.Left.Name, j.Right.Name, j.Left.Name, j.Joined.Schema.Columns[j.LeftKey()].Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
 }

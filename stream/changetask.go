@@ -106,7 +106,7 @@ func (t *changeTask) run(ctx context.Context) error {
 		}
 		offs[topic] = map[int32]kgo.Offset{sp: from}
 		if applied {
-			guard.expect(topic, next)
+			guard.expect(topic, sp, next)
 		}
 	}
 	next := cp.Input[src.Topic][sp]

@@ -125,7 +125,7 @@ func (t *joinTask) run(ctx context.Context) error {
 		}
 		offs[topic] = map[int32]kgo.Offset{p: from}
 		if applied {
-			guard.expect(topic, next)
+			guard.expect(topic, p, next)
 		}
 	}
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-%d", rel.Name, p), offs, noReset)

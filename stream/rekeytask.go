@@ -124,7 +124,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if start, err = rt.resumeAt(ctx, view, src.Topic, t.sp, o.At, true); err != nil {
 			return err
 		}
-		guard.expect(src.Topic, o.At)
+		guard.expect(src.Topic, t.sp, o.At)
 	}
 	cons, err := rt.consumer(fmt.Sprintf("%s-rekey-%d", view.Name, t.sp), src.Topic, t.sp, start, noReset)
 	if err != nil {

@@ -125,7 +125,7 @@ func (t *streamTask) run(ctx context.Context) error {
 	}
 	var guard inputGuard
 	if applied {
-		guard.expect(src.Topic, next)
+		guard.expect(src.Topic, p, next)
 	}
 	cons, err := rt.consumer(fmt.Sprintf("%s-%d", rel.Name, p), src.Topic, p, from, noReset)
 	if err != nil {

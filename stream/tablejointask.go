@@ -13,37 +13,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/serde"
 )
 
-// tableJoinTask is the join stage of a view over two tables joined on
-// their keys (planner.TableJoin), for one partition, which both tables
-// share. It reads the partition of each table and of each table's
-// forwarding topic (the rows of the partition's keys that producers put
-// elsewhere) into a store of its own: a row per side and key, with its
-// record time. For each key a batch changes, it writes to its changelog
-// (the view's ChangesTopic) the joined row the key has now: the left
-// row's columns (NULLs when it has none), the right's, the key, at the
-// later of the two rows' times; or, when the join has no row for the key
-// any more, its removal. The view task reads that changelog as it reads
-// a view's.
+// tableJoinTask is the join stage of a view over two tables
+// (planner.TableJoin), for one partition of the left table. It reads
+// that partition of the left table and of its forwarding topic (the
+// rows of the partition's keys that producers put elsewhere), and the
+// same of the right table (a primary-key join) or all its partitions
+// (a foreign-key join), into a store of its own: a row per side and
+// key, with its record time (and a left row with the right key it looks
+// up), and for a foreign-key join an index of the left rows by that
+// key. For each key whose joined row a batch changes, it writes to its
+// changelog (the view's ChangesTopic) the joined row the key has now:
+// the left row's columns (NULLs when it has none), the right's, the
+// key, at the later of the two rows' times; or, when the join has no
+// row for the key any more, its removal. The view task reads that
+// changelog as it reads a view's.
 //
-// Per batch, one transaction holds those rows and a marker with every
-// input offset and the position: each table's partition up to the
-// offset read. The store is written after the commit. After a crash or
-// a takeover the store may be behind the last marker (its rows since
-// then are applied again, writing nothing: what they changed is
-// committed) or, having been a standby's, ahead of it (its rows since
-// the marker are read again, and their keys' joined rows written, for
-// they never were).
+// Per batch, one transaction holds those rows, skipped records for the
+// processing log and a marker with every input offset and the position:
+// each table's partitions up to the offsets read. The store is written
+// after the commit. After a crash or a takeover the store may be behind
+// the last marker (records up to it are applied again, writing nothing:
+// the joined rows they made are committed) or, having been a standby's,
+// ahead of it (records from the marker on are read again, and their
+// keys' joined rows written, for they never were). Until every input has
+// passed both, the store before a batch is not what the committed joined
+// rows reflect, so each key a batch touches has its joined row written
+// as it is now, changed or not (see committedIn).
 type tableJoinTask struct {
 	rt    *Runtime
 	plan  *planner.ViewPlan
 	join  *planner.TableJoin
 	state *TaskState
 	sides [2]*joinSide
+	// foreign computes the right key a left row looks up, over fkRow (a
+	// Joined input row with the left row's columns); nil in a
+	// primary-key join.
+	foreign eval.Expr
+	fkRow   catalog.Row
+	env     *eval.Env
 	// out is the changelog of joined rows; maxRecord the largest record
 	// it takes (0: unknown).
 	out       string
@@ -54,27 +67,69 @@ type tableJoinTask struct {
 type joinSide struct {
 	rel   *catalog.Relation
 	codec *serde.Codec
-	place *placement
+	// places place the records of each partition the side reads.
+	places map[int32]*placement
 	// fwd is the table's forwarding topic.
 	fwd string
 	// prefix starts the store keys of the side's rows.
 	prefix byte
 }
 
+// Store key prefixes of a table join's state: the left rows, the right
+// rows, and the index of the left rows by the right key they look up
+// (a foreign-key join's: prefixIndex, the right key, the left key).
+const (
+	prefixLeft  = 'l'
+	prefixRight = 'r'
+	prefixIndex = 'i'
+)
+
 func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *tableJoinTask {
 	j := plan.Join
-	t := &tableJoinTask{rt: rt, plan: plan, join: j, state: ts, out: plan.View.ChangesTopic(rt.opts.Cluster)}
+	t := &tableJoinTask{rt: rt, plan: plan, join: j, state: ts, out: plan.View.ChangesTopic(rt.opts.Cluster), env: &eval.Env{}}
 	for i, rel := range []*catalog.Relation{j.Left, j.Right} {
 		codec := serde.NewCodec(rel)
-		t.sides[i] = &joinSide{rel: rel, codec: codec, place: newPlacement(rel, codec, ts.Partition),
-			fwd: rel.RepartitionTopic(rt.opts.Cluster), prefix: "lr"[i]}
+		s := &joinSide{rel: rel, codec: codec, places: map[int32]*placement{}, fwd: rel.RepartitionTopic(rt.opts.Cluster),
+			prefix: []byte{prefixLeft, prefixRight}[i]}
+		if i == 1 && j.Foreign != nil {
+			for q := int32(0); q < rel.Partitions; q++ {
+				s.places[q] = newPlacement(rel, codec, q)
+			}
+		} else {
+			s.places[ts.Partition] = newPlacement(rel, codec, ts.Partition)
+		}
+		t.sides[i] = s
+	}
+	if j.Foreign != nil {
+		t.foreign = eval.Compile(j.Foreign)
+		t.fkRow = make(catalog.Row, len(planner.RecordInput(j.Joined)))
 	}
 	return t
 }
 
-// inputs are the topics the task reads, a partition of each.
-func (t *tableJoinTask) inputs() []string {
-	return []string{t.sides[0].rel.Topic, t.sides[0].fwd, t.sides[1].rel.Topic, t.sides[1].fwd}
+// committedIn names, in a table join stage's checkpoint, the offsets of
+// an input topic up to which the joined rows are committed. They equal
+// the topic's own entries when the active writes them; a standby moves
+// the topic's own on as it reads the tables, and leaves these, so that
+// the stage it becomes knows which of its rows still need their joined
+// rows written even when no marker follows its own last one.
+func committedIn(topic string) string { return "\x00committed:" + topic }
+
+// topicPart is a partition of a topic the task reads.
+type topicPart struct {
+	topic string
+	p     int32
+}
+
+// inputs are the partitions the task reads.
+func (t *tableJoinTask) inputs() []topicPart {
+	var out []topicPart
+	for _, s := range t.sides {
+		for q := range s.places {
+			out = append(out, topicPart{s.rel.Topic, q}, topicPart{s.fwd, q})
+		}
+	}
+	return out
 }
 
 // side returns the side topic belongs to and whether it is its
@@ -96,16 +151,35 @@ type tableJoinBatch struct {
 	cp    materialize.Checkpoint
 	rows  map[string][]byte // store key → side row (nil: none), changed in this batch
 	order []string
-	// keys are the join keys whose joined rows the batch writes, in
-	// order; a forced one is written even if its rows seem unchanged
-	// (the store already had them, but no joined row was written).
+	// keys are the keys whose joined rows the batch writes, in order;
+	// a forced one is written even if its rows seem unchanged (the
+	// store already had them, but no joined row was written). rkeys
+	// are, in a foreign-key join, the right keys the batch changed,
+	// whose left rows' joined rows it writes.
 	keys   map[string]bool
 	korder []string
-	recs   []*kgo.Record
+	rkeys  map[string]bool
+	rorder []string
+	// index holds, per right key, the index entries the batch changed
+	// (left key → whether it looks the right key up now).
+	index map[string]map[string]bool
+	recs  []*kgo.Record
+	bad   []*kgo.Record
 }
 
 func (t *tableJoinTask) newBatch(cp materialize.Checkpoint) *tableJoinBatch {
-	return &tableJoinBatch{cp: cp.Clone(), rows: map[string][]byte{}, keys: map[string]bool{}}
+	return &tableJoinBatch{cp: cp.Clone(), rows: map[string][]byte{}, keys: map[string]bool{}, rkeys: map[string]bool{},
+		index: map[string]map[string]bool{}}
+}
+
+// mark adds key to the keys of set, in order, forced if force is.
+func mark(set map[string]bool, order *[]string, key string, force bool) {
+	if was, ok := set[key]; !ok {
+		*order = append(*order, key)
+	} else {
+		force = force || was
+	}
+	set[key] = force
 }
 
 func (t *tableJoinTask) run(ctx context.Context) error {
@@ -127,42 +201,50 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 	}
 	// Read each input from the lower of the store's offset and the
 	// marker's: below the marker's, records only bring the store up to
-	// it; from it on, their keys' joined rows are written.
+	// it; from it on, their keys' joined rows are written. Until every
+	// input has passed both, the store before a batch is not what the
+	// joined rows written so far reflect (it is behind the marker, or
+	// ahead of it with rows never joined), so every key a batch touches
+	// has its joined row written as it is now, changed or not.
 	cp := stored.Clone()
 	cp.ChangelogOffset, cp.Position, cp.UpdatedAt = marker.ChangelogOffset, marker.Position.Clone(), marker.UpdatedAt
 	if cp.Position == nil {
 		cp.Position = materialize.Position{}
 	}
-	emitFrom := map[string]int64{}
-	written := map[string]int64{} // the store's offsets
+	emitFrom := map[topicPart]int64{}
+	recovered := map[topicPart]int64{} // the higher of the two
 	offs := map[string]map[int32]kgo.Offset{}
 	var guard inputGuard
-	for _, topic := range t.inputs() {
-		if err := rt.checkHalt(view, topic, p); err != nil {
+	for _, in := range t.inputs() {
+		topic, q := in.topic, in.p
+		if err := rt.checkHalt(view, topic, q); err != nil {
 			return err
 		}
-		s, sok := stored.Input[topic][p]
-		m, mok := marker.Input[topic][p]
-		if sok {
-			written[topic] = s
-		}
+		s, sok := stored.Input[topic][q]
+		m, mok := marker.Input[committedIn(topic)][q]
 		if mok {
-			emitFrom[topic] = m
+			emitFrom[in] = m
+		}
+		if sok || mok {
+			recovered[in] = max(s, m)
 		}
 		next, applied := min(s, m), sok && mok
 		if !applied {
 			next = 0
-			delete(cp.Input[topic], p)
+			delete(cp.Input[topic], q)
 		} else {
-			setOffset(&cp.Input, topic, p, next)
+			setOffset(&cp.Input, topic, q, next)
 		}
-		from, err := rt.resumeAt(ctx, view, topic, p, next, applied)
+		from, err := rt.resumeAt(ctx, view, topic, q, next, applied)
 		if err != nil {
 			return err
 		}
-		offs[topic] = map[int32]kgo.Offset{p: from}
+		if offs[topic] == nil {
+			offs[topic] = map[int32]kgo.Offset{}
+		}
+		offs[topic][q] = from
 		if applied {
-			guard.expect(topic, next)
+			guard.expect(topic, q, next)
 		}
 	}
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-%d", view.Name, p), offs, noReset)
@@ -192,19 +274,21 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 			return rt.wentBack(ctx, view, topic, q, next)
 		}
 		b := t.newBatch(cp)
+		recovering := false
+		for in, off := range recovered {
+			if next := cp.Input[in.topic][in.p]; next >= off {
+				delete(recovered, in)
+			} else {
+				recovering = true
+			}
+		}
 		var perr error
 		fetches.EachRecord(func(r *kgo.Record) {
 			if perr != nil {
 				return
 			}
-			emit := true
-			force := false
-			if m, ok := emitFrom[r.Topic]; ok && r.Offset < m {
-				emit = false
-			} else if w, ok := written[r.Topic]; ok && r.Offset < w {
-				force = true
-			}
-			perr = t.record(store, b, r, emit, force)
+			m, ok := emitFrom[topicPart{r.Topic, r.Partition}]
+			perr = t.record(store, b, r, !ok || r.Offset >= m, recovering)
 		})
 		if perr != nil {
 			return perr
@@ -216,6 +300,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		t.state.publishPosition(cp.Position.Clone())
 		t.state.inputNext.Store(cp.Input[left][p])
 		t.state.applied(cp.UpdatedAt)
+		t.state.errors.Add(int64(len(b.bad)))
 	}
 }
 
@@ -230,13 +315,16 @@ func (t *tableJoinTask) standby(ctx context.Context) error {
 		return err
 	}
 	offs := map[string]map[int32]kgo.Offset{}
-	for _, topic := range t.inputs() {
-		next, applied := cp.Input[topic][p]
-		from, err := rt.resumeAt(ctx, view, topic, p, next, applied)
+	for _, in := range t.inputs() {
+		next, applied := cp.Input[in.topic][in.p]
+		from, err := rt.resumeAt(ctx, view, in.topic, in.p, next, applied)
 		if err != nil {
 			return err
 		}
-		offs[topic] = map[int32]kgo.Offset{p: from}
+		if offs[in.topic] == nil {
+			offs[in.topic] = map[int32]kgo.Offset{}
+		}
+		offs[in.topic][in.p] = from
 	}
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-standby-%d", view.Name, p), offs, noReset)
 	if err != nil {
@@ -271,54 +359,53 @@ func (t *tableJoinTask) standby(ctx context.Context) error {
 }
 
 // record applies a record of a table or its forwarding topic to b's
-// rows; with emit, its key's joined row is written (force: even if the
-// store has the row already).
+// rows; with emit, the joined rows it changes are written (force: even
+// if the store has the row already).
 func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *kgo.Record, emit, force bool) error {
-	p := t.state.Partition
-	setOffset(&b.cp.Input, r.Topic, p, r.Offset+1)
+	q := r.Partition
+	setOffset(&b.cp.Input, r.Topic, q, r.Offset+1)
 	if r.Attrs.IsControl() {
 		return nil
 	}
 	s, forwarded := t.side(r.Topic)
-	if s == nil {
-		return fmt.Errorf("join %s/%d: a record of topic %s, which it does not read", t.plan.View.Name, p, r.Topic)
+	if s == nil || s.places[q] == nil {
+		return fmt.Errorf("join %s/%d: a record of %s/%d, which it does not read", t.plan.View.Name, t.state.Partition, r.Topic, q)
 	}
-	row := make(catalog.Row, len(s.rel.Schema.Columns)+1)
-	tombstone, err := s.codec.DecodeInto(row[:len(row)-1], r.Key, r.Value)
+	left := s == t.sides[0]
+	ncols := len(s.rel.Schema.Columns)
+	row := make(catalog.Row, ncols+2) // the columns, ROWTIME, and a left row's right key
+	tombstone, err := s.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 	if err != nil {
 		return nil // the table's own task logs it
 	}
-	if _, misplaced := s.place.owner(r.Key, row); misplaced && !forwarded {
+	if _, misplaced := s.places[q].owner(r.Key, row[:ncols]); misplaced && !forwarded {
 		return nil // its key's partition has it, forwarded by the table
 	}
 	k := row[s.rel.Schema.KeyIndexes()[0]]
 	if k == nil {
 		return nil // the table's own task logs it
 	}
-	jkey, err := materialize.EncodeKey(nil, []any{k})
+	key, err := materialize.EncodeKey(nil, []any{k})
 	if err != nil {
 		return err
-	}
-	if emit && !b.keys[string(jkey)] {
-		if _, ok := b.keys[string(jkey)]; !ok {
-			b.korder = append(b.korder, string(jkey))
-		}
-		b.keys[string(jkey)] = force
 	}
 	if forwarded {
 		// The table forwards before it checkpoints, so a record may
 		// come again: what its source partition's offsets passed is
 		// dropped, as the table's own task does.
 		v, _ := hasHeader(r, headerSource)
-		q, off, err := decodeSrc(v)
+		sp, off, err := decodeSrc(v)
 		if err != nil {
-			return fmt.Errorf("forwarded record at %s/%d@%d: %w", r.Topic, p, r.Offset, err)
+			return fmt.Errorf("forwarded record at %s/%d@%d: %w", r.Topic, q, r.Offset, err)
 		}
-		from := forwardedFrom(s.fwd)
-		if seen, ok := b.cp.Input[from][q]; ok && off < seen {
+		from := fmt.Sprintf("%s#%d", forwardedFrom(s.fwd), q)
+		if seen, ok := b.cp.Input[from][sp]; ok && off < seen {
+			if emit {
+				t.touch(b, left, string(key), force)
+			}
 			return nil
 		}
-		setOffset(&b.cp.Input, from, q, off+1)
+		setOffset(&b.cp.Input, from, sp, off+1)
 	}
 	var v []byte
 	if !tombstone {
@@ -326,24 +413,158 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		if err != nil {
 			return nil // the table's own task logs it
 		}
-		row[len(row)-1] = rowtime
-		if v, err = materialize.EncodeRow(row); err != nil {
+		row[ncols] = rowtime
+		if left {
+			if row[ncols+1], err = t.lookupKey(row[:ncols], k); err != nil {
+				b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+				return nil // the key keeps its row
+			}
+		}
+		if v, err = materialize.EncodeRow(row[:ncols+1+boolInt(left)]); err != nil {
 			return err
 		}
 	}
-	skey := string(append([]byte{s.prefix}, jkey...))
+	skey := string(s.prefix) + string(key)
+	if left && t.foreign != nil {
+		if err := t.reindex(store, b, string(key), skey, v); err != nil {
+			return err
+		}
+	}
 	if _, ok := b.rows[skey]; !ok {
 		b.order = append(b.order, skey)
 	}
 	b.rows[skey] = v
+	if emit {
+		t.touch(b, left, string(key), force)
+	}
 	if b.cp.UpdatedAt.Before(r.Timestamp) {
 		b.cp.UpdatedAt = r.Timestamp
 	}
 	return nil
 }
 
-// get returns the side row of store key skey as of b: its change in b,
-// else the store's (before b). changed is whether b changed it.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// touch marks what a change of the row of key on a side makes b write:
+// the joined row of the key (a left key, or a primary-key join's key),
+// or those of the left rows looking up a right key.
+func (t *tableJoinTask) touch(b *tableJoinBatch, left bool, key string, force bool) {
+	if left || t.foreign == nil {
+		mark(b.keys, &b.korder, key, force)
+		return
+	}
+	mark(b.rkeys, &b.rorder, key, force)
+}
+
+// lookupKey returns the right key a left row (its columns) with key k
+// looks up: k in a primary-key join, else its Foreign value.
+func (t *tableJoinTask) lookupKey(cols catalog.Row, k any) (any, error) {
+	if t.foreign == nil {
+		return k, nil
+	}
+	clear(t.fkRow)
+	copy(t.fkRow, cols)
+	return t.foreign(t.fkRow, t.env)
+}
+
+// reindex moves the index entry of left key lkey (store key skey) from
+// the right key its row looked up to the one its new row v (nil: none)
+// does.
+func (t *tableJoinTask) reindex(store *materialize.Store, b *tableJoinBatch, lkey, skey string, v []byte) error {
+	now, _, err := t.get(store, b, skey)
+	if err != nil {
+		return err
+	}
+	oldFK, err := t.rowLookup(now)
+	if err != nil {
+		return err
+	}
+	newFK, err := t.rowLookup(v)
+	if err != nil {
+		return err
+	}
+	if oldFK == newFK {
+		return nil
+	}
+	for _, e := range []struct {
+		fk string
+		in bool
+	}{{oldFK, false}, {newFK, true}} {
+		if e.fk == "" {
+			continue
+		}
+		ikey := string(prefixIndex) + e.fk + lkey
+		if _, ok := b.rows[ikey]; !ok {
+			b.order = append(b.order, ikey)
+		}
+		b.rows[ikey] = nil
+		if e.in {
+			b.rows[ikey] = []byte{1}
+		}
+		if b.index[e.fk] == nil {
+			b.index[e.fk] = map[string]bool{}
+		}
+		b.index[e.fk][lkey] = e.in
+	}
+	return nil
+}
+
+// rowLookup returns the encoded right key a stored left row looks up,
+// "" for none (no row, or a NULL key).
+func (t *tableJoinTask) rowLookup(v []byte) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	vals, err := materialize.DecodeRow(v)
+	if err != nil {
+		return "", fmt.Errorf("join %s/%d: stored row: %w", t.plan.View.Name, t.state.Partition, err)
+	}
+	fk := vals[len(t.join.Left.Schema.Columns)+1]
+	if fk == nil {
+		return "", nil
+	}
+	k, err := materialize.EncodeKey(nil, []any{fk})
+	return string(k), err
+}
+
+// referencing returns the left keys whose rows look up right key rkey,
+// as of b.
+func (t *tableJoinTask) referencing(store *materialize.Store, b *tableJoinBatch, rkey string) ([]string, error) {
+	prefix := []byte(string(prefixIndex) + rkey)
+	it, err := store.NewIter(prefix, materialize.PrefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	changed := b.index[rkey]
+	var out []string
+	for ok := it.First(); ok; ok = it.Next() {
+		lkey := string(it.Key()[len(prefix):])
+		if in, ok := changed[lkey]; !ok || in {
+			out = append(out, lkey)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	for lkey, in := range changed {
+		if in {
+			if _, ok, err := store.Get([]byte(string(prefixIndex) + rkey + lkey)); err != nil {
+				return nil, err
+			} else if !ok {
+				out = append(out, lkey)
+			}
+		}
+	}
+	return out, nil
+}
+
+// get returns the row of store key skey as of b: its change in b, else
+// the store's (before b); before is the store's.
 func (t *tableJoinTask) get(store *materialize.Store, b *tableJoinBatch, skey string) (now, before []byte, err error) {
 	before, _, err = store.Get([]byte(skey))
 	if err != nil {
@@ -355,11 +576,10 @@ func (t *tableJoinTask) get(store *materialize.Store, b *tableJoinBatch, skey st
 	return before, before, nil
 }
 
-// joined returns the changelog record of join key jkey, whose side rows
-// are l and r (nil: none): the joined row, or its removal when the join
-// has none.
-func (t *tableJoinTask) joined(jkey string, l, r []byte) (*kgo.Record, error) {
-	rec := &kgo.Record{Topic: t.out, Partition: t.state.Partition, Key: []byte(jkey)}
+// joined returns the changelog record of key, whose side rows are l and
+// r (nil: none): the joined row, or its removal when the join has none.
+func (t *tableJoinTask) joined(key string, l, r []byte) (*kgo.Record, error) {
+	rec := &kgo.Record{Topic: t.out, Partition: t.state.Partition, Key: []byte(key)}
 	if !t.join.Keeps(l != nil, r != nil) {
 		return rec, nil
 	}
@@ -374,21 +594,20 @@ func (t *tableJoinTask) joined(jkey string, l, r []byte) (*kgo.Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("join %s/%d: stored row: %w", t.plan.View.Name, t.state.Partition, err)
 		}
-		n := len(vals) - 1
-		if i == 0 {
-			copy(row[:na], vals[:n])
-		} else {
-			copy(row[na:na+nb], vals[:n])
+		n, at0 := na, 0
+		if i == 1 {
+			n, at0 = nb, na
 		}
+		copy(row[at0:at0+n], vals[:n])
 		if ms, ok := vals[n].(int64); ok && ms > at {
 			at = ms
 		}
 	}
-	key, err := materialize.DecodeKey([]byte(jkey))
+	k, err := materialize.DecodeKey([]byte(key))
 	if err != nil {
 		return nil, err
 	}
-	row[na+nb] = key[0]
+	row[na+nb] = k[0]
 	if rec.Value, _, err = AppendStored(nil, nil, true, row, nil); err != nil {
 		return nil, err
 	}
@@ -396,24 +615,52 @@ func (t *tableJoinTask) joined(jkey string, l, r []byte) (*kgo.Record, error) {
 	return rec, nil
 }
 
-// commit writes the joined rows of b's keys and a marker in one
-// transaction, then b's side rows and checkpoint to the store.
+// commit writes the joined rows b changes, its skipped records and a
+// marker in one transaction, then b's rows and checkpoint to the store.
 func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, b *tableJoinBatch) error {
 	p := t.state.Partition
-	for _, jkey := range b.korder {
-		l, lBefore, err := t.get(store, b, "l"+jkey)
+	for _, rkey := range b.rorder {
+		lkeys, err := t.referencing(store, b, rkey)
 		if err != nil {
 			return err
 		}
-		r, rBefore, err := t.get(store, b, "r"+jkey)
+		for _, lkey := range lkeys {
+			mark(b.keys, &b.korder, lkey, b.rkeys[rkey])
+		}
+	}
+	for _, key := range b.korder {
+		l, lBefore, err := t.get(store, b, string(prefixLeft)+key)
 		if err != nil {
 			return err
+		}
+		// The right row the left row looks up: the key's own in a
+		// primary-key join.
+		rk, rkBefore := key, key
+		if t.foreign != nil {
+			if rk, err = t.rowLookup(l); err != nil {
+				return err
+			}
+			if rkBefore, err = t.rowLookup(lBefore); err != nil {
+				return err
+			}
+		}
+		var r, rBefore []byte
+		if rk != "" {
+			if r, _, err = t.get(store, b, string(prefixRight)+rk); err != nil {
+				return err
+			}
+		}
+		if rkBefore != "" {
+			if _, rBefore, err = t.get(store, b, string(prefixRight)+rkBefore); err != nil {
+				return err
+			}
 		}
 		had, has := t.join.Keeps(lBefore != nil, rBefore != nil), t.join.Keeps(l != nil, r != nil)
-		if !b.keys[jkey] && (!had && !has || string(l) == string(lBefore) && string(r) == string(rBefore)) {
+		same := string(l) == string(lBefore) && string(r) == string(rBefore) && rk == rkBefore
+		if !b.keys[key] && (!had && !has || same) {
 			continue // nothing to write: no row before or after, or the same
 		}
-		rec, err := t.joined(jkey, l, r)
+		rec, err := t.joined(key, l, r)
 		if err != nil {
 			return err
 		}
@@ -424,11 +671,20 @@ func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *mat
 		}
 		b.recs = append(b.recs, rec)
 	}
-	// The position: how far the partition of each table is read.
+	// The position: how far each table's partitions are read.
 	for _, s := range t.sides {
-		if off, ok := b.cp.Input[s.rel.Topic][p]; ok {
-			b.cp.Position.Advance(s.rel.Topic, p, off)
+		for q := range s.places {
+			if off, ok := b.cp.Input[s.rel.Topic][q]; ok {
+				b.cp.Position.Advance(s.rel.Topic, q, off)
+			}
 		}
 	}
-	return commitMarked(ctx, prod, store, t.out, p, t.out, b.recs, &b.cp, b.order, b.rows)
+	// What the marker commits, kept apart from what the store has read,
+	// which a standby moves on without writing anything.
+	for _, in := range t.inputs() {
+		if off, ok := b.cp.Input[in.topic][in.p]; ok {
+			setOffset(&b.cp.Input, committedIn(in.topic), in.p, off)
+		}
+	}
+	return commitMarked(ctx, prod, store, t.out, p, t.out, append(b.recs, b.bad...), &b.cp, b.order, b.rows)
 }

@@ -111,9 +111,9 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		return err
 	}
 	var guard inputGuard
-	guard.expect(t.rel.Topic, min(readFrom, applyFrom))
+	guard.expect(t.rel.Topic, p, min(readFrom, applyFrom))
 	if fwdApplied {
-		guard.expect(t.fwd, fwdNext)
+		guard.expect(t.fwd, p, fwdNext)
 	}
 	cons, err := t.rt.consumerOf(fmt.Sprintf("%s-%d", t.rel.Name, p), map[string]map[int32]kgo.Offset{
 		t.rel.Topic: {p: srcFrom},

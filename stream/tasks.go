@@ -113,18 +113,18 @@ func (rt *Runtime) truncatedErr(rel *catalog.Relation, topic string, p int32, ne
 // starts a partition again from its start when it finds its topic
 // deleted and created again, whatever the reset offset, and the task
 // would then apply again what it has applied. The guard keeps, per
-// input topic (a task reads one partition of each), the offset the next
-// record must have at least.
+// input partition, the offset the next record must have at least.
 type inputGuard struct {
-	next map[string]int64
+	next map[topicPart]int64
 }
 
-// expect records that the next record of topic has offset next or more.
-func (g *inputGuard) expect(topic string, next int64) {
+// expect records that the next record of topic's partition p has
+// offset next or more.
+func (g *inputGuard) expect(topic string, p int32, next int64) {
 	if g.next == nil {
-		g.next = make(map[string]int64)
+		g.next = make(map[topicPart]int64)
 	}
-	g.next[topic] = next
+	g.next[topicPart{topic, p}] = next
 }
 
 // check returns the first partition of fetches whose records go back
@@ -135,11 +135,11 @@ func (g *inputGuard) check(fetches kgo.Fetches) (topic string, p int32, next int
 		if len(fp.Records) == 0 || back {
 			return
 		}
-		if n, ok := g.next[fp.Topic]; ok && fp.Records[0].Offset < n {
+		if n, ok := g.next[topicPart{fp.Topic, fp.Partition}]; ok && fp.Records[0].Offset < n {
 			topic, p, next, back = fp.Topic, fp.Partition, n, true
 			return
 		}
-		g.expect(fp.Topic, fp.Records[len(fp.Records)-1].Offset+1)
+		g.expect(fp.Topic, fp.Partition, fp.Records[len(fp.Records)-1].Offset+1)
 	})
 	return topic, p, next, back
 }

@@ -264,7 +264,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		}
 		offs[topic] = map[int32]kgo.Offset{p: from}
 		if applied {
-			guard.expect(topic, next)
+			guard.expect(topic, p, next)
 		}
 	}
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-%d", view.Name, p), offs, noReset)
