@@ -91,6 +91,7 @@ func TestB7ForeignKeyJoin(t *testing.T) {
 	  WITH (kafka_topic='order_rows', value_format='json', partitions=4)`)
 	conn := n.Conn(t)
 	start := time.Now()
+	defer profileDuring(t, n, "b7-fkjoin", 3)()
 	n.Exec(t, `CREATE TABLE order_customers AS SELECT o.id, o.amount, c.name, c.tier FROM order_rows o JOIN customers c ON o.customer = c.id`)
 	done := waitView(t, conn, "order_customers", "tier", fkOrders, wantTiers)
 	basinEl := done.Sub(start)

@@ -52,6 +52,11 @@ func (s *StoreReader) Get(key []byte) (value []byte, ok bool, err error) {
 	v, closer, err := s.r.Get(k)
 	*bp = k[:0]
 	keyBufs.Put(bp)
+	if err == pebble.ErrNotFound {
+		// Pebble returns the sentinel itself: a miss, the common case
+		// of many callers, skips the corruption check's unwrapping.
+		return nil, false, nil
+	}
 	err = s.db.health.readErr(err)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil

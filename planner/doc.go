@@ -31,7 +31,11 @@
 // A view without GROUP BY keeps its source's key and partitioning. A view
 // with GROUP BY is keyed by its group columns; when that key is not the
 // source's key the plan re-keys records through a repartition topic
-// (ViewPlan.Repartition), as Kafka Streams does. stream/, pull/ and
+// (ViewPlan.Repartition), as Kafka Streams does. A view over a view
+// reads its changelog; a view over a join of two tables (tablejoin.go,
+// TableJoin) reads its join stage's, keyed by the join key (on the
+// tables' keys) or the left key (on a foreign key). A derived stream may
+// join a stream with a table (join.go, StreamJoin). stream/, pull/ and
 // query/ run the plans; this package does no I/O.
 //
 // planner imports sql, catalog, pgcodec (arrays and casts from text, as

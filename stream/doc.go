@@ -44,6 +44,13 @@
 //     keeps the table rows current); a streamTask in routing mode first
 //     sends the stream's records to the partition of their join key when
 //     the stream is keyed otherwise.
+//   - tableJoinTask (tablejointask.go) is the join stage of a view that
+//     joins two tables, one per left table partition: it keeps the left
+//     rows and the right rows they can join (the same partition's on the
+//     keys, all of them on a foreign key, with an index of the left rows
+//     by the right key they name) and writes, transactionally, each
+//     changed key's joined row or its removal to a changelog the view
+//     task reads as a view's; a standby keeps both tables' rows current.
 //   - changeTask (changetask.go) re-keys a table partition for a view
 //     grouped over the table by other columns: it keeps each key's last
 //     row and sends, transactionally, the old row to be taken back from

@@ -259,49 +259,25 @@ func (t *joinTask) standby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	offs := map[string]map[int32]kgo.Offset{}
-	for _, topic := range []string{tbl.Topic, t.fwd} {
-		next, applied := cp.Input[topic][p]
-		from, err := rt.resumeAt(ctx, rel, topic, p, next, applied)
-		if err != nil {
-			return err
-		}
-		offs[topic] = map[int32]kgo.Offset{p: from}
-	}
-	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-standby-%d", rel.Name, p), offs, noReset)
-	if err != nil {
-		return err
-	}
-	defer cons.Close()
-	t.state.markRestored()
-	var end atomic.Int64
-	for {
-		fetches, ok, err := rt.poll(ctx, cons, &end)
-		if !ok {
-			return err
-		}
-		if fetches.NumRecords() == 0 {
-			continue
-		}
-		b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
-		var perr error
-		fetches.EachRecord(func(r *kgo.Record) {
+	ins := []topicPart{{tbl.Topic, p}, {t.fwd, p}}
+	return rt.followInputs(ctx, rel, fmt.Sprintf("%s-join-standby-%d", rel.Name, p), t.state, cp, ins,
+		func(fetches kgo.Fetches, cp materialize.Checkpoint) (materialize.Checkpoint, error) {
+			b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
+			var perr error
+			fetches.EachRecord(func(r *kgo.Record) {
+				if perr != nil {
+					return
+				}
+				setOffset(&b.cp.Input, r.Topic, p, r.Offset+1)
+				if !r.Attrs.IsControl() {
+					perr = t.tableRecord(b, r)
+				}
+			})
 			if perr != nil {
-				return
+				return cp, perr
 			}
-			setOffset(&b.cp.Input, r.Topic, p, r.Offset+1)
-			if !r.Attrs.IsControl() {
-				perr = t.tableRecord(b, r)
-			}
+			return b.cp, applyRows(store, b.order, b.rows, b.cp)
 		})
-		if perr != nil {
-			return perr
-		}
-		if err := applyRows(store, b.order, b.rows, b.cp); err != nil {
-			return err
-		}
-		cp = b.cp
-	}
 }
 
 // joinIdle bounds how long a join task holds stream records back while

@@ -5,8 +5,10 @@ package stream
 // key's joined row (see tableJoinTask).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -163,13 +165,15 @@ type tableJoinBatch struct {
 	// index holds, per right key, the index entries the batch changed
 	// (left key → whether it looks the right key up now).
 	index map[string]map[string]bool
+	// stored caches the store's rows (nil: none) the batch has read.
+	stored map[string][]byte
 	recs  []*kgo.Record
 	bad   []*kgo.Record
 }
 
 func (t *tableJoinTask) newBatch(cp materialize.Checkpoint) *tableJoinBatch {
 	return &tableJoinBatch{cp: cp.Clone(), rows: map[string][]byte{}, keys: map[string]bool{}, rkeys: map[string]bool{},
-		index: map[string]map[string]bool{}}
+		index: map[string]map[string]bool{}, stored: map[string][]byte{}}
 }
 
 // mark adds key to the keys of set, in order, forced if force is.
@@ -314,48 +318,20 @@ func (t *tableJoinTask) standby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	offs := map[string]map[int32]kgo.Offset{}
-	for _, in := range t.inputs() {
-		next, applied := cp.Input[in.topic][in.p]
-		from, err := rt.resumeAt(ctx, view, in.topic, in.p, next, applied)
-		if err != nil {
-			return err
-		}
-		if offs[in.topic] == nil {
-			offs[in.topic] = map[int32]kgo.Offset{}
-		}
-		offs[in.topic][in.p] = from
-	}
-	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-standby-%d", view.Name, p), offs, noReset)
-	if err != nil {
-		return err
-	}
-	defer cons.Close()
-	t.state.markRestored()
-	var end atomic.Int64
-	for {
-		fetches, ok, err := rt.poll(ctx, cons, &end)
-		if !ok {
-			return err
-		}
-		if fetches.NumRecords() == 0 {
-			continue
-		}
-		b := t.newBatch(cp)
-		var perr error
-		fetches.EachRecord(func(r *kgo.Record) {
-			if perr == nil {
-				perr = t.record(store, b, r, false, false)
+	return rt.followInputs(ctx, view, fmt.Sprintf("%s-join-standby-%d", view.Name, p), t.state, cp, t.inputs(),
+		func(fetches kgo.Fetches, cp materialize.Checkpoint) (materialize.Checkpoint, error) {
+			b := t.newBatch(cp)
+			var perr error
+			fetches.EachRecord(func(r *kgo.Record) {
+				if perr == nil {
+					perr = t.record(store, b, r, false, false)
+				}
+			})
+			if perr != nil {
+				return cp, perr
 			}
+			return b.cp, applyRows(store, b.order, b.rows, b.cp)
 		})
-		if perr != nil {
-			return perr
-		}
-		if err := applyRows(store, b.order, b.rows, b.cp); err != nil {
-			return err
-		}
-		cp = b.cp
-	}
 }
 
 // record applies a record of a table or its forwarding topic to b's
@@ -533,22 +509,19 @@ func (t *tableJoinTask) rowLookup(v []byte) (string, error) {
 }
 
 // referencing returns the left keys whose rows look up right key rkey,
-// as of b.
-func (t *tableJoinTask) referencing(store *materialize.Store, b *tableJoinBatch, rkey string) ([]string, error) {
+// as of b; it is an iterator over the store's index, which one batch's
+// calls share.
+func (t *tableJoinTask) referencing(store *materialize.Store, it *materialize.Iter, b *tableJoinBatch, rkey string) ([]string, error) {
 	prefix := []byte(string(prefixIndex) + rkey)
-	it, err := store.NewIter(prefix, materialize.PrefixEnd(prefix))
-	if err != nil {
-		return nil, err
-	}
 	changed := b.index[rkey]
 	var out []string
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		lkey := string(it.Key()[len(prefix):])
 		if in, ok := changed[lkey]; !ok || in {
 			out = append(out, lkey)
 		}
 	}
-	if err := it.Close(); err != nil {
+	if err := it.Error(); err != nil {
 		return nil, err
 	}
 	for lkey, in := range changed {
@@ -566,9 +539,12 @@ func (t *tableJoinTask) referencing(store *materialize.Store, b *tableJoinBatch,
 // get returns the row of store key skey as of b: its change in b, else
 // the store's (before b); before is the store's.
 func (t *tableJoinTask) get(store *materialize.Store, b *tableJoinBatch, skey string) (now, before []byte, err error) {
-	before, _, err = store.Get([]byte(skey))
-	if err != nil {
-		return nil, nil, err
+	before, ok := b.stored[skey]
+	if !ok {
+		if before, _, err = store.Get([]byte(skey)); err != nil {
+			return nil, nil, err
+		}
+		b.stored[skey] = before
 	}
 	if v, ok := b.rows[skey]; ok {
 		return v, before, nil
@@ -619,13 +595,26 @@ func (t *tableJoinTask) joined(key string, l, r []byte) (*kgo.Record, error) {
 // marker in one transaction, then b's rows and checkpoint to the store.
 func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, b *tableJoinBatch) error {
 	p := t.state.Partition
-	for _, rkey := range b.rorder {
-		lkeys, err := t.referencing(store, b, rkey)
+	if len(b.rorder) > 0 {
+		index := []byte{prefixIndex}
+		it, err := store.NewIter(index, materialize.PrefixEnd(index))
 		if err != nil {
 			return err
 		}
-		for _, lkey := range lkeys {
-			mark(b.keys, &b.korder, lkey, b.rkeys[rkey])
+		rkeys := slices.Clone(b.rorder)
+		slices.Sort(rkeys) // the seeks go forward
+		for _, rkey := range rkeys {
+			lkeys, err := t.referencing(store, it, b, rkey)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			for _, lkey := range lkeys {
+				mark(b.keys, &b.korder, lkey, b.rkeys[rkey])
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
 		}
 	}
 	for _, key := range b.korder {

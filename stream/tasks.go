@@ -441,6 +441,46 @@ func (o *kadmOffsets) commit(ctx context.Context, rt *Runtime, group string) err
 
 func asPgError(err error) (*pgerr.Error, bool) { return pgerr.As(err) }
 
+// followInputs keeps a standby's store from a task's inputs: it reads
+// the partitions of ins from cp, its store's checkpoint, and gives each
+// fetch to apply, which applies it and returns the checkpoint it
+// reached, until ctx ends. rel and id name the task for errors and the
+// consumer.
+func (rt *Runtime) followInputs(ctx context.Context, rel *catalog.Relation, id string, ts *TaskState, cp materialize.Checkpoint,
+	ins []topicPart, apply func(kgo.Fetches, materialize.Checkpoint) (materialize.Checkpoint, error)) error {
+	offs := map[string]map[int32]kgo.Offset{}
+	for _, in := range ins {
+		next, applied := cp.Input[in.topic][in.p]
+		from, err := rt.resumeAt(ctx, rel, in.topic, in.p, next, applied)
+		if err != nil {
+			return err
+		}
+		if offs[in.topic] == nil {
+			offs[in.topic] = map[int32]kgo.Offset{}
+		}
+		offs[in.topic][in.p] = from
+	}
+	cons, err := rt.consumerOf(id, offs, noReset)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	ts.markRestored()
+	var end atomic.Int64
+	for {
+		fetches, ok, err := rt.poll(ctx, cons, &end)
+		if !ok {
+			return err
+		}
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if cp, err = apply(fetches, cp); err != nil {
+			return err
+		}
+	}
+}
+
 // commitMarked writes recs and then a marker of cp to partition p of
 // changelog in one transaction; once it is committed, it applies the
 // keys of order (their values in rows, nil deleting) and cp, with the
