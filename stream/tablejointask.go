@@ -167,8 +167,8 @@ type tableJoinBatch struct {
 	index map[string]map[string]bool
 	// stored caches the store's rows (nil: none) the batch has read.
 	stored map[string][]byte
-	recs  []*kgo.Record
-	bad   []*kgo.Record
+	recs   []*kgo.Record
+	bad    []*kgo.Record
 }
 
 func (t *tableJoinTask) newBatch(cp materialize.Checkpoint) *tableJoinBatch {
