@@ -47,6 +47,20 @@ func (r *Relation) ChangesTransactionalID(cluster string, partition int32) strin
 // to its StoreName.
 func (r *Relation) ChangesStore() string { return r.StoreName() + "#changes" }
 
+// RegroupTopic is the changelog of the change stage of a view grouped
+// over a view or a join by other columns: each source key's last row,
+// per partition of the changelog it reads.
+func (r *Relation) RegroupTopic(cluster string) string { return r.internal(cluster, "regroup") }
+
+// RegroupTransactionalID is the transactional id of that change stage
+// for one partition.
+func (r *Relation) RegroupTransactionalID(cluster string, partition int32) string {
+	return fmt.Sprintf("%s-%d", r.internal(cluster, "regroup-task"), partition)
+}
+
+// RegroupStore is the name of that change stage's state.
+func (r *Relation) RegroupStore() string { return r.StoreName() + "#regroup" }
+
 // RekeyGroup is the consumer group whose offsets record how far the
 // re-keying stage has read each source partition.
 func (r *Relation) RekeyGroup(cluster string) string { return r.internal(cluster, "rekey") }

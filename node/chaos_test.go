@@ -24,7 +24,8 @@ import (
 // of them over a derived stream, whose every record must be written
 // once, one over a view, one aggregating a table, one counting a
 // stream–table join's records, a FULL JOIN of two tables, one of them
-// with deletes, and a LEFT JOIN on a foreign key), and
+// with deletes, a LEFT JOIN on a foreign key and an aggregate of a join
+// by another column), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -78,7 +79,11 @@ func TestChaos(t *testing.T) {
 	// names (all of accounts read by each partition of the stage).
 	n0.Exec(t, "CREATE TABLE balance_refs AS SELECT b.id, b.amount, a.region FROM balances b LEFT JOIN accounts a ON b.amount = a.id")
 	waitPlacedView(t, c, n0, "account_balances", 4, 1)
+	// And an aggregate of it by another column, through a change stage
+	// that reads the join stage's changelog.
+	n0.Exec(t, "CREATE TABLE refs_by_region AS SELECT a.region, COUNT(*) AS n, SUM(b.amount) AS total FROM balances b JOIN accounts a ON b.amount = a.id GROUP BY a.region")
 	waitPlacedView(t, c, n0, "balance_refs", 4, 1)
+	waitPlacedView(t, c, n0, "refs_by_region", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -149,7 +154,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -217,6 +222,15 @@ func TestChaos(t *testing.T) {
 		refs = append(refs, fmt.Sprintf("%d|%d|%s", id, b, region))
 	}
 	checkView(t, c, "balance_refs", "SELECT id, amount, region FROM balance_refs WHERE _partition = %d", refs)
+	refsByRegion := map[string][2]int64{}
+	for _, b := range balances {
+		if r, ok := accounts[b]; ok {
+			region := strings.Split(r, "|")[1]
+			a := refsByRegion[region]
+			refsByRegion[region] = [2]int64{a[0] + 1, a[1] + b}
+		}
+	}
+	checkView(t, c, "refs_by_region", "SELECT region, n, total FROM refs_by_region WHERE _partition = %d", countSum(refsByRegion))
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

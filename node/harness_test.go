@@ -198,6 +198,12 @@ func restartable(t *testing.T) (start func() *Node, broker string) {
 func waitTasks(t *testing.T, n *Node, count int) {
 	t.Helper()
 	if !poll.Cond(30*time.Second, func() bool { return len(n.localTasks().Tasks) == count && tasksCaughtUp(n) }) {
-		t.Fatalf("the node runs %d tasks, want %d, all caught up", len(n.localTasks().Tasks), count)
+		var behind []string
+		for _, ts := range n.localTasks().Tasks {
+			if ts.State != "RUNNING" || ts.OffsetLag != 0 {
+				behind = append(behind, fmt.Sprintf("%s %s lag %d", ts.Task, ts.State, ts.OffsetLag))
+			}
+		}
+		t.Fatalf("the node runs %d tasks, want %d, all caught up; behind: %s", len(n.localTasks().Tasks), count, strings.Join(behind, ", "))
 	}
 }

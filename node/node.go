@@ -286,6 +286,7 @@ func (n *Node) onChange(ch catalog.Change) {
 			}
 			n.mu.dropped[ch.Dropped.StoreName()] = true
 			n.mu.dropped[ch.Dropped.ChangesStore()] = true
+			n.mu.dropped[ch.Dropped.RegroupStore()] = true
 			n.mu.Unlock()
 		}
 		return
@@ -336,7 +337,8 @@ func (n *Node) startQueries() error {
 	live := map[string]bool{}
 	for _, r := range rels {
 		live[r.StoreName()] = true
-		live[r.ChangesStore()] = true // a view's change stage, if it has one
+		live[r.ChangesStore()] = true // a view's change or join stage, if it has one
+		live[r.RegroupStore()] = true // the change stage of a view grouping a view or a join
 	}
 	ids, err := n.db.Stores()
 	if err != nil {

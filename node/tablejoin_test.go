@@ -30,6 +30,9 @@ func TestTableJoinRecompute(t *testing.T) {
 	c.exec("CREATE TABLE o (id BIGINT PRIMARY KEY, f BIGINT, x VARCHAR) WITH (partitions = 2)")
 	c.exec("CREATE TABLE fk_inner AS SELECT o.id, o.x, r.id AS rid, r.w FROM o JOIN r ON o.f = r.id")
 	c.exec("CREATE TABLE fk_left AS SELECT o.id, o.f, r.w FROM o LEFT JOIN r ON r.id = o.f + 1 WHERE o.x <> 'x'")
+	// Aggregates of joins by other columns, through a change stage.
+	c.exec("CREATE TABLE by_g AS SELECT l.g, COUNT(*) AS n, SUM(r.w) AS total FROM l LEFT JOIN r ON l.id = r.id GROUP BY l.g")
+	c.exec("CREATE TABLE fk_by_x AS SELECT o.x, COUNT(*) AS n, SUM(r.w) AS total FROM o JOIN r ON o.f = r.id GROUP BY o.x")
 	c.exec("CREATE TABLE inner_j AS SELECT l.id, l.v, r.w FROM l JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE left_j AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.id")
 	c.exec("CREATE TABLE right_j AS SELECT r.id, l.v, r.w FROM l RIGHT JOIN r ON l.id = r.id")
@@ -40,15 +43,15 @@ func TestTableJoinRecompute(t *testing.T) {
 	groups := []string{"a", "b", "x"}
 	for round := range 12 {
 		if round == 6 {
-			// 3+3+2 table partitions, 5×3+2×2 view partitions and as
-			// many join stages.
-			waitTasks(t, n, 46)
+			// 3+3+2 table partitions, 6×3+3×2 view partitions, as many
+			// join stages, and 3+2 change stages.
+			waitTasks(t, n, 61)
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n = start()
 			c.conn, read.conn = connect(t, n.PGAddr()), connect(t, n.PGAddr())
-			waitTasks(t, n, 46)
+			waitTasks(t, n, 61)
 		}
 		var lv, rv, ov []string
 		for range 40 {
@@ -136,7 +139,52 @@ func TestTableJoinRecompute(t *testing.T) {
 			}
 			add("fk_left", id, or[0], w)
 		}
+		type agg struct {
+			n     int
+			total int
+			sum   bool
+		}
+		groupsOf := func(view string, m map[string]*agg) {
+			for g, a := range m {
+				total := "<nil>"
+				if a.sum {
+					total = fmt.Sprint(a.total)
+				}
+				add(view, g, fmt.Sprint(a.n), total)
+			}
+		}
+		byG, byX := map[string]*agg{}, map[string]*agg{}
+		for id, lr := range ls {
+			a := byG[lr[1]]
+			if a == nil {
+				a = &agg{}
+				byG[lr[1]] = a
+			}
+			a.n++
+			if w, ok := rs[id]; ok {
+				var v int
+				fmt.Sscan(w, &v)
+				a.total, a.sum = a.total+v, true
+			}
+		}
+		for _, or := range os {
+			w, ok := rs[or[0]]
+			if !ok {
+				continue
+			}
+			a := byX[or[1]]
+			if a == nil {
+				a = &agg{}
+				byX[or[1]] = a
+			}
+			var v int
+			fmt.Sscan(w, &v)
+			a.n, a.total, a.sum = a.n+1, a.total+v, true
+		}
+		groupsOf("by_g", byG)
+		groupsOf("fk_by_x", byX)
 		for view, q := range map[string]string{
+			"by_g": "SELECT g, n, total FROM by_g", "fk_by_x": "SELECT x, n, total FROM fk_by_x",
 			"fk_inner": "SELECT id, x, rid, w FROM fk_inner", "fk_left": "SELECT id, f, w FROM fk_left",
 			"inner_j": "SELECT id, v, w FROM inner_j", "left_j": "SELECT id, v, w FROM left_j", "right_j": "SELECT id, v, w FROM right_j",
 			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",

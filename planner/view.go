@@ -53,8 +53,13 @@ type ViewPlan struct {
 	Retract bool
 	// Positions are the topics the view's positions are in: its
 	// source's, the two tables' of a join, or for a view over a view,
-	// those that view's are in (positions compose).
-	Positions []PositionSource
+	// those that view's are in (positions compose). SourcePositions are
+	// those of what a re-keyed view reads, partition by partition: a
+	// view regrouping a view or a join (Regroups) takes the position of
+	// each of the source's partitions from the change stage and
+	// composes them.
+	Positions       []PositionSource
+	SourcePositions []PositionSource
 }
 
 // PositionSource is a topic a view's positions are in. All is set when
@@ -64,6 +69,14 @@ type ViewPlan struct {
 type PositionSource struct {
 	Topic string
 	All   bool
+}
+
+// Regroups reports whether the view groups a view or a join (a source
+// read as a changelog of rows) by other than its key: a change stage per
+// partition of that changelog keeps each key's last row and sends the
+// old and new ones to their groups' partitions.
+func (p *ViewPlan) Regroups() bool {
+	return p.Retract && p.Repartition && p.Source.Kind == catalog.KindView
 }
 
 // PositionTopics are the topics of p.Positions.
@@ -166,7 +179,6 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	sel := s.Select
 	var p *ViewPlan
 	var b *binder
-	fromPos := 0
 	if join := joinOf(sel); join != nil {
 		if err := checkPersistentClauses(sel, "view"); err != nil {
 			return nil, err
@@ -178,7 +190,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		// Each partition of the join stage reflects the same partition
 		// of both tables.
 		p = &ViewPlan{Source: j.Joined, Join: j, Positions: j.positions()}
-		b, fromPos = jb, join.Pos
+		b = jb
 	} else {
 		from, src, err := persistentSource(cat, sel, "TABLE", "view", "stream or table")
 		if err != nil {
@@ -193,7 +205,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 				return nil, err
 			}
 		}
-		b, fromPos = &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}, from.Pos
+		b = &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
 	}
 	src := p.Source
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)
@@ -277,17 +289,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 				WithHint("Leave out the partitions option.")
 		}
 	}
-	if p.Repartition && p.Join != nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating a join by other than its key is not supported yet").
-			WithPosition(fromPos).
-			WithHint("Group by the join key (%s), or write the join as a view and aggregate that view by its key.", p.Join.keyChoices())
-	}
-	if p.Retract && p.Repartition && src.Kind == catalog.KindView {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "aggregating view %s by other than its key is not supported yet", src.Name).
-			WithPosition(fromPos).
-			WithHint("Group by %s's key %s, or aggregate what %s reads (%s).", src.Name, keyNames(src), src.Name, strings.Join(src.Sources, ", "))
-	}
 	if p.Repartition {
+		// Each partition of a re-keyed view reflects every partition of
+		// what it reads; a view regrouping a view or a join composes
+		// its source's partitions' positions (SourcePositions).
+		p.SourcePositions = slices.Clone(p.Positions)
 		for i := range p.Positions {
 			p.Positions[i].All = true
 		}

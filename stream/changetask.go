@@ -26,6 +26,11 @@ import (
 // partition adds.
 const headerRetract = "basin.retract"
 
+// headerPosition is, on a position marker of the change stage of a view
+// that regroups a view or a join, the position (a checkpoint's) that the
+// rows of the stage's partition sent up to the marker reflect.
+const headerPosition = "basin.position"
+
 // changeTask is the re-keying stage of a view grouped over a table by
 // other than the table's key (planner.ViewPlan.Retract with
 // Repartition), for one table partition. A table row that changes moves
@@ -49,6 +54,13 @@ const headerRetract = "basin.retract"
 type changeTask struct {
 	rekeyer
 	args []eval.Expr // the aggregates' arguments
+	// input is the topic the task reads: the table's, or for a view
+	// that regroups a view or a join (planner.ViewPlan.Regroups), the
+	// changelog of that view or of the join stage, whose records are
+	// rows (and removals) with markers carrying the position they
+	// reflect. rows is set then.
+	input string
+	rows  bool
 	// fwd is the table's forwarding topic, which the task reads too:
 	// the records of the partition's keys that producers put on other
 	// partitions, which the table's tasks forward here (placement); the
@@ -59,14 +71,28 @@ type changeTask struct {
 }
 
 func newChangeTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *changeTask {
-	t := &changeTask{rekeyer: newRekeyer(rt, plan, ts, ends), fwd: plan.Source.RepartitionTopic(rt.opts.Cluster)}
-	t.place = newPlacement(plan.Source, t.codec, ts.Partition)
+	t := &changeTask{rekeyer: newRekeyer(rt, plan, ts, ends), input: plan.Source.Topic}
+	if plan.Regroups() {
+		t.input, t.rows = regroupInput(rt, plan), true
+	} else {
+		t.fwd = plan.Source.RepartitionTopic(rt.opts.Cluster)
+		t.place = newPlacement(plan.Source, t.codec, ts.Partition)
+	}
 	for _, a := range plan.Aggs {
 		if a.Arg != nil {
 			t.args = append(t.args, eval.Compile(a.Arg))
 		}
 	}
 	return t
+}
+
+// regroupInput is the changelog a view that regroups a view or a join
+// reads: the join stage's, or the view's.
+func regroupInput(rt *Runtime, plan *planner.ViewPlan) string {
+	if plan.Join != nil {
+		return plan.View.ChangesTopic(rt.opts.Cluster)
+	}
+	return plan.Source.ChangelogTopic(rt.opts.Cluster)
 }
 
 // changeBatch is one transaction of a change task.
@@ -80,11 +106,13 @@ type changeBatch struct {
 
 func (t *changeTask) run(ctx context.Context) error {
 	rt, plan, sp := t.rt, t.plan, t.sp
-	view, src := plan.View, plan.Source
-	changelog := view.ChangesTopic(rt.opts.Cluster)
-	store := rt.opts.DB.Store(materialize.StoreID{View: view.ChangesStore(), Partition: sp})
-	prod, err := rt.fencedProducer(ctx, fmt.Sprintf("%s-changes-%d-txn", view.Name, sp), view.ChangesTransactionalID(rt.opts.Cluster, sp),
-		changelog, sp, t.maxRecord)
+	view := plan.View
+	changelog, storeName, txnID := view.ChangesTopic(rt.opts.Cluster), view.ChangesStore(), view.ChangesTransactionalID(rt.opts.Cluster, sp)
+	if t.rows {
+		changelog, storeName, txnID = view.RegroupTopic(rt.opts.Cluster), view.RegroupStore(), view.RegroupTransactionalID(rt.opts.Cluster, sp)
+	}
+	store := rt.opts.DB.Store(materialize.StoreID{View: storeName, Partition: sp})
+	prod, err := rt.fencedProducer(ctx, fmt.Sprintf("%s-changes-%d-txn", view.Name, sp), txnID, changelog, sp, t.maxRecord)
 	if err != nil {
 		return err
 	}
@@ -93,12 +121,15 @@ func (t *changeTask) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.checkHalt(view, src.Topic, sp); err != nil {
+	if err := rt.checkHalt(view, t.input, sp); err != nil {
 		return err
 	}
 	offs := map[string]map[int32]kgo.Offset{}
 	var guard inputGuard
-	for _, topic := range []string{src.Topic, t.fwd} {
+	for _, topic := range []string{t.input, t.fwd} {
+		if topic == "" {
+			continue
+		}
 		next, applied := cp.Input[topic][sp]
 		from, err := rt.resumeAt(ctx, view, topic, sp, next, applied)
 		if err != nil {
@@ -109,13 +140,13 @@ func (t *changeTask) run(ctx context.Context) error {
 			guard.expect(topic, sp, next)
 		}
 	}
-	next := cp.Input[src.Topic][sp]
+	next := cp.Input[t.input][sp]
 	cons, err := rt.consumerOf(fmt.Sprintf("%s-changes-%d", view.Name, sp), offs, noReset)
 	if err != nil {
 		return err
 	}
 	defer cons.Close()
-	if ends, err := kafka.EndOffsets(ctx, rt.adm, src.Topic); err == nil {
+	if ends, err := kafka.EndOffsets(ctx, rt.adm, t.input); err == nil {
 		t.ends.ends[sp].Store(ends[sp])
 	}
 	t.state.inputNext.Store(next)
@@ -151,7 +182,7 @@ func (t *changeTask) run(ctx context.Context) error {
 			return err
 		}
 		cp = b.cp
-		t.state.inputNext.Store(cp.Input[src.Topic][sp])
+		t.state.inputNext.Store(cp.Input[t.input][sp])
 		t.state.errors.Add(int64(len(b.bad)))
 	}
 }
@@ -162,6 +193,9 @@ func (t *changeTask) change(store *materialize.Store, b *changeBatch, r *kgo.Rec
 	setOffset(&b.cp.Input, r.Topic, t.sp, r.Offset+1)
 	if r.Attrs.IsControl() {
 		return nil
+	}
+	if t.rows {
+		return t.changeRow(store, b, r)
 	}
 	forwarded := r.Topic == t.fwd
 	if forwarded {
@@ -210,30 +244,90 @@ func (t *changeTask) change(store *materialize.Store, b *changeBatch, r *kgo.Rec
 			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
 			return nil
 		}
-		keep := true
-		if t.filter != nil {
-			v, err := t.filter(row, t.env)
-			if err != nil {
-				b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
-				return nil
-			}
-			keep = eval.Truthy(v)
+		keep, ok, err := t.admit(row, r, b)
+		if err != nil || !ok {
+			return err
 		}
 		if keep {
-			// What the view partition will evaluate, evaluated here
-			// first: a row it could not add is skipped now, so that
-			// every row sent can be taken back.
-			for _, a := range t.args {
-				if _, err := a(row, t.env); err != nil {
-					b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
-					return nil
-				}
-			}
 			if now, err = materialize.EncodeRow(row); err != nil {
 				return err
 			}
 		}
 	}
+	return t.send(store, b, r, skey, now, row)
+}
+
+// changeRow adds what record r of the changelog of rows the task reads
+// changes to b: a marker's position becomes the batch's, which its
+// markers pass on to the view partitions; a row replaces its key's.
+func (t *changeTask) changeRow(store *materialize.Store, b *changeBatch, r *kgo.Record) error {
+	if _, ok := hasHeader(r, headerMarker); ok {
+		m, err := materialize.UnmarshalCheckpoint(r.Value)
+		if err != nil {
+			return fmt.Errorf("marker at %s/%d@%d: %w", t.input, t.sp, r.Offset, err)
+		}
+		b.cp.Position, b.cp.UpdatedAt = m.Position.Clone(), m.UpdatedAt
+		return nil
+	}
+	if _, fence := hasHeader(r, "basin.fence"); fence {
+		return nil
+	}
+	ncols := len(t.plan.Source.Schema.Columns)
+	row := t.row[:ncols+1]
+	var now []byte
+	if r.Value != nil {
+		present, vals, _, err := DecodeStored(r.Value, ncols)
+		if err != nil {
+			return fmt.Errorf("undecodable row at %s/%d@%d: %w", t.input, t.sp, r.Offset, err)
+		}
+		if present {
+			copy(row, vals[:ncols])
+			row[ncols] = r.Timestamp.UnixMilli() // ROWTIME: when it changed
+			keep, ok, err := t.admit(row, r, b)
+			if err != nil || !ok {
+				return err
+			}
+			if keep {
+				if now, err = materialize.EncodeRow(row); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return t.send(store, b, r, string(r.Key), now, row)
+}
+
+// admit evaluates WHERE and the aggregates' arguments over row, as the
+// view partition will, first: keep is whether the row is in the view's
+// input;
+// ok is false when the record was skipped into b.bad, the key keeping
+// its last row, so that every row sent can be taken back.
+func (t *changeTask) admit(row catalog.Row, r *kgo.Record, b *changeBatch) (keep, ok bool, err error) {
+	keep = true
+	if t.filter != nil {
+		v, err := t.filter(row, t.env)
+		if err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return false, false, nil
+		}
+		keep = eval.Truthy(v)
+	}
+	if keep {
+		for _, a := range t.args {
+			if _, err := a(row, t.env); err != nil {
+				b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+				return false, false, nil
+			}
+		}
+	}
+	return keep, true, nil
+}
+
+// send makes the records of a change of key skey's last row, to now
+// (nil: none; row is it, decoded), for its old and new groups.
+func (t *changeTask) send(store *materialize.Store, b *changeBatch, r *kgo.Record, skey string, now []byte, row catalog.Row) error {
+	skeyBytes := []byte(skey)
+	var err error
 	before, ok := b.changed[skey]
 	if !ok {
 		if before, _, err = store.Get(skeyBytes); err != nil {
@@ -306,12 +400,17 @@ func (t *changeTask) viewKey(row catalog.Row) ([]byte, error) {
 // then it applies the rows and the checkpoint to the store.
 func (t *changeTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *changeBatch) error {
 	view := t.plan.View
-	next := b.cp.Input[t.plan.Source.Topic][t.sp]
+	next := b.cp.Input[t.input][t.sp]
 	recs := make([]*kgo.Record, 0, len(b.recs)+int(view.Partitions)+len(b.bad)+len(b.order)+1)
 	recs = append(recs, b.recs...)
+	hdrs := []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, next)}}
+	if t.rows {
+		// The position the rows sent so far reflect, which the view
+		// partitions compose (viewTask.notePosition).
+		hdrs = append(hdrs, kgo.RecordHeader{Key: headerPosition, Value: materialize.MarshalCheckpoint(materialize.Checkpoint{Position: b.cp.Position})})
+	}
 	for vp := int32(0); vp < view.Partitions; vp++ {
-		recs = append(recs, &kgo.Record{Topic: t.out, Partition: vp,
-			Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, next)}}})
+		recs = append(recs, &kgo.Record{Topic: t.out, Partition: vp, Headers: hdrs})
 	}
 	recs = append(recs, b.bad...)
 	for _, k := range b.order {

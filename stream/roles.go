@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -152,6 +153,10 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 			ts.fwdNext.Store(cp.Input[fwd][p])
 		}
 		ts.applied(cp.UpdatedAt)
+		if seen, ok := cp.Input[regroupSeen]; ok {
+			seen = maps.Clone(seen)
+			ts.sourceSeen.Store(&seen)
+		}
 		ts.publishPosition(cp.Position.Clone())
 		if cp.ChangelogOffset >= caughtUp {
 			ts.markRestored()

@@ -162,6 +162,10 @@ type TaskState struct {
 	// task without one.
 	fwdNext atomic.Int64
 	fwdEnd  atomic.Int64
+	// sourceSeen is, for a task whose sources' ends are bySeen, how far
+	// the task has seen each source partition (its change stage's
+	// markers).
+	sourceSeen atomic.Pointer[map[int32]int64]
 	// misplaced counts the input records this task found on a partition
 	// other than the one their key belongs to, since it started here.
 	misplaced atomic.Int64
@@ -218,8 +222,15 @@ type TaskState struct {
 func (t *TaskState) Lag(now time.Time) (offsetLag, timeLagMs int64) {
 	if t.sources != nil {
 		pos := t.Position()
+		var bySeen map[int32]int64
+		if p := t.sourceSeen.Load(); t.sources.bySeen && p != nil {
+			bySeen = *p
+		}
 		for sp := range t.sources.ends {
 			seen, _ := pos.Get(t.sources.topic, int32(sp))
+			if t.sources.bySeen {
+				seen = bySeen[int32(sp)]
+			}
 			if d := t.sources.ends[sp].Load() - seen; d > 0 {
 				offsetLag += d
 			}
@@ -277,6 +288,10 @@ func (t *TaskState) applied(at time.Time) {
 type sourceEnds struct {
 	topic string
 	ends  []atomic.Int64
+	// bySeen is set when the tasks' positions are not in topic's
+	// offsets (a view regrouping a view or a join, whose source is a
+	// changelog): their lag is then against TaskState.sourceSeen.
+	bySeen bool
 }
 
 // publishPosition records the position of the last commit and wakes the
@@ -579,8 +594,14 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err := rt.EnsurePublished(ctx, rel, maxBytes); err != nil {
 		return err
 	}
-	if plan.Retract && plan.Repartition || plan.Join != nil {
+	if plan.Retract && plan.Repartition && !plan.Regroups() || plan.Join != nil {
 		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangesTopic(rt.opts.Cluster), plan.Source.Partitions,
+			map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
+			return err
+		}
+	}
+	if plan.Regroups() {
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RegroupTopic(rt.opts.Cluster), plan.Source.Partitions,
 			map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
 			return err
 		}
@@ -601,6 +622,9 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if plan.Repartition {
 		input = rel.RepartitionTopic(rt.opts.Cluster)
 		ends = &sourceEnds{topic: plan.Source.Topic, ends: make([]atomic.Int64, plan.Source.Partitions)}
+		if plan.Regroups() {
+			ends.topic, ends.bySeen = regroupInput(rt, plan), true
+		}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
 			ts := rt.newTaskState(sp)
 			q.Rekey = append(q.Rekey, ts)
@@ -873,12 +897,15 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	}
 	var topics []string
 	if rel.Kind != catalog.KindTable {
-		// A view's change stage or a join's routing stage, if it has
-		// one.
-		if err := rt.opts.DB.DropView(rel.ChangesStore()); err != nil {
-			return err
+		// A view's change or join stage or a join's routing stage, and
+		// the change stage of a view grouping a view or a join, if it
+		// has them.
+		for _, store := range []string{rel.ChangesStore(), rel.RegroupStore()} {
+			if err := rt.opts.DB.DropView(store); err != nil {
+				return err
+			}
 		}
-		topics = append(topics, rel.ChangesTopic(rt.opts.Cluster))
+		topics = append(topics, rel.ChangesTopic(rt.opts.Cluster), rel.RegroupTopic(rt.opts.Cluster))
 	}
 	switch {
 	case rel.Derived() || rel.Kind == catalog.KindInsert:

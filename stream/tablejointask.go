@@ -117,6 +117,19 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 // rows written even when no marker follows its own last one.
 func committedIn(topic string) string { return "\x00committed:" + topic }
 
+// joinCommitted, when a test sets it, is called after each commit of a
+// join stage with whether the stage was recovering (see run); an error
+// ends the run then, as a crash right after the commit would.
+var joinCommitted func(view string, p int32, recovering bool) error
+
+// appliedIn names, in a table join stage's checkpoint, the offsets of an
+// input topic up to which the store's rows may reflect it, when that is
+// beyond where the stage reads it from: a stage that takes over from a
+// store ahead of the marker reads again from the marker, and a crash
+// before it is past the store's offsets must not make the next start
+// take the store for a baseline before it is past them again.
+func appliedIn(topic string) string { return "\x00applied:" + topic }
+
 // topicPart is a partition of a topic the task reads.
 type topicPart struct {
 	topic string
@@ -224,22 +237,34 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		if err := rt.checkHalt(view, topic, q); err != nil {
 			return err
 		}
+		// The store's rows reflect the topic up to s, or, when a stage
+		// that was reading again from a marker behind them stopped
+		// before it was past them, up to its read offset for the keys
+		// it read again and to applied for the others: it reads on from
+		// s, and until applied its rows are no baseline either.
 		s, sok := stored.Input[topic][q]
+		applied := s
+		if a, ok := stored.Input[appliedIn(topic)][q]; ok && a > s {
+			applied = a
+		}
 		m, mok := marker.Input[committedIn(topic)][q]
 		if mok {
 			emitFrom[in] = m
 		}
 		if sok || mok {
-			recovered[in] = max(s, m)
+			recovered[in] = max(applied, m)
 		}
-		next, applied := min(s, m), sok && mok
-		if !applied {
+		if sok {
+			setOffset(&cp.Input, appliedIn(topic), q, applied)
+		}
+		next, resume := min(s, m), sok && mok
+		if !resume {
 			next = 0
 			delete(cp.Input[topic], q)
 		} else {
 			setOffset(&cp.Input, topic, q, next)
 		}
-		from, err := rt.resumeAt(ctx, view, topic, q, next, applied)
+		from, err := rt.resumeAt(ctx, view, topic, q, next, resume)
 		if err != nil {
 			return err
 		}
@@ -247,7 +272,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 			offs[topic] = map[int32]kgo.Offset{}
 		}
 		offs[topic][q] = from
-		if applied {
+		if resume {
 			guard.expect(topic, q, next)
 		}
 	}
@@ -299,6 +324,11 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		}
 		if err := t.commit(ctx, prod, store, b); err != nil {
 			return err
+		}
+		if joinCommitted != nil {
+			if err := joinCommitted(view.Name, p, recovering); err != nil {
+				return err
+			}
 		}
 		cp = b.cp
 		t.state.publishPosition(cp.Position.Clone())
@@ -669,10 +699,17 @@ func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *mat
 		}
 	}
 	// What the marker commits, kept apart from what the store has read,
-	// which a standby moves on without writing anything.
+	// which a standby moves on without writing anything; and what the
+	// store's rows reflect, which a stage that took over from a store
+	// ahead of the marker has not read again yet.
 	for _, in := range t.inputs() {
-		if off, ok := b.cp.Input[in.topic][in.p]; ok {
-			setOffset(&b.cp.Input, committedIn(in.topic), in.p, off)
+		off, ok := b.cp.Input[in.topic][in.p]
+		if !ok {
+			continue
+		}
+		setOffset(&b.cp.Input, committedIn(in.topic), in.p, off)
+		if a := b.cp.Input[appliedIn(in.topic)][in.p]; a < off {
+			setOffset(&b.cp.Input, appliedIn(in.topic), in.p, off)
 		}
 	}
 	return commitMarked(ctx, prod, store, t.out, p, t.out, append(b.recs, b.bad...), &b.cp, b.order, b.rows)

@@ -7,6 +7,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -113,6 +114,10 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	switch {
+	case plan.Regroups():
+		// Grouping a view or a join by other columns: the change
+		// stage re-keys the changelog it reads.
+		t.input, t.srcTopic = plan.View.RepartitionTopic(rt.opts.Cluster), regroupInput(rt, plan)
 	case plan.Join != nil:
 		// Over a join: the join stage's changelog, read as a view's.
 		t.overView = true
@@ -297,6 +302,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		}
 	}
 	t.state.applied(cp.UpdatedAt)
+	t.publishSeen(cp)
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
 
@@ -353,6 +359,7 @@ func (t *viewTask) run(ctx context.Context) error {
 func (t *viewTask) committed(b *viewBatch, cp *materialize.Checkpoint) {
 	p := t.state.Partition
 	*cp = b.next
+	t.publishSeen(*cp)
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.inputNext.Store(cp.Input[t.input][p])
 	if t.fwd != "" {
@@ -470,6 +477,15 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			sp, off, err := decodeSrc(v)
 			if err != nil {
 				return err
+			}
+			if pv, ok := hasHeader(r, headerPosition); ok {
+				m, err := materialize.UnmarshalCheckpoint(pv)
+				if err != nil {
+					return fmt.Errorf("position marker at %s/%d@%d: %w", t.input, p, r.Offset, err)
+				}
+				t.notePosition(b, sp, m.Position)
+				setOffset(&b.next.Input, regroupSeen, sp, off)
+				return nil
 			}
 			b.next.Position.Advance(srcTopic, sp, off)
 			return nil
@@ -590,6 +606,61 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 	}
 	b.bad = append(b.bad, rt.badRecord(view, logged, err))
 	return nil
+}
+
+// notePosition records, for a view regrouping a view or a join, that
+// the change stage of source partition sp has sent everything up to a
+// position pos of that source's partition reflects, and makes the
+// view's position what every source partition's together reflect: per
+// topic partition, what the one source partition reading it reflects,
+// or, of a topic each source partition reads all of (a foreign-key
+// join's right table), the least of what they all do, once all have
+// said. The positions of the source partitions are kept in the
+// checkpoint, beside the input offsets.
+func (t *viewTask) notePosition(b *viewBatch, sp int32, pos materialize.Position) {
+	for topic, parts := range pos {
+		for q, off := range parts {
+			setOffset(&b.next.Input, sourcePosition(sp, topic), q, off)
+		}
+	}
+	n := t.plan.Source.Partitions
+	for _, src := range t.plan.SourcePositions {
+		least := map[int32]int64{}
+		count := map[int32]int32{}
+		for s := int32(0); s < n; s++ {
+			for q, off := range b.next.Input[sourcePosition(s, src.Topic)] {
+				if c, ok := least[q]; !ok || off < c {
+					least[q] = off
+				}
+				count[q]++
+			}
+		}
+		for q, off := range least {
+			if !src.All || count[q] == n {
+				b.next.Position.Advance(src.Topic, q, off)
+			}
+		}
+	}
+}
+
+// regroupSeen names, in a regrouping view's checkpoint, how far the
+// view has seen each partition of the changelog its change stage reads
+// (from the stage's markers), for its lag.
+const regroupSeen = "\x00regroup-seen"
+
+// publishSeen publishes, for a regrouping view, how far cp has seen
+// each partition of its source (regroupSeen).
+func (t *viewTask) publishSeen(cp materialize.Checkpoint) {
+	if t.plan.Regroups() {
+		seen := maps.Clone(cp.Input[regroupSeen])
+		t.state.sourceSeen.Store(&seen)
+	}
+}
+
+// sourcePosition names, in a regrouping view's checkpoint, the offsets
+// of topic that source partition sp reflects.
+func sourcePosition(sp int32, topic string) string {
+	return fmt.Sprintf("\x00position:%d:%s", sp, topic)
 }
 
 // processView applies one record of the changelog of the view the task
