@@ -40,13 +40,12 @@ import (
 // processing log and a marker with every input offset and the position:
 // each table's partitions up to the offsets read. The store is written
 // after the commit. After a crash or a takeover the store may be behind
-// the last marker (records up to it are applied again, writing nothing:
-// the joined rows they made are committed) or, having been a standby's,
-// ahead of it (records from the marker on are read again, and their
-// keys' joined rows written, for they never were). Until every input has
-// passed both, the store before a batch is not what the committed joined
-// rows reflect, so each key a batch touches has its joined row written
-// as it is now, changed or not (see committedIn).
+// the last marker or, having been a standby's, ahead of it (see
+// committedIn, appliedIn): the stage reads each input again from the
+// lower of the two, and until it is past the higher, it writes the
+// joined row of every key it touches as the key's rows are then, changed
+// or not; the last such write of a key is of the rows the inputs end
+// with, whatever the store held on the way.
 type tableJoinTask struct {
 	rt    *Runtime
 	plan  *planner.ViewPlan
@@ -217,18 +216,18 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		return err
 	}
 	// Read each input from the lower of the store's offset and the
-	// marker's: below the marker's, records only bring the store up to
-	// it; from it on, their keys' joined rows are written. Until every
-	// input has passed both, the store before a batch is not what the
-	// joined rows written so far reflect (it is behind the marker, or
-	// ahead of it with rows never joined), so every key a batch touches
-	// has its joined row written as it is now, changed or not.
+	// marker's. Until every input has passed both, the store before a
+	// batch is not what the joined rows written so far reflect: it is
+	// behind the marker, or ahead of it with rows never joined, or, read
+	// again from behind its rows, holds older rows of some keys for a
+	// while. So every key a batch touches has its joined row written as
+	// it is now, changed or not: the last time a key is touched, its
+	// rows are the ones the inputs end with.
 	cp := stored.Clone()
 	cp.ChangelogOffset, cp.Position, cp.UpdatedAt = marker.ChangelogOffset, marker.Position.Clone(), marker.UpdatedAt
 	if cp.Position == nil {
 		cp.Position = materialize.Position{}
 	}
-	emitFrom := map[topicPart]int64{}
 	recovered := map[topicPart]int64{} // the higher of the two
 	offs := map[string]map[int32]kgo.Offset{}
 	var guard inputGuard
@@ -248,9 +247,6 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 			applied = a
 		}
 		m, mok := marker.Input[committedIn(topic)][q]
-		if mok {
-			emitFrom[in] = m
-		}
 		if sok || mok {
 			recovered[in] = max(applied, m)
 		}
@@ -316,8 +312,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 			if perr != nil {
 				return
 			}
-			m, ok := emitFrom[topicPart{r.Topic, r.Partition}]
-			perr = t.record(store, b, r, !ok || r.Offset >= m, recovering)
+			perr = t.record(store, b, r, true, recovering)
 		})
 		if perr != nil {
 			return perr
