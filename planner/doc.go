@@ -34,7 +34,9 @@
 // (ViewPlan.Repartition), as Kafka Streams does. A view over a view
 // reads its changelog; a view over a join of two tables (tablejoin.go,
 // TableJoin) reads its join stage's, keyed by the join key (on the
-// tables' keys) or the left key (on a foreign key). A derived stream may
+// tables' keys) or the left key (on a foreign key); grouped by other
+// columns than its source's key, such a view regroups it through a
+// change stage (ViewPlan.Regroups). A derived stream may
 // join a stream with a table (join.go, StreamJoin). stream/, pull/ and
 // query/ run the plans; this package does no I/O.
 //
