@@ -292,7 +292,7 @@ func TestTableJoinStandbyAhead(t *testing.T) {
 	// start must still write the joined rows of the rest.
 	var mu sync.Mutex
 	crashed := map[string]bool{}
-	joinCommitted = func(view string, p int32, recovering bool) error {
+	hook := func(view string, p int32, recovering bool) error {
 		mu.Lock()
 		defer mu.Unlock()
 		k := fmt.Sprintf("%s/%d", view, p)
@@ -302,7 +302,8 @@ func TestTableJoinStandbyAhead(t *testing.T) {
 		crashed[k] = true
 		return errors.New("crash after a commit")
 	}
-	defer func() { joinCommitted = nil }()
+	joinCommitted.Store(&hook)
+	defer joinCommitted.Store(nil)
 	b.SetRoles(roles(ha.RoleActive))
 	waitFor(b, "promoted standby")
 	mu.Lock()
@@ -453,7 +454,7 @@ func TestTableJoinRoleChurn(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	var mu sync.Mutex
 	var commits atomic.Int64
-	joinCommitted = func(view string, p int32, recovering bool) error {
+	hook := func(view string, p int32, recovering bool) error {
 		commits.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -462,7 +463,8 @@ func TestTableJoinRoleChurn(t *testing.T) {
 		}
 		return nil
 	}
-	defer func() { joinCommitted = nil }()
+	joinCommitted.Store(&hook)
+	defer joinCommitted.Store(nil)
 	prod, err := kafka.NewClient(kafka.ClientOptions{Brokers: broker.Addrs(), ClientID: "test"}, kafka.ProducerOpts()...)
 	if err != nil {
 		t.Fatal(err)
@@ -520,9 +522,7 @@ func TestTableJoinRoleChurn(t *testing.T) {
 			waitUntil(5*time.Second, func() bool { return commits.Load() >= before+n })
 		}
 	}
-	mu.Lock()
-	joinCommitted = nil
-	mu.Unlock()
+	joinCommitted.Store(nil)
 	rts[0].SetRoles(roles(ha.RoleActive))
 	rts[1].SetRoles(roles(ha.RoleStandby))
 	want := func(view string) string {

@@ -119,7 +119,7 @@ func committedIn(topic string) string { return "\x00committed:" + topic }
 // joinCommitted, when a test sets it, is called after each commit of a
 // join stage with whether the stage was recovering (see run); an error
 // ends the run then, as a crash right after the commit would.
-var joinCommitted func(view string, p int32, recovering bool) error
+var joinCommitted atomic.Pointer[func(view string, p int32, recovering bool) error]
 
 // appliedIn names, in a table join stage's checkpoint, the offsets of an
 // input topic up to which the store's rows may reflect it, when that is
@@ -320,8 +320,8 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		if err := t.commit(ctx, prod, store, b); err != nil {
 			return err
 		}
-		if joinCommitted != nil {
-			if err := joinCommitted(view.Name, p, recovering); err != nil {
+		if hook := joinCommitted.Load(); hook != nil {
+			if err := (*hook)(view.Name, p, recovering); err != nil {
 				return err
 			}
 		}
