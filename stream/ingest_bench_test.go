@@ -35,7 +35,7 @@ const (
 
 // b2Plan plans B2's view over its orders
 func b2Plan() (*planner.ViewPlan, error) {
-	plans, err := planStatements(
+	_, plans, err := planStatements(
 		`CREATE STREAM orders (id BIGINT KEY, grp BIGINT, amount BIGINT) WITH (kafka_topic='orders', value_format='json', partitions=4)`,
 		`CREATE TABLE per_grp AS SELECT grp, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY grp`)
 	if err != nil {

@@ -11,13 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
-	"github.com/basindb/basin/planner"
-	"github.com/basindb/basin/sql"
 )
 
 // TestStandbyFailover runs one view on two runtimes over one broker: a
@@ -33,62 +30,18 @@ func TestStandbyFailover(t *testing.T) {
 	}
 	defer broker.Close()
 
-	cat := catalog.New()
-	ddl := func(offset int64, text string) *planner.ViewPlan {
-		t.Helper()
-		st, err := sql.Parse(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rel *catalog.Relation
-		var plan *planner.ViewPlan
-		switch st := st[0].(type) {
-		case *sql.CreateSource:
-			rel, err = planner.PlanCreateSource(cat, st, text)
-		case *sql.CreateTableAs:
-			plan, err = planner.PlanView(cat, st, text)
-			if plan != nil {
-				rel = plan.View
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat.Apply(offset, &catalog.Command{Op: catalog.OpCreate, Relation: rel})
-		if plan != nil {
-			plan.View, _ = cat.Lookup(plan.View.Name) // as the node does: the applied relation
-		}
-		return plan
-	}
-	ddl(1, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 3)")
-	plan := ddl(2, "CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	_, plans := planSources(t,
+		"CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 3)",
+		"CREATE TABLE by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY region")
+	plan := plans["by_region"]
 	if !plan.Repartition {
 		t.Fatal("the view should re-key")
 	}
 	view := plan.View
 
-	newRuntime := func(node string) *Runtime {
-		db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: node, DB: db,
-			TransactionTimeout: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
 	// Re-keying stages follow the actives of the view's partitions.
-	roles := func(r ha.Role) Roles {
-		out := Roles{}
-		for p := int32(0); p < 3; p++ {
-			out[materialize.StoreID{View: view.StoreName(), Partition: p}] = r
-		}
-		return out
-	}
-	a, b := newRuntime("a"), newRuntime("b")
+	roles := func(r ha.Role) Roles { return allRoles(r, 3, view.StoreName()) }
+	a, b := testRuntime(t, broker, "a", RuntimeOptions{}), testRuntime(t, broker, "b", RuntimeOptions{})
 	defer b.Close()
 	if _, _, err := kafka.EnsureTopic(ctx, a.Admin(), "orders", 3, nil); err != nil {
 		t.Fatal(err)
@@ -233,3 +186,34 @@ func TestStandbyFailover(t *testing.T) {
 // waitUntil checks cond until it holds (true) or d passes (false): for
 // states nothing signals, such as a task's progress (internal/poll).
 func waitUntil(d time.Duration, cond func() bool) bool { return poll.Cond(d, cond) }
+
+// testRuntime starts a runtime of cluster "t" over broker with a store of
+// its own, with opts' other settings and 2-second transactions.
+func testRuntime(t testing.TB, broker *kafka.Broker, node string, opts RuntimeOptions) *Runtime {
+	t.Helper()
+	db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	opts.Brokers, opts.Cluster, opts.Node, opts.DB = broker.Addrs(), "t", node, db
+	if opts.TransactionTimeout == 0 {
+		opts.TransactionTimeout = 2 * time.Second
+	}
+	rt, err := NewRuntime(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// allRoles gives role r to partitions 0 to parts-1 of every store named.
+func allRoles(r ha.Role, parts int32, stores ...string) Roles {
+	out := Roles{}
+	for _, name := range stores {
+		for p := int32(0); p < parts; p++ {
+			out[materialize.StoreID{View: name, Partition: p}] = r
+		}
+	}
+	return out
+}

@@ -16,12 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
-	"github.com/basindb/basin/planner"
-	"github.com/basindb/basin/sql"
 )
 
 // TestTableJoinStandbyAhead runs a view joining two tables on two
@@ -41,66 +38,16 @@ func TestTableJoinStandbyAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer broker.Close()
-	cat := catalog.New()
-	var tables []*catalog.Relation
-	var plan *planner.ViewPlan
-	plans := map[string]*planner.ViewPlan{}
-	for i, text := range []string{
+	tables, plans := planSources(t,
 		"CREATE TABLE l (id BIGINT PRIMARY KEY, v BIGINT) WITH (kafka_topic = 'l', value_format = 'json', partitions = 2)",
 		"CREATE TABLE r (id BIGINT PRIMARY KEY, w BIGINT) WITH (kafka_topic = 'r', value_format = 'json', partitions = 2)",
 		"CREATE TABLE j AS SELECT COALESCE(l.id, r.id) AS id, l.v, r.w FROM l FULL JOIN r ON l.id = r.id",
-		"CREATE TABLE fk AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.v % 40",
-	} {
-		st, err := sql.Parse(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rel *catalog.Relation
-		switch st := st[0].(type) {
-		case *sql.CreateSource:
-			rel, err = planner.PlanCreateSource(cat, st, text)
-		case *sql.CreateTableAs:
-			if plan, err = planner.PlanView(cat, st, text); err == nil {
-				rel = plan.View
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat.Apply(int64(i+1), &catalog.Command{Op: catalog.OpCreate, Relation: rel})
-		rel, _ = cat.Lookup(rel.Name)
-		if plan != nil {
-			plan.View = rel
-			plans[rel.Name] = plan
-			plan = nil
-		} else {
-			tables = append(tables, rel)
-		}
-	}
-	newRuntime := func(node string, maxBatch int) *Runtime {
-		db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: node, DB: db, TransactionTimeout: 2 * time.Second,
-			MaxBatch: maxBatch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
+		"CREATE TABLE fk AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.v % 40")
 	roles := func(r ha.Role) Roles {
-		out := Roles{}
-		for _, name := range []string{tables[0].StoreName(), tables[1].StoreName(), plans["j"].View.StoreName(), plans["fk"].View.StoreName()} {
-			for p := int32(0); p < 2; p++ {
-				out[materialize.StoreID{View: name, Partition: p}] = r
-			}
-		}
-		return out
+		return allRoles(r, 2, tables[0].StoreName(), tables[1].StoreName(), plans["j"].View.StoreName(), plans["fk"].View.StoreName())
 	}
 	// b takes a record per transaction, so that taking over is many.
-	a, b := newRuntime("a", 0), newRuntime("b", 1)
+	a, b := testRuntime(t, broker, "a", RuntimeOptions{}), testRuntime(t, broker, "b", RuntimeOptions{MaxBatch: 1})
 	defer b.Close()
 	for _, topic := range []string{"l", "r"} {
 		if _, _, err := kafka.EnsureTopic(ctx, a.Admin(), topic, 2, nil); err != nil {
@@ -330,7 +277,7 @@ func TestTableJoinStandbyAhead(t *testing.T) {
 	// and b's store lacks are then deleted: b brings its store up to
 	// the marker without writing joined rows, and the deletes must take
 	// back the rows a wrote.
-	a = newRuntime("a2", 0)
+	a = testRuntime(t, broker, "a2", RuntimeOptions{})
 	for _, tbl := range tables {
 		if err := a.StartTable(tbl); err != nil {
 			t.Fatal(err)
@@ -369,64 +316,15 @@ func TestTableJoinRoleChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer broker.Close()
-	cat := catalog.New()
-	var tables []*catalog.Relation
-	var plan *planner.ViewPlan
-	plans := map[string]*planner.ViewPlan{}
-	for i, text := range []string{
+	tables, plans := planSources(t,
 		"CREATE TABLE l (id BIGINT PRIMARY KEY, v BIGINT) WITH (kafka_topic = 'l', value_format = 'json', partitions = 2)",
 		"CREATE TABLE r (id BIGINT PRIMARY KEY, w BIGINT) WITH (kafka_topic = 'r', value_format = 'json', partitions = 2)",
 		"CREATE TABLE j AS SELECT COALESCE(l.id, r.id) AS id, l.v, r.w FROM l FULL JOIN r ON l.id = r.id",
-		"CREATE TABLE fk AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.v % 30",
-	} {
-		st, err := sql.Parse(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rel *catalog.Relation
-		switch st := st[0].(type) {
-		case *sql.CreateSource:
-			rel, err = planner.PlanCreateSource(cat, st, text)
-		case *sql.CreateTableAs:
-			if plan, err = planner.PlanView(cat, st, text); err == nil {
-				rel = plan.View
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat.Apply(int64(i+1), &catalog.Command{Op: catalog.OpCreate, Relation: rel})
-		rel, _ = cat.Lookup(rel.Name)
-		if plan != nil {
-			plan.View = rel
-			plans[rel.Name], plan = plan, nil
-		} else {
-			tables = append(tables, rel)
-		}
-	}
-	newRuntime := func(node string) *Runtime {
-		db, err := materialize.Open(materialize.Options{Dir: t.TempDir(), NoSync: true, CacheSize: 8 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		rt, err := NewRuntime(RuntimeOptions{Brokers: broker.Addrs(), Cluster: "t", Node: node, DB: db, TransactionTimeout: 2 * time.Second,
-			MaxBatch: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
+		"CREATE TABLE fk AS SELECT l.id, l.v, r.w FROM l LEFT JOIN r ON r.id = l.v % 30")
 	roles := func(r ha.Role) Roles {
-		out := Roles{}
-		for _, name := range []string{tables[0].StoreName(), tables[1].StoreName(), plans["j"].View.StoreName(), plans["fk"].View.StoreName()} {
-			for p := int32(0); p < 2; p++ {
-				out[materialize.StoreID{View: name, Partition: p}] = r
-			}
-		}
-		return out
+		return allRoles(r, 2, tables[0].StoreName(), tables[1].StoreName(), plans["j"].View.StoreName(), plans["fk"].View.StoreName())
 	}
-	rts := []*Runtime{newRuntime("a"), newRuntime("b")}
+	rts := []*Runtime{testRuntime(t, broker, "a", RuntimeOptions{MaxBatch: 3}), testRuntime(t, broker, "b", RuntimeOptions{MaxBatch: 3})}
 	defer rts[0].Close()
 	defer rts[1].Close()
 	for _, topic := range []string{"l", "r"} {

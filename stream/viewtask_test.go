@@ -22,21 +22,30 @@ import (
 // AS ones, returning the view plans by name.
 func planDDL(t testing.TB, stmts ...string) map[string]*planner.ViewPlan {
 	t.Helper()
-	plans, err := planStatements(stmts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, plans := planSources(t, stmts...)
 	return plans
 }
 
-// planStatements is planDDL for callers without a testing.TB.
-func planStatements(stmts ...string) (map[string]*planner.ViewPlan, error) {
+// planSources is planDDL that also returns the streams and tables the
+// statements created, in order.
+func planSources(t testing.TB, stmts ...string) ([]*catalog.Relation, map[string]*planner.ViewPlan) {
+	t.Helper()
+	sources, plans, err := planStatements(stmts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sources, plans
+}
+
+// planStatements is planSources for callers without a testing.TB.
+func planStatements(stmts ...string) ([]*catalog.Relation, map[string]*planner.ViewPlan, error) {
 	cat := catalog.New()
+	var sources []*catalog.Relation
 	plans := map[string]*planner.ViewPlan{}
 	for i, text := range stmts {
 		st, err := sql.Parse(text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var rel *catalog.Relation
 		var plan *planner.ViewPlan
@@ -49,15 +58,18 @@ func planStatements(stmts ...string) (map[string]*planner.ViewPlan, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", text, err)
+			return nil, nil, fmt.Errorf("%s: %w", text, err)
 		}
 		cat.Apply(int64(i+1), &catalog.Command{Op: catalog.OpCreate, Relation: rel})
 		if plan != nil {
-			plan.View, _ = cat.Lookup(plan.View.Name)
+			plan.View, _ = cat.Lookup(plan.View.Name) // as the node does: the applied relation
 			plans[plan.View.Name] = plan
+		} else {
+			rel, _ = cat.Lookup(rel.Name)
+			sources = append(sources, rel)
 		}
 	}
-	return plans, nil
+	return sources, plans, nil
 }
 
 // storeContents lists a store's keys and values.
