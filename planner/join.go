@@ -25,12 +25,28 @@ type StreamJoin struct {
 	// partitions by Key: a routing stage sends each to the partition of
 	// its Key first (the stream is re-keyed for the join).
 	Route bool
+
+	// Within is set for a stream–stream join (streamjoin.go): Table is
+	// then the right stream, RightKey its side of ON (over its record
+	// input), Left set for LEFT and FULL joins and Full for FULL ones.
+	// Parts is how the join places its keys: its partitions, and a key
+	// column of the join key's type in its key_format and partitioner
+	// (a side keyed by the join key, or a relation made up for it);
+	// RouteRight is Route for the right stream.
+	Within     *JoinWindow
+	Full       bool
+	RightKey   Scalar
+	RouteRight bool
+	Parts      *catalog.Relation
 }
 
 // JoinedInput is the row a join's expressions are bound over: the
 // stream's record input (its columns, then ROWTIME), then the table's
 // columns.
 func (j *StreamJoin) JoinedInput(stream *catalog.Relation) []catalog.Column {
+	if j.Within != nil {
+		return append(RecordInput(stream), RecordInput(j.Table)...)
+	}
 	return append(RecordInput(stream), j.Table.Schema.Columns...)
 }
 
@@ -43,12 +59,6 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 	if !lok || !rok {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream joins one stream and one table").WithPosition(join.Pos).
 			WithHint("Join the result of one join in another derived stream.")
-	}
-	switch join.Kind {
-	case sql.JoinInner, sql.JoinLeft:
-	default:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
-			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
 	}
 	if len(join.Using) > 0 {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
@@ -66,10 +76,19 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 		return nil, pgerr.New(pgerr.WrongObjectType, "the left side of a derived stream's join is a stream, and %s is not", src.Name).WithPosition(left.Pos).
 			WithHint("Write FROM stream JOIN table.")
 	}
-	if tbl.Kind != catalog.KindTable && tbl.Kind != catalog.KindView {
-		what := "a stream–stream join"
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s (%s JOIN %s) is not supported yet", what, src.Name, tbl.Name).WithPosition(right.Pos).
-			WithHint("Join a stream to a table.")
+	if tbl.Kind == catalog.KindStream {
+		return planStreamStreamJoin(cat, s, join, src, tbl, left, right, opts, text)
+	}
+	switch join.Kind {
+	case sql.JoinInner, sql.JoinLeft:
+	default:
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
+			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
+	}
+	if join.Within != nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a join of two streams, and %s is a %s", tbl.Name, strings.ToLower(string(tbl.Kind))).
+			WithPosition(join.Within.Pos).
+			WithHint("Leave WITHIN out: a stream record joins the table's row as of its time.")
 	}
 	if tbl.Kind == catalog.KindView {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining a stream to view %s is not supported yet", tbl.Name).WithPosition(right.Pos).
@@ -273,6 +292,17 @@ func withPos(err error, pos int) error {
 
 // joinString renders a join for EXPLAIN.
 func (j *StreamJoin) String() string {
+	if j.Within != nil {
+		kind := "Join"
+		switch {
+		case j.Full:
+			kind = "Full join"
+		case j.Left:
+			kind = "Left join"
+		}
+		return fmt.Sprintf("%s stream %s on %s = %s, %s (both streams' records of the window kept in Pebble with a changelog; an unmatched record of an outer side emitted once no match can come)",
+			kind, j.Table.Name, j.Key, j.RightKey, j.Within)
+	}
 	kind := "Join"
 	if j.Left {
 		kind = "Left join"

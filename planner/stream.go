@@ -66,6 +66,21 @@ func (p *StreamPlan) String() string {
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
+	if j := p.Join; j != nil && j.Within != nil {
+		fmt.Fprintf(&b, "  %s\n", j)
+		for _, side := range []struct {
+			rel   *catalog.Relation
+			key   Scalar
+			route bool
+		}{{p.Source, j.Key, j.Route}, {j.Table, j.RightKey, j.RouteRight}} {
+			if side.route {
+				fmt.Fprintf(&b, "  Repartition stream %s by %s (to the join's %d partitions: a routing task per stream partition)\n", side.rel.Name, side.key, j.Parts.Partitions)
+			}
+		}
+		fmt.Fprintf(&b, "  Source streams %s (topic %s, %d partitions) and %s (topic %s, %d partitions; a join task per join partition)\n",
+			p.Source.Name, p.Source.Topic, p.Source.Partitions, j.Table.Name, j.Table.Topic, j.Table.Partitions)
+		return b.String()
+	}
 	if j := p.Join; j != nil {
 		fmt.Fprintf(&b, "  %s\n", j)
 		if j.Route {

@@ -1,5 +1,7 @@
 package sql
 
+import "time"
+
 // The AST of what catalog queries use beyond a single-relation SELECT:
 // FROM lists with joins, derived tables and set-returning functions,
 // subqueries, arrays, subscripts, record fields and window functions.
@@ -62,7 +64,21 @@ type Join struct {
 	Left, Right FromItem
 	On          Expr
 	Using       []string
-	Pos         int
+	// Within is the window of a stream–stream join (ksqlDB's WITHIN
+	// clause, between Right and ON), nil when none was written.
+	Within *JoinWindow
+	Pos    int
+}
+
+// JoinWindow is a stream–stream join's WITHIN clause: a record of the
+// left stream at time t joins the right stream's records of times
+// [t-Before, t+After]; Grace is how long after a window closes late
+// records are still taken (HasGrace when GRACE PERIOD was written).
+type JoinWindow struct {
+	Before, After time.Duration
+	Grace         time.Duration
+	HasGrace      bool
+	Pos           int // the WITHIN keyword's character position (1-based, as other Pos fields)
 }
 
 func (*TableRef) fromItem()    {}

@@ -74,11 +74,14 @@ func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The window of a stream–stream join rides on its right relation as
+	// an index hint (within.go).
+	within := c.takeWindow(j.Right)
 	right, err := c.fromNode(j.Right, pos)
 	if err != nil {
 		return nil, err
 	}
-	out := &Join{Left: left, Right: right, Pos: pos}
+	out := &Join{Left: left, Right: right, Within: within, Pos: pos}
 	switch {
 	case j.StraightJoin:
 		// The rewrite writes FULL [OUTER] JOIN as STRAIGHT_JOIN, which
@@ -120,6 +123,12 @@ func (c *converter) fromNode(n ast.ResultSetNode, pos int) (FromItem, error) {
 		}
 		switch src := n.Source.(type) {
 		case *ast.TableName:
+			if len(src.IndexHints) > 0 {
+				// Only the rewrite writes index hints (a user's USE is a
+				// name), for a join window, which join has taken off
+				// the join's right relation.
+				return nil, unsupported(pos, "index hints are not supported")
+			}
 			if len(cols) > 0 {
 				return nil, unsupported(pos, "column aliases on a relation are not supported")
 			}

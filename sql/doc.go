@@ -69,10 +69,12 @@
 //     becomes REGEXP, OPERATOR(pg_catalog.~) the operator, COLLATE
 //     disappears, x = ANY(array) a subquery over a marked call, a
 //     function in FROM a derived table, an alias column list (AS s(a,
-//     b)) a placeholder alias. Constructs TiDB would misread and basin
-//     does not implement (NATURAL JOIN, LATERAL,
-//     operators basin lacks) are refused here with 0A000 at their
-//     position.
+//     b)) a placeholder alias. ksqlDB's stream–stream join window (JOIN
+//     b WITHIN 1 HOUR ON ...) becomes an index hint on the right
+//     relation that points into one more side table (within.go).
+//     Constructs TiDB would misread and basin does not implement
+//     (NATURAL JOIN, LATERAL, operators basin lacks) are refused here
+//     with 0A000 at their position.
 //
 //  4. TiDB parse and conversion (tidb.go, convert.go). TiDB parses the
 //     rewritten text; a syntax error's position ("line 1 column 12 near

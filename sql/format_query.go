@@ -37,6 +37,9 @@ func (f *formatter) fromItem(it FromItem) {
 		} else {
 			f.fromItem(it.Right)
 		}
+		if it.Within != nil {
+			f.window(it.Within)
+		}
 		if it.On != nil {
 			f.b.WriteString(" ON ")
 			f.expr(it.On)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/datadriven"
@@ -179,7 +180,72 @@ func rewriteForDebug(text string) (string, error) {
 	if err := rw.run(0, len(sp.toks)-1); err != nil {
 		return "", err
 	}
-	return build(rw.out, sp.toks[len(sp.toks)-1]).String(), nil
+	return rw.build(sp.toks[len(sp.toks)-1]).String(), nil
+}
+
+// TestJoinWindow checks the fields of the join windows statements parse
+// to (testdata/parse shows them only as Format writes them): each join's
+// Within, in FROM order, nil for a join without one.
+func TestJoinWindow(t *testing.T) {
+	hour := time.Hour
+	for _, c := range []struct {
+		text string
+		want []*JoinWindow
+	}{
+		{"SELECT * FROM a JOIN b WITHIN 1 HOUR ON a.k = b.k",
+			[]*JoinWindow{{Before: hour, After: hour, Pos: 24}}},
+		{"SELECT * FROM a JOIN b WITHIN 2 HOURS GRACE PERIOD 10 MINUTES ON a.k = b.k",
+			[]*JoinWindow{{Before: 2 * hour, After: 2 * hour, Grace: 10 * time.Minute, HasGrace: true, Pos: 24}}},
+		{"SELECT * FROM a JOIN b WITHIN (1 SECOND, 5 MINUTES) ON a.k = b.k",
+			[]*JoinWindow{{Before: time.Second, After: 5 * time.Minute, Pos: 24}}},
+		{"SELECT * FROM a JOIN b WITHIN 500 MILLISECONDS ON a.k = b.k",
+			[]*JoinWindow{{Before: 500 * time.Millisecond, After: 500 * time.Millisecond, Pos: 24}}},
+		{"SELECT * FROM a JOIN b WITHIN 1 DAY GRACE PERIOD 0 seconds ON a.k = b.k",
+			[]*JoinWindow{{Before: 24 * hour, After: 24 * hour, HasGrace: true, Pos: 24}}},
+		{"select * from a x left outer join b y within 3 minutes on x.k = y.k",
+			[]*JoinWindow{{Before: 3 * time.Minute, After: 3 * time.Minute, Pos: 39}}},
+		{"SELECT * FROM a AS x FULL OUTER JOIN b AS y WITHIN (0 SECONDS, 1 HOUR) ON x.k = y.k",
+			[]*JoinWindow{{After: hour, Pos: 45}}},
+		// Positions count characters, not bytes.
+		{"SELECT 'é' FROM a JOIN b WITHIN 1 HOUR ON a.k = b.k",
+			[]*JoinWindow{{Before: hour, After: hour, Pos: 26}}},
+		{"SELECT * FROM a JOIN b WITHIN 1 HOUR ON a.k = b.k JOIN c ON c.k = a.k LEFT JOIN d WITHIN 2 SECONDS ON d.k = a.k",
+			[]*JoinWindow{{Before: hour, After: hour, Pos: 24}, nil, {Before: 2 * time.Second, After: 2 * time.Second, Pos: 83}}},
+		{"CREATE STREAM s AS SELECT * FROM a JOIN b WITHIN 1 HOUR ON a.id = b.id PARTITION BY a.id",
+			[]*JoinWindow{{Before: hour, After: hour, Pos: 43}}},
+		{"SELECT * FROM a JOIN b AS within ON a.k = within.k", []*JoinWindow{nil}},
+	} {
+		stmts, err := Parse(c.text)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", c.text, err)
+			continue
+		}
+		var sel *Select
+		switch s := stmts[0].(type) {
+		case *Select:
+			sel = s
+		case *CreateStreamAs:
+			sel = s.Select
+		}
+		var got []*JoinWindow
+		var walk func(it FromItem)
+		walk = func(it FromItem) {
+			if j, ok := it.(*Join); ok {
+				walk(j.Left)
+				got = append(got, j.Within)
+			}
+		}
+		walk(sel.From[0])
+		if len(got) != len(c.want) {
+			t.Errorf("Parse(%q): %d joins, want %d", c.text, len(got), len(c.want))
+			continue
+		}
+		for k := range got {
+			if (got[k] == nil) != (c.want[k] == nil) || got[k] != nil && *got[k] != *c.want[k] {
+				t.Errorf("Parse(%q): join %d has window %+v, want %+v", c.text, k, got[k], c.want[k])
+			}
+		}
+	}
 }
 
 func TestCharPos(t *testing.T) {

@@ -89,6 +89,9 @@ type tidbText struct {
 	// aliases are the FROM aliases the rewrite replaced by placeholders
 	// (basin__alias_N), because TiDB has no column alias lists.
 	aliases []aliasInfo
+	// windows are the join windows (WITHIN ...) the rewrite replaced by
+	// index hints, USE INDEX (basin__within_N) (within.go).
+	windows []JoinWindow
 	// end is the token TiDB's "end of input" stands for: the token after
 	// the rewritten run, often the statement's sentinel.
 	end token
@@ -133,6 +136,14 @@ func buildWith(items []outItem, end token, aliases []aliasInfo) *tidbText {
 		b.WriteString(it.text)
 	}
 	tt.sql = b.String()
+	return tt
+}
+
+// build builds the TiDB text of what the rewriter wrote, with the side
+// tables it collected; end is the token after the rewritten run.
+func (rw *rewriter) build(end token) *tidbText {
+	tt := buildWith(rw.out, end, rw.aliases)
+	tt.windows = rw.windows
 	return tt
 }
 
@@ -181,6 +192,8 @@ type rewriter struct {
 	clause []string
 	// aliases collects the FROM aliases replaced by placeholders.
 	aliases []aliasInfo
+	// windows collects the join windows replaced by index hints.
+	windows []JoinWindow
 	// operand is the index of the token after an OPERATOR(...) call: an
 	// operand although a ")" precedes it.
 	operand int
@@ -370,6 +383,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 	prev := rw.prev(i)
 	pos := sp.charPos(t.pos)
 
+	if t.val == "within" && rw.windowStarts(i) {
+		return rw.joinWindow(i, j)
+	}
 	if n, ok, err := rw.fromItem(i, j); ok || err != nil {
 		return n, err
 	}

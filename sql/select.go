@@ -100,7 +100,7 @@ scan:
 	if err := rw.run(lo, tail); err != nil {
 		return nil, err
 	}
-	tt := buildWith(rw.out, toks[tail], rw.aliases)
+	tt := rw.build(toks[tail])
 	stmt, err := sp.parseTiDB(tt)
 	if err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (sp *stmtParser) parseExpr(a, b int) (Expr, error) {
 	if err := rw.run(a, b); err != nil {
 		return nil, err
 	}
-	tt := buildWith(rw.out, sp.toks[b], rw.aliases)
+	tt := rw.build(sp.toks[b])
 	stmt, err := sp.parseTiDB(tt)
 	if err != nil {
 		return nil, err
@@ -345,7 +345,7 @@ func (sp *stmtParser) viaTiDB(i, hi int, keywords map[string]bool) (ast.StmtNode
 	if err := rw.run(i, hi); err != nil {
 		return nil, nil, err
 	}
-	tt := build(rw.out, sp.toks[hi])
+	tt := rw.build(sp.toks[hi])
 	stmt, err := sp.parseTiDB(tt)
 	if err != nil {
 		return nil, nil, err
@@ -412,13 +412,20 @@ func (sp *stmtParser) checkReturning(verb string, k, hi int) error {
 // SELECT.
 func (sp *stmtParser) insertQuery(i int) (int, bool) {
 	toks := sp.toks
+	last := len(toks) - 1 // the sentinel
 	k := i + 1
-	if !toks[k].isWord("into") {
+	if !toks[k].isWord("into") || k+1 >= last {
+		// Without a name (INSERT INTO at the end) the statement is
+		// parseInsert's to report.
 		return 0, false
 	}
 	k += 2 // the name
 	if toks[k].isOp("(") && !toks[k+1].isWord("select") && !toks[k+1].isWord("with") && !toks[k+1].isOp("(") {
-		k = sp.matchParen(k) + 1 // the column list
+		close := sp.matchParen(k)
+		if close >= last {
+			return 0, false // an unclosed column list, parseInsert's too
+		}
+		k = close + 1 // the column list
 	}
 	q := k
 	for toks[q].isOp("(") {

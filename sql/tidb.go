@@ -134,5 +134,11 @@ func (tt *tidbText) String() string {
 			fmt.Fprintf(&b, " cast %s", it.cast.typ)
 		}
 	}
+	for k, w := range tt.windows {
+		fmt.Fprintf(&b, "\nwindow %d: before %v after %v", k, w.Before, w.After)
+		if w.HasGrace {
+			fmt.Fprintf(&b, " grace %v", w.Grace)
+		}
+	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ package stream
 // (see streamTask).
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -63,11 +64,20 @@ type streamTask struct {
 	route    bool
 	key      eval.Expr    // the join key, when routing
 	tblCodec *serde.Codec // encodes it
+	// parts is where routed records go: its partitions, by its
+	// partitioner (the table; a stream–stream join's Parts).
+	parts *catalog.Relation
+	// src is the stream the task reads: the plan's Source, or the
+	// right stream of a stream–stream join, whose routing stage (right)
+	// keeps its markers under the stream's Regroup names and marks each
+	// record it sends with headerRight.
+	src   *catalog.Relation
+	right bool
 }
 
 func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
 	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), out: serde.NewCodec(plan.Stream),
-		part: plan.Stream.PartitionerOf(), env: &eval.Env{}}
+		part: plan.Stream.PartitionerOf(), env: &eval.Env{}, src: plan.Source}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
 	}
@@ -80,27 +90,47 @@ func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *stream
 }
 
 // newRouteTask returns the routing stage of a stream–table join for
-// one stream partition.
+// one stream partition, or of a stream–stream join's left stream.
 func newRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
+	parts := plan.Join.Table
+	if plan.Join.Within != nil {
+		parts = plan.Join.Parts
+	}
 	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
-		route: true, key: eval.Compile(plan.Join.Key), tblCodec: serde.NewCodec(plan.Join.Table)}
+		route: true, key: eval.Compile(plan.Join.Key), tblCodec: serde.NewCodec(parts), parts: parts, src: plan.Source}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1)
+	return t
+}
+
+// newRightRouteTask returns the routing stage of a stream–stream join's
+// right stream for one of its partitions.
+func newRightRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
+	j := plan.Join
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(j.Table), env: &eval.Env{},
+		route: true, key: eval.Compile(j.RightKey), tblCodec: serde.NewCodec(j.Parts), parts: j.Parts, src: j.Table, right: true}
+	t.row = make(catalog.Row, len(j.Table.Schema.Columns)+1)
 	return t
 }
 
 func (t *streamTask) run(ctx context.Context) error {
 	rt, plan, p := t.rt, t.plan, t.state.Partition
-	rel, src := plan.Stream, plan.Source
+	rel, src := plan.Stream, t.src
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	var prod *kgo.Client
 	var err error
-	if t.route {
+	switch {
+	case t.right:
+		changelog = rel.RegroupTopic(rt.opts.Cluster)
+		store = rt.opts.DB.Store(materialize.StoreID{View: rel.RegroupStore(), Partition: p})
+		prod, err = rt.fencedProducer(ctx, fmt.Sprintf("%s-route-right-%d-txn", rel.Name, p), rel.RegroupTransactionalID(rt.opts.Cluster, p),
+			changelog, p, t.maxRecord)
+	case t.route:
 		changelog = rel.ChangesTopic(rt.opts.Cluster)
 		store = rt.opts.DB.Store(materialize.StoreID{View: rel.ChangesStore(), Partition: p})
 		prod, err = rt.fencedProducer(ctx, fmt.Sprintf("%s-route-%d-txn", rel.Name, p), rel.ChangesTransactionalID(rt.opts.Cluster, p),
 			changelog, p, t.maxRecord)
-	} else {
+	default:
 		prod, err = rt.taskProducer(ctx, rel, p, t.maxRecord)
 	}
 	if err != nil {
@@ -202,7 +232,7 @@ func (t *streamTask) run(ctx context.Context) error {
 // into the processing log.
 func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 	plan := t.plan
-	ncols := len(plan.Source.Schema.Columns)
+	ncols := len(t.src.Schema.Columns)
 	row := t.row[:ncols+1]
 	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 	if err != nil || tombstone {
@@ -252,13 +282,16 @@ func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 // joins no row: it goes to its own partition's number, for a LEFT
 // JOIN to emit it with NULLs.
 func (t *streamTask) routed(r *kgo.Record, row catalog.Row) (*kgo.Record, error) {
-	tbl := t.plan.Join.Table
+	tbl := t.parts
 	k, err := t.key(row, t.env)
 	if err != nil {
 		return nil, err
 	}
 	rec := &kgo.Record{Topic: t.plan.Stream.RepartitionTopic(t.rt.opts.Cluster), Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
 		Partition: r.Partition % tbl.Partitions}
+	if t.right {
+		rec.Headers = []kgo.RecordHeader{{Key: headerRight}}
+	}
 	if k != nil {
 		kb, err := t.tblCodec.EncodeKey([]any{k})
 		if err != nil {
@@ -305,6 +338,12 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 		return err
 	}
 	q := &PersistentQuery{Rel: rel, Stream: plan}
+	if plan.Join != nil && plan.Join.Within != nil {
+		if err := rt.startStreamJoin(ctx, q, limit); err != nil {
+			return err
+		}
+		return rt.start(q)
+	}
 	if plan.Join != nil {
 		if err := rt.startJoin(ctx, q, limit, maxBytes); err != nil {
 			return err
@@ -366,6 +405,76 @@ func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, limit int,
 				}
 				return t.standby
 			}})
+	}
+	return nil
+}
+
+// startStreamJoin adds the tasks of a stream–stream join to q: a join
+// task per join partition, whose standby follows its changelog (the
+// store is a copy of it), and a routing task per partition of each
+// stream that is not in the join's partitions by its join key, which
+// runs with the join task of the same number (modulo the join's
+// partitions).
+func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, limit int) error {
+	plan, rel := q.Stream, q.Rel
+	j := plan.Join
+	compact := "compact"
+	if j.Route || j.RouteRight {
+		maxBytes, err := rt.sourceMaxBytes(ctx, j.Table.Topic)
+		if err != nil {
+			return err
+		}
+		if left, err := rt.sourceMaxBytes(ctx, plan.Source.Topic); err != nil {
+			return err
+		} else if maxBytes == nil || left != nil && *left > *maxBytes {
+			maxBytes = left
+		}
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), j.Parts.Partitions,
+			map[string]*string{"max.message.bytes": maxBytes}); err != nil {
+			return err
+		}
+	}
+	routeLimit := 0
+	if j.Route || j.RouteRight {
+		var err error
+		if routeLimit, err = rt.recordLimit(ctx, rel.RepartitionTopic(rt.opts.Cluster)); err != nil {
+			return err
+		}
+	}
+	for _, side := range []struct {
+		on     bool
+		src    *catalog.Relation
+		topic  string
+		stage  string
+		newRun func(*Runtime, *planner.StreamPlan, *TaskState) *streamTask
+	}{
+		{j.Route, plan.Source, rel.ChangesTopic(rt.opts.Cluster), "", newRouteTask},
+		{j.RouteRight, j.Table, rel.RegroupTopic(rt.opts.Cluster), "rekey-right", newRightRouteTask},
+	} {
+		if !side.on {
+			continue
+		}
+		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, side.topic, side.src.Partitions,
+			map[string]*string{"cleanup.policy": &compact}); err != nil {
+			return err
+		}
+		for sp := int32(0); sp < side.src.Partitions; sp++ {
+			ts := rt.newTaskState(sp)
+			q.Rekey = append(q.Rekey, ts)
+			t := side.newRun(rt, plan, ts)
+			t.maxRecord = routeLimit
+			s := activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: sp}, true, ts,
+				fmt.Sprintf("%s/%s/%d", rel.Name, cmp.Or(side.stage, "rekey"), sp), t.run)
+			s.stage = side.stage
+			q.slots = append(q.slots, s)
+		}
+	}
+	for p := int32(0); p < rel.Tasks; p++ {
+		ts := rt.newTaskState(p)
+		q.Tasks = append(q.Tasks, ts)
+		t := newStreamJoinTask(rt, plan, ts)
+		t.maxRecord = limit
+		q.slots = append(q.slots, rt.changelogSlot(rel, ts, t.run, t.inputs()[0], ""))
 	}
 	return nil
 }

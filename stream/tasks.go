@@ -26,6 +26,9 @@ const (
 	headerMarker = "basin.marker"
 	// headerSource is (source partition, offset) on a re-keyed record.
 	headerSource = "basin.src"
+	// headerRight marks a record of a stream–stream join's repartition
+	// topic as the right stream's (unmarked ones are the left's).
+	headerRight = "basin.right"
 )
 
 // markerKey is the key of changelog markers; with compaction the latest
