@@ -24,8 +24,8 @@ import (
 // of them over a derived stream, whose every record must be written
 // once, one over a view, one aggregating a table, one counting a
 // stream–table join's records, a FULL JOIN of two tables, one of them
-// with deletes, a LEFT JOIN on a foreign key and an aggregate of a join
-// by another column), and
+// with deletes, a LEFT JOIN on a foreign key, an aggregate of a join
+// by another column and one counting a stream–stream join's pairs), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -84,6 +84,16 @@ func TestChaos(t *testing.T) {
 	n0.Exec(t, "CREATE TABLE refs_by_region AS SELECT a.region, COUNT(*) AS n, SUM(b.amount) AS total FROM balances b JOIN accounts a ON b.amount = a.id GROUP BY a.region")
 	waitPlacedView(t, c, n0, "balance_refs", 4, 1)
 	waitPlacedView(t, c, n0, "refs_by_region", 4, 1)
+	// A stream–stream join: each refund matches its payment within a
+	// minute (refunds routed from their 3 partitions to the payments'
+	// 4), and a view counts the matches: each pair joined once through
+	// the kills, with the windows' stores restored and promoted.
+	n0.Exec(t, "CREATE STREAM payments (pid BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'payments', value_format = 'json', partitions = 4)")
+	n0.Exec(t, "CREATE STREAM refunds (rid BIGINT KEY, pid BIGINT, amount BIGINT) WITH (kafka_topic = 'refunds', value_format = 'json', partitions = 3)")
+	n0.Exec(t, "CREATE STREAM refunded AS SELECT p.pid, p.region, r.amount AS refund FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid")
+	n0.Exec(t, "CREATE TABLE refunded_by_region AS SELECT region, COUNT(*) AS n, SUM(refund) AS total FROM refunded GROUP BY region")
+	waitPlacedView(t, c, n0, "refunded", 4, 1)
+	waitPlacedView(t, c, n0, "refunded_by_region", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -94,10 +104,12 @@ func TestChaos(t *testing.T) {
 	byRegion, byID, bigByRegion := map[string][2]int64{}, map[string][2]int64{}, map[string][2]int64{}
 	accounts := map[int64]string{}
 	balances := map[int64]int64{}
+	refunded := map[string][2]int64{}
 	next := int64(0)
+	base := time.Now().Add(-time.Hour)
 	produce := func() {
 		recs := make([]*kgo.Record, 0, perBatch)
-		var accs, bals []*kgo.Record
+		var accs, bals, pays, refs []*kgo.Record
 		for range perBatch {
 			id := next % ids
 			region := clusterRegions[rng.IntN(len(clusterRegions))]
@@ -120,6 +132,21 @@ func TestChaos(t *testing.T) {
 				bals = append(bals, &kgo.Record{Key: key, Partition: p}) // a tombstone
 				delete(balances, id)
 			}
+			if rng.IntN(25) == 0 {
+				// A payment, and for half of them a refund 5 ms later.
+				at := base.Add(time.Duration(next) * time.Millisecond)
+				pkey := binary.BigEndian.AppendUint64(nil, uint64(next))
+				pv, _ := json.Marshal(map[string]any{"region": region, "amount": amount})
+				pays = append(pays, &kgo.Record{Key: pkey, Value: pv, Timestamp: at, Partition: kafka.PartitionerMurmur2.Partition(pkey, 4)})
+				if rng.IntN(2) == 0 {
+					refund := 1 + rng.Int64N(50)
+					rv, _ := json.Marshal(map[string]any{"pid": next, "amount": refund})
+					refs = append(refs, &kgo.Record{Key: pkey, Value: rv, Timestamp: at.Add(5 * time.Millisecond),
+						Partition: kafka.PartitionerMurmur2.Partition(pkey, 3)})
+					r := refunded[region]
+					refunded[region] = [2]int64{r[0] + 1, r[1] + refund}
+				}
+			}
 			r := byRegion[region]
 			byRegion[region] = [2]int64{r[0] + 1, r[1] + amount}
 			if amount >= 500 {
@@ -134,6 +161,8 @@ func TestChaos(t *testing.T) {
 		c.ProduceTo(t, "orders", recs...)
 		c.ProduceTo(t, "accounts", accs...)
 		c.ProduceTo(t, "balances", bals...)
+		c.ProduceTo(t, "payments", pays...)
+		c.ProduceTo(t, "refunds", refs...)
 	}
 	var down *testcluster.Node
 	kills := 0
@@ -154,7 +183,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "refunded_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -231,6 +260,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	checkView(t, c, "refs_by_region", "SELECT region, n, total FROM refs_by_region WHERE _partition = %d", countSum(refsByRegion))
+	checkView(t, c, "refunded_by_region", "SELECT region, n, total FROM refunded_by_region WHERE _partition = %d", countSum(refunded))
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

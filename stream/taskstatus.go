@@ -12,7 +12,7 @@ import (
 // TaskStatus is one task as this node runs it: what SHOW TASKS and the
 // HTTP /tasks endpoint report.
 type TaskStatus struct {
-	// Task names it: store/partition, or store/rekey/partition (store/join/partition for a join stage).
+	// Task names it: store/partition, or store/rekey/partition (store/join/partition for a join stage, store/rekey-right/partition for the routing stage of a stream–stream join's right stream).
 	Task     string `json:"task"`
 	Relation string `json:"relation"`
 	// Store is the task's store (name@version); empty for a re-keying
