@@ -538,6 +538,10 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 	case *sql.FuncRef:
 		return qp.planFuncRef(it, parent, into)
 	case *sql.Join:
+		if it.Within != nil {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join of a derived stream, not a query").WithPosition(it.Within.Pos).
+				WithHint("Create the join with CREATE STREAM ... AS SELECT ... JOIN ... WITHIN ..., or compare the times in WHERE.")
+		}
 		js := &scope{parent: parent, level: lvl, using: into.using}
 		l, err := qp.planFromItem(it.Left, parent, lvl, js)
 		if err != nil {

@@ -90,6 +90,10 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a view joins two tables").WithPosition(join.Pos).
 			WithHint("Create a view of one join and join that view's tables' result in another view.")
 	}
+	if join.Within != nil {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join, which derives a stream, not a view").WithPosition(join.Within.Pos).
+			WithHint("Write CREATE STREAM ... AS SELECT ... JOIN ... WITHIN ..., and aggregate that stream in a view.")
+	}
 	if join.Kind == sql.JoinCross || join.On == nil && len(join.Using) == 0 {
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view needs ON").WithPosition(join.Pos).
 			WithHint("Join on the tables' keys: ON %s.key = %s.key.", left.Name, right.Name)
