@@ -114,3 +114,29 @@ func InternalTopic(name string) bool {
 // internalPrefix starts every topic, group and transactional id basin
 // derives (see the functions above).
 const internalPrefix = "_basin-"
+
+// StageName names join stage i (from 1) of derived stream r, a join of
+// three or more relations: the intermediate stream the stage writes is
+// a relation of that name and r's Version, which no catalog holds, so
+// its internal topics and stores are named after it.
+func (r *Relation) StageName(i int) string { return fmt.Sprintf("%s.stage%d", r.Name, i) }
+
+// StageTopic is the internal topic of a join stage's intermediate
+// stream, r being the stage's relation (StageName).
+func (r *Relation) StageTopic(cluster string) string { return r.internal(cluster, "stream") }
+
+// OwnsStageStore reports whether store is the state of one of derived
+// stream r's join stages (StoreName, ChangesStore or RegroupStore of a
+// StageName relation).
+func (r *Relation) OwnsStageStore(store string) bool {
+	rest, ok := strings.CutPrefix(store, r.Name+".stage")
+	if !ok {
+		return false
+	}
+	i := strings.IndexFunc(rest, func(c rune) bool { return c < '0' || c > '9' })
+	if i <= 0 {
+		return false
+	}
+	at, _, _ := strings.Cut(rest[i:], "#")
+	return at == fmt.Sprintf("@%d", r.Version)
+}

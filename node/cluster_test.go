@@ -638,5 +638,5 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 // query that holds no partition of it (a re-keying, change or join
 // stage) rather than a partition's task.
 func isStage(task string) bool {
-	return strings.Contains(task, "/rekey/") || strings.Contains(task, "/rekey-right/") || strings.Contains(task, "/join/")
+	return strings.Contains(task, "/rekey/") || strings.Contains(task, "/rekey-right/") || strings.Contains(task, "/join/") || strings.Contains(task, "/stage")
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -350,7 +351,7 @@ func (n *Node) startQueries() error {
 	n.mu.Unlock()
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if live[id.View] || seen[id.View] {
+		if live[id.View] || seen[id.View] || slices.ContainsFunc(rels, func(r *catalog.Relation) bool { return r.OwnsStageStore(id.View) }) {
 			continue
 		}
 		seen[id.View] = true // DropView takes every partition at once

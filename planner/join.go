@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -51,69 +52,20 @@ func (j *StreamJoin) JoinedInput(stream *catalog.Relation) []catalog.Column {
 }
 
 // planStreamJoin plans CREATE STREAM ... AS SELECT ... FROM stream [LEFT]
-// JOIN table ON <stream expression> = <table key>.
+// JOIN table ON <stream expression> = <table key>, a join of two streams
+// (streamjoin.go), or a chain of such joins (joinstage.go).
 func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join, opts map[string]string, text string) (*StreamPlan, error) {
 	sel := s.Select
-	left, lok := join.Left.(*sql.TableRef)
-	right, rok := join.Right.(*sql.TableRef)
-	if !lok || !rok {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream joins one stream and one table").WithPosition(join.Pos).
-			WithHint("Join the result of one join in another derived stream.")
-	}
-	if len(join.Using) > 0 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
-			WithHint("Write the condition with ON stream.column = table.key.")
-	}
-	src, err := cat.Resolve(left.Name)
+	n := 0
+	left, err := planJoinLeft(cat, join.Left, &n)
 	if err != nil {
-		return nil, withPos(err, left.Pos)
-	}
-	tbl, err := cat.Resolve(right.Name)
-	if err != nil {
-		return nil, withPos(err, right.Pos)
-	}
-	if src.Kind != catalog.KindStream || src.Name == catalog.ProcessingLogName {
-		return nil, pgerr.New(pgerr.WrongObjectType, "the left side of a derived stream's join is a stream, and %s is not", src.Name).WithPosition(left.Pos).
-			WithHint("Write FROM stream JOIN table.")
-	}
-	if tbl.Kind == catalog.KindStream {
-		return planStreamStreamJoin(cat, s, join, src, tbl, left, right, opts, text)
-	}
-	switch join.Kind {
-	case sql.JoinInner, sql.JoinLeft:
-	default:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
-			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
-	}
-	if join.Within != nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a join of two streams, and %s is a %s", tbl.Name, strings.ToLower(string(tbl.Kind))).
-			WithPosition(join.Within.Pos).
-			WithHint("Leave WITHIN out: a stream record joins the table's row as of its time.")
-	}
-	if tbl.Kind == catalog.KindView {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining a stream to view %s is not supported yet", tbl.Name).WithPosition(right.Pos).
-			WithHint("Join the table the view reads.")
-	}
-	keys := tbl.Schema.KeyIndexes()
-	if len(keys) != 1 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", tbl.Name, len(keys)).WithPosition(right.Pos)
-	}
-	j := &StreamJoin{Table: tbl, Alias: right.Alias, Left: join.Kind == sql.JoinLeft}
-	input := j.JoinedInput(src)
-	nsrc := len(RecordInput(src))
-	b := &binder{cols: input, rels: []boundRel{
-		{name: src.Name, alias: left.Alias, lo: 0, hi: nsrc},
-		{name: tbl.Name, alias: right.Alias, lo: nsrc, hi: len(input)},
-	}}
-	if join.On == nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a join of a stream and a table needs ON").WithPosition(join.Pos)
-	}
-	b.clause = "JOIN conditions"
-	if j.Key, err = joinKey(b, join.On, nsrc, nsrc+keys[0], tbl); err != nil {
 		return nil, err
 	}
-	b.clause = ""
-	p := &StreamPlan{Source: src, KeyColumn: -1, Join: j}
+	j, b, err := bindJoin(cat, join, left)
+	if err != nil {
+		return nil, err
+	}
+	p := &StreamPlan{Source: left.src, KeyColumn: -1, Join: j, Stages: left.stages}
 	if sel.Where != nil {
 		b.clause = "WHERE"
 		f, err := b.bind(sel.Where)
@@ -125,7 +77,7 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 		}
 		b.clause = ""
 	}
-	items, err := expandJoinStar(sel.Items, b, input)
+	items, err := expandJoinStar(sel.Items, b, b.cols)
 	if err != nil {
 		return nil, err
 	}
@@ -135,17 +87,23 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 	stream := &catalog.Relation{
 		Name: s.Name, Kind: catalog.KindStream, Topic: opts["kafka_topic"], KeyFormat: strings.ToLower(opts["key_format"]),
 		ValueFormat: FormatJSON, Options: opts, SQL: text,
-		Sources:    []string{strings.ToLower(src.Name), strings.ToLower(tbl.Name)},
-		Partitions: tbl.Partitions, Tasks: tbl.Partitions,
+		Sources:    append(slices.Clone(left.sources), strings.ToLower(j.Table.Name)),
+		Partitions: j.partitions(), Tasks: j.partitions(),
 	}
 	p.Stream = stream
 	if stream.Topic == "" {
 		stream.Topic = s.Name
 	}
-	if err := checkStreamTopic(stream, src, tbl); err != nil {
+	if err := checkStreamTopic(stream, append(slices.Clone(left.reads), j.Table)...); err != nil {
 		return nil, err
 	}
-	cols, err := p.columns(b, s, opts, items, func(cols []catalog.Column) error { return p.joinKeyColumn(cols, nsrc+keys[0]) })
+	key := p.streamJoinKeyColumn
+	if j.Within == nil {
+		key = func(cols []catalog.Column) error {
+			return p.joinKeyColumn(cols, len(RecordInput(left.src))+j.Table.Schema.KeyIndexes()[0])
+		}
+	}
+	cols, err := p.columns(b, s, opts, items, key)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +120,73 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "stream %s needs at least one value column besides its key", s.Name).
 			WithHint("Select another column.")
 	}
+	p.Rekey = true
+	return p, nil
+}
+
+// partitions is the number of partitions the join runs in: the table's
+// for a stream–table join, Parts' for a stream–stream join.
+func (j *StreamJoin) partitions() int32 {
+	if j.Within != nil {
+		return j.Parts.Partitions
+	}
+	return j.Table.Partitions
+}
+
+// bindJoin binds the join of left with join's right relation: a table
+// (the record looks up its key) or a stream (WITHIN). It returns the
+// join and the binder of its joined input, the left's record input
+// followed by the right's.
+func bindJoin(cat *catalog.Catalog, join *sql.Join, left *joinLeft) (*StreamJoin, *binder, error) {
+	right, ok := join.Right.(*sql.TableRef)
+	if !ok {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream joins streams and tables, not subqueries or functions").WithPosition(join.Pos).
+			WithHint("Derive the subquery's result as a stream or table first, and join that.")
+	}
+	if len(join.Using) > 0 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
+			WithHint("Write the condition with ON left.column = right.column.")
+	}
+	tbl, err := cat.Resolve(right.Name)
+	if err != nil {
+		return nil, nil, withPos(err, right.Pos)
+	}
+	if tbl.Kind == catalog.KindStream {
+		return bindStreamStreamJoin(join, left, tbl, right)
+	}
+	switch join.Kind {
+	case sql.JoinInner, sql.JoinLeft:
+	default:
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "%s of a stream and a table is not supported", join.Kind).WithPosition(join.Pos).
+			WithHint("A stream joins a table with JOIN or LEFT JOIN: each record looks up the table's row for its key.")
+	}
+	if join.Within != nil {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a join of two streams, and %s is a %s", tbl.Name, strings.ToLower(string(tbl.Kind))).
+			WithPosition(join.Within.Pos).
+			WithHint("Leave WITHIN out: a stream record joins the table's row as of its time.")
+	}
+	if tbl.Kind == catalog.KindView {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining a stream to view %s is not supported yet", tbl.Name).WithPosition(right.Pos).
+			WithHint("Join the table the view reads.")
+	}
+	keys := tbl.Schema.KeyIndexes()
+	if len(keys) != 1 {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", tbl.Name, len(keys)).WithPosition(right.Pos)
+	}
+	src := left.src
+	j := &StreamJoin{Table: tbl, Alias: right.Alias, Left: join.Kind == sql.JoinLeft}
+	nsrc := len(left.cols)
+	input := append(slices.Clone(left.cols), tbl.Schema.Columns...)
+	b := &binder{cols: input, rels: append(slices.Clone(left.rels), boundRel{name: tbl.Name, alias: right.Alias, lo: nsrc, hi: len(input)})}
+	if join.On == nil {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of a stream and a table needs ON").WithPosition(join.Pos)
+	}
+	b.clause = "JOIN conditions"
+	if j.Key, err = joinKey(b, join.On, nsrc, nsrc+keys[0], tbl); err != nil {
+		return nil, nil, err
+	}
+	b.clause = ""
+	j.Key = left.asStageKey(j.Key)
 	// The stream's records are where the join needs them only when it is
 	// keyed by the very column the join looks up, in the table's key
 	// bytes, partitions and partitioner.
@@ -170,8 +195,7 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 	direct = direct && len(srcKeys) == 1 && ref.Idx == srcKeys[0] && src.Schema.Columns[ref.Idx].Type == tbl.Schema.Columns[keys[0]].Type &&
 		src.KeyFormat == tbl.KeyFormat && src.Partitions == tbl.Partitions && src.Partitioner == tbl.Partitioner
 	j.Route = !direct
-	p.Rekey = true
-	return p, nil
+	return j, b, nil
 }
 
 // joinKey binds ON, which must be one equality between an expression

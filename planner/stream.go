@@ -30,6 +30,12 @@ type StreamPlan struct {
 	// Join is the table a derived stream's records are joined with; nil
 	// without a join. Filter and Output are then over its JoinedInput.
 	Join *StreamJoin
+	// Stages are the join stages of a join of three or more relations
+	// (joinstage.go), innermost first: each writes the intermediate
+	// stream the next one, and the last the plan itself, reads as its
+	// Source. Their streams are named when the query starts
+	// (catalog.Relation.StageOf).
+	Stages []*StreamPlan
 	// Rekey is set when a record goes to the partition its key's bytes
 	// hash to (the stream's partitioner) rather than to the partition
 	// of the source record: under PARTITION BY, with another partition
@@ -74,24 +80,63 @@ func (p *StreamPlan) String() string {
 			route bool
 		}{{p.Source, j.Key, j.Route}, {j.Table, j.RightKey, j.RouteRight}} {
 			if side.route {
-				fmt.Fprintf(&b, "  Repartition stream %s by %s (to the join's %d partitions: a routing task per stream partition)\n", side.rel.Name, side.key, j.Parts.Partitions)
+				name := side.rel.Name
+				if side.rel == p.Source && len(p.Stages) > 0 {
+					name = fmt.Sprintf("of join stage %d", len(p.Stages))
+				}
+				fmt.Fprintf(&b, "  Repartition stream %s by %s (to the join's %d partitions: a routing task per stream partition)\n", name, side.key, j.Parts.Partitions)
 			}
 		}
-		fmt.Fprintf(&b, "  Source streams %s (topic %s, %d partitions) and %s (topic %s, %d partitions; a join task per join partition)\n",
-			p.Source.Name, p.Source.Topic, p.Source.Partitions, j.Table.Name, j.Table.Topic, j.Table.Partitions)
+		fmt.Fprintf(&b, "  Source streams %s and %s (topic %s, %d partitions; a join task per join partition)\n",
+			p.sourceString(), j.Table.Name, j.Table.Topic, j.Table.Partitions)
+		p.writeStages(&b)
 		return b.String()
 	}
 	if j := p.Join; j != nil {
 		fmt.Fprintf(&b, "  %s\n", j)
 		if j.Route {
-			fmt.Fprintf(&b, "  Repartition stream %s by %s (to the table's partitions: a routing task per stream partition)\n", p.Source.Name, j.Key)
+			name := p.Source.Name
+			if len(p.Stages) > 0 {
+				name = fmt.Sprintf("of join stage %d", len(p.Stages))
+			}
+			fmt.Fprintf(&b, "  Repartition stream %s by %s (to the table's partitions: a routing task per stream partition)\n", name, j.Key)
 		}
-		fmt.Fprintf(&b, "  Source stream %s (topic %s, %d partitions) and table %s (a join task per table partition)\n",
-			p.Source.Name, p.Source.Topic, p.Source.Partitions, j.Table.Name)
+		fmt.Fprintf(&b, "  Source stream %s and table %s (a join task per table partition)\n", p.sourceString(), j.Table.Name)
+		p.writeStages(&b)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "  Source stream %s (topic %s, %d partitions; a task per partition)\n", p.Source.Name, p.Source.Topic, p.Source.Partitions)
 	return b.String()
+}
+
+// writeStages writes the join stages of a join of three or more
+// relations for EXPLAIN, the last first: what each joins, its
+// repartitions and its sources.
+func (p *StreamPlan) writeStages(b *strings.Builder) {
+	for i := len(p.Stages) - 1; i >= 0; i-- {
+		st := p.Stages[i]
+		fmt.Fprintf(b, "  Join stage %d (%d partitions; every column of the relations it joins, to an internal stream keyed by %s, exactly once):\n",
+			i+1, st.Stream.Partitions, st.Output[0])
+		lines := strings.Split(strings.TrimSuffix(st.String(), "\n"), "\n")
+		for _, line := range lines[1:] {
+			if strings.Contains(line, "Project [") || strings.Contains(line, "Place by key") || strings.Contains(line, "Join stage") {
+				continue
+			}
+			if strings.HasPrefix(line, "    ") {
+				break // an earlier stage's, written next
+			}
+			fmt.Fprintf(b, "  %s\n", line)
+		}
+	}
+}
+
+// sourceString names a join's left stream for EXPLAIN: a stream and its
+// topic, or the last join stage's internal stream.
+func (p *StreamPlan) sourceString() string {
+	if n := len(p.Stages); n > 0 {
+		return fmt.Sprintf("of join stage %d (internal, %d partitions)", n, p.Source.Partitions)
+	}
+	return fmt.Sprintf("%s (topic %s, %d partitions)", p.Source.Name, p.Source.Topic, p.Source.Partitions)
 }
 
 // streamOptions are the WITH options of CREATE STREAM ... AS SELECT.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,39 +49,40 @@ func (w *JoinWindow) String() string {
 // join (its columns, then its ROWTIME).
 func (j *StreamJoin) RightInput() []catalog.Column { return RecordInput(j.Table) }
 
-// planStreamStreamJoin plans the stream–stream join of a derived
-// stream, CREATE STREAM ... AS SELECT ... FROM left [LEFT | FULL] JOIN
-// right WITHIN ... ON <left expression> = <right expression>: a join
-// task per join partition keeps each side's records of the window in a
-// store with a changelog, and both sides are routed to the join's
-// partitions by their join keys where they are not there already.
-func planStreamStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join, src, right *catalog.Relation,
-	leftRef, rightRef *sql.TableRef, opts map[string]string, text string) (*StreamPlan, error) {
-	sel := s.Select
+// bindStreamStreamJoin binds the join of left with stream right, FROM
+// left [LEFT | FULL] JOIN right WITHIN ... ON <left expression> = <right
+// expression>: a join task per join partition keeps each side's
+// records of the window in a store with a changelog, and both sides are
+// routed to the join's partitions by their join keys where they are not
+// there already.
+func bindStreamStreamJoin(join *sql.Join, left *joinLeft, right *catalog.Relation, rightRef *sql.TableRef) (*StreamJoin, *binder, error) {
+	lname := left.name()
 	if join.Within == nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a join of streams %s and %s needs a WITHIN clause", src.Name, right.Name).WithPosition(join.Pos).
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of streams %s and %s needs a WITHIN clause", lname, right.Name).WithPosition(join.Pos).
 			WithHint("Bound the join in record time, e.g. JOIN %s WITHIN 1 HOUR GRACE PERIOD 10 MINUTES ON ...: streams never end, so each record can only wait so long for its match.", right.Name)
 	}
 	switch join.Kind {
 	case sql.JoinInner, sql.JoinLeft, sql.JoinFull:
 	case sql.JoinRight:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "RIGHT JOIN of streams is not supported").WithPosition(join.Pos).
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "RIGHT JOIN of streams is not supported").WithPosition(join.Pos).
 			WithHint("Swap the streams and write LEFT JOIN.")
 	default:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of streams is not supported", join.Kind).WithPosition(join.Pos).
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "%s of streams is not supported", join.Kind).WithPosition(join.Pos).
 			WithHint("Streams join with JOIN, LEFT JOIN or FULL JOIN ... WITHIN ... ON left.expr = right.expr.")
 	}
-	if strings.EqualFold(src.Name, right.Name) {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "joining stream %s with itself is not supported", src.Name).WithPosition(rightRef.Pos).
-			WithHint("Derive a copy of the stream with CREATE STREAM ... AS SELECT and join the two.")
+	for _, r := range left.reads {
+		if strings.EqualFold(r.Name, right.Name) {
+			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "stream %s is joined twice, which is not supported", right.Name).WithPosition(rightRef.Pos).
+				WithHint("Derive a copy of the stream with CREATE STREAM ... AS SELECT and join the two.")
+		}
 	}
 	if right.Name == catalog.ProcessingLogName {
-		return nil, pgerr.New(pgerr.InsufficientPrivilege, "a derived stream cannot read %s", right.Name).WithPosition(rightRef.Pos).
+		return nil, nil, pgerr.New(pgerr.InsufficientPrivilege, "a derived stream cannot read %s", right.Name).WithPosition(rightRef.Pos).
 			WithHint("Read the processing log with SELECT.")
 	}
 	w := join.Within
 	if w.Before < 0 || w.After < 0 || w.Grace < 0 {
-		return nil, pgerr.New(pgerr.InvalidParameterValue, "the durations of WITHIN and GRACE PERIOD cannot be negative").WithPosition(w.Pos)
+		return nil, nil, pgerr.New(pgerr.InvalidParameterValue, "the durations of WITHIN and GRACE PERIOD cannot be negative").WithPosition(w.Pos)
 	}
 	j := &StreamJoin{Table: right, Alias: rightRef.Alias, Left: join.Kind == sql.JoinLeft || join.Kind == sql.JoinFull,
 		Full:   join.Kind == sql.JoinFull,
@@ -89,84 +91,32 @@ func planStreamStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql
 		j.Within.Grace = w.Grace.Milliseconds()
 	}
 	if len(join.Using) > 0 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
 			WithHint("Write the condition with ON left.column = right.column.")
 	}
 	if join.On == nil {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a join of streams needs ON").WithPosition(join.Pos)
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of streams needs ON").WithPosition(join.Pos)
 	}
-	input := j.JoinedInput(src)
-	nsrc := len(RecordInput(src))
-	b := &binder{cols: input, rels: []boundRel{
-		{name: src.Name, alias: leftRef.Alias, lo: 0, hi: nsrc},
-		{name: right.Name, alias: rightRef.Alias, lo: nsrc, hi: len(input)},
-	}}
+	nsrc := len(left.cols)
+	input := append(slices.Clone(left.cols), RecordInput(right)...)
+	b := &binder{cols: input, rels: append(slices.Clone(left.rels), boundRel{name: right.Name, alias: rightRef.Alias, lo: nsrc, hi: len(input)})}
 	b.clause = "JOIN conditions"
-	if err := j.bindStreamKeys(b, join.On, src, nsrc); err != nil {
-		return nil, err
+	if err := j.bindStreamKeys(b, join.On, lname, nsrc); err != nil {
+		return nil, nil, err
 	}
 	b.clause = ""
-	p := &StreamPlan{Source: src, KeyColumn: -1, Join: j}
-	if sel.Where != nil {
-		b.clause = "WHERE"
-		f, err := b.bind(sel.Where)
-		if err != nil {
-			return nil, err
-		}
-		if p.Filter, err = b.coerce(f, catalog.Boolean, sel.Where.Position(), "argument of WHERE"); err != nil {
-			return nil, err
-		}
-		b.clause = ""
-	}
-	items, err := expandJoinStar(sel.Items, b, input)
-	if err != nil {
-		return nil, err
-	}
-	if p.Output, err = b.bindItems(items); err != nil {
-		return nil, err
-	}
-	j.partitioning(src)
-	stream := &catalog.Relation{
-		Name: s.Name, Kind: catalog.KindStream, Topic: opts["kafka_topic"], KeyFormat: strings.ToLower(opts["key_format"]),
-		ValueFormat: FormatJSON, Options: opts, SQL: text,
-		Sources:    []string{strings.ToLower(src.Name), strings.ToLower(right.Name)},
-		Partitions: j.Parts.Partitions, Tasks: j.Parts.Partitions,
-	}
-	p.Stream = stream
-	if stream.Topic == "" {
-		stream.Topic = s.Name
-	}
-	if err := checkStreamTopic(stream, src, right); err != nil {
-		return nil, err
-	}
-	cols, err := p.columns(b, s, opts, items, p.streamJoinKeyColumn)
-	if err != nil {
-		return nil, err
-	}
-	stream.Schema.Columns = cols
-	if stream.KeyFormat == "" {
-		stream.KeyFormat = FormatKafka
-	}
-	k := p.KeyColumn
-	if stream.KeyFormat == FormatKafka && !kafkaKeyType(cols[k].Type) {
-		return nil, pgerr.New(pgerr.DatatypeMismatch, "key column %s of stream %s is %s, which key_format 'kafka' cannot hold", cols[k].Name, s.Name, cols[k].Type).
-			WithHint("Use WITH (key_format = 'json'), or cast the key.")
-	}
-	if len(cols) == 1 {
-		return nil, pgerr.New(pgerr.InvalidTableDefinition, "stream %s needs at least one value column besides its key", s.Name).
-			WithHint("Select another column.")
-	}
-	p.Rekey = true
-	return p, nil
+	j.Key = left.asStageKey(j.Key)
+	j.partitioning(left.src)
+	return j, b, nil
 }
 
 // bindStreamKeys binds ON of a stream–stream join, one equality between
 // an expression of the left stream's columns and one of the right's,
 // and sets Key and RightKey, both of the type they compare in.
-func (j *StreamJoin) bindStreamKeys(b *binder, on sql.Expr, src *catalog.Relation, nsrc int) error {
+func (j *StreamJoin) bindStreamKeys(b *binder, on sql.Expr, lname string, nsrc int) error {
 	bin, ok := on.(*sql.Binary)
 	if !ok || bin.Op != "=" {
-		return pgerr.New(pgerr.FeatureNotSupported, "the join condition of streams %s and %s must be one equality, left expression = right expression", src.Name, j.Table.Name).
+		return pgerr.New(pgerr.FeatureNotSupported, "the join condition of streams %s and %s must be one equality, left expression = right expression", lname, j.Table.Name).
 			WithPosition(on.Position()).
 			WithHint("Records are matched by equal join keys; put other conditions in WHERE.")
 	}
@@ -197,9 +147,9 @@ func (j *StreamJoin) bindStreamKeys(b *binder, on sql.Expr, src *catalog.Relatio
 	case side(l) == 2 && side(r) == 1:
 		l, r, lpos, rpos = r, l, rpos, lpos
 	default:
-		return pgerr.New(pgerr.FeatureNotSupported, "the join condition of streams %s and %s must equal an expression of %s's columns to one of %s's", src.Name, j.Table.Name, src.Name, j.Table.Name).
+		return pgerr.New(pgerr.FeatureNotSupported, "the join condition of streams %s and %s must equal an expression of %s's columns to one of %s's", lname, j.Table.Name, lname, j.Table.Name).
 			WithPosition(on.Position()).
-			WithHint("Each side of = must read one stream, e.g. ON %s.id = %s.id.", src.Name, j.Table.Name)
+			WithHint("Each side of = must read one side of the join, e.g. ON %s.id = %s.id.", lname, j.Table.Name)
 	}
 	t, ok := commonType(l, r)
 	if !ok || t == catalog.Unknown {
@@ -272,7 +222,11 @@ func (p *StreamPlan) streamJoinKeyColumn(cols []catalog.Column) error {
 			return nil
 		}
 	}
-	want := fmt.Sprintf("%s of %s or %s of %s", left, p.Source.Name, right, j.Table.Name)
+	lname := p.Source.Name
+	if len(p.Stages) > 0 {
+		lname = "the relations joined before"
+	}
+	want := fmt.Sprintf("%s of %s or %s of %s", left, lname, right, j.Table.Name)
 	if j.Full {
 		want = fmt.Sprintf("COALESCE(%s, %s)", left, right)
 	}

@@ -888,6 +888,9 @@ func (rt *Runtime) Stop(name string) {
 // Drop stops a relation's query and deletes its state: stores, internal
 // topics and the re-keying group. The source topics stay.
 func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
+	rt.mu.Lock()
+	q := rt.mu.queries[strings.ToLower(rel.Name)]
+	rt.mu.Unlock()
 	rt.Stop(rel.Name)
 	if !rel.HasQuery() {
 		return nil
@@ -896,6 +899,25 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 		return err
 	}
 	var topics []string
+	// The join stages of a join of three or more relations: their
+	// internal streams, as the running query named them, and every
+	// store of theirs this node has.
+	if q != nil && q.Stream != nil {
+		for _, st := range q.Stream.Stages {
+			s := st.Stream
+			topics = append(topics, s.StageTopic(rt.opts.Cluster), s.ChangelogTopic(rt.opts.Cluster), s.RepartitionTopic(rt.opts.Cluster),
+				s.ChangesTopic(rt.opts.Cluster), s.RegroupTopic(rt.opts.Cluster))
+		}
+	}
+	if ids, err := rt.opts.DB.Stores(); err == nil {
+		for _, id := range ids {
+			if rel.OwnsStageStore(id.View) {
+				if err := rt.opts.DB.DropView(id.View); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if rel.Kind != catalog.KindTable {
 		// A view's change or join stage or a join's routing stage, and
 		// the change stage of a view grouping a view or a join, if it

@@ -199,28 +199,42 @@ func (t *streamJoinTask) run(ctx context.Context) error {
 		return err
 	}
 	defer cons.Close()
-	first := t.inputs()[0]
-	if ends, err := kafka.EndOffsets(ctx, rt.adm, first); err == nil {
-		t.state.inputEnd.Store(ends[p])
+	// The task's lag is that of all its inputs together: their ends
+	// as last fetched, less the offsets read.
+	ins := t.inputs()
+	ends := make([]atomic.Int64, len(ins))
+	for i, topic := range ins {
+		if e, err := kafka.EndOffsets(ctx, rt.adm, topic); err == nil {
+			ends[i].Store(e[p])
+		}
+	}
+	lag := func(cp materialize.Checkpoint) {
+		var end, next int64
+		for i, topic := range ins {
+			end += ends[i].Load()
+			next += cp.Input[topic][p]
+		}
+		t.state.inputEnd.Store(end)
+		t.state.inputNext.Store(next)
 	}
 	if cp.Position == nil {
 		cp.Position = materialize.Position{}
 	}
-	t.state.inputNext.Store(cp.Input[first][p])
+	lag(cp)
 	t.state.applied(cp.UpdatedAt)
 	t.state.publishPosition(cp.Position.Clone())
 	t.state.markRestored()
-	var otherEnd atomic.Int64
 	for {
 		fetches, ok, err := rt.pollEnds(ctx, cons, func(topic string) *atomic.Int64 {
-			if topic == first {
-				return &t.state.inputEnd
+			if topic == ins[0] {
+				return &ends[0]
 			}
-			return &otherEnd
+			return &ends[len(ends)-1]
 		})
 		if !ok {
 			return err
 		}
+		lag(cp)
 		if fetches.NumRecords() == 0 {
 			continue
 		}
@@ -247,7 +261,7 @@ func (t *streamJoinTask) run(ctx context.Context) error {
 		}
 		cp = b.cp
 		t.state.publishPosition(cp.Position.Clone())
-		t.state.inputNext.Store(cp.Input[first][p])
+		lag(cp)
 		t.state.applied(cp.UpdatedAt)
 		t.state.errors.Add(int64(len(b.bad)))
 	}

@@ -5,7 +5,6 @@ package stream
 // (see streamTask).
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -318,34 +317,39 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 	rel := plan.Stream
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
-	maxBytes, err := rt.sourceMaxBytes(ctx, plan.Source.Topic)
-	if err != nil {
-		return err
+	q := &PersistentQuery{Rel: rel, Stream: plan}
+	// A join of three or more relations: each join stage writes an
+	// internal stream, named after rel, that the next one reads.
+	for i, st := range plan.Stages {
+		st.Stream.Name, st.Stream.Version = rel.StageName(i+1), rel.Version
+		st.Stream.Topic = st.Stream.StageTopic(rt.opts.Cluster)
 	}
-	if rel.Kind != catalog.KindInsert { // an INSERT writes into a stream's topic
-		if err := rt.EnsureStreamTopic(ctx, rel, maxBytes); err != nil {
+	for i, st := range plan.Stages {
+		limit, maxBytes, err := rt.ensureStreamTopics(ctx, st)
+		if err != nil {
+			return err
+		}
+		if st.Join.Within != nil {
+			err = rt.startStreamJoin(ctx, q, st, i+1, limit)
+		} else {
+			err = rt.startJoin(ctx, q, st, i+1, limit, maxBytes)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	compact := "compact"
-	changelog := rel.ChangelogTopic(rt.opts.Cluster)
-	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, changelog, rel.Tasks,
-		map[string]*string{"cleanup.policy": &compact}); err != nil {
-		return err
-	}
-	limit, err := rt.recordLimit(ctx, rel.Topic)
+	limit, maxBytes, err := rt.ensureStreamTopics(ctx, plan)
 	if err != nil {
 		return err
 	}
-	q := &PersistentQuery{Rel: rel, Stream: plan}
 	if plan.Join != nil && plan.Join.Within != nil {
-		if err := rt.startStreamJoin(ctx, q, limit); err != nil {
+		if err := rt.startStreamJoin(ctx, q, plan, 0, limit); err != nil {
 			return err
 		}
 		return rt.start(q)
 	}
 	if plan.Join != nil {
-		if err := rt.startJoin(ctx, q, limit, maxBytes); err != nil {
+		if err := rt.startJoin(ctx, q, plan, 0, limit, maxBytes); err != nil {
 			return err
 		}
 		return rt.start(q)
@@ -360,15 +364,90 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 	return rt.start(q)
 }
 
-// startJoin adds the tasks of a stream–table join to q: a join task per
-// table partition (a standby keeps the table partition's rows current
-// in its store, so that taking over reads only what it has not read),
-// and, when the stream is
-// not in the table's partitions by the join key, a routing task per
-// stream partition, which runs with the join task of the same number
-// (modulo the table's partitions).
-func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, limit int, maxBytes *string) error {
-	plan, rel := q.Stream, q.Rel
+// ensureStreamTopics creates the topic (unless the plan is an INSERT's,
+// which writes an existing stream's) and the changelog of the stream
+// plan writes, and returns the largest record the topic takes and its
+// source's max.message.bytes.
+func (rt *Runtime) ensureStreamTopics(ctx context.Context, plan *planner.StreamPlan) (int, *string, error) {
+	rel := plan.Stream
+	maxBytes, err := rt.sourceMaxBytes(ctx, plan.Source.Topic)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rel.Kind != catalog.KindInsert { // an INSERT writes into a stream's topic
+		if err := rt.EnsureStreamTopic(ctx, rel, maxBytes); err != nil {
+			return 0, nil, err
+		}
+	}
+	compact := "compact"
+	changelog := rel.ChangelogTopic(rt.opts.Cluster)
+	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, changelog, rel.Tasks,
+		map[string]*string{"cleanup.policy": &compact}); err != nil {
+		return 0, nil, err
+	}
+	limit, err := rt.recordLimit(ctx, rel.Topic)
+	return limit, maxBytes, err
+}
+
+// joinSlot is the slot of join task p of plan, a join stage's (stage >
+// 0) or the query's own (0). A stage's join tasks have no partitions of
+// their own in the assignment: each runs, active only, where the
+// query's task of its number (modulo the query's tasks) is active, and
+// one that moves reads its state again (a stream–table stage's table
+// partition) or restores it from its changelog (a stream–stream
+// stage's). The query's own join tasks have standbys (standby, nil for
+// none: the slot follows the changelog).
+func (rt *Runtime) joinSlot(q *PersistentQuery, plan *planner.StreamPlan, stage int, ts *TaskState, run, standby func(context.Context) error, input string) *slot {
+	rel, p := plan.Stream, ts.Partition
+	if stage > 0 {
+		q.Rekey = append(q.Rekey, ts)
+		s := activeSlot(rt, q.Rel, materialize.StoreID{View: q.Rel.StoreName(), Partition: p}, true, ts, fmt.Sprintf("%s/join/%d", rel.Name, p), run)
+		s.stage = fmt.Sprintf("stage%d-join", stage)
+		return s
+	}
+	q.Tasks = append(q.Tasks, ts)
+	if standby == nil {
+		return rt.changelogSlot(rel, ts, run, input, "")
+	}
+	return &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
+		name: fmt.Sprintf("%s/%d", rel.Name, p),
+		run: func(r ha.Role) func(context.Context) error {
+			if r == ha.RoleActive {
+				return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, run(ctx)) }
+			}
+			return standby
+		}}
+}
+
+// routeSlot is the slot of a routing task for source partition sp of a
+// join stage's (stage > 0) or the query's own join; right says it
+// routes a stream–stream join's right stream.
+func routeSlot(rt *Runtime, q *PersistentQuery, plan *planner.StreamPlan, stage int, right bool, ts *TaskState, run func(context.Context) error) *slot {
+	q.Rekey = append(q.Rekey, ts)
+	name := "rekey"
+	if right {
+		name = "rekey-right"
+	}
+	if stage > 0 {
+		name = fmt.Sprintf("stage%d-%s", stage, name)
+	}
+	s := activeSlot(rt, q.Rel, materialize.StoreID{View: q.Rel.StoreName(), Partition: ts.Partition}, true, ts,
+		fmt.Sprintf("%s/%s/%d", plan.Stream.Name, name, ts.Partition), run)
+	if name != "rekey" {
+		s.stage = name
+	}
+	return s
+}
+
+// startJoin adds the tasks of a stream–table join, plan (the query's
+// own, or join stage stage of it), to q: a join task per table
+// partition (a standby keeps the table partition's rows current in its
+// store, so that taking over reads only what it has not read), and,
+// when the stream is not in the table's partitions by the join key, a
+// routing task per stream partition, which runs with the join task of
+// the same number (modulo the table's partitions).
+func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, plan *planner.StreamPlan, stage int, limit int, maxBytes *string) error {
+	rel := plan.Stream
 	compact := "compact"
 	if plan.Join.Route {
 		if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.RepartitionTopic(rt.opts.Cluster), plan.Join.Table.Partitions,
@@ -385,40 +464,31 @@ func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, limit int,
 		}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
 			ts := rt.newTaskState(sp)
-			q.Rekey = append(q.Rekey, ts)
 			t := newRouteTask(rt, plan, ts)
 			t.maxRecord = routeLimit
-			q.slots = append(q.slots, activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: sp}, true, ts,
-				fmt.Sprintf("%s/rekey/%d", rel.Name, sp), t.run))
+			q.slots = append(q.slots, routeSlot(rt, q, plan, stage, false, ts, t.run))
 		}
 	}
 	for p := int32(0); p < rel.Tasks; p++ {
 		ts := rt.newTaskState(p)
-		q.Tasks = append(q.Tasks, ts)
 		t := newJoinTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
-			name: fmt.Sprintf("%s/%d", rel.Name, p),
-			run: func(r ha.Role) func(context.Context) error {
-				if r == ha.RoleActive {
-					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
-				}
-				return t.standby
-			}})
+		q.slots = append(q.slots, rt.joinSlot(q, plan, stage, ts, t.run, t.standby, ""))
 	}
 	return nil
 }
 
-// startStreamJoin adds the tasks of a stream–stream join to q: a join
-// task per join partition, whose standby follows its changelog (the
-// store is a copy of it), and a routing task per partition of each
-// stream that is not in the join's partitions by its join key, which
-// runs with the join task of the same number (modulo the join's
-// partitions).
-func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, limit int) error {
-	plan, rel := q.Stream, q.Rel
+// startStreamJoin adds the tasks of a stream–stream join, plan (the
+// query's own, or join stage stage of it), to q: a join task per join
+// partition, whose standby follows its changelog (the store is a copy
+// of it), and a routing task per partition of each stream that is not
+// in the join's partitions by its join key, which runs with the join
+// task of the same number (modulo the join's partitions).
+func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, plan *planner.StreamPlan, stage int, limit int) error {
+	rel := plan.Stream
 	j := plan.Join
 	compact := "compact"
+	routeLimit := 0
 	if j.Route || j.RouteRight {
 		maxBytes, err := rt.sourceMaxBytes(ctx, j.Table.Topic)
 		if err != nil {
@@ -433,10 +503,6 @@ func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, limi
 			map[string]*string{"max.message.bytes": maxBytes}); err != nil {
 			return err
 		}
-	}
-	routeLimit := 0
-	if j.Route || j.RouteRight {
-		var err error
 		if routeLimit, err = rt.recordLimit(ctx, rel.RepartitionTopic(rt.opts.Cluster)); err != nil {
 			return err
 		}
@@ -445,11 +511,11 @@ func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, limi
 		on     bool
 		src    *catalog.Relation
 		topic  string
-		stage  string
+		right  bool
 		newRun func(*Runtime, *planner.StreamPlan, *TaskState) *streamTask
 	}{
-		{j.Route, plan.Source, rel.ChangesTopic(rt.opts.Cluster), "", newRouteTask},
-		{j.RouteRight, j.Table, rel.RegroupTopic(rt.opts.Cluster), "rekey-right", newRightRouteTask},
+		{j.Route, plan.Source, rel.ChangesTopic(rt.opts.Cluster), false, newRouteTask},
+		{j.RouteRight, j.Table, rel.RegroupTopic(rt.opts.Cluster), true, newRightRouteTask},
 	} {
 		if !side.on {
 			continue
@@ -460,21 +526,16 @@ func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, limi
 		}
 		for sp := int32(0); sp < side.src.Partitions; sp++ {
 			ts := rt.newTaskState(sp)
-			q.Rekey = append(q.Rekey, ts)
 			t := side.newRun(rt, plan, ts)
 			t.maxRecord = routeLimit
-			s := activeSlot(rt, rel, materialize.StoreID{View: rel.StoreName(), Partition: sp}, true, ts,
-				fmt.Sprintf("%s/%s/%d", rel.Name, cmp.Or(side.stage, "rekey"), sp), t.run)
-			s.stage = side.stage
-			q.slots = append(q.slots, s)
+			q.slots = append(q.slots, routeSlot(rt, q, plan, stage, side.right, ts, t.run))
 		}
 	}
 	for p := int32(0); p < rel.Tasks; p++ {
 		ts := rt.newTaskState(p)
-		q.Tasks = append(q.Tasks, ts)
 		t := newStreamJoinTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, rt.changelogSlot(rel, ts, t.run, t.inputs()[0], ""))
+		q.slots = append(q.slots, rt.joinSlot(q, plan, stage, ts, t.run, nil, t.inputs()[0]))
 	}
 	return nil
 }
