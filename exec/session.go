@@ -561,9 +561,12 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err != nil {
 		return err
 	}
-	target, err := s.e.Runtime.SourceEnds(ctx, plan.PositionTopics()...)
+	// A view of a stream's join has its positions in the joined stream
+	// its join stages write, which starts empty: it waits for nothing.
+	topics := slices.DeleteFunc(plan.PositionTopics(), func(t string) bool { return t == "" })
+	target, err := s.e.Runtime.SourceEnds(ctx, topics...)
 	if err != nil {
-		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", strings.Join(plan.PositionTopics(), ", "), err)
+		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", strings.Join(topics, ", "), err)
 	}
 	// A topic to publish to that cannot be used fails the statement
 	// before the view exists.

@@ -35,6 +35,11 @@ type ViewPlan struct {
 	// keys; Source is then its Joined relation, which the view reads as
 	// a view (Source.Kind is KindView).
 	Join *TableJoin
+	// Stages, when the view reads a join whose first relation is a
+	// stream (a stream–table or stream–stream join, or a chain of them),
+	// are the join stages that derive the joined stream, as a derived
+	// stream's (StreamPlan.Stages); Source is the last one's stream.
+	Stages []*StreamPlan
 
 	// KeyGroup maps each key column of the view (in schema order) to its
 	// GroupBy index (grouped views) or to its source column index
@@ -141,6 +146,11 @@ func (p *ViewPlan) String() string {
 		fmt.Fprintf(&b, "  Source view %s (its changelog, partition by partition; positions in %s)\n", p.Source.Name, topicList(p.PositionTopics()))
 		return b.String()
 	}
+	if n := len(p.Stages); n > 0 {
+		fmt.Fprintf(&b, "  Source stream of join stage %d (internal, %d partitions)\n", n, p.Source.Partitions)
+		(&StreamPlan{Stages: p.Stages}).writeStages(&b)
+		return b.String()
+	}
 	if !p.Repartition {
 		part := p.View.Partitioner
 		if part == "" {
@@ -168,6 +178,24 @@ func keyNames(r *catalog.Relation) string {
 	return "(" + strings.Join(ks, ", ") + ")"
 }
 
+// streamJoin reports whether join's first relation is a stream.
+func streamJoin(cat *catalog.Catalog, join *sql.Join) bool {
+	var from sql.FromItem = join
+	for {
+		j, ok := from.(*sql.Join)
+		if !ok {
+			break
+		}
+		from = j.Left
+	}
+	ref, ok := from.(*sql.TableRef)
+	if !ok {
+		return false
+	}
+	rel, err := cat.Resolve(ref.Name)
+	return err == nil && rel.Kind == catalog.KindStream
+}
+
 // PlanView plans CREATE TABLE ... AS SELECT against cat. The returned
 // plan's View is the relation to record (Version unset until the command
 // is applied).
@@ -179,7 +207,22 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	sel := s.Select
 	var p *ViewPlan
 	var b *binder
-	if join := joinOf(sel); join != nil {
+	var joined []string // the relations a stream's join reads
+	if join := joinOf(sel); join != nil && streamJoin(cat, join) {
+		// A join of a stream: its joined records are a stream, which
+		// the view reads, as it would a derived stream of them.
+		if err := checkPersistentClauses(sel, "view"); err != nil {
+			return nil, err
+		}
+		n := 0
+		left, err := planJoinLeft(cat, join, &n)
+		if err != nil {
+			return nil, err
+		}
+		p = &ViewPlan{Source: left.src, Stages: left.stages, Positions: []PositionSource{{Topic: ""}}}
+		b = &binder{cols: left.cols, rels: left.rels}
+		joined = left.sources
+	} else if join != nil {
 		if err := checkPersistentClauses(sel, "view"); err != nil {
 			return nil, err
 		}
@@ -223,6 +266,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	if p.Join != nil {
 		view.Sources = []string{strings.ToLower(p.Join.Left.Name), strings.ToLower(p.Join.Right.Name)}
+	}
+	if joined != nil {
+		view.Sources = joined
 	}
 	p.View = view
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)

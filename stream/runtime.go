@@ -564,6 +564,35 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
 	compact := "compact"
+	// A view of a stream's join reads the joined stream its join stages
+	// write (named after the view, as a derived stream's are), and its
+	// positions are in that stream's topic.
+	type stageLimit struct {
+		limit    int
+		maxBytes *string
+	}
+	var stageLimits []stageLimit
+	for i, st := range plan.Stages {
+		st.Stream.Name, st.Stream.Version = rel.StageName(i+1), rel.Version
+		st.Stream.Topic = st.Stream.StageTopic(rt.opts.Cluster)
+	}
+	for i := range plan.Positions {
+		if plan.Positions[i].Topic == "" {
+			plan.Positions[i].Topic = plan.Source.Topic
+		}
+	}
+	for i := range plan.SourcePositions {
+		if plan.SourcePositions[i].Topic == "" {
+			plan.SourcePositions[i].Topic = plan.Source.Topic
+		}
+	}
+	for _, st := range plan.Stages {
+		limit, maxBytes, err := rt.ensureStreamTopics(ctx, st)
+		if err != nil {
+			return err
+		}
+		stageLimits = append(stageLimits, stageLimit{limit, maxBytes})
+	}
 	input := plan.Source.Topic
 	if plan.Source.Kind == catalog.KindView {
 		input = plan.Source.ChangelogTopic(rt.opts.Cluster)
@@ -618,6 +647,17 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		return err
 	}
 	q := &PersistentQuery{Rel: rel, Plan: plan}
+	for i, st := range plan.Stages {
+		var err error
+		if st.Join.Within != nil {
+			err = rt.startStreamJoin(ctx, q, st, i+1, stageLimits[i].limit)
+		} else {
+			err = rt.startJoin(ctx, q, st, i+1, stageLimits[i].limit, stageLimits[i].maxBytes)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	var ends *sourceEnds
 	if plan.Repartition {
 		input = rel.RepartitionTopic(rt.opts.Cluster)
@@ -902,8 +942,15 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 	// The join stages of a join of three or more relations: their
 	// internal streams, as the running query named them, and every
 	// store of theirs this node has.
-	if q != nil && q.Stream != nil {
-		for _, st := range q.Stream.Stages {
+	var stages []*planner.StreamPlan
+	switch {
+	case q != nil && q.Stream != nil:
+		stages = q.Stream.Stages
+	case q != nil && q.Plan != nil:
+		stages = q.Plan.Stages
+	}
+	{
+		for _, st := range stages {
 			s := st.Stream
 			topics = append(topics, s.StageTopic(rt.opts.Cluster), s.ChangelogTopic(rt.opts.Cluster), s.RepartitionTopic(rt.opts.Cluster),
 				s.ChangesTopic(rt.opts.Cluster), s.RegroupTopic(rt.opts.Cluster))
