@@ -112,23 +112,7 @@ func (t *joinTask) run(ctx context.Context) error {
 			}
 		}
 	}
-	offs := map[string]map[int32]kgo.Offset{}
-	var guard inputGuard
-	for _, topic := range []string{t.input, tbl.Topic, t.fwd} {
-		if err := rt.checkHalt(rel, topic, p); err != nil {
-			return err
-		}
-		next, applied := cp.Input[topic][p]
-		from, err := rt.resumeAt(ctx, rel, topic, p, next, applied)
-		if err != nil {
-			return err
-		}
-		offs[topic] = map[int32]kgo.Offset{p: from}
-		if applied {
-			guard.expect(topic, p, next)
-		}
-	}
-	cons, err := rt.consumerOf(fmt.Sprintf("%s-join-%d", rel.Name, p), offs, noReset)
+	cons, guard, err := rt.resumeInputs(ctx, rel, fmt.Sprintf("%s-join-%d", rel.Name, p), []string{t.input, tbl.Topic, t.fwd}, p, cp)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,11 @@ type slot struct {
 	key   materialize.StoreID
 	rekey bool
 	// stage names a rekey slot's stage in its task's name: "rekey"
-	// when empty, "join" for a table join's join stage.
+	// when empty, "join" for a table join's join stage, "rekey-right"
+	// for a stream–stream join's right routing stage, and
+	// "stage<n>-join", "stage<n>-rekey" and "stage<n>-rekey-right" for
+	// the tasks of join stage n of a join of three or more relations
+	// (which run, active only, with the query's task of their number).
 	stage string
 	ts    *TaskState
 	name  string

@@ -524,3 +524,28 @@ func applyRows(store *materialize.Store, order []string, rows map[string][]byte,
 	}
 	return sb.Commit(cp)
 }
+
+// resumeInputs returns a consumer of partition p of each of topics,
+// from where checkpoint cp has read them (from the start when it has
+// not: resumeAt), named name, and the guard that catches a topic that
+// went back behind cp. A halt of rel on any of them is returned.
+func (rt *Runtime) resumeInputs(ctx context.Context, rel *catalog.Relation, name string, topics []string, p int32, cp materialize.Checkpoint) (*kgo.Client, *inputGuard, error) {
+	offs := map[string]map[int32]kgo.Offset{}
+	guard := &inputGuard{}
+	for _, topic := range topics {
+		if err := rt.checkHalt(rel, topic, p); err != nil {
+			return nil, nil, err
+		}
+		next, applied := cp.Input[topic][p]
+		from, err := rt.resumeAt(ctx, rel, topic, p, next, applied)
+		if err != nil {
+			return nil, nil, err
+		}
+		offs[topic] = map[int32]kgo.Offset{p: from}
+		if applied {
+			guard.expect(topic, p, next)
+		}
+	}
+	cons, err := rt.consumerOf(name, offs, noReset)
+	return cons, guard, err
+}
