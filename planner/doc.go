@@ -37,7 +37,11 @@
 // tables' keys) or the left key (on a foreign key); grouped by other
 // columns than its source's key, such a view regroups it through a
 // change stage (ViewPlan.Regroups). A derived stream may
-// join a stream with a table (join.go, StreamJoin). stream/, pull/ and
+// join a stream with a table (join.go, StreamJoin), with another stream
+// WITHIN a window (streamjoin.go), or three or more relations through a
+// chain of join stages (joinstage.go, StreamPlan.Stages); a view whose
+// join starts with a stream reads the last stage's stream
+// (ViewPlan.Stages). stream/, pull/ and
 // query/ run the plans; this package does no I/O.
 //
 // planner imports sql, catalog, pgcodec (arrays and casts from text, as

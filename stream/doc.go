@@ -44,6 +44,19 @@
 //     keeps the table rows current); a streamTask in routing mode first
 //     sends the stream's records to the partition of their join key when
 //     the stream is keyed otherwise.
+//   - streamJoinTask (streamjointask.go) writes a derived stream that
+//     joins two streams WITHIN a window of record time, one per join
+//     partition: it keeps both sides' records of the window in a store
+//     that is a copy of its changelog (records, an index by time, stream
+//     time in the markers), emits each matching pair once and an outer
+//     side's unmatched record once no match can come, and expires what
+//     stream time has passed; its standby follows the changelog.
+//     streamTasks in routing mode bring each stream to the join's
+//     partitions (the right's records marked) where it is not there.
+//     A join of three or more relations runs join stages
+//     (planner.StreamPlan.Stages), each a joinTask or streamJoinTask
+//     writing an internal stream the next reads, active only with the
+//     query's task of their number.
 //   - tableJoinTask (tablejointask.go) is the join stage of a view that
 //     joins two tables, one per left table partition: it keeps the left
 //     rows and the right rows they can join (the same partition's on the
