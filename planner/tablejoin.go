@@ -161,9 +161,31 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 	}}
 	b.clause = "JOIN conditions"
 	if err := j.bindOn(b, join.On, right.Pos); err != nil {
+		if join.Kind == sql.JoinRight && j.partitionedApart() {
+			return planSwappedRightJoin(cat, name, join)
+		}
 		return nil, nil, err
 	}
 	b.clause = ""
+	return j, b, nil
+}
+
+// partitionedApart reports whether the tables' keys are not in the same
+// partitions of both (checkPartitioning fails).
+func (j *TableJoin) partitionedApart() bool { return j.checkPartitioning(0) != nil }
+
+// planSwappedRightJoin plans a RIGHT JOIN of tables partitioned apart as
+// the LEFT JOIN of the right table with the left one, which runs as a
+// foreign-key join of the right table's key (every right row, with the
+// left row of its key or NULLs). The relations keep their order for *.
+func planSwappedRightJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoin, *binder, error) {
+	swapped := *join
+	swapped.Kind, swapped.Left, swapped.Right = sql.JoinLeft, join.Right, join.Left
+	j, b, err := planTableJoin(cat, name, &swapped)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.rels[0], b.rels[1] = b.rels[1], b.rels[0]
 	return j, b, nil
 }
 
