@@ -103,7 +103,17 @@ func (t *joinTask) run(ctx context.Context) error {
 	}
 	// The table side from the store's offsets, which its rows are at;
 	// the stream side from the marker's, which the records derived so
-	// far are committed with.
+	// far are committed with. A store behind the marker (lost, or a new
+	// node's without a standby) is first brought to the marker's table
+	// offsets before any stream record is joined: the records derived
+	// after the marker then see the table as the task that wrote the
+	// marker had it, whatever the times of the table's records.
+	restoreTo := map[string]int64{}
+	for _, topic := range []string{tbl.Topic, t.fwd} {
+		if m, ok := cp.Input[topic][p]; ok && m > stored.Input[topic][p] {
+			restoreTo[topic] = m
+		}
+	}
 	for _, topic := range []string{tbl.Topic, t.fwd, forwardedFrom(t.fwd)} {
 		delete(cp.Input, topic)
 		if offs, ok := stored.Input[topic]; ok {
@@ -163,6 +173,29 @@ func (t *joinTask) run(ctx context.Context) error {
 				tableNext = r.Offset + 1
 			case t.fwd:
 				fwdNext = r.Offset + 1
+			}
+		}
+		if len(restoreTo) > 0 {
+			// Restoring: the table's records under the marker go first,
+			// wherever their times put them; stream records wait.
+			rest := recs[:0:0]
+			for _, r := range recs {
+				if r.Topic != t.input && r.Offset < restoreTo[r.Topic] {
+					if err := t.process(store, b, r); err != nil {
+						return err
+					}
+					continue
+				}
+				rest = append(rest, r)
+			}
+			recs = rest
+			for topic, to := range restoreTo {
+				if b.cp.Input[topic][p] >= to {
+					delete(restoreTo, topic)
+				}
+			}
+			if len(restoreTo) > 0 {
+				continue
 			}
 		}
 		ready := len(recs)
