@@ -25,7 +25,8 @@ import (
 // once, one over a view, one aggregating a table, one counting a
 // stream–table join's records, a FULL JOIN of two tables, one of them
 // with deletes, a LEFT JOIN on a foreign key, an aggregate of a join
-// by another column and one counting a stream–stream join's pairs), and
+// by another column, and two counting a stream–stream join's pairs, one
+// over its derived stream and one of the join itself), and
 // every partition's standby holds what its active holds. A third of the
 // keys are written as librdkafka's and Sarama's partitioners place them,
 // so the records a view or table forwards to their key's partition
@@ -92,8 +93,13 @@ func TestChaos(t *testing.T) {
 	n0.Exec(t, "CREATE STREAM refunds (rid BIGINT KEY, pid BIGINT, amount BIGINT) WITH (kafka_topic = 'refunds', value_format = 'json', partitions = 3)")
 	n0.Exec(t, "CREATE STREAM refunded AS SELECT p.pid, p.region, r.amount AS refund FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid")
 	n0.Exec(t, "CREATE TABLE refunded_by_region AS SELECT region, COUNT(*) AS n, SUM(refund) AS total FROM refunded GROUP BY region")
+	// The same count straight from the join: a view of a stream's join,
+	// whose join stage (routing and join tasks active only, with the
+	// view's tasks) writes the matched pairs to an internal stream.
+	n0.Exec(t, "CREATE TABLE refunds_by_region AS SELECT p.region, COUNT(*) AS n, SUM(r.amount) AS total FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid GROUP BY p.region")
 	waitPlacedView(t, c, n0, "refunded", 4, 1)
 	waitPlacedView(t, c, n0, "refunded_by_region", 4, 1)
+	waitPlacedView(t, c, n0, "refunds_by_region", 4, 1)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {
@@ -183,7 +189,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "refunded_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "refunded_by_region", "refunds_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -261,6 +267,7 @@ func TestChaos(t *testing.T) {
 	}
 	checkView(t, c, "refs_by_region", "SELECT region, n, total FROM refs_by_region WHERE _partition = %d", countSum(refsByRegion))
 	checkView(t, c, "refunded_by_region", "SELECT region, n, total FROM refunded_by_region WHERE _partition = %d", countSum(refunded))
+	checkView(t, c, "refunds_by_region", "SELECT region, n, total FROM refunds_by_region WHERE _partition = %d", countSum(refunded))
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

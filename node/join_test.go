@@ -186,7 +186,9 @@ func TestStreamTableJoinRebuild(t *testing.T) {
 	c.exec("CREATE STREAM enriched AS SELECT o.customer, o.id, c.region FROM orders o JOIN customers c ON o.customer = c.id")
 	c.exec("INSERT INTO customers VALUES ('c1', 'eu')")
 	c.exec("INSERT INTO orders VALUES (1, 'c1', 1700000000000)")
-	if !poll.Cond(30*time.Second, func() bool { return slices.Equal(c.rows("SELECT customer, id, region FROM enriched"), []string{"c1 1 eu"}) }) {
+	if !poll.Cond(30*time.Second, func() bool {
+		return slices.Equal(c.rows("SELECT customer, id, region FROM enriched"), []string{"c1 1 eu"})
+	}) {
 		t.Fatalf("enriched holds %v, want c1 1 eu", c.rows("SELECT customer, id, region FROM enriched"))
 	}
 	if err := n.Close(); err != nil {
