@@ -18,7 +18,8 @@ import (
 	"github.com/basindb/basin/kafka"
 )
 
-// TestChaos produces 100,000 records into a three-node cluster while a
+// TestChaos produces 100,000 records (40,000 under the race detector)
+// into a three-node cluster while a
 // random node is SIGKILLed and restarted, again and again. At the end
 // every view equals a recomputation of what was produced, exactly (one
 // of them over a derived stream, whose every record must be written
@@ -41,7 +42,14 @@ func TestChaos(t *testing.T) {
 	t.Logf("seed %d (BASIN_CHAOS_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", "2s", "--standby-replicas", "1"}})
+	// Under the race detector (make race), where every node runs several
+	// times slower, the run is shorter and the session timeout longer: that
+	// pass is for data races, and make test runs the whole of it.
+	sessionTimeout, batches := "2s", 100
+	if testcluster.Race() {
+		sessionTimeout, batches = "4s", 40
+	}
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1"}})
 	n0 := c.Node(0)
 	n0.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
 	// Re-keyed through a repartition topic, and keyed like its source.
@@ -106,7 +114,7 @@ func TestChaos(t *testing.T) {
 		return []kafka.Partitioner{kafka.PartitionerMurmur2, kafka.PartitionerCRC32, kafka.PartitionerFNV1a, kafka.PartitionerMurmur2}[id%4]
 	}
 
-	const batches, perBatch, ids = 100, 1000, 997
+	const perBatch, ids = 1000, 997
 	byRegion, byID, bigByRegion := map[string][2]int64{}, map[string][2]int64{}, map[string][2]int64{}
 	accounts := map[int64]string{}
 	balances := map[int64]int64{}
