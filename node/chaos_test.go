@@ -19,21 +19,20 @@ import (
 )
 
 // TestChaos produces 100,000 records (40,000 under the race detector)
-// into a three-node cluster while a
-// random node is SIGKILLed and restarted, again and again. At the end
-// every view equals a recomputation of what was produced, exactly (one
-// of them over a derived stream, whose every record must be written
-// once, one over a view, one aggregating a table, one counting a
-// stream–table join's records, a FULL JOIN of two tables, one of them
-// with deletes, a LEFT JOIN on a foreign key, an aggregate of a join
-// by another column, and two counting a stream–stream join's pairs, one
-// over its derived stream and one of the join itself), and
-// every partition's standby holds what its active holds. A third of the
-// keys are written as librdkafka's and Sarama's partitioners place them,
-// so the records a view or table forwards to their key's partition
-// (placement) go through the kills too. It is part of
-// make test; `make chaos` runs it alone, and BASIN_CHAOS_SEED replays a
-// run.
+// into a three-node cluster while a random node is SIGKILLed and
+// restarted, again and again. At the end every view equals a
+// recomputation of what was produced, exactly (one of them over a
+// derived stream, whose every record must be written once, one over a
+// view, one aggregating a table, one counting a stream–table join's
+// records, a FULL JOIN of two tables, one of them with deletes, a LEFT
+// JOIN on a foreign key, an aggregate of a join by another column, and
+// two counting a stream–stream join's pairs, one over its derived
+// stream and one of the join itself), and every partition's standby
+// holds what its active holds. A third of the keys are written as
+// librdkafka's and Sarama's partitioners place them, so the records a
+// view or table forwards to their key's partition (placement) go
+// through the kills too. It is part of make test; `make chaos` runs it
+// alone, and BASIN_CHAOS_SEED replays a run.
 func TestChaos(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("BASIN_CHAOS_SEED"); s != "" {
