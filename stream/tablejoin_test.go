@@ -309,7 +309,13 @@ func TestTableJoinStandbyAhead(t *testing.T) {
 // rounds where both think they are active: the view must end as the
 // join of the tables, on the keys and on a foreign key.
 func TestTableJoinRoleChurn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Under the race detector, beside the other packages' tests, the
+	// rounds take several times as long.
+	deadline := 3 * time.Minute
+	if raceEnabled {
+		deadline *= 4
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	broker, err := kafka.StartBroker(kafka.BrokerOptions{})
 	if err != nil {
