@@ -182,15 +182,23 @@ func (c sqlConn) rows(q string) []string {
 // can then be closed and started again), and the broker's address.
 func restartable(t *testing.T) (start func() *Node, broker string) {
 	t.Helper()
+	start, broker, _ = restartableIn(t)
+	return start, broker
+}
+
+// restartableIn is restartable that also returns the node's data dir,
+// for tests that move its state aside between starts.
+func restartableIn(t *testing.T) (start func() *Node, broker, dir string) {
+	t.Helper()
 	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	dir := t.TempDir()
+	dir = t.TempDir()
 	return func() *Node {
 		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" })
-	}, b.Addrs()[0]
+	}, b.Addrs()[0], dir
 }
 
 // waitTasks waits until n runs count tasks and each has applied all the

@@ -170,15 +170,7 @@ func TestStreamTableJoinRecompute(t *testing.T) {
 func TestStreamTableJoinRebuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	dir := t.TempDir()
-	start := func() *Node {
-		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" })
-	}
+	start, broker, dir := restartableIn(t)
 	n := start()
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	c.exec("CREATE TABLE customers (id VARCHAR PRIMARY KEY, region VARCHAR) WITH (partitions = 1)")
@@ -196,7 +188,7 @@ func TestStreamTableJoinRebuild(t *testing.T) {
 	}
 	// An order written while the node is down, and the node's state
 	// lost (as operations.md says an operator may move it aside).
-	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: b.Addrs(), Logger: testLogger()}, kafka.ProducerOpts()...)
+	cl, err := kafka.NewClient(kafka.ClientOptions{Brokers: []string{broker}, Logger: testLogger()}, kafka.ProducerOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
