@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -44,6 +45,11 @@ type TableJoin struct {
 	// join (one side has the row), the left key of a foreign-key join;
 	// keyed by it, partitioned as the left table is.
 	Joined *catalog.Relation
+	// Views holds, for a side that is a view (or, in a chain, the join
+	// before), the topics its positions are in; nil for a table. Such a
+	// side is read from its changelog, whose markers carry the positions
+	// its rows reflect, and has no misplaced records to forward.
+	Views [2][]PositionSource
 }
 
 // JoinedKey is the index of the join key among the Joined columns.
@@ -103,6 +109,7 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 			WithHint("Write the condition with ON %s.key = %s.key.", left.Name, right.Name)
 	}
 	var rels [2]*catalog.Relation
+	var views [2][]PositionSource
 	for i, ref := range []*sql.TableRef{left, right} {
 		r, err := cat.Resolve(ref.Name)
 		if err != nil {
@@ -116,13 +123,18 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining a table to stream %s is not supported", r.Name).WithPosition(ref.Pos).
 				WithHint("Put the stream on the left, in a derived stream: CREATE STREAM ... AS SELECT ... FROM %s JOIN %s ....", r.Name, rels[0].Name)
 		case r.Kind == catalog.KindView:
-			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining view %s is not supported yet", r.Name).WithPosition(ref.Pos).
-				WithHint("Join the tables it reads (%s).", strings.Join(r.Sources, ", "))
+			if views[i], err = viewPositions(cat, r); err != nil {
+				return nil, nil, err
+			}
+			if slices.ContainsFunc(views[i], func(p PositionSource) bool { return p.Topic == "" }) {
+				return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining view %s, which aggregates a stream's join, is not supported yet", r.Name).WithPosition(ref.Pos).
+					WithHint("Join the tables of the join in the view instead.")
+			}
 		case r.Kind != catalog.KindTable:
 			return nil, nil, pgerr.New(pgerr.WrongObjectType, "%s is not a table", r.Name).WithPosition(ref.Pos)
 		}
 		if n := len(r.Schema.KeyIndexes()); n != 1 {
-			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", r.Name, n).
+			return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining %s %s, whose key has %d columns, is not supported yet", strings.ToLower(string(r.Kind)), r.Name, n).
 				WithPosition(ref.Pos)
 		}
 		rels[i] = r
@@ -131,7 +143,7 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s with itself is not supported", rels[0].Name).WithPosition(right.Pos).
 			WithHint("Create a view of it and join the table with the view's table, or read the self-join with SELECT.")
 	}
-	j := &TableJoin{Left: rels[0], Right: rels[1]}
+	j := &TableJoin{Left: rels[0], Right: rels[1], Views: views}
 	switch join.Kind {
 	case sql.JoinInner, sql.JoinLeft, sql.JoinRight, sql.JoinFull:
 		j.Kind = join.Kind
@@ -343,10 +355,35 @@ func (j *TableJoin) keyChoices() string {
 }
 
 // positions are the topics a partition of the join stage reflects: the
-// same partition of both tables' topics.
+// same partition of both tables' topics, all of the right one's in a
+// foreign-key join; a view side's positions' topics, all partitions of
+// them when the view is read in full.
 func (j *TableJoin) positions() []PositionSource {
-	return []PositionSource{{Topic: j.Left.Topic}, {Topic: j.Right.Topic, All: j.Foreign != nil}}
+	var out []PositionSource
+	add := func(p PositionSource) {
+		for i := range out {
+			if out[i].Topic == p.Topic {
+				out[i].All = out[i].All || p.All
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	for i, rel := range []*catalog.Relation{j.Left, j.Right} {
+		full := i == 1 && j.Foreign != nil
+		if j.Views[i] == nil {
+			add(PositionSource{Topic: rel.Topic, All: full})
+			continue
+		}
+		for _, p := range j.Views[i] {
+			add(PositionSource{Topic: p.Topic, All: p.All || full})
+		}
+	}
+	return out
 }
+
+// sideKind names a side for EXPLAIN and errors: "table" or "view".
+func sideKind(r *catalog.Relation) string { return strings.ToLower(string(r.Kind)) }
 
 // String renders the join stage for EXPLAIN.
 func (j *TableJoin) String() string {
@@ -354,6 +391,6 @@ func (j *TableJoin) String() string {
 		return fmt.Sprintf("%s of %s and %s on %s.%s = %s, a foreign key (the rows of each partition of %s and all rows of %s kept in Pebble, the left rows indexed by it; each changed left key's joined row, or its removal, to the join stage's changelog)",
 			j.Kind, j.Left.Name, j.Right.Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, j.Foreign, j.Left.Name, j.Right.Name)
 	}
-	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both tables' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
+	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both sides' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
 		j.Kind, j.Left.Name, j.Right.Name, j.Left.Name, j.Joined.Schema.Columns[j.LeftKey()].Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
 }

@@ -85,9 +85,11 @@ func (p *ViewPlan) Regroups() bool {
 }
 
 // PositionTopics are the topics of p.Positions.
-func (p *ViewPlan) PositionTopics() []string {
-	out := make([]string, len(p.Positions))
-	for i, s := range p.Positions {
+func (p *ViewPlan) PositionTopics() []string { return positionTopics(p.Positions) }
+
+func positionTopics(ps []PositionSource) []string {
+	out := make([]string, len(ps))
+	for i, s := range ps {
 		out[i] = s.Topic
 	}
 	return out
@@ -138,8 +140,13 @@ func (p *ViewPlan) String() string {
 	if p.Join != nil {
 		j := p.Join
 		fmt.Fprintf(&b, "  Join stage: %s\n", j)
-		fmt.Fprintf(&b, "  Source table %s (topic %s, %d partitions)\n", j.Left.Name, j.Left.Topic, j.Left.Partitions)
-		fmt.Fprintf(&b, "  Source table %s (topic %s, %d partitions)\n", j.Right.Name, j.Right.Topic, j.Right.Partitions)
+		for i, rel := range []*catalog.Relation{j.Left, j.Right} {
+			if j.Views[i] != nil {
+				fmt.Fprintf(&b, "  Source view %s (its changelog, %d partitions; positions in %s)\n", rel.Name, rel.Partitions, topicList(positionTopics(j.Views[i])))
+				continue
+			}
+			fmt.Fprintf(&b, "  Source %s %s (topic %s, %d partitions)\n", sideKind(rel), rel.Name, rel.Topic, rel.Partitions)
+		}
 		return b.String()
 	}
 	if p.Source.Kind == catalog.KindView {

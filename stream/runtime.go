@@ -599,7 +599,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	maxFrom := input
 	if plan.Join != nil {
-		input, maxFrom = rel.ChangesTopic(rt.opts.Cluster), plan.Join.Left.Topic
+		input, maxFrom = rel.ChangesTopic(rt.opts.Cluster), joinInput(rt, plan.Join, 0)
 	}
 	maxBytes, err := rt.sourceMaxBytes(ctx, maxFrom)
 	if err != nil {
@@ -607,7 +607,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	if plan.Join != nil {
 		// A joined row holds a row of each table.
-		right, err := rt.sourceMaxBytes(ctx, plan.Join.Right.Topic)
+		right, err := rt.sourceMaxBytes(ctx, joinInput(rt, plan.Join, 1))
 		if err != nil {
 			return err
 		}

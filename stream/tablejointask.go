@@ -64,13 +64,21 @@ type tableJoinTask struct {
 	maxRecord int
 }
 
-// joinSide is one table of a table join.
+// joinSide is one table of a table join, or a view.
 type joinSide struct {
 	rel   *catalog.Relation
 	codec *serde.Codec
-	// places place the records of each partition the side reads.
+	// topic is what the side is read from: the table's topic, or the
+	// view's changelog (rows is set then).
+	topic string
+	rows  bool
+	// positions are, for a view, the topics its positions are in
+	// (planner.TableJoin.Views): its changelog's markers carry them.
+	positions []planner.PositionSource
+	// places place the records of each partition the side reads (nil
+	// for a view, whose changelog has every row in its place).
 	places map[int32]*placement
-	// fwd is the table's forwarding topic.
+	// fwd is the table's forwarding topic ("" for a view).
 	fwd string
 	// prefix starts the store keys of the side's rows.
 	prefix byte
@@ -89,15 +97,23 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 	j := plan.Join
 	t := &tableJoinTask{rt: rt, plan: plan, join: j, state: ts, out: plan.View.ChangesTopic(rt.opts.Cluster), env: &eval.Env{}}
 	for i, rel := range []*catalog.Relation{j.Left, j.Right} {
-		codec := serde.NewCodec(rel)
-		s := &joinSide{rel: rel, codec: codec, places: map[int32]*placement{}, fwd: rel.RepartitionTopic(rt.opts.Cluster),
-			prefix: []byte{prefixLeft, prefixRight}[i]}
+		s := &joinSide{rel: rel, topic: joinInput(rt, j, i), rows: j.Views[i] != nil, positions: j.Views[i],
+			places: map[int32]*placement{}, prefix: []byte{prefixLeft, prefixRight}[i]}
+		if !s.rows {
+			s.codec, s.fwd = serde.NewCodec(rel), rel.RepartitionTopic(rt.opts.Cluster)
+		}
+		place := func(q int32) *placement {
+			if s.rows {
+				return nil
+			}
+			return newPlacement(rel, s.codec, q)
+		}
 		if i == 1 && j.Foreign != nil {
 			for q := int32(0); q < rel.Partitions; q++ {
-				s.places[q] = newPlacement(rel, codec, q)
+				s.places[q] = place(q)
 			}
 		} else {
-			s.places[ts.Partition] = newPlacement(rel, codec, ts.Partition)
+			s.places[ts.Partition] = place(ts.Partition)
 		}
 		t.sides[i] = s
 	}
@@ -106,6 +122,23 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 		t.fkRow = make(catalog.Row, len(planner.RecordInput(j.Joined)))
 	}
 	return t
+}
+
+// joinInput is the topic a table join reads side i from: the table's,
+// or the changelog of the view.
+func joinInput(rt *Runtime, j *planner.TableJoin, i int) string {
+	rel := []*catalog.Relation{j.Left, j.Right}[i]
+	if j.Views[i] != nil {
+		return rel.ChangelogTopic(rt.opts.Cluster)
+	}
+	return rel.Topic
+}
+
+// sidePosition names, in a join stage's checkpoint, the offsets of
+// topic that partition q of a view side's changelog has said (by its
+// last marker read) its rows reflect.
+func sidePosition(changelog string, q int32, topic string) string {
+	return fmt.Sprintf("\x00position:%s#%d:%s", changelog, q, topic)
 }
 
 // committedIn names, in a table join stage's checkpoint, the offsets of
@@ -140,7 +173,10 @@ func (t *tableJoinTask) inputs() []topicPart {
 	var out []topicPart
 	for _, s := range t.sides {
 		for q := range s.places {
-			out = append(out, topicPart{s.rel.Topic, q}, topicPart{s.fwd, q})
+			out = append(out, topicPart{s.topic, q})
+			if s.fwd != "" {
+				out = append(out, topicPart{s.fwd, q})
+			}
 		}
 	}
 	return out
@@ -150,10 +186,10 @@ func (t *tableJoinTask) inputs() []topicPart {
 // forwarding topic.
 func (t *tableJoinTask) side(topic string) (*joinSide, bool) {
 	for _, s := range t.sides {
-		if topic == s.fwd {
+		if s.fwd != "" && topic == s.fwd {
 			return s, true
 		}
-		if topic == s.rel.Topic {
+		if topic == s.topic {
 			return s, false
 		}
 	}
@@ -277,7 +313,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		return err
 	}
 	defer cons.Close()
-	left := t.sides[0].rel.Topic
+	left := t.sides[0].topic
 	t.state.inputNext.Store(cp.Input[left][p])
 	t.state.applied(cp.UpdatedAt)
 	t.state.markRestored()
@@ -369,8 +405,11 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		return nil
 	}
 	s, forwarded := t.side(r.Topic)
-	if s == nil || s.places[q] == nil {
+	if _, ok := s.placesOf(q); !ok {
 		return fmt.Errorf("join %s/%d: a record of %s/%d, which it does not read", t.plan.View.Name, t.state.Partition, r.Topic, q)
+	}
+	if s.rows {
+		return t.rowRecord(store, b, s, r, emit, force)
 	}
 	left := s == t.sides[0]
 	ncols := len(s.rel.Schema.Columns)
@@ -415,19 +454,86 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 			return nil // the table's own task logs it
 		}
 		row[ncols] = rowtime
-		if left {
-			if row[ncols+1], err = t.lookupKey(row[:ncols], k); err != nil {
-				b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
-				return nil // the key keeps its row
-			}
-		}
-		if v, err = materialize.EncodeRow(row[:ncols+1+boolInt(left)]); err != nil {
+		var ok bool
+		if v, ok, err = t.sideRow(b, left, row, k, r); err != nil || !ok {
 			return err
 		}
 	}
-	skey := string(s.prefix) + string(key)
+	return t.put(store, b, s, string(key), v, r, emit, force)
+}
+
+// placesOf reports whether the side reads partition q, and how its
+// records are placed there (nil for a view's).
+func (s *joinSide) placesOf(q int32) (*placement, bool) {
+	if s == nil {
+		return nil, false
+	}
+	p, ok := s.places[q]
+	return p, ok
+}
+
+// sideRow returns the stored row of a side's row (its columns, then
+// ROWTIME, in row) with key k: with the right key it looks up, for a
+// left row. ok is false when that failed and r went to b's skipped
+// records: the key keeps its row.
+func (t *tableJoinTask) sideRow(b *tableJoinBatch, left bool, row catalog.Row, k any, r *kgo.Record) (v []byte, ok bool, err error) {
+	ncols := len(row) - 2
+	if left {
+		if row[ncols+1], err = t.lookupKey(row[:ncols], k); err != nil {
+			b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
+			return nil, false, nil
+		}
+	}
+	v, err = materialize.EncodeRow(row[:ncols+1+boolInt(left)])
+	return v, err == nil, err
+}
+
+// rowRecord applies a record of a view side's changelog to b: a row
+// (or its removal) replaces the key's, and a marker's position becomes
+// what the side's partition reflects.
+func (t *tableJoinTask) rowRecord(store *materialize.Store, b *tableJoinBatch, s *joinSide, r *kgo.Record, emit, force bool) error {
+	if _, ok := hasHeader(r, headerMarker); ok {
+		m, err := materialize.UnmarshalCheckpoint(r.Value)
+		if err != nil {
+			return fmt.Errorf("marker at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		for topic, parts := range m.Position {
+			for q, off := range parts {
+				setOffset(&b.cp.Input, sidePosition(s.topic, r.Partition, topic), q, off)
+			}
+		}
+		return nil
+	}
+	if _, fence := hasHeader(r, "basin.fence"); fence {
+		return nil
+	}
+	left := s == t.sides[0]
+	ncols := len(s.rel.Schema.Columns)
+	var v []byte
+	if r.Value != nil {
+		present, vals, _, err := DecodeStored(r.Value, ncols)
+		if err != nil {
+			return fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		if present {
+			row := make(catalog.Row, ncols+2)
+			copy(row, vals[:ncols])
+			row[ncols] = r.Timestamp.UnixMilli() // ROWTIME: when it changed
+			var ok bool
+			if v, ok, err = t.sideRow(b, left, row, row[s.rel.Schema.KeyIndexes()[0]], r); err != nil || !ok {
+				return err
+			}
+		}
+	}
+	return t.put(store, b, s, string(r.Key), v, r, emit, force)
+}
+
+// put makes v (nil: none) the row of key on side s in b.
+func (t *tableJoinTask) put(store *materialize.Store, b *tableJoinBatch, s *joinSide, key string, v []byte, r *kgo.Record, emit, force bool) error {
+	left := s == t.sides[0]
+	skey := string(s.prefix) + key
 	if left && t.foreign != nil {
-		if err := t.reindex(store, b, string(key), skey, v); err != nil {
+		if err := t.reindex(store, b, key, skey, v); err != nil {
 			return err
 		}
 	}
@@ -436,7 +542,7 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 	}
 	b.rows[skey] = v
 	if emit {
-		t.touch(b, left, string(key), force)
+		t.touch(b, left, key, force)
 	}
 	if b.cp.UpdatedAt.Before(r.Timestamp) {
 		b.cp.UpdatedAt = r.Timestamp
@@ -616,6 +722,77 @@ func (t *tableJoinTask) joined(key string, l, r []byte) (*kgo.Record, error) {
 	return rec, nil
 }
 
+// advancePosition advances cp's position to what the sides' rows
+// reflect: how far each table's partitions are read and, of a view, what
+// its partitions read said (sidePosition) — of a topic each of its
+// partitions reflects in full, the least of them, once all have said. A
+// topic partition that both sides reflect is as far as the one behind,
+// and not at all while one has said nothing of it.
+func (t *tableJoinTask) advancePosition(cp *materialize.Checkpoint) {
+	var sides [2]materialize.Position
+	for i, s := range t.sides {
+		side := materialize.Position{}
+		if !s.rows {
+			for q := range s.places {
+				if off, ok := cp.Input[s.topic][q]; ok {
+					side.Advance(s.topic, q, off)
+				}
+			}
+		}
+		for _, src := range s.positions {
+			least, count := map[int32]int64{}, map[int32]int{}
+			for q := range s.places {
+				for bq, off := range cp.Input[sidePosition(s.topic, q, src.Topic)] {
+					if c, ok := least[bq]; !ok || off < c {
+						least[bq] = off
+					}
+					count[bq]++
+				}
+			}
+			for bq, off := range least {
+				if !src.All || count[bq] == len(s.places) {
+					side.Advance(src.Topic, bq, off)
+				}
+			}
+		}
+		sides[i] = side
+	}
+	for i, side := range sides {
+		for topic, parts := range side {
+			for bq, off := range parts {
+				other, o := sides[1-i], t.sides[1-i]
+				if at, ok := other.Get(topic, bq); ok {
+					off = min(off, at)
+				} else if o.reflects(topic, bq) {
+					continue
+				}
+				cp.Position.Advance(topic, bq, off)
+			}
+		}
+	}
+}
+
+// reflects reports whether the side's rows reflect partition bq of
+// topic: a table's own partitions; of a view read partition by
+// partition, every partition of a topic its partitions each reflect in
+// full and its own of the others; of a view read in full, every
+// partition of the topics its positions are in.
+func (s *joinSide) reflects(topic string, bq int32) bool {
+	if !s.rows {
+		_, ok := s.places[bq]
+		return topic == s.topic && ok
+	}
+	for _, src := range s.positions {
+		if src.Topic != topic {
+			continue
+		}
+		if _, own := s.places[bq]; src.All || len(s.places) > 1 || own {
+			return true
+		}
+	}
+	return false
+}
+
 // commit writes the joined rows b changes, its skipped records and a
 // marker in one transaction, then b's rows and checkpoint to the store.
 func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, b *tableJoinBatch) error {
@@ -685,14 +862,7 @@ func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *mat
 		}
 		b.recs = append(b.recs, rec)
 	}
-	// The position: how far each table's partitions are read.
-	for _, s := range t.sides {
-		for q := range s.places {
-			if off, ok := b.cp.Input[s.rel.Topic][q]; ok {
-				b.cp.Position.Advance(s.rel.Topic, q, off)
-			}
-		}
-	}
+	t.advancePosition(&b.cp)
 	// What the marker commits, kept apart from what the store has read,
 	// which a standby moves on without writing anything; and what the
 	// store's rows reflect, which a stage that took over from a store
