@@ -38,20 +38,32 @@ func TestTableJoinRecompute(t *testing.T) {
 	c.exec("CREATE TABLE right_j AS SELECT r.id, l.v, r.w FROM l RIGHT JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE full_j AS SELECT COALESCE(l.id, r.id) AS id, l.v, l.g, r.w FROM l FULL JOIN r ON l.id = r.id")
 	c.exec("CREATE TABLE agg_j AS SELECT l.id, SUM(r.w) AS total, COUNT(*) AS n FROM l LEFT JOIN r ON l.id = r.id WHERE l.g <> 'x' GROUP BY l.id")
+	// Joins with views on a side: a filtered view keyed as its table, an
+	// aggregate re-keyed into other partitions, joined on the keys, as a
+	// foreign key, with each other, and aggregated.
+	c.exec("CREATE TABLE lv AS SELECT id, v, g FROM l WHERE g <> 'x'")
+	c.exec("CREATE TABLE ofc AS SELECT f, COUNT(*) AS n FROM o WHERE f IS NOT NULL GROUP BY f")
+	c.exec("CREATE TABLE vj_pk AS SELECT lv.id, lv.v, r.w FROM lv LEFT JOIN r ON lv.id = r.id")
+	c.exec("CREATE TABLE vj_fk AS SELECT l.id, l.v, ofc.n FROM l LEFT JOIN ofc ON l.id = ofc.f")
+	c.exec("CREATE TABLE vj_vv AS SELECT ofc.f, ofc.n, lv.v FROM ofc JOIN lv ON ofc.f = lv.id")
+	c.exec("CREATE TABLE vj_self AS SELECT o.id, o.f, ofc.n FROM o JOIN ofc ON o.f = ofc.f")
+	c.exec("CREATE TABLE vj_agg AS SELECT lv.g, SUM(ofc.n) AS total, COUNT(*) AS n FROM lv JOIN ofc ON lv.id = ofc.f GROUP BY lv.g")
 	read := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	rng := rand.New(rand.NewPCG(3, 5))
 	groups := []string{"a", "b", "x"}
 	for round := range 12 {
 		if round == 6 {
 			// 3+3+2 table partitions, 6×3+3×2 view partitions, as many
-			// join stages, and 3+2 change stages.
-			waitTasks(t, n, 61)
+			// join stages, and 3+2 change stages; over views, 3+2+3+3+2+3
+			// +2 view partitions, 3+3+2+3+2 join stages and 2+3 change
+			// stages.
+			waitTasks(t, n, 61+18+13+5)
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n = start()
 			c.conn, read.conn = connect(t, n.PGAddr()), connect(t, n.PGAddr())
-			waitTasks(t, n, 61)
+			waitTasks(t, n, 61+18+13+5)
 		}
 		var lv, rv, ov []string
 		for range 40 {
@@ -181,6 +193,55 @@ func TestTableJoinRecompute(t *testing.T) {
 			fmt.Sscan(w, &v)
 			a.n, a.total, a.sum = a.n+1, a.total+v, true
 		}
+		// The views' rows, and their joins.
+		ofc := map[string]int{}
+		for _, or := range os {
+			if or[0] != "<nil>" {
+				ofc[or[0]]++
+			}
+		}
+		lvs := map[string][]string{}
+		for id, lr := range ls {
+			if lr[1] != "x" {
+				lvs[id] = lr
+			}
+		}
+		for id, lr := range lvs {
+			w, ok := rs[id]
+			if !ok {
+				w = "<nil>"
+			}
+			add("vj_pk", id, lr[0], w)
+		}
+		for id, lr := range ls {
+			cnt := "<nil>"
+			if k, ok := ofc[id]; ok {
+				cnt = fmt.Sprint(k)
+			}
+			add("vj_fk", id, lr[0], cnt)
+		}
+		for id, or := range os {
+			if k, ok := ofc[or[0]]; ok {
+				add("vj_self", id, or[0], fmt.Sprint(k))
+			}
+		}
+		byLvG := map[string]*agg{}
+		for f, k := range ofc {
+			lr, ok := lvs[f]
+			if !ok {
+				continue
+			}
+			add("vj_vv", f, fmt.Sprint(k), lr[0])
+			a := byLvG[lr[1]]
+			if a == nil {
+				a = &agg{}
+				byLvG[lr[1]] = a
+			}
+			a.n, a.total, a.sum = a.n+1, a.total+k, true
+		}
+		for g, a := range byLvG {
+			add("vj_agg", g, fmt.Sprint(a.total), fmt.Sprint(a.n))
+		}
 		groupsOf("by_g", byG)
 		groupsOf("fk_by_x", byX)
 		for view, q := range map[string]string{
@@ -188,6 +249,8 @@ func TestTableJoinRecompute(t *testing.T) {
 			"fk_inner": "SELECT id, x, rid, w FROM fk_inner", "fk_left": "SELECT id, f, w FROM fk_left",
 			"inner_j": "SELECT id, v, w FROM inner_j", "left_j": "SELECT id, v, w FROM left_j", "right_j": "SELECT id, v, w FROM right_j",
 			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",
+			"vj_pk": "SELECT id, v, w FROM vj_pk", "vj_fk": "SELECT id, v, n FROM vj_fk", "vj_vv": "SELECT f, n, v FROM vj_vv",
+			"vj_agg": "SELECT g, total, n FROM vj_agg", "vj_self": "SELECT id, f, n FROM vj_self",
 		} {
 			got, w := read.rows(q), want[view]
 			slices.Sort(w)
