@@ -50,6 +50,26 @@ type TableJoin struct {
 	// side is read from its changelog, whose markers carry the positions
 	// its rows reflect, and has no misplaced records to forward.
 	Views [2][]PositionSource
+	// Prev is, in a join of three or more tables or views, the join
+	// stage before, whose Joined relation is Left: this stage reads its
+	// changelog as a view's. The stages of a view are a left-deep chain.
+	Prev *TableJoin
+}
+
+// Chain returns the join stages of a chain ending with j, first to j.
+func (j *TableJoin) Chain() []*TableJoin {
+	if j.Prev == nil {
+		return []*TableJoin{j}
+	}
+	return append(j.Prev.Chain(), j)
+}
+
+// sources names the tables and views the chain joins, in order.
+func (j *TableJoin) sources() []string {
+	if j.Prev == nil {
+		return []string{strings.ToLower(j.Left.Name), strings.ToLower(j.Right.Name)}
+	}
+	return append(j.Prev.sources(), strings.ToLower(j.Right.Name))
 }
 
 // JoinedKey is the index of the join key among the Joined columns.
@@ -90,11 +110,28 @@ func joinOf(sel *sql.Select) *sql.Join {
 // returns it with the binder of the view's expressions over its Joined
 // input (the columns, then ROWTIME: the later of the two rows' times).
 func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoin, *binder, error) {
+	inner, chained := join.Left.(*sql.Join)
+	if !chained {
+		return planTableJoinOf(cat, name, join, nil, nil)
+	}
+	prev, pb, err := planTableJoin(cat, name, inner)
+	if err != nil {
+		return nil, nil, err
+	}
+	return planTableJoinOf(cat, name, join, prev, pb)
+}
+
+// planTableJoinOf plans the join stage of join, whose left side is the
+// join stage prev, with the binder pb of its input, in a chain.
+func planTableJoinOf(cat *catalog.Catalog, name string, join *sql.Join, prev *TableJoin, pb *binder) (*TableJoin, *binder, error) {
 	left, lok := join.Left.(*sql.TableRef)
 	right, rok := join.Right.(*sql.TableRef)
+	if prev != nil {
+		left, lok = &sql.TableRef{Name: prev.Joined.Name, Pos: join.Pos}, true
+	}
 	if !lok || !rok {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a view joins two tables").WithPosition(join.Pos).
-			WithHint("Create a view of one join and join that view's tables' result in another view.")
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a view joins tables and views, not subqueries or functions").WithPosition(join.Pos).
+			WithHint("Create a view of the subquery and join that view.")
 	}
 	if join.Within != nil {
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join, which derives a stream, not a view").WithPosition(join.Within.Pos).
@@ -111,6 +148,10 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 	var rels [2]*catalog.Relation
 	var views [2][]PositionSource
 	for i, ref := range []*sql.TableRef{left, right} {
+		if i == 0 && prev != nil {
+			rels[0], views[0] = prev.Joined, prev.positions()
+			continue
+		}
 		r, err := cat.Resolve(ref.Name)
 		if err != nil {
 			return nil, nil, withPos(err, ref.Pos)
@@ -139,11 +180,15 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 		}
 		rels[i] = r
 	}
+	if prev != nil && slices.Contains(prev.sources(), strings.ToLower(rels[1].Name)) {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining %s twice in a view is not supported", rels[1].Name).WithPosition(right.Pos).
+			WithHint("Create a view of it and join the view the second time.")
+	}
 	if rels[0] == rels[1] {
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s with itself is not supported", rels[0].Name).WithPosition(right.Pos).
 			WithHint("Create a view of it and join the table with the view's table, or read the self-join with SELECT.")
 	}
-	j := &TableJoin{Left: rels[0], Right: rels[1], Views: views}
+	j := &TableJoin{Left: rels[0], Right: rels[1], Views: views, Prev: prev}
 	switch join.Kind {
 	case sql.JoinInner, sql.JoinLeft, sql.JoinRight, sql.JoinFull:
 		j.Kind = join.Kind
@@ -166,14 +211,19 @@ func planTableJoin(cat *catalog.Catalog, name string, join *sql.Join) (*TableJoi
 		KeyFormat: j.Left.KeyFormat, Partitioner: j.Left.Partitioner,
 	}
 	input := RecordInput(j.Joined)
-	b := &binder{cols: input, rels: []boundRel{
-		{name: j.Left.Name, alias: left.Alias, lo: 0, hi: na},
-		{name: j.Right.Name, alias: right.Alias, lo: na, hi: na + nb},
-		{lo: na + nb + 1, hi: na + nb + 2}, // ROWTIME, unqualified
-	}}
+	lrels := []boundRel{{name: j.Left.Name, alias: left.Alias, lo: 0, hi: na}}
+	if prev != nil {
+		// The names of the chain's relations, in the columns the stage
+		// before writes (its ROWTIME, last, is this stage's to give).
+		lrels = pb.rels[:len(pb.rels)-1]
+	}
+	b := &binder{cols: input, rels: append(slices.Clone(lrels),
+		boundRel{name: j.Right.Name, alias: right.Alias, lo: na, hi: na + nb},
+		boundRel{lo: na + nb + 1, hi: na + nb + 2}, // ROWTIME, unqualified
+	)}
 	b.clause = "JOIN conditions"
 	if err := j.bindOn(b, join.On, right.Pos); err != nil {
-		if join.Kind == sql.JoinRight && j.partitionedApart() {
+		if join.Kind == sql.JoinRight && j.partitionedApart() && prev == nil {
 			return planSwappedRightJoin(cat, name, join)
 		}
 		return nil, nil, err
@@ -243,6 +293,9 @@ func (j *TableJoin) bindOn(b *binder, on sql.Expr, rightPos int) error {
 		other, pos = r, bin.R.Position()
 	default:
 		return shape()
+	}
+	if j.Prev != nil {
+		other = j.Prev.ChainKey(other) // the key of the rows joined so far
 	}
 	ref, onKey := other.(*ColRef)
 	onKey = onKey && ref.Idx == lk
@@ -335,10 +388,32 @@ func (j *TableJoin) asKey(s Scalar) Scalar {
 	return s
 }
 
+// ChainKey is asKey through a chain: an expression that always equals
+// the join key of the rows the chain's stages join, that key.
+func (j *TableJoin) ChainKey(s Scalar) Scalar {
+	if j.Prev == nil {
+		return j.asKey(s)
+	}
+	if c, ok := s.(*Call); ok && c.Name == "coalesce" && len(c.Args) == 2 {
+		mapped := *c
+		mapped.Args = []Scalar{j.Prev.ChainKey(c.Args[0]), j.Prev.ChainKey(c.Args[1])}
+		return j.asKey(&mapped)
+	}
+	return j.asKey(j.Prev.ChainKey(s))
+}
+
+// leftKeyName names the left key for messages: in a chain, the first
+// table's, which the rows joined so far are keyed by.
+func (j *TableJoin) leftKeyName() string {
+	if j.Prev != nil {
+		return j.Prev.leftKeyName()
+	}
+	return j.Left.Name + "." + j.Left.Schema.Columns[j.LeftKey()].Name
+}
+
 // keyChoices names what a view over the join may select as its key.
 func (j *TableJoin) keyChoices() string {
-	lk, rk := j.Joined.Schema.Columns[j.LeftKey()].Name, j.Joined.Schema.Columns[j.RightKey()].Name
-	l, r := j.Left.Name+"."+lk, j.Right.Name+"."+rk
+	l, r := j.leftKeyName(), j.Right.Name+"."+j.Joined.Schema.Columns[j.RightKey()].Name
 	co := fmt.Sprintf("COALESCE(%s, %s)", l, r)
 	if j.Foreign != nil {
 		return l + ", the left table's key (a foreign-key join is keyed by it)"
@@ -387,10 +462,14 @@ func sideKind(r *catalog.Relation) string { return strings.ToLower(string(r.Kind
 
 // String renders the join stage for EXPLAIN.
 func (j *TableJoin) String() string {
+	left := j.Left.Name
+	if j.Prev != nil {
+		left = fmt.Sprintf("join stage %d", len(j.Prev.Chain()))
+	}
 	if j.Foreign != nil {
 		return fmt.Sprintf("%s of %s and %s on %s.%s = %s, a foreign key (the rows of each partition of %s and all rows of %s kept in Pebble, the left rows indexed by it; each changed left key's joined row, or its removal, to the join stage's changelog)",
-			j.Kind, j.Left.Name, j.Right.Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, j.Foreign, j.Left.Name, j.Right.Name)
+			j.Kind, left, j.Right.Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, j.Foreign, left, j.Right.Name)
 	}
-	return fmt.Sprintf("%s of %s and %s on %s.%s = %s.%s (both sides' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
-		j.Kind, j.Left.Name, j.Right.Name, j.Left.Name, j.Joined.Schema.Columns[j.LeftKey()].Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
+	return fmt.Sprintf("%s of %s and %s on %s = %s.%s (both sides' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
+		j.Kind, left, j.Right.Name, j.leftKeyName(), j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
 }

@@ -138,14 +138,24 @@ func (p *ViewPlan) String() string {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
 	if p.Join != nil {
-		j := p.Join
-		fmt.Fprintf(&b, "  Join stage: %s\n", j)
-		for i, rel := range []*catalog.Relation{j.Left, j.Right} {
-			if j.Views[i] != nil {
-				fmt.Fprintf(&b, "  Source view %s (its changelog, %d partitions; positions in %s)\n", rel.Name, rel.Partitions, topicList(positionTopics(j.Views[i])))
-				continue
+		chain := p.Join.Chain()
+		for n := len(chain); n > 0; n-- {
+			j := chain[n-1]
+			if len(chain) == 1 {
+				fmt.Fprintf(&b, "  Join stage: %s\n", j)
+			} else {
+				fmt.Fprintf(&b, "  Join stage %d: %s\n", n, j)
 			}
-			fmt.Fprintf(&b, "  Source %s %s (topic %s, %d partitions)\n", sideKind(rel), rel.Name, rel.Topic, rel.Partitions)
+			for i, rel := range []*catalog.Relation{j.Left, j.Right} {
+				switch {
+				case i == 0 && j.Prev != nil:
+					fmt.Fprintf(&b, "    Source join stage %d (its changelog, %d partitions)\n", n-1, rel.Partitions)
+				case j.Views[i] != nil:
+					fmt.Fprintf(&b, "    Source view %s (its changelog, %d partitions; positions in %s)\n", rel.Name, rel.Partitions, topicList(positionTopics(j.Views[i])))
+				default:
+					fmt.Fprintf(&b, "    Source %s %s (topic %s, %d partitions)\n", sideKind(rel), rel.Name, rel.Topic, rel.Partitions)
+				}
+			}
 		}
 		return b.String()
 	}
@@ -272,7 +282,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		Sources:     []string{strings.ToLower(src.Name)},
 	}
 	if p.Join != nil {
-		view.Sources = []string{strings.ToLower(p.Join.Left.Name), strings.ToLower(p.Join.Right.Name)}
+		view.Sources = p.Join.sources()
 	}
 	if joined != nil {
 		view.Sources = joined
@@ -294,7 +304,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		p.GroupBy, p.Aggs, p.Having, p.Output = g.groupBy, g.aggs, g.having, g.output
 		if p.Join != nil {
 			for i, g := range p.GroupBy {
-				p.GroupBy[i] = p.Join.asKey(g)
+				p.GroupBy[i] = p.Join.ChainKey(g)
 			}
 		}
 	} else {
@@ -389,7 +399,7 @@ func viewPositions(cat *catalog.Catalog, view *catalog.Relation) ([]PositionSour
 func (p *ViewPlan) joinKeyOutput() error {
 	found := false
 	for i, o := range p.Output {
-		p.Output[i] = p.Join.asKey(o)
+		p.Output[i] = p.Join.ChainKey(o)
 		ref, ok := p.Output[i].(*ColRef)
 		found = found || ok && ref.Idx == p.Join.JoinedKey()
 	}

@@ -576,6 +576,16 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		st.Stream.Name, st.Stream.Version = rel.StageName(i+1), rel.Version
 		st.Stream.Topic = st.Stream.StageTopic(rt.opts.Cluster)
 	}
+	// A join of three or more tables or views: each stage but the last
+	// writes its joined rows to a changelog named after the view, as a
+	// derived stream's stages are, which the next stage reads.
+	var chain []*planner.TableJoin
+	if plan.Join != nil {
+		chain = plan.Join.Chain()
+		for i, js := range chain[:len(chain)-1] {
+			js.Joined.Name, js.Joined.Version = rel.StageName(i+1), rel.Version
+		}
+	}
 	for i := range plan.Positions {
 		if plan.Positions[i].Topic == "" {
 			plan.Positions[i].Topic = plan.Source.Topic
@@ -599,22 +609,29 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	}
 	maxFrom := input
 	if plan.Join != nil {
-		input, maxFrom = rel.ChangesTopic(rt.opts.Cluster), joinInput(rt, plan.Join, 0)
+		input, maxFrom = rel.ChangesTopic(rt.opts.Cluster), joinInput(rt, chain[0], 0)
 	}
 	maxBytes, err := rt.sourceMaxBytes(ctx, maxFrom)
 	if err != nil {
 		return err
 	}
-	if plan.Join != nil {
-		// A joined row holds a row of each table.
-		right, err := rt.sourceMaxBytes(ctx, joinInput(rt, plan.Join, 1))
+	stageBytes := make([]*string, len(chain))
+	for i, js := range chain {
+		// A joined row holds a row of each side.
+		right, err := rt.sourceMaxBytes(ctx, joinInput(rt, js, 1))
 		if err != nil {
 			return err
 		}
 		l, _ := strconv.Atoi(*maxBytes)
 		r, _ := strconv.Atoi(*right)
 		sum := strconv.Itoa(l + r)
-		maxBytes = &sum
+		maxBytes, stageBytes[i] = &sum, &sum
+		if i < len(chain)-1 {
+			if _, _, err := kafka.EnsureTopic(ctx, rt.adm, js.Joined.ChangesTopic(rt.opts.Cluster), js.Joined.Partitions,
+				map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &sum}); err != nil {
+				return err
+			}
+		}
 	}
 	if _, _, err := kafka.EnsureTopic(ctx, rt.adm, rel.ChangelogTopic(rt.opts.Cluster), rel.Partitions,
 		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": maxBytes}); err != nil {
@@ -690,12 +707,17 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 				}})
 		}
 	}
-	if plan.Join != nil {
-		joinLimit, err := rt.recordLimit(ctx, rel.ChangesTopic(rt.opts.Cluster))
+	for i, js := range chain {
+		stage, out, sub := "join", rel.ChangesTopic(rt.opts.Cluster), plan
+		if i < len(chain)-1 {
+			stage, out = fmt.Sprintf("stage%d-join", i+1), js.Joined.ChangesTopic(rt.opts.Cluster)
+			sub = &planner.ViewPlan{View: js.Joined, Source: js.Joined, Join: js}
+		}
+		joinLimit, err := rt.recordLimit(ctx, out)
 		if err != nil {
 			return err
 		}
-		rt.joinStage(q, joinLimit)
+		rt.joinStage(q, sub, stage, joinLimit)
 	}
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	fwd := ""
@@ -728,15 +750,15 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 // joinStage adds the join stage of a view over a table join to q: a
 // task per partition, active where the view's partition is active and
 // a standby where it stands by, writing records of at most limit bytes.
-func (rt *Runtime) joinStage(q *PersistentQuery, limit int) {
+func (rt *Runtime) joinStage(q *PersistentQuery, plan *planner.ViewPlan, stage string, limit int) {
 	rel := q.Rel
-	for p := int32(0); p < rel.Partitions; p++ {
+	for p := int32(0); p < plan.Source.Partitions; p++ {
 		ts := rt.newTaskState(p)
 		q.Rekey = append(q.Rekey, ts)
-		t := newTableJoinTask(rt, q.Plan, ts)
+		t := newTableJoinTask(rt, plan, ts)
 		t.maxRecord = limit
-		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, rekey: true, stage: "join", ts: ts,
-			name: fmt.Sprintf("%s/join/%d", rel.Name, p),
+		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, rekey: true, stage: stage, ts: ts,
+			name: fmt.Sprintf("%s/%s/%d", rel.Name, stage, p),
 			run: func(r ha.Role) func(context.Context) error {
 				if r == ha.RoleActive {
 					return func(ctx context.Context) error { return rt.stalled(ctx, rel, ts, t.run(ctx)) }
@@ -948,6 +970,12 @@ func (rt *Runtime) Drop(ctx context.Context, rel *catalog.Relation) error {
 		stages = q.Stream.Stages
 	case q != nil && q.Plan != nil:
 		stages = q.Plan.Stages
+	}
+	if q != nil && q.Plan != nil && q.Plan.Join != nil {
+		chain := q.Plan.Join.Chain()
+		for _, js := range chain[:len(chain)-1] {
+			topics = append(topics, js.Joined.ChangesTopic(rt.opts.Cluster))
+		}
 	}
 	{
 		for _, st := range stages {

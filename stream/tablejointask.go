@@ -128,6 +128,9 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 // or the changelog of the view.
 func joinInput(rt *Runtime, j *planner.TableJoin, i int) string {
 	rel := []*catalog.Relation{j.Left, j.Right}[i]
+	if i == 0 && j.Prev != nil {
+		return rel.ChangesTopic(rt.opts.Cluster) // the stage before's
+	}
 	if j.Views[i] != nil {
 		return rel.ChangelogTopic(rt.opts.Cluster)
 	}
