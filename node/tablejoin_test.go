@@ -48,6 +48,13 @@ func TestTableJoinRecompute(t *testing.T) {
 	c.exec("CREATE TABLE vj_vv AS SELECT ofc.f, ofc.n, lv.v FROM ofc JOIN lv ON ofc.f = lv.id")
 	c.exec("CREATE TABLE vj_self AS SELECT o.id, o.f, ofc.n FROM o JOIN ofc ON o.f = ofc.f")
 	c.exec("CREATE TABLE vj_agg AS SELECT lv.g, SUM(ofc.n) AS total, COUNT(*) AS n FROM lv JOIN ofc ON lv.id = ofc.f GROUP BY lv.g")
+	// A FULL JOIN of tables partitioned apart, and chains of three and
+	// four relations: foreign keys in a row, keys with a FULL JOIN of
+	// tables partitioned apart last, and an aggregate of a chain.
+	c.exec("CREATE TABLE full_apart AS SELECT COALESCE(l.id, o.id) AS id, l.v, o.x FROM l FULL JOIN o ON l.id = o.id")
+	c.exec("CREATE TABLE chain3 AS SELECT o.id, r.w, l.v FROM o JOIN r ON o.f = r.id LEFT JOIN l ON o.f = l.id")
+	c.exec("CREATE TABLE chain_pk AS SELECT COALESCE(l.id, o.id) AS id, l.v, r.w, o.x FROM l LEFT JOIN r ON l.id = r.id FULL JOIN o ON l.id = o.id")
+	c.exec("CREATE TABLE chain_by_g AS SELECT l.g, COUNT(*) AS n FROM o JOIN r ON o.f = r.id JOIN l ON o.f = l.id JOIN lv ON l.id = lv.id GROUP BY l.g")
 	read := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	rng := rand.New(rand.NewPCG(3, 5))
 	groups := []string{"a", "b", "x"}
@@ -56,14 +63,15 @@ func TestTableJoinRecompute(t *testing.T) {
 			// 3+3+2 table partitions, 6×3+3×2 view partitions, as many
 			// join stages, and 3+2 change stages; over views, 3+2+3+3+2+3
 			// +2 view partitions, 3+3+2+3+2 join stages and 2+3 change
-			// stages.
-			waitTasks(t, n, 61+18+13+5)
+			// stages; 6 for full_apart, 6 and 9 for the chains, 10 for
+			// the chain's aggregate.
+			waitTasks(t, n, 61+18+13+5+6+6+9+10)
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n = start()
 			c.conn, read.conn = connect(t, n.PGAddr()), connect(t, n.PGAddr())
-			waitTasks(t, n, 61+18+13+5)
+			waitTasks(t, n, 61+18+13+5+6+6+9+10)
 		}
 		var lv, rv, ov []string
 		for range 40 {
@@ -225,6 +233,45 @@ func TestTableJoinRecompute(t *testing.T) {
 				add("vj_self", id, or[0], fmt.Sprint(k))
 			}
 		}
+		ids := map[string]bool{}
+		for id := range ls {
+			ids[id] = true
+		}
+		for id := range os {
+			ids[id] = true
+		}
+		for id := range ids {
+			v, x, w := "<nil>", "<nil>", "<nil>"
+			if lr, ok := ls[id]; ok {
+				v = lr[0]
+				if rw, ok := rs[id]; ok {
+					w = rw
+				}
+			}
+			if or, ok := os[id]; ok {
+				x = or[1]
+			}
+			add("full_apart", id, v, x)
+			add("chain_pk", id, v, w, x)
+		}
+		byChainG := map[string]int{}
+		for id, or := range os {
+			w, ok := rs[or[0]]
+			if !ok {
+				continue
+			}
+			v := "<nil>"
+			if lr, ok := ls[or[0]]; ok {
+				v = lr[0]
+				if _, ok := lvs[or[0]]; ok {
+					byChainG[lr[1]]++
+				}
+			}
+			add("chain3", id, w, v)
+		}
+		for g, k := range byChainG {
+			add("chain_by_g", g, fmt.Sprint(k))
+		}
 		byLvG := map[string]*agg{}
 		for f, k := range ofc {
 			lr, ok := lvs[f]
@@ -251,6 +298,8 @@ func TestTableJoinRecompute(t *testing.T) {
 			"full_j": "SELECT id, v, g, w FROM full_j", "agg_j": "SELECT id, total, n FROM agg_j",
 			"vj_pk": "SELECT id, v, w FROM vj_pk", "vj_fk": "SELECT id, v, n FROM vj_fk", "vj_vv": "SELECT f, n, v FROM vj_vv",
 			"vj_agg": "SELECT g, total, n FROM vj_agg", "vj_self": "SELECT id, f, n FROM vj_self",
+			"full_apart": "SELECT id, v, x FROM full_apart", "chain3": "SELECT id, w, v FROM chain3",
+			"chain_pk": "SELECT id, v, w, x FROM chain_pk", "chain_by_g": "SELECT g, n FROM chain_by_g",
 		} {
 			got, w := read.rows(q), want[view]
 			slices.Sort(w)

@@ -50,6 +50,12 @@ type TableJoin struct {
 	// side is read from its changelog, whose markers carry the positions
 	// its rows reflect, and has no misplaced records to forward.
 	Views [2][]PositionSource
+	// Replaced is set for a RIGHT or FULL JOIN on the keys of relations
+	// partitioned apart: each partition of the stage reads all of the
+	// right one and keeps the rows of the keys its partition of the
+	// left one holds, so it joins its keys on both sides as a
+	// primary-key join of relations partitioned alike does.
+	Replaced bool
 	// Prev is, in a join of three or more tables or views, the join
 	// stage before, whose Joined relation is Left: this stage reads its
 	// changelog as a view's. The stages of a view are a left-deep chain.
@@ -312,6 +318,10 @@ func (j *TableJoin) bindOn(b *binder, on sql.Expr, rightPos int) error {
 		if err == nil {
 			return nil // a primary-key join
 		}
+		if outer && lt == rt && (j.Kind == sql.JoinFull || j.Prev != nil) {
+			j.Replaced = true
+			return nil
+		}
 		if outer {
 			return err
 		}
@@ -445,7 +455,7 @@ func (j *TableJoin) positions() []PositionSource {
 		out = append(out, p)
 	}
 	for i, rel := range []*catalog.Relation{j.Left, j.Right} {
-		full := i == 1 && j.Foreign != nil
+		full := i == 1 && (j.Foreign != nil || j.Replaced)
 		if j.Views[i] == nil {
 			add(PositionSource{Topic: rel.Topic, All: full})
 			continue
@@ -470,6 +480,10 @@ func (j *TableJoin) String() string {
 		return fmt.Sprintf("%s of %s and %s on %s.%s = %s, a foreign key (the rows of each partition of %s and all rows of %s kept in Pebble, the left rows indexed by it; each changed left key's joined row, or its removal, to the join stage's changelog)",
 			j.Kind, left, j.Right.Name, j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, j.Foreign, left, j.Right.Name)
 	}
-	return fmt.Sprintf("%s of %s and %s on %s = %s.%s (both sides' rows of each partition kept in Pebble; each changed key's joined row, or its removal, to the join stage's changelog)",
-		j.Kind, left, j.Right.Name, j.leftKeyName(), j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name)
+	kept := "both sides' rows of each partition kept in Pebble"
+	if j.Replaced {
+		kept = fmt.Sprintf("the rows of each partition of %s and, read from all partitions of %s, the rows of that partition's keys kept in Pebble", left, j.Right.Name)
+	}
+	return fmt.Sprintf("%s of %s and %s on %s = %s.%s (%s; each changed key's joined row, or its removal, to the join stage's changelog)",
+		j.Kind, left, j.Right.Name, j.leftKeyName(), j.Right.Name, j.Joined.Schema.Columns[j.RightKey()].Name, kept)
 }

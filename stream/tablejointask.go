@@ -58,6 +58,10 @@ type tableJoinTask struct {
 	foreign eval.Expr
 	fkRow   catalog.Row
 	env     *eval.Env
+	// home, in a join of relations partitioned apart (Replaced), gives
+	// the partition of the left relation a key is in; a right row of
+	// another partition's key is not this stage's.
+	home func(k any) (int32, error)
 	// out is the changelog of joined rows; maxRecord the largest record
 	// it takes (0: unknown).
 	out       string
@@ -108,7 +112,7 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 			}
 			return newPlacement(rel, s.codec, q)
 		}
-		if i == 1 && j.Foreign != nil {
+		if i == 1 && (j.Foreign != nil || j.Replaced) {
 			for q := int32(0); q < rel.Partitions; q++ {
 				s.places[q] = place(q)
 			}
@@ -116,6 +120,13 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 			s.places[ts.Partition] = place(ts.Partition)
 		}
 		t.sides[i] = s
+	}
+	if j.Replaced {
+		codec, part := serde.NewCodec(j.Left), j.Left.PartitionerOf()
+		t.home = func(k any) (int32, error) {
+			kb, err := codec.EncodeKey([]any{k})
+			return part.Partition(kb, j.Left.Partitions), err
+		}
 	}
 	if j.Foreign != nil {
 		t.foreign = eval.Compile(j.Foreign)
@@ -443,7 +454,7 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		}
 		from := fmt.Sprintf("%s#%d", forwardedFrom(s.fwd), q)
 		if seen, ok := b.cp.Input[from][sp]; ok && off < seen {
-			if emit {
+			if emit && (left || t.homeKey(string(key))) {
 				t.touch(b, left, string(key), force)
 			}
 			return nil
@@ -463,6 +474,21 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		}
 	}
 	return t.put(store, b, s, string(key), v, r, emit, force)
+}
+
+// homeKey reports whether a right row of key is this stage's: always,
+// but in a join of relations partitioned apart, where only the keys of
+// the stage's partition of the left relation are.
+func (t *tableJoinTask) homeKey(key string) bool {
+	if t.home == nil {
+		return true
+	}
+	k, err := materialize.DecodeKey([]byte(key))
+	if err != nil || len(k) != 1 {
+		return false
+	}
+	p, err := t.home(k[0])
+	return err == nil && p == t.state.Partition
 }
 
 // placesOf reports whether the side reads partition q, and how its
@@ -534,6 +560,9 @@ func (t *tableJoinTask) rowRecord(store *materialize.Store, b *tableJoinBatch, s
 // put makes v (nil: none) the row of key on side s in b.
 func (t *tableJoinTask) put(store *materialize.Store, b *tableJoinBatch, s *joinSide, key string, v []byte, r *kgo.Record, emit, force bool) error {
 	left := s == t.sides[0]
+	if !left && !t.homeKey(key) {
+		return nil // another partition's key (or one no left row can have)
+	}
 	skey := string(s.prefix) + key
 	if left && t.foreign != nil {
 		if err := t.reindex(store, b, key, skey, v); err != nil {
