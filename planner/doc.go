@@ -32,9 +32,11 @@
 // with GROUP BY is keyed by its group columns; when that key is not the
 // source's key the plan re-keys records through a repartition topic
 // (ViewPlan.Repartition), as Kafka Streams does. A view over a view
-// reads its changelog; a view over a join of two tables (tablejoin.go,
-// TableJoin) reads its join stage's, keyed by the join key (on the
-// tables' keys) or the left key (on a foreign key); grouped by other
+// reads its changelog; a view over a join of two tables or views
+// (tablejoin.go, TableJoin; a view side is read from its changelog, and
+// three or more are a chain of stages, TableJoin.Prev) reads its last
+// join stage's, keyed by the join key (on the keys) or the left key (on
+// a foreign key); grouped by other
 // columns than its source's key, such a view regroups it through a
 // change stage (ViewPlan.Regroups). A derived stream may
 // join a stream with a table (join.go, StreamJoin), with another stream

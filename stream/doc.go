@@ -58,7 +58,10 @@
 //     writing an internal stream the next reads, active only with the
 //     query's task of their number.
 //   - tableJoinTask (tablejointask.go) is the join stage of a view that
-//     joins two tables, one per left table partition: it keeps the left
+//     joins two tables or views (a view side read from its changelog,
+//     its markers' positions composed; a chain of three or more has a
+//     stage per join, each reading the one before's changelog), one per
+//     left partition: it keeps the left
 //     rows and the right rows they can join (the same partition's on the
 //     keys, all of them on a foreign key, with an index of the left rows
 //     by the right key they name) and writes, transactionally, each
