@@ -92,6 +92,11 @@ func TestChaos(t *testing.T) {
 	n0.Exec(t, "CREATE TABLE refs_by_region AS SELECT a.region, COUNT(*) AS n, SUM(b.amount) AS total FROM balances b JOIN accounts a ON b.amount = a.id GROUP BY a.region")
 	waitPlacedView(t, c, n0, "balance_refs", 4, 1)
 	waitPlacedView(t, c, n0, "refs_by_region", 4, 1)
+	// A chain of three, the last a view: each balance, its account, and
+	// the count of its account's region (a foreign key into a view), in
+	// two join stages, the first's changelog read by the second.
+	n0.Exec(t, "CREATE TABLE balance_regions AS SELECT b.id, b.amount, a.region, r.n FROM balances b JOIN accounts a ON b.id = a.id JOIN accounts_by_region r ON a.region = r.region")
+	waitPlacedView(t, c, n0, "balance_regions", 4, 1)
 	// A stream–stream join: each refund matches its payment within a
 	// minute (refunds routed from their 3 partitions to the payments'
 	// 4), and a view counts the matches: each pair joined once through
@@ -196,7 +201,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "refunded_by_region", "refunds_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "balance_regions", "refunded_by_region", "refunds_by_region"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -273,6 +278,14 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	checkView(t, c, "refs_by_region", "SELECT region, n, total FROM refs_by_region WHERE _partition = %d", countSum(refsByRegion))
+	var chained []string
+	for id, b := range balances {
+		if r, ok := accounts[id]; ok {
+			region := strings.Split(r, "|")[1]
+			chained = append(chained, fmt.Sprintf("%d|%d|%s|%d", id, b, region, accountsByRegion[region][0]))
+		}
+	}
+	checkView(t, c, "balance_regions", "SELECT id, amount, region, n FROM balance_regions WHERE _partition = %d", chained)
 	checkView(t, c, "refunded_by_region", "SELECT region, n, total FROM refunded_by_region WHERE _partition = %d", countSum(refunded))
 	checkView(t, c, "refunds_by_region", "SELECT region, n, total FROM refunds_by_region WHERE _partition = %d", countSum(refunded))
 }
