@@ -64,7 +64,12 @@ func TestMultiJoinRecompute(t *testing.T) {
 		FROM orders o JOIN customers c ON o.customer = c.id GROUP BY c.region`)
 	c.exec(`CREATE TABLE per_customer AS SELECT o.customer, COUNT(*) AS n, SUM(p.paid) AS paid
 		FROM orders o JOIN payments p WITHIN 10 MINUTES GRACE PERIOD 1 HOUR ON o.id = p.order_id GROUP BY o.customer`)
+	// A stream joined with a view: each order looks up the customer's row
+	// in a view of the tiered customers, read from its changelog.
+	c.exec("CREATE TABLE tiered AS SELECT id, region, tier FROM customers WHERE tier >= 1")
+	c.exec("CREATE STREAM ord_tiered AS SELECT o.customer, o.id, t.region, t.tier FROM orders o LEFT JOIN tiered t ON o.customer = t.id")
 	queries := map[string]string{
+		"ord_tiered":   "SELECT customer, id, region, tier FROM ord_tiered",
 		"ord_full":     "SELECT sku, id, customer, qty, region, tier, price, total, rowtime FROM ord_full",
 		"paid_by":      "SELECT customer, id, pid, paid, region, tier, rowtime FROM paid_by",
 		"by_region":    "SELECT region, n, qty FROM by_region",
@@ -79,7 +84,8 @@ func TestMultiJoinRecompute(t *testing.T) {
 	// tasks for the stage's stream. by_region: its stage's 5 tasks, as
 	// ord_full's, 3 re-keying tasks and 3 partitions. per_customer: its
 	// stage's 5 tasks, as paid_by's, 2 re-keying tasks and 2 partitions.
-	const tasks = 5 + 10 + 10 + 11 + 9
+	// tiered: 3 partitions; ord_tiered: 3 join tasks and 2 routing tasks.
+	const tasks = 5 + 10 + 10 + 11 + 9 + 3 + 5
 
 	// storeOf names the store of a derived stream's or view's join
 	// stage (from 1), or of its own join (0): a stage's is named after
@@ -98,14 +104,33 @@ func TestMultiJoinRecompute(t *testing.T) {
 		}
 		return (&catalog.Relation{Name: rel.StageName(stage), Version: rel.Version}).StoreName()
 	}
+	tiered, _ := n.cat.Lookup("tiered")
 	readers := map[string][]string{
 		"customers": {storeOf("ord_full", 1), storeOf("paid_by", 0), storeOf("by_region", 1)},
 		"products":  {storeOf("ord_full", 0)},
+		// ord_tiered's join reads the view's changelog.
+		tiered.ChangelogTopic(n.opts.Cluster): {storeOf("ord_tiered", 0)},
 	}
 	// caughtUp waits until every join task that reads a table has read
 	// its partition of it to the end it has now.
 	caughtUp := func() {
 		t.Helper()
+		// The view first: its changelog has the customers' changes.
+		ends, err := kafka.EndOffsets(ctx, adm, "customers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !poll.Cond(30*time.Second, func() bool {
+			for p, end := range ends {
+				cp, err := n.db.Store(materialize.StoreID{View: tiered.StoreName(), Partition: p}).Checkpoint()
+				if next, _ := cp.Position.Get("customers", p); err != nil || next < end {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatal("view tiered did not reflect the changes of customers")
+		}
 		for table, stores := range readers {
 			ends, err := kafka.EndOffsets(ctx, adm, table)
 			if err != nil {
@@ -227,6 +252,11 @@ func TestMultiJoinRecompute(t *testing.T) {
 			orders = append(orders, o)
 			ov = append(ov, fmt.Sprintf("(%d, '%s', '%s', %d, %d)", o.id, o.customer, o.sku, o.qty, o.ts))
 			cu, ok := customers[o.customer]
+			if ok && cu.tier >= 1 {
+				want["ord_tiered"] = append(want["ord_tiered"], row(o.customer, o.id, cu.region, cu.tier))
+			} else {
+				want["ord_tiered"] = append(want["ord_tiered"], row(o.customer, o.id, nil, nil))
+			}
 			if !ok {
 				continue
 			}

@@ -165,13 +165,9 @@ func bindJoin(cat *catalog.Catalog, join *sql.Join, left *joinLeft) (*StreamJoin
 			WithPosition(join.Within.Pos).
 			WithHint("Leave WITHIN out: a stream record joins the table's row as of its time.")
 	}
-	if tbl.Kind == catalog.KindView {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining a stream to view %s is not supported yet", tbl.Name).WithPosition(right.Pos).
-			WithHint("Join the table the view reads.")
-	}
 	keys := tbl.Schema.KeyIndexes()
 	if len(keys) != 1 {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining table %s, whose key has %d columns, is not supported yet", tbl.Name, len(keys)).WithPosition(right.Pos)
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining %s %s, whose key has %d columns, is not supported yet", strings.ToLower(string(tbl.Kind)), tbl.Name, len(keys)).WithPosition(right.Pos)
 	}
 	src := left.src
 	j := &StreamJoin{Table: tbl, Alias: right.Alias, Left: join.Kind == sql.JoinLeft}
@@ -330,6 +326,10 @@ func (j *StreamJoin) String() string {
 	kind := "Join"
 	if j.Left {
 		kind = "Left join"
+	}
+	if j.Table.Kind == catalog.KindView {
+		return fmt.Sprintf("%s view %s on key = %s (the view's rows as the join task has read them from its changelog; %d partitions)",
+			kind, j.Table.Name, j.Key, j.Table.Partitions)
 	}
 	return fmt.Sprintf("%s table %s on key = %s (the table's rows as the join task has read them; topic %s, %d partitions)",
 		kind, j.Table.Name, j.Key, j.Table.Topic, j.Table.Partitions)

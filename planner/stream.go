@@ -99,9 +99,9 @@ func (p *StreamPlan) String() string {
 			if len(p.Stages) > 0 {
 				name = fmt.Sprintf("of join stage %d", len(p.Stages))
 			}
-			fmt.Fprintf(&b, "  Repartition stream %s by %s (to the table's partitions: a routing task per stream partition)\n", name, j.Key)
+			fmt.Fprintf(&b, "  Repartition stream %s by %s (to the %s's partitions: a routing task per stream partition)\n", name, j.Key, sideKind(j.Table))
 		}
-		fmt.Fprintf(&b, "  Source stream %s and table %s (a join task per table partition)\n", p.sourceString(), j.Table.Name)
+		fmt.Fprintf(&b, "  Source stream %s and %s %s (a join task per %s partition)\n", p.sourceString(), sideKind(j.Table), j.Table.Name, sideKind(j.Table))
 		p.writeStages(&b)
 		return b.String()
 	}

@@ -56,8 +56,11 @@ type joinTask struct {
 	env    *eval.Env
 	place  *placement // of the table's records
 	// input is the topic of the stream's records (the stream's, or the
-	// join's repartition topic); fwd the table's forwarding topic.
-	input, fwd string
+	// join's repartition topic); table the topic of the table's, and fwd
+	// its forwarding topic. A view joined as the table is read from its
+	// changelog (rows is set; no forwarding: fwd is "").
+	input, table, fwd string
+	rows              bool
 	maxRecord  int
 	row        catalog.Row // the joined row: the record's columns and ROWTIME, then the table's
 	derived    catalog.Row
@@ -67,8 +70,11 @@ func newJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *joinTask
 	j := plan.Join
 	t := &joinTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), tcodec: serde.NewCodec(j.Table),
 		out: serde.NewCodec(plan.Stream), part: plan.Stream.PartitionerOf(), key: eval.Compile(j.Key), env: &eval.Env{},
-		input: plan.Source.Topic, fwd: j.Table.RepartitionTopic(rt.opts.Cluster)}
+		input: plan.Source.Topic, table: j.Table.Topic, fwd: j.Table.RepartitionTopic(rt.opts.Cluster)}
 	t.place = newPlacement(j.Table, t.tcodec, ts.Partition)
+	if j.Table.Kind == catalog.KindView {
+		t.table, t.fwd, t.rows = j.Table.ChangelogTopic(rt.opts.Cluster), "", true
+	}
 	if j.Route {
 		t.input = plan.Stream.RepartitionTopic(rt.opts.Cluster)
 	}
@@ -85,7 +91,7 @@ func newJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *joinTask
 
 func (t *joinTask) run(ctx context.Context) error {
 	rt, plan, p := t.rt, t.plan, t.state.Partition
-	rel, tbl := plan.Stream, plan.Join.Table
+	rel := plan.Stream
 	changelog := rel.ChangelogTopic(rt.opts.Cluster)
 	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	prod, err := rt.taskProducer(ctx, rel, p, t.maxRecord)
@@ -109,12 +115,16 @@ func (t *joinTask) run(ctx context.Context) error {
 	// after the marker then see the table as the task that wrote the
 	// marker had it, whatever the times of the table's records.
 	restoreTo := map[string]int64{}
-	for _, topic := range []string{tbl.Topic, t.fwd} {
+	for _, topic := range t.tableInputs() {
 		if m, ok := cp.Input[topic][p]; ok && m > stored.Input[topic][p] {
 			restoreTo[topic] = m
 		}
 	}
-	for _, topic := range []string{tbl.Topic, t.fwd, forwardedFrom(t.fwd)} {
+	kept := t.tableInputs()
+	if t.fwd != "" {
+		kept = append(kept, forwardedFrom(t.fwd))
+	}
+	for _, topic := range kept {
 		delete(cp.Input, topic)
 		if offs, ok := stored.Input[topic]; ok {
 			for q, off := range offs {
@@ -122,7 +132,7 @@ func (t *joinTask) run(ctx context.Context) error {
 			}
 		}
 	}
-	cons, guard, err := rt.resumeInputs(ctx, rel, fmt.Sprintf("%s-join-%d", rel.Name, p), []string{t.input, tbl.Topic, t.fwd}, p, cp)
+	cons, guard, err := rt.resumeInputs(ctx, rel, fmt.Sprintf("%s-join-%d", rel.Name, p), append([]string{t.input}, t.tableInputs()...), p, cp)
 	if err != nil {
 		return err
 	}
@@ -166,10 +176,10 @@ func (t *joinTask) run(ctx context.Context) error {
 		// older), the stream records wait for them, up to joinIdle
 		// (Kafka Streams' max.task.idle.ms); the table's records before
 		// the first waiting one are applied meanwhile.
-		tableNext, fwdNext := b.cp.Input[tbl.Topic][p], b.cp.Input[t.fwd][p]
+		tableNext, fwdNext := b.cp.Input[t.table][p], b.cp.Input[t.fwd][p]
 		for _, r := range recs {
 			switch r.Topic {
-			case tbl.Topic:
+			case t.table:
 				tableNext = r.Offset + 1
 			case t.fwd:
 				fwdNext = r.Offset + 1
@@ -270,13 +280,16 @@ func (t *joinTask) mergeByTime(recs []*kgo.Record) []*kgo.Record {
 // table from the store's offsets and the stream from the last marker.
 func (t *joinTask) standby(ctx context.Context) error {
 	rt, p := t.rt, t.state.Partition
-	rel, tbl := t.plan.Stream, t.plan.Join.Table
+	rel := t.plan.Stream
 	store := rt.opts.DB.Store(materialize.StoreID{View: rel.StoreName(), Partition: p})
 	cp, err := store.Checkpoint()
 	if err != nil {
 		return err
 	}
-	ins := []topicPart{{tbl.Topic, p}, {t.fwd, p}}
+	var ins []topicPart
+	for _, topic := range t.tableInputs() {
+		ins = append(ins, topicPart{topic, p})
+	}
 	return rt.followInputs(ctx, rel, fmt.Sprintf("%s-join-standby-%d", rel.Name, p), t.state, cp, ins,
 		func(fetches kgo.Fetches, cp materialize.Checkpoint) (materialize.Checkpoint, error) {
 			b := &joinBatch{cp: cp.Clone(), rows: map[string][]byte{}}
@@ -409,10 +422,22 @@ func (t *joinTask) process(store *materialize.Store, b *joinBatch, r *kgo.Record
 	return nil
 }
 
+// tableInputs are the topics the task reads the table from: its topic
+// and forwarding topic, or a view's changelog.
+func (t *joinTask) tableInputs() []string {
+	if t.fwd == "" {
+		return []string{t.table}
+	}
+	return []string{t.table, t.fwd}
+}
+
 // tableRecord applies a record of the table's topic or forwarding
 // topic to the batch's rows.
 func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
 	p := t.state.Partition
+	if t.rows {
+		return t.viewRecord(b, r)
+	}
 	forwarded := r.Topic == t.fwd
 	if forwarded {
 		v, _ := hasHeader(r, headerSource)
@@ -456,6 +481,37 @@ func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
 	return nil
 }
 
+// viewRecord applies a record of the changelog of a view joined as the
+// table: a row (or its removal) replaces its key's; markers and fences
+// are not rows.
+func (t *joinTask) viewRecord(b *joinBatch, r *kgo.Record) error {
+	if _, ok := hasHeader(r, headerMarker); ok {
+		return nil
+	}
+	if _, fence := hasHeader(r, "basin.fence"); fence {
+		return nil
+	}
+	var v []byte
+	if r.Value != nil {
+		ncols := len(t.plan.Join.Table.Schema.Columns)
+		present, vals, _, err := DecodeStored(r.Value, ncols)
+		if err != nil {
+			return fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		if present {
+			if v, err = materialize.EncodeRow(vals[:ncols]); err != nil {
+				return err
+			}
+		}
+	}
+	key := string(r.Key)
+	if _, ok := b.rows[key]; !ok {
+		b.order = append(b.order, key)
+	}
+	b.rows[key] = v
+	return nil
+}
+
 // commit writes b's derived and skipped records and its marker in one
 // transaction, then its table rows and checkpoint to the store.
 func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *joinBatch) error {
@@ -463,7 +519,7 @@ func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *material
 	// shows it): the table's partition, and the stream's records.
 	p := t.state.Partition
 	b.cp.Position = materialize.Position{}
-	for _, topic := range []string{t.input, t.plan.Join.Table.Topic} {
+	for _, topic := range []string{t.input, t.table} {
 		if off, ok := b.cp.Input[topic][p]; ok {
 			b.cp.Position.Advance(topic, p, off)
 		}
