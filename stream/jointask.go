@@ -61,9 +61,9 @@ type joinTask struct {
 	// changelog (rows is set; no forwarding: fwd is "").
 	input, table, fwd string
 	rows              bool
-	maxRecord  int
-	row        catalog.Row // the joined row: the record's columns and ROWTIME, then the table's
-	derived    catalog.Row
+	maxRecord         int
+	row               catalog.Row // the joined row: the record's columns and ROWTIME, then the table's
+	derived           catalog.Row
 }
 
 func newJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *joinTask {
