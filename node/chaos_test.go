@@ -97,6 +97,7 @@ func TestChaos(t *testing.T) {
 	// two join stages, the first's changelog read by the second.
 	n0.Exec(t, "CREATE TABLE balance_regions AS SELECT b.id, b.amount, a.region, r.n FROM balances b JOIN accounts a ON b.id = a.id JOIN accounts_by_region r ON a.region = r.region")
 	waitPlacedView(t, c, n0, "balance_regions", 4, 1)
+	waitStagePlaced(t, c, n0, "balance_regions", "stage1-join", 4)
 	// A stream–stream join: each refund matches its payment within a
 	// minute (refunds routed from their 3 partitions to the payments'
 	// 4), and a view counts the matches: each pair joined once through
@@ -106,12 +107,14 @@ func TestChaos(t *testing.T) {
 	n0.Exec(t, "CREATE STREAM refunded AS SELECT p.pid, p.region, r.amount AS refund FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid")
 	n0.Exec(t, "CREATE TABLE refunded_by_region AS SELECT region, COUNT(*) AS n, SUM(refund) AS total FROM refunded GROUP BY region")
 	// The same count straight from the join: a view of a stream's join,
-	// whose join stage (routing and join tasks active only, with the
-	// view's tasks) writes the matched pairs to an internal stream.
+	// whose join stage (routing tasks active only, join tasks with
+	// standbys, with the view's tasks) writes the matched pairs to an
+	// internal stream.
 	n0.Exec(t, "CREATE TABLE refunds_by_region AS SELECT p.region, COUNT(*) AS n, SUM(r.amount) AS total FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid GROUP BY p.region")
 	waitPlacedView(t, c, n0, "refunded", 4, 1)
 	waitPlacedView(t, c, n0, "refunded_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "refunds_by_region", 4, 1)
+	waitStagePlaced(t, c, n0, "refunds_by_region", "stage1-join", 4)
 	// Each key has one producer, so its records keep their order on
 	// one partition; a third of them are misplaced for murmur2.
 	placeOf := func(id int64) kafka.Partitioner {

@@ -634,6 +634,41 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	}
 }
 
+// waitStagePlaced waits until SHOW TASKS on n shows each of the parts
+// tasks of a stage of view (its name in the task: "stage1-join") with
+// one running active and a running standby on another live node.
+func waitStagePlaced(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, view, stage string, parts int) {
+	t.Helper()
+	c.Eventually(t, 60*time.Second, func() error {
+		rows, err := showTasks(t, n)
+		if err != nil {
+			return err
+		}
+		byTask := map[string]map[string]string{} // task → role → node
+		for _, r := range rows {
+			if !strings.HasPrefix(r.task, view+"@") || !strings.Contains(r.task, "/"+stage+"/") {
+				continue
+			}
+			if r.state != "RUNNING" {
+				return fmt.Errorf("%s: %s on %s is %s", r.task, r.role, r.node, r.state)
+			}
+			if byTask[r.task] == nil {
+				byTask[r.task] = map[string]string{}
+			}
+			byTask[r.task][r.role] = r.node
+		}
+		if len(byTask) != parts {
+			return fmt.Errorf("%d tasks of %s's %s in SHOW TASKS, want %d: %v", len(byTask), view, stage, parts, rows)
+		}
+		for task, roles := range byTask {
+			if roles["active"] == "" || roles["standby"] == "" || roles["active"] == roles["standby"] {
+				return fmt.Errorf("%s: placed %v, want an active and a standby on two nodes", task, roles)
+			}
+		}
+		return nil
+	})
+}
+
 // isStage reports whether a SHOW TASKS task is a stage of a view's
 // query that holds no partition of it (a re-keying, change or join
 // stage) rather than a partition's task.

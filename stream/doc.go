@@ -55,8 +55,8 @@
 //     partitions (the right's records marked) where it is not there.
 //     A join of three or more relations runs join stages
 //     (planner.StreamPlan.Stages), each a joinTask or streamJoinTask
-//     writing an internal stream the next reads, active only with the
-//     query's task of their number.
+//     writing an internal stream the next reads, with the query's task
+//     of their number (active and standby where it is).
 //   - tableJoinTask (tablejointask.go) is the join stage of a view that
 //     joins two tables or views (a view side read from its changelog,
 //     its markers' positions composed; a chain of three or more has a

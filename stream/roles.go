@@ -35,7 +35,9 @@ type slot struct {
 	// for a stream–stream join's right routing stage, and
 	// "stage<n>-join", "stage<n>-rekey" and "stage<n>-rekey-right" for
 	// the tasks of join stage n of a join of three or more relations
-	// (which run, active only, with the query's task of their number).
+	// (which run with the query's task of their number: active where
+	// it is active, a standby where it stands by; routing stages, which
+	// keep no state, active only).
 	stage string
 	ts    *TaskState
 	name  string

@@ -391,19 +391,34 @@ func (rt *Runtime) ensureStreamTopics(ctx context.Context, plan *planner.StreamP
 
 // joinSlot is the slot of join task p of plan, a join stage's (stage >
 // 0) or the query's own (0). A stage's join tasks have no partitions of
-// their own in the assignment: each runs, active only, where the
-// query's task of its number (modulo the query's tasks) is active, and
-// one that moves reads its state again (a stream–table stage's table
-// partition) or restores it from its changelog (a stream–stream
-// stage's). The query's own join tasks have standbys (standby, nil for
-// none: the slot follows the changelog).
+// their own in the assignment: each runs where the query's task of its
+// number (modulo the query's tasks) does, active or standing by. Join
+// tasks stand by with standby (nil: the slot follows the changelog, of
+// which a stream–stream join's store is a copy).
 func (rt *Runtime) joinSlot(q *PersistentQuery, plan *planner.StreamPlan, stage int, ts *TaskState, run, standby func(context.Context) error, input string) *slot {
 	rel, p := plan.Stream, ts.Partition
 	if stage > 0 {
+		// A join stage's task runs with the query's task of its number:
+		// active where that is, and a standby where that stands by (a
+		// stream–table join's reads the table into its store, a
+		// stream–stream join's follows its changelog, of which its store
+		// is a copy).
 		q.Rekey = append(q.Rekey, ts)
-		s := activeSlot(rt, q.Rel, materialize.StoreID{View: q.Rel.StoreName(), Partition: p}, true, ts, fmt.Sprintf("%s/join/%d", rel.Name, p), run)
-		s.stage = fmt.Sprintf("stage%d-join", stage)
-		return s
+		follow := standby
+		if follow == nil {
+			own, changelog := materialize.StoreID{View: rel.StoreName(), Partition: p}, rel.ChangelogTopic(rt.opts.Cluster)
+			follow = func(ctx context.Context) error {
+				return rt.followChangelog(ctx, rt.opts.DB.Store(own), changelog, input, "", p, ts)
+			}
+		}
+		return &slot{key: materialize.StoreID{View: q.Rel.StoreName(), Partition: p}, rekey: true, ts: ts,
+			name: fmt.Sprintf("%s/join/%d", rel.Name, p), stage: fmt.Sprintf("stage%d-join", stage),
+			run: func(r ha.Role) func(context.Context) error {
+				if r == ha.RoleActive {
+					return func(ctx context.Context) error { return rt.stalled(ctx, q.Rel, ts, run(ctx)) }
+				}
+				return follow
+			}}
 	}
 	q.Tasks = append(q.Tasks, ts)
 	if standby == nil {
