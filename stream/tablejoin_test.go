@@ -383,11 +383,9 @@ func TestTableJoinRoleChurn(t *testing.T) {
 			id := int64(rng.Intn(30))
 			key := bigintKey(t, id)
 			rec := &kgo.Record{Topic: topic, Key: key, Partition: kafka.Partition(key, 2)}
-			if id%4 == 1 && os.Getenv("BASIN_CHURN_MISPLACED") != "" {
-				// Misplaced: the table forwards it. Not yet by default:
-				// with both runtimes' table tasks forwarding at once, a
-				// foreign-key join's stage can still keep a row whose
-				// forwarded delete it took for a duplicate.
+			if id%4 == 1 {
+				// Misplaced: the table forwards it, and with both
+				// runtimes' table tasks active, more than once.
 				rec.Partition = 1 - rec.Partition
 			}
 			m := map[string]map[int64]int64{"l": ls, "r": rs}[topic]

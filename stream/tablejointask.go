@@ -454,8 +454,14 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		}
 		from := fmt.Sprintf("%s#%d", forwardedFrom(s.fwd), q)
 		if seen, ok := b.cp.Input[from][sp]; ok && off < seen {
+			// The store has it already, but the joined rows written so
+			// far may not: a standby applied it, or a stage that read
+			// its forwarding topic again from the start (the marker had
+			// none of it) kept what its store had seen. The key's joined
+			// row is written as the store has it, whether or not the
+			// stage thinks it is recovering.
 			if emit && (left || t.homeKey(string(key))) {
-				t.touch(b, left, string(key), force)
+				t.touch(b, left, string(key), true)
 			}
 			return nil
 		}
