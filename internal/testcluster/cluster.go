@@ -261,6 +261,13 @@ func (c *Cluster) pickAddrs(n *Node) error {
 		"--http-addr", n.HTTPAddr,
 		"--log-level", c.opts.LogLevel,
 	}
+	if raceEnabled {
+		// A race-built node on a loaded machine can miss a few of the
+		// default 100 ms heartbeats while alive, and its peers would
+		// take it for down (forwarded reads give up on it): heartbeats
+		// come as much slower as the node is. Args may say otherwise.
+		args = append(args, "--heartbeat-interval", Timeout(100*time.Millisecond).String()) // node.DefaultHeartbeatInterval
+	}
 	args = append(args, c.opts.Args...)
 	args = append(args, c.opts.NodeArgs[n.Index]...)
 	n.mu.Lock()
