@@ -261,36 +261,27 @@ func (t *changeTask) change(store *materialize.Store, b *changeBatch, r *kgo.Rec
 // changes to b: a marker's position becomes the batch's, which its
 // markers pass on to the view partitions; a row replaces its key's.
 func (t *changeTask) changeRow(store *materialize.Store, b *changeBatch, r *kgo.Record) error {
-	if _, ok := hasHeader(r, headerMarker); ok {
-		m, err := materialize.UnmarshalCheckpoint(r.Value)
-		if err != nil {
-			return fmt.Errorf("marker at %s/%d@%d: %w", t.input, t.sp, r.Offset, err)
-		}
-		b.cp.Position, b.cp.UpdatedAt = m.Position.Clone(), m.UpdatedAt
-		return nil
-	}
-	if _, fence := hasHeader(r, "basin.fence"); fence {
-		return nil
-	}
 	ncols := len(t.plan.Source.Schema.Columns)
 	row := t.row[:ncols+1]
+	c, err := decodeChangelog(r, ncols, row)
+	switch {
+	case err != nil:
+		return err
+	case c.marker != nil:
+		b.cp.Position, b.cp.UpdatedAt = c.marker.Position.Clone(), c.marker.UpdatedAt
+		return nil
+	case c.fence:
+		return nil
+	}
 	var now []byte
-	if r.Value != nil {
-		present, vals, _, err := DecodeStored(r.Value, ncols)
-		if err != nil {
-			return fmt.Errorf("undecodable row at %s/%d@%d: %w", t.input, t.sp, r.Offset, err)
+	if c.present {
+		keep, ok, err := t.admit(row, r, b)
+		if err != nil || !ok {
+			return err
 		}
-		if present {
-			copy(row, vals[:ncols])
-			row[ncols] = r.Timestamp.UnixMilli() // ROWTIME: when it changed
-			keep, ok, err := t.admit(row, r, b)
-			if err != nil || !ok {
+		if keep {
+			if now, err = materialize.EncodeRow(row); err != nil {
 				return err
-			}
-			if keep {
-				if now, err = materialize.EncodeRow(row); err != nil {
-					return err
-				}
 			}
 		}
 	}

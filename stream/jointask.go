@@ -485,23 +485,15 @@ func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
 // table: a row (or its removal) replaces its key's; markers and fences
 // are not rows.
 func (t *joinTask) viewRecord(b *joinBatch, r *kgo.Record) error {
-	if _, ok := hasHeader(r, headerMarker); ok {
-		return nil
-	}
-	if _, fence := hasHeader(r, "basin.fence"); fence {
-		return nil
+	ncols := len(t.plan.Join.Table.Schema.Columns)
+	c, err := decodeChangelog(r, ncols, nil)
+	if err != nil || c.marker != nil || c.fence {
+		return err
 	}
 	var v []byte
-	if r.Value != nil {
-		ncols := len(t.plan.Join.Table.Schema.Columns)
-		present, vals, _, err := DecodeStored(r.Value, ncols)
-		if err != nil {
-			return fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-		}
-		if present {
-			if v, err = materialize.EncodeRow(vals[:ncols]); err != nil {
-				return err
-			}
+	if c.present {
+		if v, err = materialize.EncodeRow(c.row[:ncols]); err != nil {
+			return err
 		}
 	}
 	key := string(r.Key)

@@ -3,6 +3,8 @@ package stream
 import (
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/materialize"
 )
@@ -42,4 +44,50 @@ func DecodeStored(b []byte, ncols int) (present bool, row catalog.Row, state []a
 	}
 	present, _ = vals[0].(bool)
 	return present, vals[1 : 1+ncols], vals[1+ncols:], nil
+}
+
+// changelogRecord is a record of a changelog of rows (a view's, a join
+// stage's), decoded by decodeChangelog: a marker, a fence, or a key's
+// row or its removal.
+type changelogRecord struct {
+	marker *materialize.Checkpoint // a marker's checkpoint
+	fence  bool
+	// present says whether the key has a row (else the record removes
+	// it); row is then its columns and ROWTIME (when it changed), in
+	// the buffer decodeChangelog was given.
+	present bool
+	row     catalog.Row
+}
+
+// decodeChangelog decodes record r (not a control record) of a changelog
+// whose rows have ncols columns, the row into buf (ncols+1 values; nil:
+// a new one).
+func decodeChangelog(r *kgo.Record, ncols int, buf catalog.Row) (changelogRecord, error) {
+	if _, ok := hasHeader(r, headerMarker); ok {
+		m, err := materialize.UnmarshalCheckpoint(r.Value)
+		if err != nil {
+			return changelogRecord{}, fmt.Errorf("marker at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		return changelogRecord{marker: &m}, nil
+	}
+	if _, fence := hasHeader(r, headerFence); fence {
+		return changelogRecord{fence: true}, nil
+	}
+	if r.Value == nil {
+		return changelogRecord{}, nil
+	}
+	present, vals, _, err := DecodeStored(r.Value, ncols)
+	if err != nil {
+		return changelogRecord{}, fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if !present {
+		return changelogRecord{}, nil
+	}
+	if len(buf) < ncols+1 {
+		buf = make(catalog.Row, ncols+1)
+	}
+	row := buf[:ncols+1]
+	copy(row, vals[:ncols])
+	row[ncols] = r.Timestamp.UnixMilli()
+	return changelogRecord{present: true, row: row}, nil
 }

@@ -615,7 +615,6 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err != nil {
 		return err
 	}
-	stageBytes := make([]*string, len(chain))
 	for i, js := range chain {
 		// A joined row holds a row of each side.
 		right, err := rt.sourceMaxBytes(ctx, joinInput(rt, js, 1))
@@ -625,7 +624,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		l, _ := strconv.Atoi(*maxBytes)
 		r, _ := strconv.Atoi(*right)
 		sum := strconv.Itoa(l + r)
-		maxBytes, stageBytes[i] = &sum, &sum
+		maxBytes = &sum
 		if i < len(chain)-1 {
 			if _, _, err := kafka.EnsureTopic(ctx, rt.adm, js.Joined.ChangesTopic(rt.opts.Cluster), js.Joined.Partitions,
 				map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &sum}); err != nil {

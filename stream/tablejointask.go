@@ -419,7 +419,7 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 		return nil
 	}
 	s, forwarded := t.side(r.Topic)
-	if _, ok := s.placesOf(q); !ok {
+	if !s.reads(q) {
 		return fmt.Errorf("join %s/%d: a record of %s/%d, which it does not read", t.plan.View.Name, t.state.Partition, r.Topic, q)
 	}
 	if s.rows {
@@ -497,14 +497,13 @@ func (t *tableJoinTask) homeKey(key string) bool {
 	return err == nil && p == t.state.Partition
 }
 
-// placesOf reports whether the side reads partition q, and how its
-// records are placed there (nil for a view's).
-func (s *joinSide) placesOf(q int32) (*placement, bool) {
+// reads reports whether the side (nil: none) reads partition q.
+func (s *joinSide) reads(q int32) bool {
 	if s == nil {
-		return nil, false
+		return false
 	}
-	p, ok := s.places[q]
-	return p, ok
+	_, ok := s.places[q]
+	return ok
 }
 
 // sideRow returns the stored row of a side's row (its columns, then
@@ -527,37 +526,28 @@ func (t *tableJoinTask) sideRow(b *tableJoinBatch, left bool, row catalog.Row, k
 // (or its removal) replaces the key's, and a marker's position becomes
 // what the side's partition reflects.
 func (t *tableJoinTask) rowRecord(store *materialize.Store, b *tableJoinBatch, s *joinSide, r *kgo.Record, emit, force bool) error {
-	if _, ok := hasHeader(r, headerMarker); ok {
-		m, err := materialize.UnmarshalCheckpoint(r.Value)
-		if err != nil {
-			return fmt.Errorf("marker at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-		}
-		for topic, parts := range m.Position {
+	ncols := len(s.rel.Schema.Columns)
+	row := make(catalog.Row, ncols+2) // the columns, ROWTIME, and a left row's right key
+	c, err := decodeChangelog(r, ncols, row)
+	switch {
+	case err != nil:
+		return err
+	case c.marker != nil:
+		for topic, parts := range c.marker.Position {
 			for q, off := range parts {
 				setOffset(&b.cp.Input, sidePosition(s.topic, r.Partition, topic), q, off)
 			}
 		}
 		return nil
-	}
-	if _, fence := hasHeader(r, "basin.fence"); fence {
+	case c.fence:
 		return nil
 	}
 	left := s == t.sides[0]
-	ncols := len(s.rel.Schema.Columns)
 	var v []byte
-	if r.Value != nil {
-		present, vals, _, err := DecodeStored(r.Value, ncols)
-		if err != nil {
-			return fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-		}
-		if present {
-			row := make(catalog.Row, ncols+2)
-			copy(row, vals[:ncols])
-			row[ncols] = r.Timestamp.UnixMilli() // ROWTIME: when it changed
-			var ok bool
-			if v, ok, err = t.sideRow(b, left, row, row[s.rel.Schema.KeyIndexes()[0]], r); err != nil || !ok {
-				return err
-			}
+	if c.present {
+		var ok bool
+		if v, ok, err = t.sideRow(b, left, row, row[s.rel.Schema.KeyIndexes()[0]], r); err != nil || !ok {
+			return err
 		}
 	}
 	return t.put(store, b, s, string(r.Key), v, r, emit, force)
@@ -817,14 +807,10 @@ func (t *tableJoinTask) advancePosition(cp *materialize.Checkpoint) {
 // partition of the topics its positions are in.
 func (s *joinSide) reflects(topic string, bq int32) bool {
 	if !s.rows {
-		_, ok := s.places[bq]
-		return topic == s.topic && ok
+		return topic == s.topic && s.reads(bq)
 	}
 	for _, src := range s.positions {
-		if src.Topic != topic {
-			continue
-		}
-		if _, own := s.places[bq]; src.All || len(s.places) > 1 || own {
+		if src.Topic == topic && (src.All || len(s.places) > 1 || s.reads(bq)) {
 			return true
 		}
 	}

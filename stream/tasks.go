@@ -29,6 +29,9 @@ const (
 	// headerRight marks a record of a stream–stream join's repartition
 	// topic as the right stream's (unmarked ones are the left's).
 	headerRight = "basin.right"
+	// headerFence marks the record a task's fencing transaction writes
+	// to its changelog (and aborts): never a row.
+	headerFence = "basin.fence"
 )
 
 // markerKey is the key of changelog markers; with compaction the latest

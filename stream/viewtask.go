@@ -673,35 +673,25 @@ func (t *viewTask) processView(store *materialize.Store, b *viewBatch, r *kgo.Re
 	if r.Attrs.IsControl() {
 		return nil
 	}
-	if _, ok := hasHeader(r, headerMarker); ok {
-		m, err := materialize.UnmarshalCheckpoint(r.Value)
-		if err != nil {
-			return fmt.Errorf("marker at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
-		}
-		b.next.Position, b.next.UpdatedAt = m.Position.Clone(), m.UpdatedAt
+	c, err := decodeChangelog(r, len(t.plan.Source.Schema.Columns), nil)
+	switch {
+	case err != nil:
+		return err
+	case c.marker != nil:
+		b.next.Position, b.next.UpdatedAt = c.marker.Position.Clone(), c.marker.UpdatedAt
 		return nil
-	}
-	if _, fence := hasHeader(r, "basin.fence"); fence {
+	case c.fence:
 		return nil
 	}
 	keyVals, err := materialize.DecodeKey(r.Key)
 	if err != nil {
 		return fmt.Errorf("undecodable key at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
 	}
-	if r.Value == nil {
+	if !c.present {
 		t.remove(store, b, keyVals)
 		return nil
 	}
-	ncols := len(t.plan.Source.Schema.Columns)
-	present, row, _, err := DecodeStored(r.Value, ncols)
-	if err != nil {
-		return fmt.Errorf("undecodable row at %s/%d@%d: %w", t.input, r.Partition, r.Offset, err)
-	}
-	if !present {
-		t.remove(store, b, keyVals)
-		return nil
-	}
-	row = append(row[:ncols:ncols], r.Timestamp.UnixMilli()) // ROWTIME: when it changed
+	row := c.row
 	if t.filter != nil {
 		keep, err := t.filter(row, t.env)
 		if err != nil {
@@ -730,7 +720,7 @@ func fence(ctx context.Context, prod *kgo.Client, topic string, p int32) error {
 		return err
 	}
 	res := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Key: markerKey,
-		Headers: []kgo.RecordHeader{{Key: "basin.fence"}}})
+		Headers: []kgo.RecordHeader{{Key: headerFence}}})
 	if err := res.FirstErr(); err != nil {
 		_ = prod.EndTransaction(ctx, kgo.TryAbort)
 		return err
