@@ -262,11 +262,14 @@ func (c *Cluster) pickAddrs(n *Node) error {
 		"--log-level", c.opts.LogLevel,
 	}
 	if raceEnabled {
-		// A race-built node on a loaded machine can miss a few of the
+		// A race-built node on a loaded machine can miss five of the
 		// default 100 ms heartbeats while alive, and its peers would
-		// take it for down (forwarded reads give up on it): heartbeats
-		// come as much slower as the node is. Args may say otherwise.
-		args = append(args, "--heartbeat-interval", Timeout(100*time.Millisecond).String()) // node.DefaultHeartbeatInterval
+		// take it for down (forwarded reads give up on it), so they come
+		// twice as far apart. No further: a frozen peer must still be
+		// found down (after five) well before a forwarded read's 2 s
+		// connect timeout, as TestClusterReadsAroundAFrozenNode checks.
+		// Args may say otherwise.
+		args = append(args, "--heartbeat-interval", "200ms")
 	}
 	args = append(args, c.opts.Args...)
 	args = append(args, c.opts.NodeArgs[n.Index]...)
