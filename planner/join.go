@@ -39,6 +39,97 @@ type StreamJoin struct {
 	RightKey   Scalar
 	RouteRight bool
 	Parts      *catalog.Relation
+
+	// Marks are, per side, how the positions of the input the join's
+	// tasks read compose: a join stage's stream or the join's
+	// repartition topic carries its writers' position markers, and a
+	// view's changelog partition its one writer's (the view's task);
+	// nil for a source's own topic, whose offsets are the positions.
+	// RouteMarks are those of the input a
+	// side's routing tasks read (a stage's stream), nil for a source.
+	Marks, RouteMarks [2]*Marks
+}
+
+// Marks says how the position markers of an internal stream compose. A
+// join stage's stream and a join's repartition topic are written by
+// Writers tasks (one per partition of what they read), and each puts,
+// after every batch's records, a marker on each partition with its
+// position, in the topics of Sources (what each of those tasks
+// reflects). A task reading one partition has then seen everything a
+// writer wrote there up to the position of its last marker read: the
+// reader reflects, of each topic partition, what the one writer
+// reading it reflects, or, for a topic each writer reads all of
+// (PositionSource.All), the least of what they all do, once every one
+// has said. So positions reach the sources beneath a join of streams,
+// as they do beneath views.
+type Marks struct {
+	Sources []PositionSource
+	Writers int32
+}
+
+// Reflects is what each partition of a marked stream reflects: every
+// partition of every topic its writers reflect.
+func (m *Marks) Reflects() []PositionSource { return reflectAll(m.Sources) }
+
+// reflectAll returns ps with every topic's All set.
+func reflectAll(ps []PositionSource) []PositionSource {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].All = true
+	}
+	return out
+}
+
+// addPosition adds p to ps, merging it into an entry of its topic.
+func addPosition(ps []PositionSource, p PositionSource) []PositionSource {
+	for i := range ps {
+		if ps[i].Topic == p.Topic {
+			ps[i].All = ps[i].All || p.All
+			return ps
+		}
+	}
+	return append(ps, p)
+}
+
+// planPositions sets the positions of the tasks of join stage p, whose
+// left input is left (StreamPlan.Positions), and how the join's inputs'
+// markers compose (StreamJoin.Marks, RouteMarks). A task reads, per
+// side, a source's partition (reflecting that partition), a view's
+// changelog partition (reflecting what that view partition does), or
+// a marked stream's partition (reflecting what all its writers do); a
+// routed side is read from the repartition topic, which the routing
+// tasks of that side mark.
+func (p *StreamPlan) planPositions(cat *catalog.Catalog, left *joinLeft) error {
+	j := p.Join
+	p.Positions = nil
+	for i, rel := range []*catalog.Relation{left.src, j.Table} {
+		var pos []PositionSource
+		var marks *Marks
+		switch {
+		case i == 0 && len(left.stages) > 0:
+			prev := left.stages[len(left.stages)-1]
+			marks = &Marks{Sources: prev.Positions, Writers: prev.Stream.Partitions}
+			pos = marks.Reflects()
+		case rel.Kind == catalog.KindView:
+			var err error
+			if pos, err = viewPositions(cat, rel); err != nil {
+				return err
+			}
+			marks = &Marks{Sources: pos, Writers: 1}
+		default:
+			pos = []PositionSource{{Topic: rel.Topic}}
+		}
+		if route := (i == 0 && j.Route) || (i == 1 && j.RouteRight); route {
+			j.RouteMarks[i] = marks
+			marks = &Marks{Sources: pos, Writers: rel.Partitions}
+			pos = marks.Reflects()
+		}
+		j.Marks[i] = marks
+		for _, ps := range pos {
+			p.Positions = addPosition(p.Positions, ps)
+		}
+	}
+	return nil
 }
 
 // JoinedInput is the row a join's expressions are bound over: the
@@ -66,6 +157,9 @@ func planStreamJoin(cat *catalog.Catalog, s *sql.CreateStreamAs, join *sql.Join,
 		return nil, err
 	}
 	p := &StreamPlan{Source: left.src, KeyColumn: -1, Join: j, Stages: left.stages}
+	if err := p.planPositions(cat, left); err != nil {
+		return nil, err
+	}
 	if sel.Where != nil {
 		b.clause = "WHERE"
 		f, err := b.bind(sel.Where)

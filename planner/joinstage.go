@@ -120,7 +120,10 @@ func planJoinStage(cat *catalog.Catalog, join *sql.Join, n *int) (*joinLeft, err
 	sources := append(slices.Clone(left.sources), strings.ToLower(j.Table.Name))
 	rel := &catalog.Relation{Name: fmt.Sprintf("stage%d", *n), Kind: catalog.KindStream, KeyFormat: FormatJSON, ValueFormat: FormatJSON,
 		Partitions: j.partitions(), Tasks: j.partitions(), Sources: sources, Schema: catalog.Schema{Columns: cols}}
-	stage := &StreamPlan{Stream: rel, Source: left.src, Join: j, Output: outs, KeyColumn: 0, Rekey: true}
+	stage := &StreamPlan{Stream: rel, Source: left.src, Join: j, Output: outs, KeyColumn: 0, Rekey: true, Marked: true}
+	if err := stage.planPositions(cat, left); err != nil {
+		return nil, err
+	}
 	return &joinLeft{src: rel, cols: append(view, RowtimeColumn), rels: spans, stages: append(left.stages, stage),
 		sources: sources, reads: reads, keyCopy: keyCopy}, nil
 }

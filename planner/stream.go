@@ -42,6 +42,14 @@ type StreamPlan struct {
 	// count than the source's, or when the key's bytes change (another
 	// key_format, or renamed columns of a JSON key).
 	Rekey bool
+	// Positions are what each task of a join reflects, in the topics of
+	// the sources beneath it (planPositions); nil for other plans, whose
+	// tasks reflect their source's partition.
+	Positions []PositionSource
+	// Marked is set for a join stage, whose stream only the next stage
+	// or a view reads: its tasks put their position markers on it
+	// (Marks).
+	Marked bool
 }
 
 // String renders the plan for EXPLAIN.

@@ -173,10 +173,6 @@ func planTableJoinOf(cat *catalog.Catalog, name string, join *sql.Join, prev *Ta
 			if views[i], err = viewPositions(cat, r); err != nil {
 				return nil, nil, err
 			}
-			if slices.ContainsFunc(views[i], func(p PositionSource) bool { return p.Topic == "" }) {
-				return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "joining view %s, which aggregates a stream's join, is not supported yet", r.Name).WithPosition(ref.Pos).
-					WithHint("Join the tables of the join in the view instead.")
-			}
 		case r.Kind != catalog.KindTable:
 			return nil, nil, pgerr.New(pgerr.WrongObjectType, "%s is not a table", r.Name).WithPosition(ref.Pos)
 		}
@@ -445,15 +441,7 @@ func (j *TableJoin) keyChoices() string {
 // them when the view is read in full.
 func (j *TableJoin) positions() []PositionSource {
 	var out []PositionSource
-	add := func(p PositionSource) {
-		for i := range out {
-			if out[i].Topic == p.Topic {
-				out[i].All = out[i].All || p.All
-				return
-			}
-		}
-		out = append(out, p)
-	}
+	add := func(p PositionSource) { out = addPosition(out, p) }
 	for i, rel := range []*catalog.Relation{j.Left, j.Right} {
 		full := i == 1 && (j.Foreign != nil || j.Replaced)
 		if j.Views[i] == nil {

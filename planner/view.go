@@ -65,6 +65,9 @@ type ViewPlan struct {
 	// composes them.
 	Positions       []PositionSource
 	SourcePositions []PositionSource
+	// Marks are, for a view of a stream's join, how the position
+	// markers of the joined stream it reads compose.
+	Marks *Marks
 }
 
 // PositionSource is a topic a view's positions are in. All is set when
@@ -236,7 +239,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		if err != nil {
 			return nil, err
 		}
-		p = &ViewPlan{Source: left.src, Stages: left.stages, Positions: []PositionSource{{Topic: ""}}}
+		// Its last stage marks the stream: each view partition
+		// reflects what all that stage's tasks do.
+		last := left.stages[len(left.stages)-1]
+		p = &ViewPlan{Source: left.src, Stages: left.stages, Marks: &Marks{Sources: last.Positions, Writers: last.Stream.Partitions}}
+		p.Positions = p.Marks.Reflects()
 		b = &binder{cols: left.cols, rels: left.rels}
 		joined = left.sources
 	} else if join != nil {

@@ -332,6 +332,16 @@ func (t *joinTask) process(store *materialize.Store, b *joinBatch, r *kgo.Record
 	if r.Topic != t.input {
 		return t.tableRecord(b, r)
 	}
+	if t.plan.Join.Marks[0] != nil {
+		if w, pos, ok, err := stageMarker(r); ok {
+			// The stage before's stream or the routing stage's
+			// topic: what its writer sent here reflects pos.
+			if err == nil {
+				noteMarked(&b.cp, markedStream, w, pos)
+			}
+			return err
+		}
+	}
 	b.cp.UpdatedAt = r.Timestamp
 	src := t.plan.Source
 	ncols := len(src.Schema.Columns)
@@ -487,6 +497,9 @@ func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
 func (t *joinTask) viewRecord(b *joinBatch, r *kgo.Record) error {
 	ncols := len(t.plan.Join.Table.Schema.Columns)
 	c, err := decodeChangelog(r, ncols, nil)
+	if c.marker != nil {
+		noteMarked(&b.cp, markedTable, 0, c.marker.Position)
+	}
 	if err != nil || c.marker != nil || c.fence {
 		return err
 	}
@@ -507,16 +520,24 @@ func (t *joinTask) viewRecord(b *joinBatch, r *kgo.Record) error {
 // commit writes b's derived and skipped records and its marker in one
 // transaction, then its table rows and checkpoint to the store.
 func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *joinBatch) error {
-	// The position is how far the task has read each input (SHOW TASKS
-	// shows it): the table's partition, and the stream's records.
+	// The position is what the task has read of each input reflects:
+	// the partition of a source it reads, or what the markers of a
+	// marked input (a stage's stream, the routing stage's topic, a
+	// view's changelog) compose to (planner.Marks).
 	p := t.state.Partition
 	b.cp.Position = materialize.Position{}
-	for _, topic := range []string{t.input, t.table} {
-		if off, ok := b.cp.Input[topic][p]; ok {
+	for i, topic := range []string{t.input, t.table} {
+		tag := []string{markedStream, markedTable}[i]
+		if m := t.plan.Join.Marks[i]; m != nil {
+			marked(b.cp.Position, b.cp, tag, m)
+		} else if off, ok := b.cp.Input[topic][p]; ok {
 			b.cp.Position.Advance(topic, p, off)
 		}
 	}
 	recs := append(append(make([]*kgo.Record, 0, len(b.out)+len(b.bad)+1), b.out...), b.bad...)
+	if t.plan.Marked {
+		recs = appendStageMarkers(recs, t.plan.Stream.Topic, t.plan.Stream.Partitions, p, false, b.cp.Position)
+	}
 	return commitMarked(ctx, prod, store, changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
 }
 

@@ -33,8 +33,16 @@ import (
 // Like viewTask's, its per-record path decodes into and evaluates into
 // buffers of the task, and carves what a record keeps from blocks of the
 // batch (recordArena).
+//
+// Over a stream's join (planner.ViewPlan.Marks), the stream it reads
+// carries its writers' position markers: the task keeps what they said
+// and sends the position they compose to in its own markers, so the
+// view's positions are in the topics beneath the join (notePosition).
+// What it keeps is not stored: after a restart it learns it again from
+// the writers' next markers, and the view keeps what it was told.
 type rekeyTask struct {
 	rekeyer
+	marks materialize.Checkpoint // what the stream's writers said (noteMarked)
 }
 
 // rekeyer is what the re-keying stages of a view (rekeyTask, and
@@ -85,7 +93,7 @@ func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *source
 }
 
 func newRekeyTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) *rekeyTask {
-	return &rekeyTask{newRekeyer(rt, plan, ts, ends)}
+	return &rekeyTask{rekeyer: newRekeyer(rt, plan, ts, ends)}
 }
 
 // appendViewKey evaluates the groups of row and appends its view key, as
@@ -154,9 +162,19 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		b := &rekeyBatch{next: -1, recs: make([]*kgo.Record, 0, fetches.NumRecords()+int(view.Partitions))}
 		fetches.EachRecord(func(r *kgo.Record) { t.add(b, r) })
 		recs := b.recs
+		var pos []byte
+		if plan.Marks != nil {
+			composed := materialize.Position{}
+			marked(composed, t.marks, markedStream, plan.Marks)
+			pos = materialize.MarshalCheckpoint(materialize.Checkpoint{Position: composed})
+		}
 		for vp := int32(0); vp < view.Partitions; vp++ {
-			recs = append(recs, &kgo.Record{Topic: out, Partition: vp,
-				Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, b.next)}}})
+			r := &kgo.Record{Topic: out, Partition: vp,
+				Headers: []kgo.RecordHeader{{Key: headerMarker, Value: encodeSrc(t.sp, b.next)}}}
+			if pos != nil {
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerPosition, Value: pos})
+			}
+			recs = append(recs, r)
 		}
 		recs = append(recs, b.bad...)
 		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -189,6 +207,12 @@ type rekeyBatch struct {
 func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 	b.next = r.Offset + 1
 	if r.Attrs.IsControl() {
+		return
+	}
+	if w, pos, ok, err := stageMarker(r); ok && t.plan.Marks != nil {
+		if err == nil {
+			noteMarked(&t.marks, markedStream, w, pos)
+		}
 		return
 	}
 	rec, err := t.rekey(&b.arena, r)

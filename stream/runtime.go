@@ -565,8 +565,8 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	defer cancel()
 	compact := "compact"
 	// A view of a stream's join reads the joined stream its join stages
-	// write (named after the view, as a derived stream's are), and its
-	// positions are in that stream's topic.
+	// write (named after the view, as a derived stream's are); its
+	// positions are in the topics beneath the join (planner.Marks).
 	type stageLimit struct {
 		limit    int
 		maxBytes *string
@@ -584,16 +584,6 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		chain = plan.Join.Chain()
 		for i, js := range chain[:len(chain)-1] {
 			js.Joined.Name, js.Joined.Version = rel.StageName(i+1), rel.Version
-		}
-	}
-	for i := range plan.Positions {
-		if plan.Positions[i].Topic == "" {
-			plan.Positions[i].Topic = plan.Source.Topic
-		}
-	}
-	for i := range plan.SourcePositions {
-		if plan.SourcePositions[i].Topic == "" {
-			plan.SourcePositions[i].Topic = plan.Source.Topic
 		}
 	}
 	for _, st := range plan.Stages {

@@ -125,6 +125,10 @@ func newStreamJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *st
 	return t
 }
 
+// sideTags tag, in a task's checkpoint, what the writers of each
+// side's marked input said (noteMarked).
+var sideTags = [2]string{markedStream, markedRight}
+
 // inputs are the topics the task reads (partition: its own).
 func (t *streamJoinTask) inputs() []string {
 	if t.sides[0].input == t.sides[1].input {
@@ -289,8 +293,17 @@ func (t *streamJoinTask) process(store *materialize.Store, b *streamJoinBatch, r
 	if r.Attrs.IsControl() {
 		return nil
 	}
-	b.cp.UpdatedAt = r.Timestamp
 	si := t.sideOf(r)
+	if t.join.Marks[si] != nil {
+		if w, pos, ok, err := stageMarker(r); ok {
+			// A marked input: what the writer sent here reflects pos.
+			if err == nil {
+				noteMarked(&b.cp, sideTags[si], w, pos)
+			}
+			return err
+		}
+	}
+	b.cp.UpdatedAt = r.Timestamp
 	s := t.sides[si]
 	rel := t.plan.Stream
 	row := make(catalog.Row, s.width)
@@ -588,13 +601,21 @@ func (t *streamJoinTask) expire(store *materialize.Store, b *streamJoinBatch) er
 func (t *streamJoinTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, b *streamJoinBatch) error {
 	p := t.state.Partition
 	setOffset(&b.cp.Input, streamTimeIn, 0, b.streamTime)
-	for _, topic := range t.inputs() {
-		if off, ok := b.cp.Input[topic][p]; ok {
-			b.cp.Position.Advance(topic, p, off)
+	// The position is what each side's input reflects as far as read:
+	// a source's partition, or what the markers of a marked input (a
+	// stage's stream, the routing stages' topic) compose to.
+	for i, s := range t.sides {
+		if m := t.join.Marks[i]; m != nil {
+			marked(b.cp.Position, b.cp, sideTags[i], m)
+		} else if off, ok := b.cp.Input[s.input][p]; ok {
+			b.cp.Position.Advance(s.input, p, off)
 		}
 	}
 	recs := make([]*kgo.Record, 0, len(b.out)+len(b.order)+len(b.bad)+1)
 	recs = append(recs, b.out...)
+	if t.plan.Marked {
+		recs = appendStageMarkers(recs, t.plan.Stream.Topic, t.plan.Stream.Partitions, p, false, b.cp.Position)
+	}
 	for _, k := range b.order {
 		recs = append(recs, &kgo.Record{Topic: t.changelog, Partition: p, Key: []byte(k), Value: b.rows[k]})
 	}

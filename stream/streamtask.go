@@ -200,6 +200,18 @@ func (t *streamTask) run(ctx context.Context) error {
 			if r.Attrs.IsControl() {
 				return
 			}
+			if m := t.routeMarks(); m != nil {
+				if w, pos, ok, err := stageMarker(r); ok {
+					// Routing a stage's stream: what its writer
+					// sent here reflects pos.
+					if err == nil {
+						noteMarked(&b, markedStream, w, pos)
+						marked(b.Position, b, markedStream, m)
+					}
+					perr = err
+					return
+				}
+			}
 			b.UpdatedAt = r.Timestamp
 			rec, err := t.derive(r)
 			switch {
@@ -301,11 +313,28 @@ func (t *streamTask) routed(r *kgo.Record, row catalog.Row) (*kgo.Record, error)
 	return rec, tooLarge(t.maxRecord, rec, rec.Topic)
 }
 
+// routeMarks returns how the markers of the stage's stream a routing
+// task reads compose; nil when it reads a source.
+func (t *streamTask) routeMarks() *planner.Marks {
+	if !t.route {
+		return nil
+	}
+	if t.right {
+		return t.plan.Join.RouteMarks[1]
+	}
+	return t.plan.Join.RouteMarks[0]
+}
+
 // commit writes one transaction, the derived records, the skipped ones
 // and the marker of cp, and then keeps cp in the store.
 func (t *streamTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string,
 	cp *materialize.Checkpoint, recs, bad []*kgo.Record) error {
 	all := append(append(make([]*kgo.Record, 0, len(recs)+len(bad)+1), recs...), bad...)
+	if t.route {
+		// The join's tasks compose the routing tasks' positions from
+		// these (planner.Marks).
+		all = appendStageMarkers(all, t.plan.Stream.RepartitionTopic(t.rt.opts.Cluster), t.parts.Partitions, t.state.Partition, t.right, cp.Position)
+	}
 	return commitMarked(ctx, prod, store, changelog, t.state.Partition, t.plan.Stream.Topic, all, cp, nil, nil)
 }
 

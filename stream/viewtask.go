@@ -485,6 +485,11 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 				}
 				t.notePosition(b, sp, m.Position)
 				setOffset(&b.next.Input, regroupSeen, sp, off)
+				if !plan.Retract {
+					// Re-keyed from a stream's join: the offsets
+					// of its stream still find records sent twice.
+					b.next.Position.Advance(srcTopic, sp, off)
+				}
 				return nil
 			}
 			b.next.Position.Advance(srcTopic, sp, off)
@@ -530,6 +535,16 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			// A forwarded record moves no position: a position covers a
 			// partition's records of the keys that belong to it.
 			b.next.Position.Advance(srcTopic, p, r.Offset+1)
+			if w, pos, ok, err := stageMarker(r); ok && plan.Marks != nil {
+				// The joined stream of a stream's join: what its
+				// writer has sent here reflects pos.
+				if err != nil {
+					return err
+				}
+				noteMarked(&b.next, markedStream, w, pos)
+				marked(b.next.Position, b.next, markedStream, plan.Marks)
+				return nil
+			}
 		}
 		ncols := len(plan.Source.Schema.Columns)
 		row = t.row[:ncols+1]
@@ -608,40 +623,26 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 	return nil
 }
 
-// notePosition records, for a view regrouping a view or a join, that
-// the change stage of source partition sp has sent everything up to a
-// position pos of that source's partition reflects, and makes the
-// view's position what every source partition's together reflect: per
-// topic partition, what the one source partition reading it reflects,
-// or, of a topic each source partition reads all of (a foreign-key
-// join's right table), the least of what they all do, once all have
-// said. The positions of the source partitions are kept in the
-// checkpoint, beside the input offsets.
+// notePosition records, for a view regrouping a view or a join or
+// grouping a stream's join by other columns, that the re-keying task
+// of source partition sp has sent everything up to a position pos of
+// that source's partition reflects, and makes the view's position what
+// every source partition's together reflect: per topic partition, what
+// the one source partition reading it reflects, or, of a topic each
+// source partition reads all of (a foreign-key join's right table, a
+// stream's join), the least of what they all do, once all have said
+// (marked, with a writer per source partition). The positions of the
+// source partitions are kept in the checkpoint, beside the input
+// offsets.
 func (t *viewTask) notePosition(b *viewBatch, sp int32, pos materialize.Position) {
-	for topic, parts := range pos {
-		for q, off := range parts {
-			setOffset(&b.next.Input, sourcePosition(sp, topic), q, off)
-		}
-	}
-	n := t.plan.Source.Partitions
-	for _, src := range t.plan.SourcePositions {
-		least := map[int32]int64{}
-		count := map[int32]int32{}
-		for s := int32(0); s < n; s++ {
-			for q, off := range b.next.Input[sourcePosition(s, src.Topic)] {
-				if c, ok := least[q]; !ok || off < c {
-					least[q] = off
-				}
-				count[q]++
-			}
-		}
-		for q, off := range least {
-			if !src.All || count[q] == n {
-				b.next.Position.Advance(src.Topic, q, off)
-			}
-		}
-	}
+	noteMarked(&b.next, markedSources, sp, pos)
+	marked(b.next.Position, b.next, markedSources, &planner.Marks{Sources: t.plan.SourcePositions, Writers: t.plan.Source.Partitions})
 }
+
+// markedSources tags, in a view's checkpoint, what its source
+// partitions' re-keying tasks said (notePosition).
+const markedSources = "sources"
+
 
 // regroupSeen names, in a regrouping view's checkpoint, how far the
 // view has seen each partition of the changelog its change stage reads
@@ -655,12 +656,6 @@ func (t *viewTask) publishSeen(cp materialize.Checkpoint) {
 		seen := maps.Clone(cp.Input[regroupSeen])
 		t.state.sourceSeen.Store(&seen)
 	}
-}
-
-// sourcePosition names, in a regrouping view's checkpoint, the offsets
-// of topic that source partition sp reflects.
-func sourcePosition(sp int32, topic string) string {
-	return fmt.Sprintf("\x00position:%d:%s", sp, topic)
 }
 
 // processView applies one record of the changelog of the view the task
