@@ -57,6 +57,11 @@
 //     (planner.StreamPlan.Stages), each a joinTask or streamJoinTask
 //     writing an internal stream the next reads, with the query's task
 //     of their number (active and standby where it is).
+//     The tasks writing an internal stream (a join stage's, a join's
+//     repartition topic) put a position marker on each of its
+//     partitions per batch, and the tasks reading it compose them
+//     (marks.go, planner.Marks), so a view of a stream's join has its
+//     positions in the topics beneath the join.
 //   - tableJoinTask (tablejointask.go) is the join stage of a view that
 //     joins two tables or views (a view side read from its changelog,
 //     its markers' positions composed; a chain of three or more has a
