@@ -643,7 +643,6 @@ func (t *viewTask) notePosition(b *viewBatch, sp int32, pos materialize.Position
 // partitions' re-keying tasks said (notePosition).
 const markedSources = "sources"
 
-
 // regroupSeen names, in a regrouping view's checkpoint, how far the
 // view has seen each partition of the changelog its change stage reads
 // (from the stage's markers), for its lag.
