@@ -564,6 +564,41 @@ var incViews = []incView{
 		},
 	},
 	{
+		// COUNT(DISTINCT) and ksqlDB's COUNT_DISTINCT over a stream,
+		// re-keyed by another column (NULL a group of its own): NULL
+		// values are not counted.
+		name: "g_distinct",
+		sql:  `CREATE TABLE g_distinct AS SELECT grp, COUNT(DISTINCT cat) AS dc, COUNT_DISTINCT(v) AS dv, COUNT(*) AS n FROM ev GROUP BY grp`,
+		recompute: func(evs []evRec, _ map[string]*tbRec) ([]string, int) {
+			type sets struct {
+				cats map[string]bool
+				vs   map[int64]bool
+				n    int64
+			}
+			g := map[any]*sets{}
+			for _, e := range evs {
+				k := deref(e.grp)
+				s := g[k]
+				if s == nil {
+					s = &sets{cats: map[string]bool{}, vs: map[int64]bool{}}
+					g[k] = s
+				}
+				s.n++
+				if e.cat != nil {
+					s.cats[*e.cat] = true
+				}
+				if e.v != nil {
+					s.vs[*e.v] = true
+				}
+			}
+			var rows []string
+			for k, s := range g {
+				rows = append(rows, rowText(k, int64(len(s.cats)), int64(len(s.vs)), s.n))
+			}
+			return rows, 0
+		},
+	},
+	{
 		// No GROUP BY over a stream: the latest row per key that passes
 		// the filter.
 		name: "latest",
