@@ -43,7 +43,8 @@
 // WITHIN a window (streamjoin.go), or three or more relations through a
 // chain of join stages (joinstage.go, StreamPlan.Stages); a view whose
 // join starts with a stream reads the last stage's stream
-// (ViewPlan.Stages). stream/, pull/ and
+// (ViewPlan.Stages), whose tasks' position markers compose to positions
+// in the topics beneath the join (Marks). stream/, pull/ and
 // query/ run the plans; this package does no I/O.
 //
 // planner imports sql, catalog, pgcodec (arrays and casts from text, as
