@@ -74,6 +74,10 @@ type Scope struct {
 	// subqueries' included) made, against basin.query_memory. It counts
 	// every operator's output, freed or not: an overestimate.
 	Mem *Memory
+	// Read returns every row of a table, view or stream a query reads
+	// (the pull plan of a planner.RelationRel, given as any: eval does
+	// not import planner); nil where none can be read.
+	Read func(ctx context.Context, scan any) ([]catalog.Row, error)
 }
 
 // WithOuter returns env for a subquery run for row.

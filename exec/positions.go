@@ -65,14 +65,15 @@ func (s *Session) noteWrites(p materialize.Position) {
 // token that does not parse (a peer of another version) is skipped: it
 // can only make the session less strict, never wrong.
 func (s *Session) noteReads(rel *catalog.Relation, reads []pull.PartitionRead) {
-	if rel == nil {
-		return
-	}
-	store := rel.StoreName()
 	for _, r := range reads {
-		if r.Position == "" {
+		read := rel
+		if r.Rel != nil {
+			read = r.Rel
+		}
+		if r.Position == "" || read == nil {
 			continue
 		}
+		store := read.StoreName()
 		p := r.Parsed
 		if p == nil {
 			var err error

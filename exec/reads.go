@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -13,14 +14,38 @@ import (
 )
 
 // read runs a pull query of the session: a catalog query in the
-// catalog-query engine (query.go), any other in the pull engine with its
-// state in q (nil: a new one). Every query is reported to ObservePull.
+// relational engine (query.go), reading the relations it names through
+// the pull engine, any other in the pull engine with its state in q
+// (nil: a new one). Every query is reported to ObservePull.
 func (e *Engine) read(q *pull.Query, ctx context.Context, plan *planner.PullPlan, code *pull.PullCode, env *eval.Env, opts *pull.ReadOptions,
 	emit func(catalog.Row) error) (reads []pull.PartitionRead, err error) {
 	start := time.Now()
 	defer func() { e.observePull(plan, reads, start, err) }()
 	if plan.Query != nil {
-		return nil, query.Run(ctx, plan, env, emit)
+		// The tables, views and streams the query names are read as
+		// pull queries of all their rows, each once per statement.
+		read := map[*planner.PullPlan][]catalog.Row{}
+		reader := func(ctx context.Context, scan *planner.PullPlan, admit func(catalog.Row) error) ([]catalog.Row, error) {
+			if rows, ok := read[scan]; ok {
+				return rows, nil
+			}
+			var rows []catalog.Row
+			r, err := e.Reads.Run(new(pull.Query), ctx, scan, pull.CompilePull(scan), env, opts, func(row catalog.Row) error {
+				row = slices.Clone(row)
+				rows = append(rows, row)
+				return admit(row)
+			})
+			for i := range r {
+				r[i].Rel = scan.Rel
+			}
+			reads = append(reads, r...)
+			if err != nil {
+				return nil, err
+			}
+			read[scan] = rows
+			return rows, nil
+		}
+		return reads, query.Run(ctx, plan, env, reader, emit)
 	}
 	if q == nil {
 		q = new(pull.Query)

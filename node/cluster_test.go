@@ -413,6 +413,12 @@ func TestClusterForwardedReads(t *testing.T) {
 				if len(servers) < 2 {
 					t.Errorf("%s holds %d of per_id's 4 partitions but served every row itself (%v)", n.ID, held, servers)
 				}
+				// The relational engine reads each relation a query
+				// names as a pull query, forwarded as that is.
+				rows := n.Query(t, "SELECT (SELECT count(*) FROM per_id), (SELECT sum(n) FROM by_region), count(DISTINCT _served_by) FROM per_id p")
+				if len(rows) != 1 || rows[0][0] != "700" || rows[0][1] != "700" || rows[0][2] == "1" {
+					t.Errorf("subqueries over per_id and by_region on %s: %v, want 700 rows, 700 orders, from 2 or more nodes", n.ID, rows)
+				}
 			}
 			for region, w := range v.want {
 				rows := n.Query(t, "SELECT n, total FROM by_region WHERE region = $1", region)

@@ -7,8 +7,9 @@
 // catalog query: PullPlan.Query holds a relational plan over in-memory
 // rows instead (query.go describes it; qbind.go binds names in scopes,
 // qexpr.go the expressions, qjoin.go orders joins, qfuncs.go types the
-// catalog functions). Pull queries over streams, tables and views never
-// take that path, so their plans and errors are what they were.
+// catalog functions). Such a query may read streams, tables and views
+// too (RelationRel: the pull plan of all of a relation's rows); a plain
+// SELECT of one keeps the pull plan and its fast paths.
 //
 // # Binding
 //

@@ -498,6 +498,15 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 					parent, lvl, into, def)
 			}
 		}
+		if r := qp.basinRelation(it); r != nil {
+			scan := relationScan(r)
+			alias := it.Alias
+			if alias == "" {
+				alias = it.Name
+			}
+			into.add(alias, scan.Columns)
+			return &RelationRel{Rel: r, Scan: scan}, nil
+		}
 		t, err := qp.resolveTable(it)
 		if err != nil {
 			return nil, err
@@ -626,8 +635,24 @@ func equiConds(cond Scalar, n int) []EquiCond {
 	return out
 }
 
-// resolveTable finds a catalog relation. basin's own relations are not
-// read by catalog queries.
+// basinRelation returns the table, view or stream ref names, nil when
+// it names none (a catalog relation, or nothing).
+func (qp *queryPlanner) basinRelation(ref *sql.TableRef) *catalog.Relation {
+	schema := strings.ToLower(ref.Schema)
+	if qp.cat == nil || (schema != "" && schema != "public") {
+		return nil
+	}
+	if schema == "" {
+		if _, ok := catalog.LookupVirtual("", ref.Name); ok {
+			return nil
+		}
+	}
+	r, _ := qp.cat.Lookup(ref.Name)
+	return r
+}
+
+// resolveTable finds a catalog relation (pg_catalog's,
+// information_schema's).
 func (qp *queryPlanner) resolveTable(ref *sql.TableRef) (*catalog.VirtualTable, error) {
 	schema := strings.ToLower(ref.Schema)
 	switch {
@@ -638,26 +663,12 @@ func (qp *queryPlanner) resolveTable(ref *sql.TableRef) (*catalog.VirtualTable, 
 	case schema != "public":
 		return nil, pgerr.New(pgerr.InvalidSchemaName, "schema %q does not exist", ref.Schema).WithPosition(ref.Pos)
 	}
-	if (schema == "" || schema == "public") && qp.cat != nil {
-		if r, ok := qp.cat.Lookup(ref.Name); ok {
-			return nil, basinRelationError(r, ref.Pos)
-		}
-	}
 	name := ref.Name
 	if ref.Schema != "" {
 		name = ref.Schema + "." + ref.Name
 	}
 	return nil, pgerr.New(pgerr.UndefinedTable, "relation %q does not exist", name).WithPosition(ref.Pos).
 		WithHint("SHOW STREAMS and SHOW TABLES list what exists.")
-}
-
-// basinRelationError is the error for a query that reads a basin
-// relation in a way only catalog queries may.
-func basinRelationError(r *catalog.Relation, pos int) error {
-	return pgerr.New(pgerr.FeatureNotSupported,
-		"%s %s cannot be read by this query: joins, subqueries, set operations, arrays and window functions are supported over pg_catalog and information_schema only",
-		strings.ToLower(string(r.Kind)), r.Name).WithPosition(pos).
-		WithHint("Read %s with a SELECT of its own, or define a view (CREATE TABLE ... AS SELECT) that computes what you need.", r.Name)
 }
 
 // planFuncRef plans a set-returning function in FROM.

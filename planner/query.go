@@ -21,11 +21,11 @@ import (
 // for the statement.
 //
 // PlanSelect picks the plan: a QueryPlan when the query reads a catalog
-// relation or uses a construct only catalog queries have (joins,
-// subqueries, arrays, window functions, UNION, catalog functions),
-// else the PullPlan as before. A QueryPlan never reads a basin relation:
-// joining a view with a catalog relation is a 0A000, so pull queries over
-// views keep their plan, their speed and their errors.
+// relation or uses a construct only this engine has (joins, subqueries,
+// arrays, window functions, UNION, catalog functions), else the
+// PullPlan, whose fast paths a plain SELECT of one relation keeps. A
+// QueryPlan reads a stream, table or view through a RelationRel: the
+// pull plan of all its rows, which the pull engine runs.
 //
 // # Scopes and correlation
 //
@@ -55,6 +55,35 @@ type Rel interface {
 // ScanRel reads a virtual catalog relation.
 type ScanRel struct {
 	Table *catalog.VirtualTable
+}
+
+// RelationRel reads a basin relation (a table, a view or a stream) in a
+// query the relational engine runs. Scan is the pull plan of all its
+// rows, which the pull engine runs (exec gives query.Run the reader): each
+// partition from the best replica within the session's bounds, as any
+// pull query's, once per statement however often the query reads it. Its
+// row is the relation's columns, then the pseudo-columns (and ROWTIME,
+// for a stream), which * leaves out.
+type RelationRel struct {
+	Rel  *catalog.Relation
+	Scan *PullPlan
+}
+
+// relationScan returns the pull plan of every row of rel, with the
+// pseudo-columns (RelationRel.Scan).
+func relationScan(rel *catalog.Relation) *PullPlan {
+	p := &PullPlan{Rel: rel, Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}}
+	p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
+	if rel.Kind == catalog.KindStream {
+		p.Input = append(p.Input, RowtimeColumn)
+	}
+	for i, c := range p.Input {
+		p.Output = append(p.Output, &ColRef{Idx: i, T: c.Type, Name: c.Name})
+		c.Key = false
+		c.Hidden = c.Hidden || i >= len(rel.Schema.Columns)
+		p.Columns = append(p.Columns, c)
+	}
+	return p
 }
 
 // ValuesRel produces one empty row: the FROM of a SELECT without one.
@@ -150,13 +179,14 @@ type SetRel struct {
 	Columns       []catalog.Column
 }
 
-func (r *ScanRel) Cols() []catalog.Column    { return r.Table.Columns }
-func (r *ValuesRel) Cols() []catalog.Column  { return nil }
-func (r *FuncRel) Cols() []catalog.Column    { return r.Columns }
-func (r *JoinRel) Cols() []catalog.Column    { return r.cols }
-func (r *DerivedRel) Cols() []catalog.Column { return r.Columns }
-func (r *BlockRel) Cols() []catalog.Column   { return r.Columns }
-func (r *SetRel) Cols() []catalog.Column     { return r.Columns }
+func (r *ScanRel) Cols() []catalog.Column     { return r.Table.Columns }
+func (r *RelationRel) Cols() []catalog.Column { return r.Scan.Columns }
+func (r *ValuesRel) Cols() []catalog.Column   { return nil }
+func (r *FuncRel) Cols() []catalog.Column     { return r.Columns }
+func (r *JoinRel) Cols() []catalog.Column     { return r.cols }
+func (r *DerivedRel) Cols() []catalog.Column  { return r.Columns }
+func (r *BlockRel) Cols() []catalog.Column    { return r.Columns }
+func (r *SetRel) Cols() []catalog.Column      { return r.Columns }
 
 // String renders the plan for EXPLAIN.
 func (q *QueryPlan) String() string {
@@ -167,6 +197,10 @@ func (q *QueryPlan) String() string {
 
 func (r *ScanRel) explain(b *strings.Builder, in string) {
 	fmt.Fprintf(b, "%sScan %s (catalog)\n", in, r.Table.QualifiedName())
+}
+
+func (r *RelationRel) explain(b *strings.Builder, in string) {
+	fmt.Fprintf(b, "%sRead %s %s (every partition, each from its best replica)\n", in, strings.ToLower(string(r.Rel.Kind)), r.Rel.Name)
 }
 
 func (r *ValuesRel) explain(b *strings.Builder, in string) {

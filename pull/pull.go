@@ -29,6 +29,9 @@ import (
 // PartitionRead describes where one partition of a pull query was served
 // from, for SHOW basin.last_read and freshness notices.
 type PartitionRead struct {
+	// Rel is the relation read, when a query read several (the
+	// relational engine's); nil means the plan's.
+	Rel       *catalog.Relation
 	Partition int32
 	ServedBy  string
 	Role      string

@@ -16,16 +16,30 @@ import (
 )
 
 // Catalog queries (planner.QueryPlan) run here, over the rows of a
-// catalog.PGSnapshot made for the statement. Every operator materializes
-// its rows: catalog relations hold hundreds of rows, not millions, and
-// a materialized operator is simple to get right. Rows coming from the
+// catalog.PGSnapshot made for the statement and of the streams, tables
+// and views they name (read whole through the pull engine, Reader).
+// Every operator materializes its rows, counted against
+// basin.query_memory: a materialized operator is simple to get right. Rows coming from the
 // snapshot are shared, so no operator changes a row it was given; it
 // makes new ones.
 
-// Run runs a catalog query, emitting its rows.
-func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, emit func(catalog.Row) error) error {
+// Reader returns every row of the relation a planner.RelationRel reads,
+// as its Scan gives them, passing each to admit first (which counts it
+// against the query's memory; an error ends the read).
+type Reader func(ctx context.Context, scan *planner.PullPlan, admit func(catalog.Row) error) ([]catalog.Row, error)
+
+// Run runs a query of the relational engine, emitting its rows; read
+// reads the tables, views and streams it names (nil: it names none).
+func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
 	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
+	if read != nil {
+		mem := e.Scope.Mem
+		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
+			p := scan.(*planner.PullPlan)
+			return read(ctx, p, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), "rows read from "+p.Rel.Name) })
+		}
+	}
 	root := compileRel(plan.Query.Root)
 	rows, err := root.run(&e)
 	if err != nil {
@@ -83,6 +97,8 @@ func compileRel(r planner.Rel) relOp {
 	switch r := r.(type) {
 	case *planner.ScanRel:
 		return scanOp{r.Table}
+	case *planner.RelationRel:
+		return relationOp{r}
 	case *planner.ValuesRel:
 		return valuesOp{}
 	case *planner.FuncRel:
@@ -131,6 +147,17 @@ func (o errOp) run(*eval.Env) ([]catalog.Row, error) { return nil, o.err }
 type scanOp struct{ t *catalog.VirtualTable }
 
 func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Snap.Rows(o.t), nil }
+
+// relationOp reads a table, view or stream through the pull engine
+// (Scope.Read).
+type relationOp struct{ r *planner.RelationRel }
+
+func (o relationOp) run(env *eval.Env) ([]catalog.Row, error) {
+	if env.Scope.Read == nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be read here", strings.ToLower(string(o.r.Rel.Kind)), o.r.Rel.Name)
+	}
+	return env.Scope.Read(env.Context(), o.r.Scan)
+}
 
 type valuesOp struct{}
 

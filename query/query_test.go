@@ -30,7 +30,7 @@ func run(t *testing.T, cat *catalog.Catalog, text string) []string {
 	}
 	var out []string
 	env := &eval.Env{User: "u", Database: "basin", Session: session{cat}}
-	err = Run(context.Background(), plan, env, func(r catalog.Row) error {
+	err = Run(context.Background(), plan, env, nil, func(r catalog.Row) error {
 		out = append(out, strings.TrimSuffix(fmt.Sprintln(r...), "\n"))
 		return nil
 	})

@@ -184,9 +184,6 @@ func (c *converter) byExpr(e ast.ExprNode, start int) (Expr, error) {
 func (c *converter) selectItem(f *ast.SelectField) (SelectItem, error) {
 	start, end := c.fieldSpan(f)
 	if f.WildCard != nil {
-		if f.WildCard.Schema.L != "" {
-			return SelectItem{}, unsupported(c.sp.charPos(start), "schema-qualified column references are not supported")
-		}
 		// TiDB gives a wildcard no text; it ends at the first * from its
 		// start (* or t.*).
 		item := SelectItem{Star: true, Table: f.WildCard.Table.O}
@@ -344,9 +341,8 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 	case *driver.ValueExpr:
 		return c.literal(n)
 	case *ast.ColumnNameExpr:
-		if n.Name.Schema.L != "" {
-			return nil, c.unsupportedAt(n, "schema-qualified column references are not supported")
-		}
+		// schema.table.column names the column as table.column does:
+		// FROM names each table once (Metabase qualifies every column).
 		return &ColumnRef{Table: n.Name.Table.O, Name: n.Name.Name.O, Pos: c.pos(n)}, nil
 	case *ast.UnaryOperationExpr:
 		return c.unary(n)
