@@ -309,6 +309,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		blk.Filter = f
 	}
 	blk.In, blk.Filter = optimizeJoins(blk.In, blk.Filter)
+	blk.In, blk.Filter = pushIntoReads(blk.In, blk.Filter)
 	b.clause = ""
 	items, err := expandScopeStar(s.Items, sc)
 	if err != nil {

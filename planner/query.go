@@ -200,7 +200,20 @@ func (r *ScanRel) explain(b *strings.Builder, in string) {
 }
 
 func (r *RelationRel) explain(b *strings.Builder, in string) {
-	fmt.Fprintf(b, "%sRead %s %s (every partition, each from its best replica)\n", in, strings.ToLower(string(r.Rel.Kind)), r.Rel.Name)
+	kind, scan := strings.ToLower(string(r.Rel.Kind)), r.Scan
+	switch {
+	case scan.Lookup != nil:
+		fmt.Fprintf(b, "%sRead %s %s: key lookup key=(%s) (one partition)\n", in, kind, r.Rel.Name, scalarList(scan.Lookup))
+	case scan.LookupIn != nil:
+		fmt.Fprintf(b, "%sRead %s %s: key lookups of %d keys (their partitions)\n", in, kind, r.Rel.Name, len(scan.LookupIn))
+	case scan.Partition != nil:
+		fmt.Fprintf(b, "%sRead %s %s: partition %s (from its best replica)\n", in, kind, r.Rel.Name, scan.Partition)
+	default:
+		fmt.Fprintf(b, "%sRead %s %s (every partition, each from its best replica)\n", in, kind, r.Rel.Name)
+	}
+	if scan.Filter != nil {
+		fmt.Fprintf(b, "%s  where %s (applied in the read)\n", in, scan.Filter)
+	}
 }
 
 func (r *ValuesRel) explain(b *strings.Builder, in string) {

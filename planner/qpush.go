@@ -1,0 +1,96 @@
+package planner
+
+import "github.com/basindb/basin/catalog"
+
+// Pushdown into the reads of relations.
+//
+// A stream, table or view a query of the relational engine names is read
+// as a pull query (RelationRel.Scan). The conditions on that relation
+// alone go into that pull query, where they become what a SELECT of the
+// relation makes of them: a key lookup, key lookups of an IN list, a
+// pin to one partition (_partition = N), or a filter applied where each
+// partition is read. So a subquery or a join that names one key of a
+// view reads one partition of it, not all of them. A condition reads
+// only the relation's row, constants and parameters: one that reads an
+// enclosing query's row (a correlated subquery) or holds a subquery
+// stays where it is, and the relation is then read whole, once per
+// statement.
+
+// pushIntoReads pushes the conditions of a block's filter and of the
+// leaf filters optimizeJoins made into the reads of the relations they
+// are on, returning the block's input and what remains of its filter.
+func pushIntoReads(in Rel, filter Scalar) (Rel, Scalar) {
+	if r, ok := in.(*RelationRel); ok && filter != nil {
+		pushed, rest := r.push(filter)
+		return pushed, rest
+	}
+	return pushLeaves(in), filter
+}
+
+// pushLeaves pushes the filters on relations in the joins of in.
+func pushLeaves(in Rel) Rel {
+	switch r := in.(type) {
+	case *FilterRel:
+		if rel, ok := r.In.(*RelationRel); ok {
+			pushed, rest := rel.push(r.Cond)
+			if rest == nil {
+				return pushed
+			}
+			return &FilterRel{In: pushed, Cond: rest}
+		}
+		r.In = pushLeaves(r.In)
+	case *JoinRel:
+		r.L, r.R = pushLeaves(r.L), pushLeaves(r.R)
+	case *PermuteRel:
+		r.In = pushLeaves(r.In)
+	}
+	return in
+}
+
+// push returns r reading only the rows that the conjuncts of cond (over
+// r's row) it can take keep, and the conjuncts left (nil: none).
+func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
+	var in, rest []Scalar
+	for _, c := range splitAnd(cond) {
+		if readsRowOnly(c) {
+			in = append(in, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	var left Scalar
+	if len(rest) > 0 {
+		left = andAll(rest)
+	}
+	if len(in) == 0 {
+		return r, left
+	}
+	scan := *r.Scan
+	if scan.Filter != nil {
+		in = append([]Scalar{scan.Filter}, in...)
+	}
+	f := andAll(in)
+	scan.Filter = f
+	if r.Rel.Materialized() {
+		scan.Lookup = keyLookup(r.Rel, f)
+		if scan.Lookup == nil {
+			scan.LookupIn = keyIn(r.Rel, f)
+		}
+		scan.Partition = partitionPin(r.Rel, f)
+	}
+	return &RelationRel{Rel: r.Rel, Scan: &scan}, left
+}
+
+// readsRowOnly reports whether c reads nothing but its row, constants
+// and parameters: no enclosing query's row, no subquery, no aggregate,
+// window or set-returning function's result.
+func readsRowOnly(c Scalar) bool {
+	ok := true
+	walkScalar(c, func(x Scalar) {
+		switch x.(type) {
+		case *OuterRef, *SubLink, *srfSlot, *winSlot, *aggSlot:
+			ok = false
+		}
+	})
+	return ok && c.Type() == catalog.Boolean
+}
