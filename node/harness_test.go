@@ -18,6 +18,7 @@ import (
 
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // testLogger logs to stderr when BASIN_TEST_LOG is set (e.g. "debug"),
@@ -109,7 +110,7 @@ func formatTestValue(v any) string {
 	case time.Time:
 		return v.UTC().Format("2006-01-02 15:04:05.999999")
 	case float64:
-		return fmt.Sprintf("%g", v)
+		return string(pgcodec.AppendFloat8(nil, v)) // as psql shows it
 	}
 	return fmt.Sprint(v)
 }

@@ -701,18 +701,10 @@ func FormatValue(v any) string {
 }
 
 // FormatFloat formats a float8 as Postgres does with the default
-// extra_float_digits: the shortest text that reads back exactly.
-func FormatFloat(f float64) string {
-	switch {
-	case f != f:
-		return "NaN"
-	case f > 1.7976931348623157e308:
-		return "Infinity"
-	case f < -1.7976931348623157e308:
-		return "-Infinity"
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
+// extra_float_digits: the shortest text that reads back exactly, in
+// fixed notation for decimal exponents in [-4, 15) (pgcodec.AppendFloat8,
+// as the wire sends it).
+func FormatFloat(f float64) string { return string(pgcodec.AppendFloat8(nil, f)) }
 
 func (b *binder) bindCase(e *sql.Case) (Scalar, error) {
 	c := &Case{}

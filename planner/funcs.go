@@ -72,6 +72,9 @@ var scalarFuncs = map[string]funcSig{
 	"greatest":          {1, -1, commonArgs, catalog.Unknown},
 	"least":             {1, -1, commonArgs, catalog.Unknown},
 	"now":               {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
+	"date_trunc":        {2, 2, fixed(catalog.Timestamp), catalog.Unknown},
+	"date_part":         {2, 2, fixed(catalog.Double), catalog.Unknown},
+	"extract":           {2, 2, fixed(catalog.Double), catalog.Unknown},
 	"current_timestamp": {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
 	"version":           {0, 0, fixed(catalog.Varchar), catalog.Unknown},
 	"current_database":  {0, 0, fixed(catalog.Varchar), catalog.Unknown},
@@ -137,6 +140,19 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 			if args[i], err = castTo(args[i], want, pos); err != nil {
 				return nil, err
 			}
+		}
+	case "date_trunc", "date_part", "extract":
+		// (unit or field, timestamp); EXTRACT(field FROM x) arrives as
+		// extract('field', x).
+		if t := args[1].Type(); t != catalog.Timestamp && t != catalog.Unknown {
+			return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).
+				WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+		}
+		if args[0], err = castTo(args[0], catalog.Varchar, pos); err != nil {
+			return nil, err
+		}
+		if args[1], err = castTo(args[1], catalog.Timestamp, pos); err != nil {
+			return nil, err
 		}
 	case "substr", "substring":
 		if args[0], err = castTo(args[0], catalog.Varchar, pos); err != nil {
