@@ -21,6 +21,11 @@ func (s *Session) afterRead(rel *catalog.Relation, reads []pull.PartitionRead, w
 	}
 	s.noteReads(rel, reads)
 	s.lastRead = append(s.lastRead[:0], reads...)
+	for i := range s.lastRead {
+		if s.lastRead[i].Rel == nil {
+			s.lastRead[i].Rel = rel
+		}
+	}
 	slices.SortStableFunc(s.lastRead, func(a, b pull.PartitionRead) int { return cmp.Compare(a.Partition, b.Partition) })
 	if s.vars["basin.freshness_notices"] != "on" {
 		return
@@ -37,18 +42,24 @@ func (s *Session) afterRead(rel *catalog.Relation, reads []pull.PartitionRead, w
 }
 
 // showLastRead runs SHOW basin.last_read: one row per partition the
-// session's last SELECT read.
+// session's last SELECT read, with the relation it is of (a query of the
+// relational engine may read several).
 func (s *Session) showLastRead(w ResultWriter) error {
 	cols := []catalog.Column{
 		{Name: "partition", Type: catalog.Int}, {Name: "served_by", Type: catalog.Varchar},
 		{Name: "role", Type: catalog.Varchar}, {Name: "offset_lag", Type: catalog.BigInt},
 		{Name: "time_lag_ms", Type: catalog.BigInt}, {Name: "position", Type: catalog.Varchar},
+		{Name: "relation", Type: catalog.Varchar},
 	}
 	if err := w.Columns(cols); err != nil {
 		return err
 	}
 	for _, r := range s.lastRead {
-		if err := w.Row([]any{int64(r.Partition), r.ServedBy, r.Role, r.OffsetLag, r.TimeLagMs, r.Position}); err != nil {
+		var rel any
+		if r.Rel != nil {
+			rel = r.Rel.Name
+		}
+		if err := w.Row([]any{int64(r.Partition), r.ServedBy, r.Role, r.OffsetLag, r.TimeLagMs, r.Position, rel}); err != nil {
 			return err
 		}
 	}
