@@ -19,7 +19,7 @@ import (
 	"github.com/basindb/basin/serde"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute (0: a fixed default)")
+var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute and TestDifferentialPostgres (0: a fixed default)")
 
 // TestIncrementalMatchesRecompute feeds random records, some with NULLs and
 // some undecodable, to a stream and a table straight through Kafka, as

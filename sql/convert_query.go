@@ -332,6 +332,15 @@ func (c *converter) orderBy(ob *ast.OrderByClause, info *selectInfo) ([]OrderIte
 		var nulls *bool
 		if info.orderStarts != nil {
 			start, nulls = info.orderStarts[k], info.nulls[k]
+		} else if at := c.tokIndex(it.Expr); at >= 0 {
+			// An ORDER BY inside parentheses: nestedNulls kept its
+			// NULLS FIRST/LAST.
+			for _, n := range c.sp.nullsItems {
+				if at >= n.lo && at < n.hi {
+					first := n.first
+					nulls = &first
+				}
+			}
 		}
 		e, err := c.byExpr(it.Expr, start)
 		if err != nil {

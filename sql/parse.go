@@ -108,6 +108,9 @@ type stmtParser struct {
 	// constants (literals.go) where it cannot stand, in an error or
 	// in TiDB's tree: the statement is parsed again without folds.
 	unfold bool
+	// nullsItems are the ORDER BY items inside parentheses (a window's,
+	// a subquery's) that ended in NULLS FIRST/LAST (nestedNulls).
+	nullsItems []nullsItem
 }
 
 // statement parses the statement starting at toks[i] and running to the

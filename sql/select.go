@@ -95,6 +95,7 @@ scan:
 		}
 	}
 
+	sp.nestedNulls(lo, tail, skip)
 	rw := sp.newRewriter(lo)
 	rw.skip = skip
 	if err := rw.run(lo, tail); err != nil {
@@ -114,6 +115,63 @@ scan:
 		return nil, err
 	}
 	return sel, nil
+}
+
+// nullsItem is an ORDER BY item, toks[lo:hi], whose NULLS FIRST/LAST
+// the token layer stripped.
+type nullsItem struct {
+	lo, hi int
+	first  bool
+}
+
+// orderEnds are the words that end an ORDER BY list at its own depth.
+var orderEnds = map[string]bool{
+	"limit": true, "offset": true, "fetch": true, "for": true, "rows": true, "range": true, "groups": true,
+	"union": true, "intersect": true, "except": true, "window": true,
+}
+
+// nestedNulls strips NULLS FIRST/LAST from the items of every ORDER BY
+// inside parentheses in toks[lo:hi] (a window's OVER (... ORDER BY x
+// NULLS LAST), a subquery's), which TiDB does not parse: it marks those
+// words skipped and records the items (converter.orderBy finds them by
+// their tokens). The statement's own ORDER BY is parseSelect's.
+func (sp *stmtParser) nestedNulls(lo, hi int, skip map[int]bool) {
+	toks := sp.toks
+	depth := 0
+	for k := lo; k+1 < hi; k++ {
+		switch t := toks[k]; {
+		case t.isOp("("):
+			depth++
+			continue
+		case t.isOp(")"):
+			depth--
+			continue
+		case depth == 0 || !t.isWord("order") || !toks[k+1].isWord("by"):
+			continue
+		}
+		end, d := k+2, 0
+	list:
+		for ; end < hi; end++ {
+			switch u := toks[end]; {
+			case u.isOp("("):
+				d++
+			case u.isOp(")"):
+				if d == 0 {
+					break list
+				}
+				d--
+			case d == 0 && u.kind == tokIdent && orderEnds[u.val]:
+				break list
+			}
+		}
+		for _, it := range sp.splitList(k+2, end) {
+			a, b := it[0], it[1]
+			if b-a >= 3 && toks[b-2].isWord("nulls") && (toks[b-1].isWord("first") || toks[b-1].isWord("last")) {
+				skip[b-2], skip[b-1] = true, true
+				sp.nullsItems = append(sp.nullsItems, nullsItem{lo: a, hi: b - 2, first: toks[b-1].isWord("first")})
+			}
+		}
+	}
 }
 
 // splitList splits toks[a:b] at depth-0 commas into [start, end) pairs.

@@ -1,0 +1,229 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/basindb/basin/internal/pgserver"
+)
+
+// TestDifferentialPostgres checks basin's pull queries against
+// PostgreSQL's answers over the same rows. Random records go into a
+// basin stream and table (NULLs, keys that join nothing, times across
+// two days); the views over them are read back, and PostgreSQL gets
+// tables of the same records and of the views' rows (the views are
+// checked first: each equals its SQL run by PostgreSQL over the
+// records). Then some hundreds of queries generated from templates —
+// joins of every kind, subqueries, CTEs, set operations, window
+// functions, grouping, DISTINCT, CASE, LIKE, date_trunc and EXTRACT,
+// NULL ordering — must give the same rows in both (in order when the
+// query orders them totally). -seed replays or explores (0: a fixed
+// seed).
+func TestDifferentialPostgres(t *testing.T) {
+	seed := uint64(20261203)
+	if *seedFlag != 0 {
+		seed = uint64(*seedFlag)
+	}
+	t.Logf("seed %d (-seed=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	pg := pgserver.Start(t)
+	pconn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pconn.Close(context.Background())
+	n := startNode(t, t.TempDir())
+	bconn := connect(t, n.PGAddr())
+	b := sqlConn{t, ctx, bconn}
+	p := sqlConn{t, ctx, pconn}
+
+	b.exec("CREATE STREAM ev (id BIGINT KEY, grp VARCHAR, cat VARCHAR, v BIGINT, at TIMESTAMP) WITH (partitions = 3)")
+	b.exec("CREATE TABLE dim (grp VARCHAR PRIMARY KEY, label VARCHAR, weight BIGINT) WITH (partitions = 2)")
+	views := map[string]string{
+		"per_grp": "SELECT grp, COUNT(*) AS n, SUM(v) AS sv, MIN(v) AS lo, MAX(v) AS hi FROM ev GROUP BY grp",
+		"per_cat": "SELECT cat, grp, COUNT(*) AS n, COUNT(v) AS nv FROM ev GROUP BY cat, grp",
+		"hourly":  "SELECT date_trunc('hour', at) AS hour, COUNT(*) AS n, SUM(v) AS sv FROM ev GROUP BY date_trunc('hour', at)",
+	}
+	// PostgreSQL's tables of the views' rows have basin's column types
+	// (its SUM of BIGINT is numeric; basin's is BIGINT).
+	viewTables := map[string]string{
+		"per_grp": "grp TEXT, n BIGINT, sv BIGINT, lo BIGINT, hi BIGINT",
+		"per_cat": "cat TEXT, grp TEXT, n BIGINT, nv BIGINT",
+		"hourly":  "hour TIMESTAMP, n BIGINT, sv BIGINT",
+	}
+	for name, q := range views {
+		b.exec(fmt.Sprintf("CREATE TABLE %s AS %s", name, q))
+	}
+	p.exec("CREATE TABLE ev (id BIGINT PRIMARY KEY, grp TEXT, cat TEXT, v BIGINT, at TIMESTAMP)")
+	p.exec("CREATE TABLE dim (grp TEXT PRIMARY KEY, label TEXT, weight BIGINT)")
+
+	maybe := func(pNull float64, s string) string {
+		if rng.Float64() < pNull {
+			return "NULL"
+		}
+		return s
+	}
+	base := time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC)
+	var rows []string
+	for id := range 400 {
+		at := base.Add(time.Duration(rng.Int64N(int64(48 * time.Hour)))).Truncate(time.Millisecond)
+		rows = append(rows, fmt.Sprintf("(%d, %s, %s, %s, '%s')", id,
+			maybe(0.05, fmt.Sprintf("'g%d'", rng.IntN(8))), maybe(0.1, fmt.Sprintf("'c%d'", rng.IntN(4))),
+			maybe(0.1, fmt.Sprint(rng.IntN(100))), at.Format("2006-01-02 15:04:05.000")))
+	}
+	for i := 0; i < len(rows); i += 100 {
+		q := "INSERT INTO ev VALUES " + strings.Join(rows[i:i+100], ", ")
+		b.exec(q)
+		p.exec(q)
+	}
+	var dims []string
+	for g := range 6 { // g6 and g7 have no row
+		dims = append(dims, fmt.Sprintf("('g%d', %s, %s)", g, maybe(0.2, fmt.Sprintf("'label %c'", 'a'+rune(rng.IntN(3)))),
+			maybe(0.1, fmt.Sprint(rng.IntN(10)))))
+	}
+	b.exec("INSERT INTO dim VALUES " + strings.Join(dims, ", "))
+	p.exec("INSERT INTO dim VALUES " + strings.Join(dims, ", "))
+
+	// The views' rows, read with the session's own writes as the bound,
+	// become PostgreSQL tables; each must be its SQL over the records.
+	for name, q := range views {
+		got, err := diffRows(ctx, bconn, "SELECT * FROM "+name, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := diffRows(ctx, pconn, q, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("view %s has %d rows, PostgreSQL's %s over the records %d: %s", name, len(got), q, len(want), firstDiff(got, want))
+		}
+		p.exec(fmt.Sprintf("CREATE TABLE %s (%s)", name, viewTables[name]))
+		p.exec(fmt.Sprintf("INSERT INTO %s %s", name, q))
+	}
+
+	g := func() string { return fmt.Sprintf("'g%d'", rng.IntN(9)) }
+	c := func() string { return fmt.Sprintf("'c%d'", rng.IntN(5)) }
+	num := func(n int) string { return fmt.Sprint(rng.IntN(n)) }
+	unit := func() string { return []string{"'hour'", "'day'", "'minute'", "'week'", "'month'"}[rng.IntN(5)] }
+	field := func() string { return []string{"hour", "day", "dow", "doy", "minute", "month", "year", "isodow"}[rng.IntN(8)] }
+	join := func() string { return []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}[rng.IntN(4)] }
+	templates := []func() (q string, ordered bool){
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT p.grp, p.n, d.grp, d.label FROM per_grp p %s dim d ON d.grp = p.grp WHERE p.n > %s OR d.weight > %s", join(), num(60), num(10)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT d.label, SUM(p.sv), COUNT(*), MAX(p.hi) FROM per_grp p %s dim d ON d.grp = p.grp GROUP BY d.label", join()), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, sv, rank() OVER (ORDER BY sv DESC NULLS LAST), row_number() OVER (ORDER BY grp NULLS FIRST) FROM per_grp WHERE n > %s ORDER BY grp NULLS FIRST", num(50)), true
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT cat, grp, n, dense_rank() OVER (PARTITION BY cat ORDER BY n DESC, grp) FROM per_cat WHERE cat IS NOT NULL AND grp IS NOT NULL AND n >= %s", num(10)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT cat, COUNT(*), SUM(n), MIN(nv) FROM per_cat GROUP BY cat HAVING SUM(n) > %s", num(100)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp FROM dim WHERE grp IN (SELECT grp FROM per_grp WHERE sv > %s) ORDER BY grp", num(3000)), true
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT d.grp, d.weight FROM dim d WHERE %s EXISTS (SELECT 1 FROM per_cat c WHERE c.grp = d.grp AND c.cat = %s AND c.n > %s)",
+				[]string{"", "NOT"}[rng.IntN(2)], c(), num(15)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT d.grp, (SELECT n FROM per_grp p WHERE p.grp = d.grp), (SELECT COUNT(*) FROM per_cat c WHERE c.grp = d.grp AND c.n > %s) FROM dim d", num(20)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("WITH a AS (SELECT grp FROM per_grp WHERE n > %s) SELECT grp FROM a %s SELECT grp FROM dim WHERE weight > %s",
+				num(60), []string{"UNION", "UNION ALL", "INTERSECT", "EXCEPT"}[rng.IntN(4)], num(10)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT date_trunc(%s, hour) AS t, SUM(n), SUM(sv) FROM hourly GROUP BY 1 ORDER BY 1", unit()), true
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT extract(%s FROM at), COUNT(*), COUNT(v), SUM(v) FROM ev WHERE grp = %s GROUP BY 1", field(), g()), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT COUNT(v), COUNT(*), SUM(v), MIN(v), MAX(v), COUNT(DISTINCT cat) FROM ev WHERE grp = %s", g()), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT id, grp, v FROM ev WHERE cat = %s ORDER BY v %s, id LIMIT %s",
+				c(), []string{"NULLS FIRST", "DESC NULLS LAST", "DESC", ""}[rng.IntN(4)], num(30)), true
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT DISTINCT cat, grp FROM ev WHERE v < %s", num(100)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, COALESCE(label, 'none'), CASE WHEN weight > %s THEN 'big' WHEN weight IS NULL THEN 'unknown' ELSE 'small' END FROM dim", num(10)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, label FROM dim WHERE label LIKE '%%%c%%' OR grp = %s", 'a'+rune(rng.IntN(3)), g()), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, sv / n, sv %% %s, n * %s - sv FROM per_grp WHERE n > 0 AND sv IS NOT NULL", fmt.Sprint(1+rng.IntN(9)), num(100)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT s.grp, s.total FROM (SELECT grp, SUM(n) AS total FROM per_cat WHERE cat <> %s GROUP BY grp) s WHERE s.total > %s", c(), num(40)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT p.grp, c.cat, c.n FROM per_grp p JOIN per_cat c ON c.grp = p.grp JOIN dim d ON d.grp = p.grp WHERE d.weight >= %s AND c.n > %s", num(10), num(20)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, n FROM per_grp WHERE grp = %s OR grp IN (%s, %s)", g(), g(), g()), false
+		},
+	}
+	const perTemplate = 15
+	for i := range len(templates) * perTemplate {
+		q, ordered := templates[i%len(templates)]()
+		got, gerr := diffRows(ctx, bconn, q, ordered)
+		want, werr := diffRows(ctx, pconn, q, ordered)
+		if gerr != nil || werr != nil {
+			t.Fatalf("query %d: %s\nbasin: %v\nPostgreSQL: %v", i, q, gerr, werr)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("query %d: %s\nbasin gave %d rows, PostgreSQL %d: %s", i, q, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+// diffRows runs q over conn in the simple protocol (so values are
+// compared as the server's text) and returns its rows, sorted unless
+// ordered.
+func diffRows(ctx context.Context, conn *pgx.Conn, q string, ordered bool) ([]string, error) {
+	rs, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		raw := rs.RawValues()
+		fields := make([]string, len(raw))
+		for i, v := range raw {
+			if v == nil {
+				fields[i] = "NULL"
+			} else {
+				fields[i] = string(v)
+			}
+		}
+		out = append(out, strings.Join(fields, "|"))
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	if !ordered {
+		slices.Sort(out)
+	}
+	return out, nil
+}
