@@ -116,7 +116,9 @@ func TestDifferentialPostgres(t *testing.T) {
 	c := func() string { return fmt.Sprintf("'c%d'", rng.IntN(5)) }
 	num := func(n int) string { return fmt.Sprint(rng.IntN(n)) }
 	unit := func() string { return []string{"'hour'", "'day'", "'minute'", "'week'", "'month'"}[rng.IntN(5)] }
-	field := func() string { return []string{"hour", "day", "dow", "doy", "minute", "month", "year", "isodow"}[rng.IntN(8)] }
+	field := func() string {
+		return []string{"hour", "day", "dow", "doy", "minute", "month", "year", "isodow"}[rng.IntN(8)]
+	}
 	join := func() string { return []string{"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"}[rng.IntN(4)] }
 	templates := []func() (q string, ordered bool){
 		func() (string, bool) {
