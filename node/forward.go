@@ -784,10 +784,20 @@ func peerLastRead(ctx context.Context, conn *pgx.Conn, p int32) (pull.PartitionR
 	var read pull.PartitionRead
 	found := false
 	for rows.Next() {
-		var part int64
-		var by, role, token string
-		var lag, tlag int64
-		if rows.Scan(&part, &by, &role, &lag, &tlag, &token) == nil && part == int64(p) {
+		// partition, served_by, role, offset_lag, time_lag_ms, position,
+		// then relation (a peer of an earlier version has no relation):
+		// the first six are read by place.
+		vals, err := rows.Values()
+		if err != nil || len(vals) < 6 {
+			continue
+		}
+		part, _ := vals[0].(int32)
+		by, _ := vals[1].(string)
+		role, _ := vals[2].(string)
+		lag, _ := vals[3].(int64)
+		tlag, _ := vals[4].(int64)
+		token, _ := vals[5].(string)
+		if part == p {
 			read, found = pull.PartitionRead{Partition: p, ServedBy: by, Role: role, OffsetLag: lag, TimeLagMs: tlag, Position: token}, true
 		}
 	}
