@@ -208,6 +208,15 @@ func TestExtendedQueries(t *testing.T) {
 				t.Errorf("by_site north: %d %d %v", visits, ms, err)
 			}
 
+			// The relational engine with parameters: a join of a
+			// subquery's key lookup ($1, pushed into the read of
+			// sensors) with the view.
+			var joined int64
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT id, site FROM sensors WHERE id = $1) s JOIN by_site b ON b.site = s.site AND b.visits > $2`,
+				int64(1), int64(0)).Scan(&joined); err != nil || joined != 1 {
+				t.Errorf("join with parameters: %d %v", joined, err)
+			}
+
 			// A parameter nothing types is text; one the client types
 			// keeps its type.
 			var s string
