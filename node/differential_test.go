@@ -5,13 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/basindb/basin/internal/pgserver"
 )
 
 // TestDifferentialPostgres checks basin's pull queries against
@@ -36,16 +31,9 @@ func TestDifferentialPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	pg := pgserver.Start(t)
-	pconn, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pconn.Close(context.Background())
-	n := startNode(t, t.TempDir())
-	bconn := connect(t, n.PGAddr())
-	b := sqlConn{t, ctx, bconn}
-	p := sqlConn{t, ctx, pconn}
+	m := startPGMirror(t, ctx)
+	bconn, pconn := m.basin, m.pg
+	b, p := m.b(), m.p()
 
 	b.exec("CREATE STREAM ev (id BIGINT KEY, grp VARCHAR, cat VARCHAR, v BIGINT, at TIMESTAMP) WITH (partitions = 3)")
 	b.exec("CREATE TABLE dim (grp VARCHAR PRIMARY KEY, label VARCHAR, weight BIGINT) WITH (partitions = 2)")
@@ -81,35 +69,18 @@ func TestDifferentialPostgres(t *testing.T) {
 			maybe(0.05, fmt.Sprintf("'g%d'", rng.IntN(8))), maybe(0.1, fmt.Sprintf("'c%d'", rng.IntN(4))),
 			maybe(0.1, fmt.Sprint(rng.IntN(100))), at.Format("2006-01-02 15:04:05.000")))
 	}
-	for i := 0; i < len(rows); i += 100 {
-		q := "INSERT INTO ev VALUES " + strings.Join(rows[i:i+100], ", ")
-		b.exec(q)
-		p.exec(q)
-	}
+	m.insert("ev", rows)
 	var dims []string
 	for g := range 6 { // g6 and g7 have no row
 		dims = append(dims, fmt.Sprintf("('g%d', %s, %s)", g, maybe(0.2, fmt.Sprintf("'label %c'", 'a'+rune(rng.IntN(3)))),
 			maybe(0.1, fmt.Sprint(rng.IntN(10)))))
 	}
-	b.exec("INSERT INTO dim VALUES " + strings.Join(dims, ", "))
-	p.exec("INSERT INTO dim VALUES " + strings.Join(dims, ", "))
+	m.insert("dim", dims)
 
 	// The views' rows, read with the session's own writes as the bound,
 	// become PostgreSQL tables; each must be its SQL over the records.
 	for name, q := range views {
-		got, err := diffRows(ctx, bconn, "SELECT * FROM "+name, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := diffRows(ctx, pconn, q, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("view %s has %d rows, PostgreSQL's %s over the records %d: %s", name, len(got), q, len(want), firstDiff(got, want))
-		}
-		p.exec(fmt.Sprintf("CREATE TABLE %s (%s)", name, viewTables[name]))
-		p.exec(fmt.Sprintf("INSERT INTO %s %s", name, q))
+		m.mirrorView(name, q, viewTables[name], 0)
 	}
 
 	g := func() string { return fmt.Sprintf("'g%d'", rng.IntN(9)) }
@@ -197,35 +168,4 @@ func TestDifferentialPostgres(t *testing.T) {
 			t.Fatalf("query %d: %s\nbasin gave %d rows, PostgreSQL %d: %s", i, q, len(got), len(want), firstDiff(got, want))
 		}
 	}
-}
-
-// diffRows runs q over conn in the simple protocol (so values are
-// compared as the server's text) and returns its rows, sorted unless
-// ordered.
-func diffRows(ctx context.Context, conn *pgx.Conn, q string, ordered bool) ([]string, error) {
-	rs, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		raw := rs.RawValues()
-		fields := make([]string, len(raw))
-		for i, v := range raw {
-			if v == nil {
-				fields[i] = "NULL"
-			} else {
-				fields[i] = string(v)
-			}
-		}
-		out = append(out, strings.Join(fields, "|"))
-	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	if !ordered {
-		slices.Sort(out)
-	}
-	return out, nil
 }
