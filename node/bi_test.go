@@ -24,8 +24,9 @@ var rewriteGaps = flag.Bool("rewrite-gaps", false, "TestBIQueries: write the que
 // TestBIQueries runs the SQL that BI tools send (testdata/bi/<tool>.sql:
 // Superset, Metabase, Grafana, Tableau, Power BI) over a fixture of
 // orders, customers and views over them, and compares each answer with
-// PostgreSQL's over the same rows (as text; in order when the query
-// ends in an ORDER BY at its top level). The queries basin cannot
+// PostgreSQL's over the same rows: the rows as text (in order when the
+// query has an ORDER BY at its top level), then the columns' names and
+// type OIDs (which the tools read to pick a column's role and format). The queries basin cannot
 // answer yet are listed in testdata/bi/gaps.txt with the failure they
 // give: a listed query that now passes fails the test (remove its line:
 // the list only shrinks), as does an unlisted query that fails.
@@ -46,16 +47,17 @@ func TestBIQueries(t *testing.T) {
 			t.Errorf("%s: PostgreSQL fails the corpus query (fix the query): %s\n%s", q.id, errText(err), q.sql)
 			continue
 		}
-		if len(want) == 0 && !q.allowEmpty() {
+		if len(want.rows) == 0 && !q.allowEmpty() {
 			t.Errorf("%s: PostgreSQL's answer is empty: the fixture does not exercise the query", q.id)
 		}
-		t.Logf("%s: %d rows", q.id, len(want))
 		got, err := q.run(ctx, m.basin)
 		switch {
 		case err != nil:
 			failures[q.id] = "error: " + errText(err)
-		case !slices.Equal(got, want):
-			failures[q.id] = fmt.Sprintf("wrong answer: basin gave %d rows, PostgreSQL %d: %s", len(got), len(want), firstDiff(got, want))
+		case !slices.Equal(got.rows, want.rows):
+			failures[q.id] = fmt.Sprintf("wrong answer: basin gave %d rows, PostgreSQL %d: %s", len(got.rows), len(want.rows), firstDiff(got.rows, want.rows))
+		case !slices.Equal(got.columns, want.columns):
+			failures[q.id] = fmt.Sprintf("wrong column types: basin's %s, PostgreSQL's %s", strings.Join(got.columns, " "), strings.Join(want.columns, " "))
 		}
 	}
 	if *rewriteGaps {
@@ -210,11 +212,8 @@ type biQuery struct {
 func (q biQuery) allowEmpty() bool { return strings.Contains(q.sql, "LIMIT 0") }
 
 // run runs q over conn and returns its rows as text.
-func (q biQuery) run(ctx context.Context, conn *pgx.Conn) ([]string, error) {
-	if q.extended {
-		return extendedRows(ctx, conn, q.sql, q.oids, q.args, q.ordered)
-	}
-	return diffRows(ctx, conn, q.sql, q.ordered)
+func (q biQuery) run(ctx context.Context, conn *pgx.Conn) (answer, error) {
+	return queryAnswer(ctx, conn, q.sql, q.extended, q.oids, q.args, q.ordered)
 }
 
 // readBICorpus reads the corpus files. A file is SQL statements, each
@@ -378,5 +377,23 @@ func writeBIGaps(t *testing.T, file string, queries []biQuery, failures map[stri
 	}
 	if err := os.WriteFile(file, []byte(sb.String()), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestTopLevelOrderBy(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SELECT a FROM t ORDER BY a":                                   true,
+		"select a from t order by 1 limit 3":                           true,
+		"SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 2) s":         false,
+		"SELECT rank() OVER (ORDER BY a) FROM t":                       false,
+		`SELECT 'ORDER BY' AS "order by" FROM t`:                       false,
+		"SELECT a FROM t UNION SELECT b FROM u ORDER BY 1":             true,
+		"SELECT a FROM t JOIN (SELECT b FROM u ORDER BY b) x ON a = b": false,
+		"SELECT sorder, bycol FROM t":                                  false,
+		"SELECT a FROM t WHERE a IN (SELECT b FROM u) ORDER BY a DESC": true,
+	} {
+		if got := topLevelOrderBy(q); got != want {
+			t.Errorf("topLevelOrderBy(%q) = %v, want %v", q, got, want)
+		}
 	}
 }

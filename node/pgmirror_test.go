@@ -96,42 +96,61 @@ func (m *pgMirror) mirrorView(name, q, columns string, wait time.Duration) {
 // compared as the server's text) and returns its rows, sorted unless
 // ordered.
 func diffRows(ctx context.Context, conn *pgx.Conn, q string, ordered bool) ([]string, error) {
-	rs, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		out = append(out, rawRowText(rs.RawValues()))
-	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	if !ordered {
-		slices.Sort(out)
-	}
-	return out, nil
+	a, err := queryAnswer(ctx, conn, q, false, nil, nil, ordered)
+	return a.rows, err
 }
 
-// extendedRows runs q over conn in the extended protocol, as a driver
-// that prepares statements does: Parse with the parameters' type OIDs
-// (0 leaves a type to the server), Bind of text values (nil is NULL),
-// results in text. It returns the rows as diffRows does.
-func extendedRows(ctx context.Context, conn *pgx.Conn, q string, oids []uint32, args [][]byte, ordered bool) ([]string, error) {
-	formats := make([]int16, len(args)) // all text
-	rr := conn.PgConn().ExecParams(ctx, q, args, oids, formats, nil)
-	var out []string
-	for rr.NextRow() {
-		out = append(out, rawRowText(rr.Values()))
+// answer is a query's answer as text: its columns' names and types, and
+// its rows.
+type answer struct {
+	columns []string // name and type OID, "name:oid"
+	rows    []string // values separated by |
+}
+
+// queryAnswer runs q over conn and returns its answer, the rows sorted
+// unless ordered. In the simple protocol values come as the server's
+// text. In the extended protocol it goes as a driver that prepares
+// statements does: Parse with the parameters' type OIDs (0 leaves a
+// type to the server), Bind of text values (nil is NULL), results in
+// text.
+func queryAnswer(ctx context.Context, conn *pgx.Conn, q string, extended bool, oids []uint32, args [][]byte, ordered bool) (answer, error) {
+	var a answer
+	describe := func(fields []pgconn.FieldDescription) {
+		if a.columns == nil {
+			a.columns = []string{}
+			for _, f := range fields {
+				a.columns = append(a.columns, fmt.Sprintf("%s:%d", f.Name, f.DataTypeOID))
+			}
+		}
 	}
-	if _, err := rr.Close(); err != nil {
-		return nil, err
+	if extended {
+		formats := make([]int16, len(args)) // all text
+		rr := conn.PgConn().ExecParams(ctx, q, args, oids, formats, nil)
+		for rr.NextRow() {
+			a.rows = append(a.rows, rawRowText(rr.Values()))
+		}
+		describe(rr.FieldDescriptions())
+		if _, err := rr.Close(); err != nil {
+			return answer{}, err
+		}
+	} else {
+		rs, err := conn.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return answer{}, err
+		}
+		for rs.Next() {
+			a.rows = append(a.rows, rawRowText(rs.RawValues()))
+		}
+		describe(rs.FieldDescriptions())
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return answer{}, err
+		}
 	}
 	if !ordered {
-		slices.Sort(out)
+		slices.Sort(a.rows)
 	}
-	return out, nil
+	return a, nil
 }
 
 // rawRowText joins a row's text values with |, NULL for a null.
