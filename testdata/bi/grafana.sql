@@ -149,3 +149,20 @@ ORDER BY 1;
 SELECT extract(epoch from created_at) * 1000 AS time, 'refund ' || order_id AS text, region AS tags
 FROM orders
 WHERE created_at BETWEEN '2026-03-10T00:00:00Z' AND '2026-03-13T06:00:00Z' AND status = 'refunded';
+
+-- name: casts_double_colon
+-- Hand-written panel SQL with :: casts, as Grafana's examples write
+-- them.
+SELECT created_at::date AS "time", count(*)::float AS "orders", sum(quantity)::int AS "units"
+FROM orders
+WHERE created_at BETWEEN '2026-03-10T00:00:00Z' AND '2026-03-13T06:00:00Z'
+GROUP BY 1
+ORDER BY 1;
+
+-- name: coalesce_sum_per_region
+-- A table panel with COALESCE for the series without rows.
+SELECT r.region, COALESCE(SUM(o.amount), 0) AS revenue
+FROM region_sales r LEFT JOIN orders o ON o.region = r.region AND o.status = 'refunded'
+WHERE r.region IS NOT NULL
+GROUP BY r.region
+ORDER BY 1;

@@ -235,3 +235,78 @@ SELECT "public"."order_details"."segment" AS "segment", "public"."order_details"
 FROM "public"."order_details"
 GROUP BY "public"."order_details"."segment", "public"."order_details"."country"
 ORDER BY "public"."order_details"."segment" ASC, "public"."order_details"."country" ASC;
+
+-- name: cumulative_sum
+-- Cumulative sum of amount by created_at: Day (window function form of
+-- newer versions).
+SELECT DATE_TRUNC('day', "public"."orders"."created_at") AS "created_at",
+       SUM(SUM("public"."orders"."amount")) OVER (ORDER BY DATE_TRUNC('day', "public"."orders"."created_at") ASC ROWS UNBOUNDED PRECEDING) AS "sum"
+FROM "public"."orders"
+GROUP BY DATE_TRUNC('day', "public"."orders"."created_at")
+ORDER BY DATE_TRUNC('day', "public"."orders"."created_at") ASC;
+
+-- name: median_amount
+-- Summarize: Median of amount.
+SELECT "public"."orders"."region" AS "region",
+       PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY "public"."orders"."amount") AS "median"
+FROM "public"."orders"
+GROUP BY "public"."orders"."region"
+ORDER BY "public"."orders"."region" ASC;
+
+-- name: count_if
+-- Custom aggregation CountIf([status] = "refunded"), and an average
+-- of an integer column.
+SELECT "public"."orders"."product" AS "product",
+       COUNT(CASE WHEN "public"."orders"."status" = 'refunded' THEN 1 END) AS "count_refunded",
+       AVG("public"."orders"."quantity") AS "avg"
+FROM "public"."orders"
+GROUP BY "public"."orders"."product"
+ORDER BY "public"."orders"."product" ASC;
+
+-- name: sort_desc_nulls
+-- Sort by a breakout descending: NULLs first, as PostgreSQL sorts.
+SELECT "public"."orders"."region" AS "region", COUNT(*) AS "count"
+FROM "public"."orders"
+GROUP BY "public"."orders"."region"
+ORDER BY "public"."orders"."region" DESC;
+
+-- name: join_saved_question
+-- Join to a saved question: the question becomes a subquery aliased by
+-- its name.
+SELECT "public"."customers"."segment" AS "segment", SUM("Question 5"."sum") AS "sum"
+FROM "public"."customers"
+LEFT JOIN (SELECT "public"."orders"."customer_id" AS "customer_id", SUM("public"."orders"."amount") AS "sum"
+           FROM "public"."orders"
+           GROUP BY "public"."orders"."customer_id") AS "Question 5"
+  ON "public"."customers"."customer_id" = "Question 5"."customer_id"
+GROUP BY "public"."customers"."segment"
+ORDER BY "public"."customers"."segment" ASC;
+
+-- name: table_aggregation_view_param
+-- A dashboard filter on a view aggregating the customers table, bound
+-- as a parameter.
+-- param: varchar Corporate
+SELECT "public"."customer_segments"."segment" AS "segment", "public"."customer_segments"."customers" AS "customers"
+FROM "public"."customer_segments"
+WHERE "public"."customer_segments"."segment" = $1;
+
+-- name: filter_dates_unspecified_params
+-- pgjdbc's setTimestamp binds a timestamp as an untyped parameter (OID
+-- 0) whose text carries an offset: the server types it from the column.
+-- param: unknown 2026-03-11 00:00:00+00
+-- param: unknown 2026-03-12 00:00:00+00
+SELECT COUNT(*) AS "count", SUM("public"."orders"."amount") AS "sum"
+FROM "public"."orders"
+WHERE "public"."orders"."created_at" >= $1 AND "public"."orders"."created_at" < $2;
+
+-- name: filter_number_params
+-- Number filters "Greater than" and "Between", bound as a double and
+-- integers.
+-- param: float8 250.5
+-- param: int4 2
+-- param: int4 4
+SELECT "public"."orders"."status" AS "status", COUNT(*) AS "count"
+FROM "public"."orders"
+WHERE "public"."orders"."amount" > $1 AND "public"."orders"."quantity" BETWEEN $2 AND $3
+GROUP BY "public"."orders"."status"
+ORDER BY "public"."orders"."status" ASC;

@@ -183,3 +183,25 @@ where not "_"."segment" is null;
 select "_"."segment",
     "_"."customers"
 from "public"."customer_segments" "_";
+
+-- name: sort_desc_nulls
+-- Sorted Rows descending on a column with NULLs.
+select "_"."region",
+    "_"."revenue"
+from "public"."region_sales" "_"
+order by "_"."region" desc;
+
+-- name: text_functions
+-- Uppercased Text, First Characters (3) and Length columns.
+select upper("_"."product") as "product",
+    left("_"."status", 4) as "status",
+    length("_"."product") as "Length"
+from "public"."orders" "_"
+where "_"."order_id" < 20;
+
+-- name: average_integer
+-- Group By with the average of an integer column.
+select "rows"."product" as "product",
+    avg("rows"."quantity") as "Average"
+from "public"."orders" "rows"
+group by "product";

@@ -210,3 +210,38 @@ SELECT CAST(created_at AS DATE) AS created_day, COUNT(*) AS count, SUM(quantity)
 FROM public.orders
 GROUP BY CAST(created_at AS DATE)
 LIMIT 10000;
+
+-- name: table_having_filter
+-- Table chart with a HAVING clause (the "Custom SQL" HAVING box) and a
+-- custom-SQL metric.
+SELECT customer_id AS customer_id, SUM(amount) / COUNT(*) AS "per_order", SUM(amount) AS "SUM(amount)"
+FROM public.orders
+GROUP BY customer_id
+HAVING SUM(amount) > 9000
+ORDER BY "SUM(amount)" DESC
+LIMIT 1000;
+
+-- name: filter_not_in
+-- A "NOT IN" ad-hoc filter (rows with a NULL region are dropped, as in
+-- PostgreSQL) and a "!=" filter.
+SELECT region AS region, COUNT(*) AS count
+FROM public.orders
+WHERE region NOT IN ('east') AND status != 'complete'
+GROUP BY region
+LIMIT 10000;
+
+-- name: avg_integer_metric
+-- Metric AVG(quantity) over an integer column.
+SELECT product AS product, AVG(quantity) AS "AVG(quantity)"
+FROM public.orders
+GROUP BY product
+LIMIT 10000;
+
+-- name: table_sort_desc_nulls
+-- Table chart sorted descending by a dimension that has NULLs
+-- (PostgreSQL puts NULLs first in DESC order).
+SELECT region AS region, SUM(revenue) AS "SUM(revenue)"
+FROM public.region_sales
+GROUP BY region
+ORDER BY region DESC
+LIMIT 10000;

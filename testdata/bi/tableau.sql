@@ -187,3 +187,46 @@ SELECT CAST(EXTRACT(WEEK FROM "orders"."created_at") AS BIGINT) AS "iwk:created_
   SUM("orders"."amount") AS "sum:amount:ok"
 FROM "public"."orders" "orders"
 GROUP BY 1;
+
+-- name: lod_fixed_null_safe
+-- A FIXED level-of-detail expression {FIXED [region] : SUM([amount])}:
+-- a join to the per-region subquery on a null-safe equality.
+SELECT "orders"."status" AS "status",
+  SUM("t0"."__measure__0") AS "sum:Calculation_3:ok"
+FROM "public"."orders" "orders"
+  INNER JOIN (
+  SELECT "orders"."region" AS "region",
+    SUM("orders"."amount") AS "__measure__0"
+  FROM "public"."orders" "orders"
+  GROUP BY 1
+) "t0" ON ((("orders"."region" = "t0"."region") OR (("orders"."region" IS NULL) AND ("t0"."region" IS NULL))))
+GROUP BY 1;
+
+-- name: is_not_distinct_join
+-- The same relationship as newer versions write it: IS NOT DISTINCT FROM.
+SELECT "t0"."region" AS "region",
+  COUNT(1) AS "cnt:Number of Records:ok"
+FROM "public"."orders" "orders"
+  INNER JOIN "public"."region_sales" "t0" ON ("orders"."region" IS NOT DISTINCT FROM "t0"."region")
+GROUP BY 1;
+
+-- name: avg_integer
+-- AVG of an integer measure.
+SELECT "orders"."region" AS "region",
+  AVG("orders"."quantity") AS "avg:quantity:ok"
+FROM "public"."orders" "orders"
+GROUP BY 1;
+
+-- name: string_calculation
+-- A calculated field LEFT([product], 3) + '-' + UPPER([region]).
+SELECT (LEFT("orders"."product", 3) || '-' || UPPER("orders"."region")) AS "none:Calculation_4:nk",
+  LENGTH("orders"."product") AS "none:Calculation_5:ok"
+FROM "public"."orders" "orders"
+GROUP BY 1, 2;
+
+-- name: weekday_number
+-- Discrete WEEKDAY as a number (Sunday is 1).
+SELECT (CAST(EXTRACT(DOW FROM "orders"."created_at") AS BIGINT) + 1) AS "wd:created_at:ok",
+  SUM("orders"."amount") AS "sum:amount:ok"
+FROM "public"."orders" "orders"
+GROUP BY 1;
