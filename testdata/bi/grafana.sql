@@ -166,3 +166,11 @@ FROM region_sales r LEFT JOIN orders o ON o.region = r.region AND o.status = 're
 WHERE r.region IS NOT NULL
 GROUP BY r.region
 ORDER BY 1;
+
+-- name: table_round_numeric
+-- A table panel rounding an average to two places through numeric.
+SELECT region, round(avg(amount)::numeric, 2) AS avg_amount, count(*) AS orders
+FROM orders
+WHERE created_at BETWEEN '2026-03-10T00:00:00Z' AND '2026-03-13T06:00:00Z' AND region IS NOT NULL
+GROUP BY 1
+ORDER BY 1;

@@ -310,3 +310,10 @@ FROM "public"."orders"
 WHERE "public"."orders"."amount" > $1 AND "public"."orders"."quantity" BETWEEN $2 AND $3
 GROUP BY "public"."orders"."status"
 ORDER BY "public"."orders"."status" ASC;
+
+-- name: standard_deviation
+-- Summarize: Standard deviation of amount.
+SELECT "public"."orders"."status" AS "status", STDDEV_POP("public"."orders"."amount") AS "stddev"
+FROM "public"."orders"
+GROUP BY "public"."orders"."status"
+ORDER BY "public"."orders"."status" ASC;

@@ -230,3 +230,11 @@ SELECT (CAST(EXTRACT(DOW FROM "orders"."created_at") AS BIGINT) + 1) AS "wd:crea
   SUM("orders"."amount") AS "sum:amount:ok"
 FROM "public"."orders" "orders"
 GROUP BY 1;
+
+-- name: stdev_var
+-- STDEV([amount]) and VAR([amount]) measures.
+SELECT "orders"."region" AS "region",
+  STDDEV_SAMP("orders"."amount") AS "std:amount:ok",
+  VAR_SAMP("orders"."amount") AS "var:amount:ok"
+FROM "public"."orders" "orders"
+GROUP BY 1;
