@@ -205,11 +205,14 @@ type biQuery struct {
 	oids     []uint32 // its parameters' types, for the extended protocol
 	args     [][]byte // its parameters' text values (nil is NULL)
 	ordered  bool     // compared in order: the top level has an ORDER BY
+	empty    bool     // meant to return no rows ("-- empty")
 }
 
 // allowEmpty reports whether the query is meant to return no rows (a
-// metadata probe).
-func (q biQuery) allowEmpty() bool { return strings.Contains(q.sql, "LIMIT 0") }
+// metadata probe, a session statement).
+func (q biQuery) allowEmpty() bool {
+	return q.empty || strings.Contains(q.sql, "LIMIT 0") || strings.HasPrefix(q.sql, "DISCARD")
+}
 
 // run runs q over conn and returns its rows as text.
 func (q biQuery) run(ctx context.Context, conn *pgx.Conn) (answer, error) {
@@ -223,8 +226,10 @@ func (q biQuery) run(ctx context.Context, conn *pgx.Conn) (answer, error) {
 // "-- param: <type> <text value>" lines (the query runs in the extended
 // protocol with those parameters, typed as the tool's driver types
 // them; the value NULL is a null) and "-- protocol: extended" (the
-// extended protocol without parameters). A "-- protocol: extended" in
-// the file's header holds for all its queries.
+// extended protocol without parameters) or "-- protocol: simple". A
+// "-- protocol: extended" in the file's header holds for all its
+// queries. "-- empty" marks a query meant to return no rows (any other
+// must return some, or the fixture does not exercise it).
 func readBICorpus(t *testing.T, dir string) []biQuery {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
@@ -261,6 +266,10 @@ func readBICorpus(t *testing.T, dir string) []biQuery {
 					fileExtended = true
 				}
 				cur.extended = true
+			case trimmed == "-- protocol: simple":
+				cur.extended = false
+			case trimmed == "-- empty":
+				cur.empty = true
 			case strings.HasPrefix(trimmed, "-- param:"):
 				typ, val, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(trimmed, "-- param:")), " ")
 				oid, ok := oidOf[typ]

@@ -317,3 +317,12 @@ SELECT "public"."orders"."status" AS "status", STDDEV_POP("public"."orders"."amo
 FROM "public"."orders"
 GROUP BY "public"."orders"."status"
 ORDER BY "public"."orders"."status" ASC;
+
+-- name: no_data_breakout
+-- A breakout over a filter that matches nothing: no rows.
+-- empty
+SELECT "public"."orders"."product" AS "product", COUNT(*) AS "count", AVG("public"."orders"."amount") AS "avg"
+FROM "public"."orders"
+WHERE "public"."orders"."status" = 'lost'
+GROUP BY "public"."orders"."product"
+ORDER BY "public"."orders"."product" ASC;

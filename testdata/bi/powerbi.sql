@@ -205,3 +205,9 @@ select "rows"."product" as "product",
     avg("rows"."quantity") as "Average"
 from "public"."orders" "rows"
 group by "product";
+
+-- name: discard_all
+-- Npgsql's connection pool resets a pooled connection before Power BI
+-- reuses it (a simple query, as Power BI's server logs show it).
+-- protocol: simple
+DISCARD ALL;

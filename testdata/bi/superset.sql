@@ -245,3 +245,11 @@ FROM public.region_sales
 GROUP BY region
 ORDER BY region DESC
 LIMIT 10000;
+
+-- name: big_number_no_data
+-- Big Number over a filter that matches nothing: COUNT is 0, SUM and
+-- AVG are NULL, one row.
+SELECT COUNT(*) AS count, SUM(amount) AS "SUM(amount)", AVG(amount) AS "AVG(amount)", MAX(created_at) AS "MAX(created_at)"
+FROM public.orders
+WHERE region IN ('atlantis')
+LIMIT 10000;

@@ -238,3 +238,13 @@ SELECT "orders"."region" AS "region",
   VAR_SAMP("orders"."amount") AS "var:amount:ok"
 FROM "public"."orders" "orders"
 GROUP BY 1;
+
+-- name: no_data_having
+-- A text table whose filter matches nothing: Tableau's HAVING
+-- (COUNT(1) > 0) leaves no row.
+-- empty
+SELECT SUM(1) AS "sum:Number of Records:ok",
+  SUM("orders"."amount") AS "sum:amount:ok"
+FROM "public"."orders" "orders"
+WHERE ("orders"."region" IN ('atlantis'))
+HAVING (COUNT(1) > 0);
