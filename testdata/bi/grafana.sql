@@ -174,3 +174,12 @@ FROM orders
 WHERE created_at BETWEEN '2026-03-10T00:00:00Z' AND '2026-03-13T06:00:00Z' AND region IS NOT NULL
 GROUP BY 1
 ORDER BY 1;
+
+-- name: stat_union_all
+-- A stat panel of several single values, one per UNION ALL branch.
+SELECT 'orders' AS metric, count(*)::float8 AS value FROM orders WHERE status = 'complete'
+UNION ALL
+SELECT 'customers', count(*)::float8 FROM customers
+UNION ALL
+SELECT 'regions', count(DISTINCT region)::float8 FROM orders
+ORDER BY 1;

@@ -9,9 +9,11 @@
 -- tables aliased by their display name, nested questions as
 -- FROM (...) AS "source", relative date filters from NOW() plus an
 -- INTERVAL, result rows capped by LIMIT 2000 for ad-hoc questions).
--- Metabase runs through pgjdbc's prepared statements: the queries with
--- "-- param:" lines bind values the way the JDBC driver does (typed
--- parameters in the extended protocol).
+-- Metabase runs through pgjdbc's prepared statements, so every query
+-- goes in the extended protocol; the queries with "-- param:" lines
+-- bind values the way the JDBC driver does (typed parameters, or untyped
+-- ones for timestamps).
+-- protocol: extended
 
 -- name: raw_table_preview
 -- Browse data / "Raw data" question: every column, the row cap.
@@ -326,3 +328,14 @@ FROM "public"."orders"
 WHERE "public"."orders"."status" = 'lost'
 GROUP BY "public"."orders"."product"
 ORDER BY "public"."orders"."product" ASC;
+
+-- name: offset_previous_period
+-- Offset([Sum of amount], -1): the previous day's value beside each
+-- day's (a window LAG over the aggregate).
+SELECT DATE_TRUNC('day', "public"."orders"."created_at") AS "created_at",
+       SUM("public"."orders"."amount") AS "sum",
+       LAG(SUM("public"."orders"."amount"), 1) OVER (ORDER BY DATE_TRUNC('day', "public"."orders"."created_at") ASC) AS "previous"
+FROM "public"."orders"
+WHERE "public"."orders"."created_at" < timestamp '2026-03-16 00:00:00.000'
+GROUP BY DATE_TRUNC('day', "public"."orders"."created_at")
+ORDER BY DATE_TRUNC('day', "public"."orders"."created_at") ASC;

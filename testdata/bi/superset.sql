@@ -253,3 +253,30 @@ SELECT COUNT(*) AS count, SUM(amount) AS "SUM(amount)", AVG(amount) AS "AVG(amou
 FROM public.orders
 WHERE region IN ('atlantis')
 LIMIT 10000;
+
+-- name: sort_by_hidden_metric
+-- Bar chart "Sort by" a metric that is not displayed.
+SELECT product AS product, COUNT(*) AS count
+FROM public.orders
+GROUP BY product
+ORDER BY SUM(amount) DESC
+LIMIT 10000;
+
+-- name: virtual_dataset_with_cte
+-- A virtual dataset whose SQL has a CTE: Superset hoists it and makes
+-- the dataset a CTE of its own (__cte) for databases that cannot nest
+-- a WITH in FROM.
+WITH completed AS (SELECT region, amount FROM orders WHERE status = 'complete'),
+__cte AS (SELECT region, SUM(amount) AS total, COUNT(*) AS n FROM completed GROUP BY region)
+SELECT region AS region, SUM(total) AS "SUM(total)", SUM(n) AS "SUM(n)"
+FROM __cte AS virtual_table
+GROUP BY region
+LIMIT 10000;
+
+-- name: custom_sql_ratio_metric
+-- A custom SQL metric: an average computed as a ratio with 1.0 (a
+-- numeric literal) and NULLIF.
+SELECT status AS status, SUM(quantity) * 1.0 / NULLIF(COUNT(*), 0) AS "units_per_order"
+FROM public.orders
+GROUP BY status
+LIMIT 10000;

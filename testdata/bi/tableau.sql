@@ -248,3 +248,17 @@ SELECT SUM(1) AS "sum:Number of Records:ok",
 FROM "public"."orders" "orders"
 WHERE ("orders"."region" IN ('atlantis'))
 HAVING (COUNT(1) > 0);
+
+-- name: union_of_tables
+-- A union of two views in the data source, with Tableau's "Table Name"
+-- column.
+SELECT "Union"."Table Name" AS "Table Name",
+  SUM("Union"."revenue") AS "sum:revenue:ok"
+FROM (
+  SELECT CAST('region_sales' AS TEXT) AS "Table Name", "region_sales"."region" AS "name", "region_sales"."revenue" AS "revenue"
+  FROM "public"."region_sales" "region_sales"
+  UNION ALL
+  SELECT CAST('segment_sales' AS TEXT) AS "Table Name", "segment_sales"."segment" AS "name", "segment_sales"."revenue" AS "revenue"
+  FROM "public"."segment_sales" "segment_sales"
+) "Union"
+GROUP BY 1;
