@@ -262,3 +262,42 @@ FROM (
   FROM "public"."segment_sales" "segment_sales"
 ) "Union"
 GROUP BY 1;
+
+-- name: quick_filter_domain_nulls_first
+-- A quick filter's domain as current versions ask for it: NULLs first,
+-- the query's origin in a trailing block comment.
+SELECT "orders"."region" AS "region"
+FROM "public"."orders" "orders"
+GROUP BY 1
+ORDER BY "region" ASC NULLS FIRST
+/* { "tableau-query-origins": { "query-category": "Unknown", "lqctx-root-activity-id": "QF0bi000region" } } */;
+
+-- name: exclude_filter_case
+-- An "Exclude" filter as a CASE yielding FALSE for the excluded
+-- values, a constant measure ('1'::double precision), row counts as
+-- SUM(1).
+SELECT "orders"."product" AS "product",
+  '1'::double precision AS "avg:Calculation_6:ok",
+  SUM(1) AS "sum:Number of Records:ok"
+FROM "public"."orders" "orders"
+WHERE (CASE WHEN ("orders"."status" IN ('cancelled', 'refunded')) THEN FALSE ELSE TRUE END)
+GROUP BY 1
+/* { "tableau-query-origins": { "query-category": "Data", "lqctx-root-activity-id": "DT0bi000product", "lqctx-batch-query-id": "1" } } */;
+
+-- name: group_and_bins_nested
+-- A group (CASE over IN lists) and a binned calculation filtered on
+-- its label, computed through nested subqueries with $temp columns.
+SELECT "t1"."Region (group)" AS "Region (group)",
+  SUM(1) AS "sum:Number of Records:ok"
+FROM (
+  SELECT "t0"."Region (group)" AS "Region (group)",
+    (CASE WHEN ("t0"."$temp0_cse" <= 2) THEN 'small' WHEN ("t0"."$temp0_cse" >= 3) THEN 'large' ELSE '' END) AS "Calculation_7"
+  FROM (
+    SELECT (CASE WHEN ("orders"."region" IN ('east', 'north')) THEN 'north-east' WHEN ("orders"."region" IN ('west', 'south')) THEN 'south-west' ELSE "orders"."region" END) AS "Region (group)",
+      (CASE WHEN ("orders"."quantity" >= 1) THEN "orders"."quantity" ELSE null::int END) AS "$temp0_cse"
+    FROM "public"."orders" "orders"
+  ) "t0"
+) "t1"
+WHERE ("t1"."Calculation_7" = 'large')
+GROUP BY 1
+/* { "tableau-query-origins": { "query-category": "Data", "lqctx-root-activity-id": "GB0bi000group", "lqctx-batch-query-id": "4" } } */;
