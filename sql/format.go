@@ -168,6 +168,12 @@ func (f *formatter) stmt(s Statement) {
 		}
 	case *Explain:
 		f.b.WriteString("EXPLAIN ")
+		switch {
+		case s.Analyze && (!s.Timing || !s.Summary):
+			f.printf("(ANALYZE, TIMING %s, SUMMARY %s) ", onOff(s.Timing), onOff(s.Summary))
+		case s.Analyze:
+			f.b.WriteString("ANALYZE ")
+		}
 		f.stmt(s.Stmt)
 	case *Txn:
 		switch s.Kind {
@@ -512,4 +518,11 @@ func (f *formatter) insertInto(table string, pos int, cols []string, colPos []in
 		}
 	}
 	f.b.WriteString(")")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "ON"
+	}
+	return "OFF"
 }
