@@ -81,7 +81,8 @@ func (s *Session) explainAnalyze(ctx context.Context, st *sql.Explain, w ResultW
 
 // partitionReads describes the partitions a query read, one line per
 // relation and serving replica: "  Partitions read of view v: 0, 1 from
-// node-a (active)".
+// node-a (active)", with ", N partition reads" added when the query
+// read some partition more than once.
 func partitionReads(plan *planner.PullPlan, reads []pull.PartitionRead) string {
 	type group struct {
 		rel        *catalog.Relation
@@ -110,11 +111,19 @@ func partitionReads(plan *planner.PullPlan, reads []pull.PartitionRead) string {
 	var b strings.Builder
 	for _, g := range groups {
 		slices.Sort(g.partitions)
+		reads := len(g.partitions)
+		g.partitions = slices.Compact(g.partitions)
 		ps := make([]string, len(g.partitions))
 		for i, p := range g.partitions {
 			ps[i] = strconv.Itoa(int(p))
 		}
-		fmt.Fprintf(&b, "  Partitions read of %s %s: %s from %s (%s)\n", strings.ToLower(string(g.rel.Kind)), g.rel.Name, strings.Join(ps, ", "), g.node, g.role)
+		fmt.Fprintf(&b, "  Partitions read of %s %s: %s from %s (%s)", strings.ToLower(string(g.rel.Kind)), g.rel.Name, strings.Join(ps, ", "), g.node, g.role)
+		if reads > len(g.partitions) {
+			// The query reads the relation more than once (a CTE
+			// referenced twice, a self-join).
+			fmt.Fprintf(&b, ", %d partition reads", reads)
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
