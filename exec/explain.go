@@ -58,6 +58,9 @@ func (s *Session) explainAnalyze(ctx context.Context, st *sql.Explain, w ResultW
 	if err != nil {
 		return err
 	}
+	// It read as a SELECT does: SHOW basin.last_read, monotonic reads
+	// and freshness notices see it.
+	s.afterRead(plan.Rel, reads, w)
 	if plan.Query == nil {
 		a.Rows, a.Time = n, time.Since(start)
 	}
