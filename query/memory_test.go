@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -157,3 +158,49 @@ func TestExplainAnalyze(t *testing.T) {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+// TestSortLimitKeepsTopN checks that a sort under a LIMIT keeps only the
+// rows that can still be among the first: 5,000 rows sort within a
+// limit their full sort would pass, ties in arrival order.
+func TestSortLimitKeepsTopN(t *testing.T) {
+	collect := func(text string, limit int64) ([]int64, error) {
+		st, err := sql.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat := catalog.New()
+		plan, err := planner.PlanSelect(cat, st[0].(*sql.Select))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		env := &eval.Env{User: "u", Database: "basin", Session: session{cat}, QueryMemory: limit}
+		err = Run(context.Background(), plan, env, nil, func(r catalog.Row) error {
+			got = append(got, r[0].(int64))
+			return nil
+		})
+		return got, err
+	}
+	const limit = 512 << 10
+	if _, err := collect("SELECT x FROM generate_series(1, 5000) x ORDER BY x % 7, x DESC", limit); err == nil {
+		t.Fatal("the full sort fits in 512kB: the test needs more rows")
+	}
+	for _, q := range []string{
+		"SELECT x FROM generate_series(1, 5000) x ORDER BY x % 7, x DESC LIMIT 3 OFFSET 2",
+		"SELECT * FROM (SELECT x FROM generate_series(1, 5000) x ORDER BY x % 7, x DESC LIMIT 3 OFFSET 2) s",
+	} {
+		got, err := collect(q, limit)
+		if err != nil || fmt.Sprint(got) != "[4984 4977 4970]" {
+			t.Errorf("%s: %v %v, want [4984 4977 4970]", q, got, err)
+		}
+	}
+	got, err := collect("SELECT x FROM generate_series(1, 5000) x ORDER BY x % 2 LIMIT 600", limit)
+	if err != nil || len(got) != 600 {
+		t.Fatalf("ORDER BY x %% 2 LIMIT 600: %d rows, %v", len(got), err)
+	}
+	for i, x := range got {
+		if x != int64(2*(i+1)) {
+			t.Fatalf("ORDER BY x %% 2 LIMIT 600: row %d is %d, want %d (ties in arrival order)", i, x, 2*(i+1))
+		}
+	}
+}

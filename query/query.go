@@ -51,6 +51,9 @@ func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader
 		}(emit)
 	}
 	root := compileRel(plan.Query.Root)
+	if b, ok := root.(*measured).op.(*blockOp); ok && b.keep < 0 && plan.Limit >= 0 && plan.Limit <= maxTopN && plan.Offset <= maxTopN {
+		b.keep = plan.Limit + plan.Offset // the query's LIMIT, applied below
+	}
 	rows, err := root.run(&e)
 	if err != nil {
 		return err
@@ -470,10 +473,19 @@ type blockOp struct {
 	winOrd  [][]eval.Expr
 	output  []eval.Expr
 	order   []eval.Expr
+	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
+	// the block's or, for the query's root, the query's); -1: all.
+	keep int64
 }
 
+// maxTopN is the largest LIMIT + OFFSET a sort keeps as a top-N.
+const maxTopN = 1 << 24
+
 func compileBlock(p *planner.BlockRel) *blockOp {
-	o := &blockOp{plan: p, in: compileRel(p.In)}
+	o := &blockOp{plan: p, in: compileRel(p.In), keep: -1}
+	if p.Limit >= 0 {
+		o.keep = p.Limit + p.Offset
+	}
 	if p.Filter != nil {
 		o.filter = eval.Compile(p.Filter)
 	}
@@ -578,8 +590,26 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	type outRow struct {
 		out  catalog.Row
 		keys []any
+		size int64 // charged for it
 	}
-	outs := make([]outRow, 0, len(rows))
+	// A sort under a limit keeps the rows that can still be among the
+	// first keep (top-N): past bound rows, it sorts them and drops the
+	// rest. Rows that sort equal keep their arrival order, as a stable
+	// sort of them all would.
+	bound := -1
+	if len(o.order) > 0 && !p.Distinct && o.keep >= 0 && o.keep <= maxTopN {
+		bound = max(2*int(o.keep), 1024)
+	}
+	sortOuts := func(outs []outRow) {
+		sort.SliceStable(outs, func(i, j int) bool {
+			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
+		})
+	}
+	capacity := len(rows)
+	if bound >= 0 {
+		capacity = min(capacity, bound)
+	}
+	outs := make([]outRow, 0, capacity)
 	var seen map[string]bool
 	if p.Distinct {
 		seen = map[string]bool{}
@@ -614,10 +644,23 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 				return nil, err
 			}
 		}
-		if err := charge(env, &outHeld, 48+eval.RowBytes(out)+eval.RowBytes(keys), what); err != nil {
+		size := 56 + eval.RowBytes(out)
+		if keys != nil {
+			size += eval.RowBytes(keys)
+		}
+		if err := charge(env, &outHeld, size, what); err != nil {
 			return nil, err
 		}
-		outs = append(outs, outRow{out, keys})
+		outs = append(outs, outRow{out, keys, size})
+		if bound >= 0 && len(outs) >= bound {
+			sortOuts(outs)
+			for _, r := range outs[o.keep:] {
+				release(env, r.size)
+				outHeld -= r.size
+			}
+			clear(outs[o.keep:])
+			outs = outs[:o.keep]
+		}
 	}
 	a.record(p, "Project", len(rows), start)
 	if p.Distinct {
@@ -626,9 +669,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	// The stage's rows are the outputs now.
 	release(env, held)
 	if len(o.order) > 0 {
-		sort.SliceStable(outs, func(i, j int) bool {
-			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
-		})
+		sortOuts(outs)
 		a.record(p, "Sort", len(outs), start)
 	}
 	result := make([]catalog.Row, 0, len(outs))
