@@ -20,8 +20,8 @@ import (
 // and views they name (read whole through the pull engine, Reader).
 // Every operator materializes its rows, counted against
 // basin.query_memory (memory.go): a materialized operator is simple to
-// get right. Rows coming from the snapshot are shared, so no operator changes a row it was given; it
-// makes new ones.
+// get right. Rows coming from the snapshot are shared, so no operator
+// changes a row it was given; it makes new ones.
 
 // Reader returns every row of the relation a planner.RelationRel reads,
 // as its Scan gives them, passing each to admit first (which counts it
@@ -174,11 +174,17 @@ func (o relationOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if env.Scope.Read == nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be read here", strings.ToLower(string(o.r.Rel.Kind)), o.r.Rel.Name)
 	}
-	m := env.Scope.Mem
-	used := m.Used
-	rows, err := env.Scope.Read(env.Context(), o.r.Scan)
-	m.Pin(m.Used - used) // the reader keeps them for the statement
+	// The reader keeps the rows for the statement: pinned.
+	rows, held, err := input(readOp{o.r}, env)
+	env.Scope.Mem.Pin(held)
 	return rows, err
+}
+
+// readOp reads a relation through Scope.Read.
+type readOp struct{ r *planner.RelationRel }
+
+func (o readOp) run(env *eval.Env) ([]catalog.Row, error) {
+	return env.Scope.Read(env.Context(), o.r.Scan)
 }
 
 type valuesOp struct{}
@@ -549,7 +555,8 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		return nil, err
 	}
 	rows := in
-	// next makes a stage's new rows, which hold stageHeld, the rows.
+	// next gives back the rows of the stage before once a stage has
+	// made its own, which hold stageHeld.
 	next := func(stageHeld int64) {
 		release(env, held)
 		held = stageHeld
@@ -802,10 +809,10 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 			}
 		}
 	}
-	a.record(p, "Aggregate", len(order), start)
 	if len(order) == 0 && len(p.GroupBy) == 0 {
 		newGroup(nil)
 	}
+	a.record(p, "Aggregate", len(order), start)
 	out := make([]catalog.Row, 0, len(order))
 	for _, g := range order {
 		row := make(catalog.Row, 0, len(g.vals)+len(g.states))
