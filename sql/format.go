@@ -170,7 +170,8 @@ func (f *formatter) stmt(s Statement) {
 		f.b.WriteString("EXPLAIN ")
 		switch {
 		case s.Analyze && (!s.Timing || !s.Summary):
-			f.printf("(ANALYZE, TIMING %s, SUMMARY %s) ", onOff(s.Timing), onOff(s.Summary))
+			onOff := map[bool]string{true: "ON", false: "OFF"}
+			f.printf("(ANALYZE, TIMING %s, SUMMARY %s) ", onOff[s.Timing], onOff[s.Summary])
 		case s.Analyze:
 			f.b.WriteString("ANALYZE ")
 		}
@@ -518,11 +519,4 @@ func (f *formatter) insertInto(table string, pos int, cols []string, colPos []in
 		}
 	}
 	f.b.WriteString(")")
-}
-
-func onOff(b bool) string {
-	if b {
-		return "ON"
-	}
-	return "OFF"
 }
