@@ -32,7 +32,9 @@ type Env struct {
 	// Backends signals other sessions; nil when there are none.
 	Backends Backends
 	// QueryMemory is basin.query_memory: the most a pull query may hold
-	// for ORDER BY, GROUP BY and DISTINCT (53200 past it); 0 is none.
+	// in rows its operators buffer (sorts, groups, DISTINCT, joins,
+	// windows, set operations, subqueries' results, rows read), 53200
+	// past it; 0 is none.
 	QueryMemory int64
 
 	// ctx is the context of the statement being evaluated, for
@@ -70,9 +72,10 @@ type Scope struct {
 	// Outer holds the rows of the queries enclosing a subquery,
 	// innermost last (planner.OuterRef counts from there).
 	Outer []catalog.Row
-	// Mem counts the rows the joins and blocks of the query (its
-	// subqueries' included) made, against basin.query_memory. It counts
-	// every operator's output, freed or not: an overestimate.
+	// Mem counts what the operators of the query (its subqueries'
+	// included) hold, against basin.query_memory: each charges the rows
+	// and state it buffers and releases them when its consumer is done
+	// (query/memory.go).
 	Mem *Memory
 	// Read returns every row of a table, view or stream a query reads
 	// (the pull plan of a planner.RelationRel, given as any: eval does

@@ -6,24 +6,50 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 )
 
-// Memory tracks what one pull query holds for sorting, grouping
-// and DISTINCT, against basin.query_memory. The sizes are estimates of
-// the Go values held (RowBytes), not an accounting of the heap.
+// Memory tracks what one pull query holds for sorting, grouping,
+// DISTINCT, joins' build sides, windows, set operations, subqueries'
+// results and rows read, against basin.query_memory. The sizes are
+// estimates of the Go values held (RowBytes), not an accounting of the
+// heap. An operator grows it as it buffers rows and releases what it
+// charged once nothing holds those rows any more; Peak is the most it
+// held at once (EXPLAIN ANALYZE shows it).
 type Memory struct {
 	Used, Limit int64 // Limit 0: none
+	Peak        int64
+	// Pinned is the part of Used held until the query ends: rows kept
+	// for reuse (a relation read once per statement, an uncorrelated
+	// subquery's result), which no operator's release gives back.
+	Pinned int64
 }
 
-// Grow adds n bytes, failing with 53200 past the limit.
+// Grow adds n bytes, failing with 53200 past the limit; what names the
+// operator that needs them ("join", "ORDER BY", ...).
 func (m *Memory) Grow(n int64, what string) error {
 	if m == nil {
 		return nil
 	}
 	m.Used += n
+	m.Peak = max(m.Peak, m.Used)
 	if m.Limit > 0 && m.Used > m.Limit {
 		return pgerr.New(pgerr.OutOfMemory, "query needs more than basin.query_memory (%s) for its %s", FormatBytes(m.Limit), what).
-			WithHint("basin does not spill to disk yet: narrow the query (WHERE, LIMIT after a key lookup), or raise the limit for the session: SET basin.query_memory = '1GB'.")
+			WithHint("basin does not spill to disk: add a WHERE or LIMIT that narrows what the query reads, or raise the limit for the session: SET basin.query_memory = '1GB'.")
 	}
 	return nil
+}
+
+// Release gives back n bytes an operator grew by and no longer holds.
+func (m *Memory) Release(n int64) {
+	if m == nil {
+		return
+	}
+	m.Used = max(m.Used-n, 0)
+}
+
+// Pin keeps n bytes of Used until the query ends (Pinned).
+func (m *Memory) Pin(n int64) {
+	if m != nil {
+		m.Pinned += n
+	}
 }
 
 // RowBytes estimates the memory a held row takes: its slice, one

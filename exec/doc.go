@@ -32,8 +32,10 @@
 // outlasts them fails when it ends), basin.max_prepared_statements
 // counts the client's prepared statements (Prepare to Prepared.Close; the
 // plan cache's are not counted), and basin.query_memory is checked as a
-// pull query collects rows to sort, groups or DISTINCT keys, and as a
-// catalog query's joins and blocks make rows. Loops over many keys or
+// pull query collects rows to sort, groups or DISTINCT keys, and as the
+// relational engine's operators buffer rows (query/memory.go). EXPLAIN
+// ANALYZE (explain.go) runs a SELECT and shows its plan with what each
+// operator did. Loops over many keys or
 // rows check the statement's context every thousand or so, so a cancel
 // or timeout stops a long IN list's lookups as it does a scan.
 //

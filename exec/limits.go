@@ -30,10 +30,15 @@ const (
 	settingMaxPrepared = "basin.max_prepared_statements"
 	defaultMaxPrepared = 1000
 
-	// settingQueryMemory bounds what one pull query holds in memory for
-	// ORDER BY, GROUP BY and DISTINCT (one 2M-row ORDER BY once took
-	// 635 MB). basin does not spill to disk: a query past it fails with
-	// 53200.
+	// settingQueryMemory bounds what one pull query holds in memory:
+	// the pull engine's ORDER BY, GROUP BY and DISTINCT state (one
+	// 2M-row ORDER BY once took 635 MB), and everything the relational
+	// engine's operators buffer (query/memory.go): rows read, joins,
+	// sorts, groups, windows, set operations, subqueries. basin does not
+	// spill to disk: a query past it fails with 53200 naming the
+	// setting and the operator. The default, 256MB, lets a query sort
+	// or join about a million narrow rows while ten such queries at once
+	// stay within a few GB of heap; the smallest, 64kB, is for tests.
 	settingQueryMemory = "basin.query_memory"
 	defaultQueryMemory = 256 << 20
 )

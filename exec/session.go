@@ -363,7 +363,7 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 	case *sql.Discard:
 		return s.discard(st, w)
 	case *sql.Explain:
-		return s.explain(st, w)
+		return s.explain(ctx, st, w)
 	case *sql.Txn:
 		return s.txn(st, w)
 	}
@@ -970,7 +970,10 @@ func (s *Session) describe(st *sql.Describe, w ResultWriter) error {
 	return w.Complete("DESCRIBE")
 }
 
-func (s *Session) explain(st *sql.Explain, w ResultWriter) error {
+func (s *Session) explain(ctx context.Context, st *sql.Explain, w ResultWriter) error {
+	if st.Analyze {
+		return s.explainAnalyze(ctx, st, w)
+	}
 	var text string
 	switch x := st.Stmt.(type) {
 	case *sql.Select:

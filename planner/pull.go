@@ -813,14 +813,29 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 }
 
 // String renders the plan for EXPLAIN.
-func (p *PullPlan) String() string {
+func (p *PullPlan) String() string { return p.Explain(nil) }
+
+// Explain renders the plan for EXPLAIN, each line of a relational plan
+// (Query) followed by what ann gives for its operator; a plan the pull
+// engine runs has its first line, the query's output, annotated as the
+// whole query (a nil Rel).
+func (p *PullPlan) Explain(ann Annotator) string {
 	if p.Query != nil {
 		var b strings.Builder
 		if p.Limit >= 0 || p.Offset > 0 {
-			fmt.Fprintf(&b, "  Limit %d offset %d\n", p.Limit, p.Offset)
+			line(&b, "  ", ann, nil, "", "Limit %d offset %d", p.Limit, p.Offset)
 		}
-		return b.String() + p.Query.String()
+		return b.String() + p.Query.Explain(ann)
 	}
+	text := p.explainPull()
+	if ann == nil {
+		return text
+	}
+	first, rest, _ := strings.Cut(text, "\n")
+	return first + ann(nil, "") + "\n" + rest
+}
+
+func (p *PullPlan) explainPull() string {
 	var b strings.Builder
 	if p.Limit >= 0 || p.Offset > 0 {
 		fmt.Fprintf(&b, "  Limit %d offset %d\n", p.Limit, p.Offset)

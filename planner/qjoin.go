@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -48,12 +47,12 @@ type PermuteRel struct {
 func (r *FilterRel) Cols() []catalog.Column  { return r.In.Cols() }
 func (r *PermuteRel) Cols() []catalog.Column { return r.Columns }
 
-func (r *FilterRel) explain(b *strings.Builder, in string) {
-	fmt.Fprintf(b, "%sFilter %s\n", in, r.Cond)
-	r.In.explain(b, in)
+func (r *FilterRel) explain(b *strings.Builder, in string, ann Annotator) {
+	line(b, in, ann, r, "", "Filter %s", r.Cond)
+	r.In.explain(b, in, ann)
 }
 
-func (r *PermuteRel) explain(b *strings.Builder, in string) { r.In.explain(b, in) }
+func (r *PermuteRel) explain(b *strings.Builder, in string, ann Annotator) { r.In.explain(b, in, ann) }
 
 // leaf is a relation joined as a unit, with its place in the block's
 // row.

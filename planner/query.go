@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -49,7 +50,7 @@ type QueryPlan struct {
 // Rel is a relational operator: it produces rows of Cols().
 type Rel interface {
 	Cols() []catalog.Column
-	explain(b *strings.Builder, indent string)
+	explain(b *strings.Builder, indent string, ann Annotator)
 }
 
 // ScanRel reads a virtual catalog relation.
@@ -189,46 +190,69 @@ func (r *BlockRel) Cols() []catalog.Column    { return r.Columns }
 func (r *SetRel) Cols() []catalog.Column      { return r.Columns }
 
 // String renders the plan for EXPLAIN.
-func (q *QueryPlan) String() string {
+func (q *QueryPlan) String() string { return q.Explain(nil) }
+
+// Annotator returns what EXPLAIN ANALYZE appends to a line of the plan:
+// the line of r's operator (stage "") or of one of the stages a
+// BlockRel or SetRel runs in its operator: "Filter", "ProjectSet",
+// "Aggregate", "Having", "Window 0" (1, ...), "Project", "Distinct",
+// "Sort", "Limit", and "Set" for a SetRel's own line. A nil Rel is the
+// whole query.
+type Annotator func(r Rel, stage string) string
+
+// Explain renders the plan for EXPLAIN, each operator's line followed
+// by what ann gives for it (nil: nothing).
+func (q *QueryPlan) Explain(ann Annotator) string {
 	var b strings.Builder
-	q.Root.explain(&b, "  ")
+	q.Root.explain(&b, "  ", ann)
 	return b.String()
 }
 
-func (r *ScanRel) explain(b *strings.Builder, in string) {
-	fmt.Fprintf(b, "%sScan %s (catalog)\n", in, r.Table.QualifiedName())
+// line writes one line of EXPLAIN's text: in, the operator's text and
+// its annotation.
+func line(b *strings.Builder, in string, ann Annotator, r Rel, stage, format string, args ...any) {
+	b.WriteString(in)
+	fmt.Fprintf(b, format, args...)
+	if ann != nil {
+		b.WriteString(ann(r, stage))
+	}
+	b.WriteByte('\n')
 }
 
-func (r *RelationRel) explain(b *strings.Builder, in string) {
+func (r *ScanRel) explain(b *strings.Builder, in string, ann Annotator) {
+	line(b, in, ann, r, "", "Scan %s (catalog)", r.Table.QualifiedName())
+}
+
+func (r *RelationRel) explain(b *strings.Builder, in string, ann Annotator) {
 	kind, scan := strings.ToLower(string(r.Rel.Kind)), r.Scan
 	switch {
 	case scan.Lookup != nil:
-		fmt.Fprintf(b, "%sRead %s %s: key lookup key=(%s) (one partition)\n", in, kind, r.Rel.Name, scalarList(scan.Lookup))
+		line(b, in, ann, r, "", "Read %s %s: key lookup key=(%s) (one partition)", kind, r.Rel.Name, scalarList(scan.Lookup))
 	case scan.LookupIn != nil:
-		fmt.Fprintf(b, "%sRead %s %s: key lookups of %d keys (their partitions)\n", in, kind, r.Rel.Name, len(scan.LookupIn))
+		line(b, in, ann, r, "", "Read %s %s: key lookups of %d keys (their partitions)", kind, r.Rel.Name, len(scan.LookupIn))
 	case scan.Partition != nil:
-		fmt.Fprintf(b, "%sRead %s %s: partition %s (from its best replica)\n", in, kind, r.Rel.Name, scan.Partition)
+		line(b, in, ann, r, "", "Read %s %s: partition %s (from its best replica)", kind, r.Rel.Name, scan.Partition)
 	default:
-		fmt.Fprintf(b, "%sRead %s %s (every partition, each from its best replica)\n", in, kind, r.Rel.Name)
+		line(b, in, ann, r, "", "Read %s %s (every partition, each from its best replica)", kind, r.Rel.Name)
 	}
 	if scan.Filter != nil {
 		fmt.Fprintf(b, "%s  where %s (applied in the read)\n", in, scan.Filter)
 	}
 }
 
-func (r *ValuesRel) explain(b *strings.Builder, in string) {
-	fmt.Fprintf(b, "%sValues (one row)\n", in)
+func (r *ValuesRel) explain(b *strings.Builder, in string, ann Annotator) {
+	line(b, in, ann, r, "", "Values (one row)")
 }
 
-func (r *FuncRel) explain(b *strings.Builder, in string) {
+func (r *FuncRel) explain(b *strings.Builder, in string, ann Annotator) {
 	if r.Scalar != nil {
-		fmt.Fprintf(b, "%sResult %s\n", in, r.Scalar)
+		line(b, in, ann, r, "", "Result %s", r.Scalar)
 		return
 	}
-	fmt.Fprintf(b, "%sFunction %s(%s)\n", in, r.Name, scalarList(r.Args))
+	line(b, in, ann, r, "", "Function %s(%s)", r.Name, scalarList(r.Args))
 }
 
-func (r *JoinRel) explain(b *strings.Builder, in string) {
+func (r *JoinRel) explain(b *strings.Builder, in string, ann Annotator) {
 	kind := strings.ToLower(r.Kind.String())
 	if r.Kind == sql.JoinInner {
 		kind = "join"
@@ -239,66 +263,66 @@ func (r *JoinRel) explain(b *strings.Builder, in string) {
 		kind = "Nested loop " + kind
 	}
 	if r.On != nil {
-		fmt.Fprintf(b, "%s%s on %s\n", in, kind, r.On)
+		line(b, in, ann, r, "", "%s on %s", kind, r.On)
 	} else {
-		fmt.Fprintf(b, "%s%s\n", in, kind)
+		line(b, in, ann, r, "", "%s", kind)
 	}
-	r.L.explain(b, in+"  ")
-	r.R.explain(b, in+"  ")
+	r.L.explain(b, in+"  ", ann)
+	r.R.explain(b, in+"  ", ann)
 }
 
-func (r *DerivedRel) explain(b *strings.Builder, in string) {
-	fmt.Fprintf(b, "%sSubquery\n", in)
-	r.Query.Root.explain(b, in+"  ")
+func (r *DerivedRel) explain(b *strings.Builder, in string, ann Annotator) {
+	line(b, in, ann, r, "", "Subquery")
+	r.Query.Root.explain(b, in+"  ", ann)
 }
 
-func (r *BlockRel) explain(b *strings.Builder, in string) {
+func (r *BlockRel) explain(b *strings.Builder, in string, ann Annotator) {
 	if r.Limit >= 0 || r.Offset > 0 {
-		fmt.Fprintf(b, "%sLimit %d offset %d\n", in, r.Limit, r.Offset)
+		line(b, in, ann, r, "Limit", "Limit %d offset %d", r.Limit, r.Offset)
 	}
 	if len(r.Order) > 0 {
-		fmt.Fprintf(b, "%sSort [%s]\n", in, sortList(r.Order))
+		line(b, in, ann, r, "Sort", "Sort [%s]", sortList(r.Order))
 	}
 	if r.Distinct {
-		fmt.Fprintf(b, "%sDistinct\n", in)
+		line(b, in, ann, r, "Distinct", "Distinct")
 	}
-	fmt.Fprintf(b, "%sProject [%s]\n", in, scalarList(r.Output))
-	for _, w := range r.Windows {
-		fmt.Fprintf(b, "%sWindow %s(%s) partition [%s] order [%s]\n", in, w.Func, scalarList(w.Args), scalarList(w.PartitionBy), sortList(w.Order))
+	line(b, in, ann, r, "Project", "Project [%s]", scalarList(r.Output))
+	for i, w := range r.Windows {
+		line(b, in, ann, r, "Window "+strconv.Itoa(i), "Window %s(%s) partition [%s] order [%s]", w.Func, scalarList(w.Args), scalarList(w.PartitionBy), sortList(w.Order))
 	}
 	if r.Grouped {
 		if r.Having != nil {
-			fmt.Fprintf(b, "%sFilter (HAVING) %s\n", in, r.Having)
+			line(b, in, ann, r, "Having", "Filter (HAVING) %s", r.Having)
 		}
 		var as []string
 		for _, a := range r.Aggs {
 			as = append(as, a.String())
 		}
-		fmt.Fprintf(b, "%sHashAggregate group=[%s] aggs=[%s]\n", in, scalarList(r.GroupBy), strings.Join(as, ", "))
+		line(b, in, ann, r, "Aggregate", "HashAggregate group=[%s] aggs=[%s]", scalarList(r.GroupBy), strings.Join(as, ", "))
 	}
 	for _, s := range r.SRFs {
-		fmt.Fprintf(b, "%sProjectSet %s(%s)\n", in, s.Name, scalarList(s.Args))
+		line(b, in, ann, r, "ProjectSet", "ProjectSet %s(%s)", s.Name, scalarList(s.Args))
 	}
 	if r.Filter != nil {
-		fmt.Fprintf(b, "%sFilter %s\n", in, r.Filter)
+		line(b, in, ann, r, "Filter", "Filter %s", r.Filter)
 	}
-	r.In.explain(b, in)
+	r.In.explain(b, in, ann)
 }
 
-func (r *SetRel) explain(b *strings.Builder, in string) {
+func (r *SetRel) explain(b *strings.Builder, in string, ann Annotator) {
 	if r.Limit >= 0 || r.Offset > 0 {
-		fmt.Fprintf(b, "%sLimit %d offset %d\n", in, r.Limit, r.Offset)
+		line(b, in, ann, r, "Limit", "Limit %d offset %d", r.Limit, r.Offset)
 	}
 	if len(r.Order) > 0 {
-		fmt.Fprintf(b, "%sSort [%s]\n", in, sortList(r.Order))
+		line(b, in, ann, r, "Sort", "Sort [%s]", sortList(r.Order))
 	}
 	all := ""
 	if r.All {
 		all = " ALL"
 	}
-	fmt.Fprintf(b, "%s%s%s\n", in, r.Op, all)
-	r.L.explain(b, in+"  ")
-	r.R.explain(b, in+"  ")
+	line(b, in, ann, r, "Set", "%s%s", r.Op, all)
+	r.L.explain(b, in+"  ", ann)
+	r.R.explain(b, in+"  ", ann)
 }
 
 func scalarList(ss []Scalar) string {

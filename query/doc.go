@@ -13,6 +13,11 @@
 // references, the catalog functions of planner/qfuncs.go) are compiled
 // here and handed to eval through eval.Extend.
 //
+// What the operators buffer counts against basin.query_memory and is
+// given back when their consumer is done (memory.go); a run under
+// WithAnalysis measures each operator's rows and time for EXPLAIN
+// ANALYZE (analyze.go).
+//
 // It sits beside the pull engine (package pull), which reads views,
 // tables and streams; the session (package exec) gives each statement to
 // one of the two. The BI issue makes this engine the one of every pull

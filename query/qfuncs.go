@@ -192,12 +192,17 @@ func compileSubLink(s *planner.SubLink) eval.Expr {
 		if !s.Query.Correlated && done {
 			return cached, nil
 		}
-		rows, err := sub.run(env.WithOuter(row))
+		rows, held, err := input(sub, env.WithOuter(row))
 		if err != nil {
 			return nil, err
 		}
 		if !s.Query.Correlated {
+			// Kept for the statement.
 			cached, done = rows, true
+			env.Scope.Mem.Pin(held)
+		} else {
+			// The caller only reads them to make its value.
+			release(env, held)
 		}
 		return rows, nil
 	}

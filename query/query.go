@@ -19,9 +19,9 @@ import (
 // catalog.PGSnapshot made for the statement and of the streams, tables
 // and views they name (read whole through the pull engine, Reader).
 // Every operator materializes its rows, counted against
-// basin.query_memory: a materialized operator is simple to get right. Rows coming from the
-// snapshot are shared, so no operator changes a row it was given; it
-// makes new ones.
+// basin.query_memory (memory.go): a materialized operator is simple to
+// get right. Rows coming from the snapshot are shared, so no operator
+// changes a row it was given; it makes new ones.
 
 // Reader returns every row of the relation a planner.RelationRel reads,
 // as its Scan gives them, passing each to admit first (which counts it
@@ -33,14 +33,27 @@ type Reader func(ctx context.Context, scan *planner.PullPlan, admit func(catalog
 func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
 	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
+	mem := e.Scope.Mem
 	if read != nil {
-		mem := e.Scope.Mem
 		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
 			p := scan.(*planner.PullPlan)
 			return read(ctx, p, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), "rows read from "+p.Rel.Name) })
 		}
 	}
+	if a := analysisOf(&e); a != nil {
+		start := time.Now()
+		defer func() { a.Time, a.PeakMemory = time.Since(start), mem.Peak }()
+		emit = func(emit func(catalog.Row) error) func(catalog.Row) error {
+			return func(r catalog.Row) error {
+				a.Rows++
+				return emit(r)
+			}
+		}(emit)
+	}
 	root := compileRel(plan.Query.Root)
+	if b, ok := root.(*measured).op.(*blockOp); ok && b.keep < 0 && plan.Limit >= 0 && plan.Limit <= maxTopN && plan.Offset <= maxTopN {
+		b.keep = plan.Limit + plan.Offset // the query's LIMIT, applied below
+	}
 	rows, err := root.run(&e)
 	if err != nil {
 		return err
@@ -93,7 +106,12 @@ type relOp interface {
 	run(env *eval.Env) ([]catalog.Row, error)
 }
 
+// compileRel compiles r, measured into the run's Analysis (analyze.go).
 func compileRel(r planner.Rel) relOp {
+	return &measured{rel: r, op: compileOp(r)}
+}
+
+func compileOp(r planner.Rel) relOp {
 	switch r := r.(type) {
 	case *planner.ScanRel:
 		return scanOp{r.Table}
@@ -130,7 +148,7 @@ func compileRel(r planner.Rel) relOp {
 	case *planner.PermuteRel:
 		return &permuteOp{in: compileRel(r.In), perm: r.Map}
 	case *planner.SetRel:
-		s := &setOp{op: r.Op, all: r.All, l: compileRel(r.L), r: compileRel(r.R), limit: r.Limit, offset: r.Offset}
+		s := &setOp{rel: r, op: r.Op, all: r.All, l: compileRel(r.L), r: compileRel(r.R), limit: r.Limit, offset: r.Offset}
 		for _, k := range r.Order {
 			s.order = append(s.order, eval.Compile(k.Expr))
 		}
@@ -156,6 +174,16 @@ func (o relationOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if env.Scope.Read == nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be read here", strings.ToLower(string(o.r.Rel.Kind)), o.r.Rel.Name)
 	}
+	// The reader keeps the rows for the statement: pinned.
+	rows, held, err := input(readOp{o.r}, env)
+	env.Scope.Mem.Pin(held)
+	return rows, err
+}
+
+// readOp reads a relation through Scope.Read.
+type readOp struct{ r *planner.RelationRel }
+
+func (o readOp) run(env *eval.Env) ([]catalog.Row, error) {
 	return env.Scope.Read(env.Context(), o.r.Scan)
 }
 
@@ -192,18 +220,23 @@ type permuteOp struct {
 }
 
 func (o *permuteOp) run(env *eval.Env) ([]catalog.Row, error) {
-	in, err := o.in.run(env)
+	in, inHeld, err := input(o.in, env)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]catalog.Row, len(in))
+	var held int64
 	for i, r := range in {
 		row := make(catalog.Row, len(o.perm))
 		for k, p := range o.perm {
 			row[k] = r[p]
 		}
+		if err := charge(env, &held, eval.RowBytes(row), "result"); err != nil {
+			return nil, err
+		}
 		out[i] = row
 	}
+	release(env, inHeld)
 	return out, nil
 }
 
@@ -240,12 +273,16 @@ func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
 		return nil, err
 	}
 	rows := make([]catalog.Row, len(out))
+	var held int64
 	for i, v := range out {
 		if o.width > 1 {
 			rec, _ := v.([]any)
 			rows[i] = append(catalog.Row{}, rec...)
 		} else {
 			rows[i] = catalog.Row{v}
+		}
+		if err := charge(env, &held, eval.RowBytes(rows[i]), o.name+"()"); err != nil {
+			return nil, err
 		}
 	}
 	return rows, nil
@@ -260,12 +297,18 @@ type joinOp struct {
 }
 
 func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
-	left, err := o.l.run(env)
+	left, lHeld, err := input(o.l, env)
 	if err != nil {
 		return nil, err
 	}
-	right, err := o.r.run(env)
+	right, rHeld, err := input(o.r, env)
 	if err != nil {
+		return nil, err
+	}
+	// temp is the build side's hash table and the match flags, out the
+	// joined rows.
+	var temp, out int64
+	if err := charge(env, &temp, int64(len(right))*9, "join"); err != nil {
 		return nil, err
 	}
 	// candidates returns the right rows that may match l: those with the
@@ -280,6 +323,9 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 		for i, r := range right {
 			k, ok := equiKey(r, o.equi, false)
 			if ok {
+				if err := charge(env, &temp, keyBytes(k)+8, "join"); err != nil {
+					return nil, err
+				}
 				hash[k] = append(hash[k], i)
 			}
 		}
@@ -293,7 +339,7 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	} else {
 		candidates = func(catalog.Row) []int { return all }
 	}
-	var out []catalog.Row
+	var rows []catalog.Row
 	matchedRight := make([]bool, len(right))
 	for _, l := range left {
 		matched := false
@@ -311,11 +357,11 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 			}
 			matched = true
 			matchedRight[i] = true
-			if err := env.Scope.Mem.Grow(eval.RowBytes(row), "join"); err != nil {
+			if err := charge(env, &out, eval.RowBytes(row), "join"); err != nil {
 				return nil, err
 			}
-			out = append(out, row)
-			if len(out) > maxJoinRows {
+			rows = append(rows, row)
+			if len(rows) > maxJoinRows {
 				return nil, pgerr.New(pgerr.ProgramLimitExceeded, "a join in this catalog query produces more than %d rows", maxJoinRows).
 					WithHint("Join the catalog relations on their keys (oid columns).")
 			}
@@ -323,7 +369,10 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 		if !matched && (o.kind == sql.JoinLeft || o.kind == sql.JoinFull) {
 			row := make(catalog.Row, o.lw+o.rw)
 			copy(row, l)
-			out = append(out, row)
+			if err := charge(env, &out, eval.RowBytes(row), "join"); err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
 		}
 	}
 	if o.kind == sql.JoinRight || o.kind == sql.JoinFull {
@@ -331,11 +380,15 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 			if !matchedRight[i] {
 				row := make(catalog.Row, o.lw+o.rw)
 				copy(row[o.lw:], r)
-				out = append(out, row)
+				if err := charge(env, &out, eval.RowBytes(row), "join"); err != nil {
+					return nil, err
+				}
+				rows = append(rows, row)
 			}
 		}
 	}
-	return out, nil
+	release(env, lHeld+rHeld+temp)
+	return rows, nil
 }
 
 // equiKey is the hash key of a row's equi-join columns; ok is false
@@ -426,10 +479,19 @@ type blockOp struct {
 	winOrd  [][]eval.Expr
 	output  []eval.Expr
 	order   []eval.Expr
+	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
+	// the block's or, for the query's root, the query's); -1: all.
+	keep int64
 }
 
+// maxTopN is the largest LIMIT + OFFSET a sort keeps as a top-N.
+const maxTopN = 1 << 24
+
 func compileBlock(p *planner.BlockRel) *blockOp {
-	o := &blockOp{plan: p, in: compileRel(p.In)}
+	o := &blockOp{plan: p, in: compileRel(p.In), keep: -1}
+	if p.Limit >= 0 {
+		o.keep = p.Limit + p.Offset
+	}
 	if p.Filter != nil {
 		o.filter = eval.Compile(p.Filter)
 	}
@@ -485,11 +547,20 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 
 func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	p := o.plan
-	in, err := o.in.run(env)
+	a, start := analysisOf(env), time.Now()
+	// held is what the rows of the latest stage that made new rows
+	// hold: the input's, the SRFs', the groups' or the windows'.
+	in, held, err := input(o.in, env)
 	if err != nil {
 		return nil, err
 	}
 	rows := in
+	// next gives back the rows of the stage before once a stage has
+	// made its own, which hold stageHeld.
+	next := func(stageHeld int64) {
+		release(env, held)
+		held = stageHeld
+	}
 	if o.filter != nil {
 		rows = make([]catalog.Row, 0, len(in))
 		for _, r := range in {
@@ -501,31 +572,64 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 				rows = append(rows, r)
 			}
 		}
+		a.record(p, "Filter", len(rows), start)
 	}
+	var stageHeld int64
 	if len(o.srfArgs) > 0 {
-		if rows, err = o.expandSRFs(rows, env); err != nil {
+		if rows, stageHeld, err = o.expandSRFs(rows, env); err != nil {
 			return nil, err
 		}
+		next(stageHeld)
+		a.record(p, "ProjectSet", len(rows), start)
 	}
 	if p.Grouped {
-		if rows, err = o.aggregate(rows, env); err != nil {
+		if rows, stageHeld, err = o.aggregate(rows, env, a, start); err != nil {
 			return nil, err
 		}
+		next(stageHeld)
 	}
 	if len(o.winPart) > 0 {
-		if rows, err = o.windows(rows, env); err != nil {
+		if rows, stageHeld, err = o.windows(rows, env, a, start); err != nil {
 			return nil, err
 		}
+		next(stageHeld)
 	}
 	type outRow struct {
 		out  catalog.Row
 		keys []any
+		size int64 // charged for it
 	}
-	outs := make([]outRow, 0, len(rows))
+	// A sort under a limit keeps the rows that can still be among the
+	// first keep (top-N): past bound rows, it sorts them and drops the
+	// rest. Rows that sort equal keep their arrival order, as a stable
+	// sort of them all would.
+	bound := -1
+	if len(o.order) > 0 && !p.Distinct && o.keep >= 0 && o.keep <= maxTopN {
+		bound = max(2*int(o.keep), 1024)
+	}
+	sortOuts := func(outs []outRow) {
+		sort.SliceStable(outs, func(i, j int) bool {
+			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
+		})
+	}
+	capacity := len(rows)
+	if bound >= 0 {
+		capacity = min(capacity, bound)
+	}
+	outs := make([]outRow, 0, capacity)
 	var seen map[string]bool
 	if p.Distinct {
 		seen = map[string]bool{}
 	}
+	what := "result"
+	switch {
+	case len(o.order) > 0:
+		what = "ORDER BY"
+	case p.Distinct:
+		what = "DISTINCT"
+	}
+	// outHeld is what outs and seen hold.
+	var outHeld int64
 	for _, r := range rows {
 		out, err := eval.EvalAll(o.output, r, env)
 		if err != nil {
@@ -537,6 +641,9 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 				continue
 			}
 			seen[k] = true
+			if err := charge(env, &outHeld, keyBytes(k), "DISTINCT"); err != nil {
+				return nil, err
+			}
 		}
 		var keys []any
 		if len(o.order) > 0 {
@@ -544,17 +651,36 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 				return nil, err
 			}
 		}
-		if err := env.Scope.Mem.Grow(48+eval.RowBytes(out)+eval.RowBytes(keys), "result"); err != nil {
+		size := 56 + eval.RowBytes(out)
+		if keys != nil {
+			size += eval.RowBytes(keys)
+		}
+		if err := charge(env, &outHeld, size, what); err != nil {
 			return nil, err
 		}
-		outs = append(outs, outRow{out, keys})
+		outs = append(outs, outRow{out, keys, size})
+		if bound >= 0 && len(outs) >= bound {
+			sortOuts(outs)
+			for _, r := range outs[o.keep:] {
+				release(env, r.size)
+				outHeld -= r.size
+			}
+			clear(outs[o.keep:])
+			outs = outs[:o.keep]
+		}
 	}
+	a.record(p, "Project", len(rows), start)
+	if p.Distinct {
+		a.record(p, "Distinct", len(outs), start)
+	}
+	// The stage's rows are the outputs now.
+	release(env, held)
 	if len(o.order) > 0 {
-		sort.SliceStable(outs, func(i, j int) bool {
-			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
-		})
+		sortOuts(outs)
+		a.record(p, "Sort", len(outs), start)
 	}
 	result := make([]catalog.Row, 0, len(outs))
+	var resultHeld int64
 	for i, r := range outs {
 		if int64(i) < p.Offset {
 			continue
@@ -562,7 +688,14 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		if p.Limit >= 0 && int64(len(result)) >= p.Limit {
 			break
 		}
+		resultHeld += eval.RowBytes(r.out)
 		result = append(result, r.out)
+	}
+	// What the result rows hold stays charged, for the consumer to
+	// release; the sort keys, the rows past the limit and seen go.
+	release(env, outHeld-resultHeld)
+	if p.Limit >= 0 || p.Offset > 0 {
+		a.record(p, "Limit", len(result), start)
 	}
 	return result, nil
 }
@@ -584,19 +717,18 @@ func compareKeys(a, b []any, order []planner.SortKey) int {
 // expandSRFs appends the values of the select list's set-returning
 // functions to each row: as many rows as the longest result, the
 // shorter ones padded with NULL.
-func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
-	var out []catalog.Row
+func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.Row, held int64, err error) {
 	for _, r := range rows {
 		results := make([][]any, len(o.srfArgs))
 		n := 0
 		for i, args := range o.srfArgs {
 			vals, err := eval.EvalAll(args, r, env)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i])
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			results[i] = res
 			n = max(n, len(res))
@@ -611,16 +743,21 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) ([]catalog.Row, 
 				}
 				row = append(row, v)
 			}
+			if err := charge(env, &held, eval.RowBytes(row), "set-returning functions"); err != nil {
+				return nil, 0, err
+			}
 			out = append(out, row)
 		}
 	}
-	return out, nil
+	return out, held, nil
 }
 
 // aggregate groups rows and computes the aggregates: each result row
-// is the group values, then the aggregate values.
-func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
+// is the group values, then the aggregate values. held is what the
+// result rows hold; the groups' state is released.
+func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
 	p := o.plan
+	var temp int64 // the groups and their states
 	type group struct {
 		vals   []any
 		states []*aggState
@@ -638,11 +775,14 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 	for _, r := range rows {
 		vals, err := eval.EvalAll(o.groups, r, env)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		k := rowKey(vals)
 		g, ok := groups[k]
 		if !ok {
+			if err := charge(env, &temp, keyBytes(k)+eval.RowBytes(vals)+int64(len(p.Aggs))*160, "GROUP BY"); err != nil {
+				return nil, 0, err
+			}
 			g = newGroup(vals)
 			groups[k] = g
 		}
@@ -650,22 +790,29 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 			var v, v2 any = true, nil
 			if o.aggArgs[i] != nil {
 				if v, err = o.aggArgs[i](r, env); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			if o.aggArg2[i] != nil {
 				if v2, err = o.aggArg2[i](r, env); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
+			n := st.n
 			if err := st.add(v, v2); err != nil {
-				return nil, err
+				return nil, 0, err
+			}
+			if st.n > n {
+				if err := charge(env, &temp, aggBytes(st, v, v2), "GROUP BY"); err != nil {
+					return nil, 0, err
+				}
 			}
 		}
 	}
 	if len(order) == 0 && len(p.GroupBy) == 0 {
 		newGroup(nil)
 	}
+	a.record(p, "Aggregate", len(order), start)
 	out := make([]catalog.Row, 0, len(order))
 	for _, g := range order {
 		row := make(catalog.Row, 0, len(g.vals)+len(g.states))
@@ -676,15 +823,22 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 		if o.having != nil {
 			ok, err := o.having(row, env)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if !eval.Truthy(ok) {
 				continue
 			}
 		}
+		if err := charge(env, &held, eval.RowBytes(row), "GROUP BY"); err != nil {
+			return nil, 0, err
+		}
 		out = append(out, row)
 	}
-	return out, nil
+	if o.having != nil {
+		a.record(p, "Having", len(out), start)
+	}
+	release(env, temp)
+	return out, held, nil
 }
 
 // aggState is one aggregate's running state in a catalog query.
@@ -791,9 +945,11 @@ func (st *aggState) result() any {
 	return st.b
 }
 
-// windows computes the window functions and appends their values.
-func (o *blockOp) windows(rows []catalog.Row, env *eval.Env) ([]catalog.Row, error) {
+// windows computes the window functions and appends their values. held
+// is what the result rows hold; the partitions are released.
+func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
 	vals := make([][]any, len(rows))
+	var temp int64 // the partitions and the values computed
 	for w, call := range o.plan.Windows {
 		type item struct {
 			idx  int
@@ -805,20 +961,26 @@ func (o *blockOp) windows(rows []catalog.Row, env *eval.Env) ([]catalog.Row, err
 		for i, r := range rows {
 			pv, err := eval.EvalAll(o.winPart[w], r, env)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			keys, err := eval.EvalAll(o.winOrd[w], r, env)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			it := &item{idx: i, keys: keys, arg: true}
 			if len(o.winArgs[w]) > 0 {
 				if it.arg, err = o.winArgs[w][0](r, env); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 			k := rowKey(pv)
+			if err := charge(env, &temp, 80+eval.RowBytes(keys)+eval.RowBytes([]any{it.arg}), "window functions"); err != nil {
+				return nil, 0, err
+			}
 			if _, ok := parts[k]; !ok {
+				if err := charge(env, &temp, keyBytes(k), "window functions"); err != nil {
+					return nil, 0, err
+				}
 				partOrder = append(partOrder, k)
 			}
 			parts[k] = append(parts[k], it)
@@ -864,17 +1026,23 @@ func (o *blockOp) windows(rows []catalog.Row, env *eval.Env) ([]catalog.Row, err
 		for i := range rows {
 			vals[i] = append(vals[i], result[i])
 		}
+		a.record(o.plan, "Window "+strconv.Itoa(w), len(rows), start)
 	}
 	out := make([]catalog.Row, len(rows))
 	for i, r := range rows {
 		row := make(catalog.Row, 0, len(r)+len(vals[i]))
 		out[i] = append(append(row, r...), vals[i]...)
+		if err := charge(env, &held, eval.RowBytes(out[i]), "window functions"); err != nil {
+			return nil, 0, err
+		}
 	}
-	return out, nil
+	release(env, temp)
+	return out, held, nil
 }
 
 // setOp runs UNION, INTERSECT and EXCEPT.
 type setOp struct {
+	rel           *planner.SetRel
 	op            string
 	all           bool
 	l, r          relOp
@@ -883,7 +1051,10 @@ type setOp struct {
 	limit, offset int64
 }
 
+// Its rows are its inputs' (which keep their charge); what it holds to
+// find them (the sets, the sort keys) it releases.
 func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
+	a, start := analysisOf(env), time.Now()
 	left, err := o.l.run(env)
 	if err != nil {
 		return nil, err
@@ -893,16 +1064,25 @@ func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 		return nil, err
 	}
 	var rows []catalog.Row
+	var temp int64
 	switch o.op {
 	case "UNION":
 		rows = append(append(rows, left...), right...)
 		if !o.all {
-			rows = distinctRows(rows)
+			if rows, err = distinctRows(rows, env, &temp, o.op); err != nil {
+				return nil, err
+			}
 		}
 	case "INTERSECT", "EXCEPT":
 		counts := map[string]int{}
 		for _, r := range right {
-			counts[rowKey(r)]++
+			k := rowKey(r)
+			if _, ok := counts[k]; !ok {
+				if err := charge(env, &temp, keyBytes(k), o.op); err != nil {
+					return nil, err
+				}
+			}
+			counts[k]++
 		}
 		for _, l := range left {
 			k := rowKey(l)
@@ -915,13 +1095,19 @@ func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 			}
 		}
 		if !o.all {
-			rows = distinctRows(rows)
+			if rows, err = distinctRows(rows, env, &temp, o.op); err != nil {
+				return nil, err
+			}
 		}
 	}
+	a.record(o.rel, "Set", len(rows), start)
 	if len(o.order) > 0 {
 		keys := make([][]any, len(rows))
 		for i, r := range rows {
 			if keys[i], err = eval.EvalAll(o.order, r, env); err != nil {
+				return nil, err
+			}
+			if err := charge(env, &temp, 32+eval.RowBytes(keys[i]), "ORDER BY"); err != nil {
 				return nil, err
 			}
 		}
@@ -935,6 +1121,7 @@ func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 			sorted[i] = rows[k]
 		}
 		rows = sorted
+		a.record(o.rel, "Sort", len(rows), start)
 	}
 	var out []catalog.Row
 	for i, r := range rows {
@@ -946,18 +1133,27 @@ func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 		}
 		out = append(out, r)
 	}
+	if o.limit >= 0 || o.offset > 0 {
+		a.record(o.rel, "Limit", len(out), start)
+	}
+	release(env, temp)
 	return out, nil
 }
 
-func distinctRows(rows []catalog.Row) []catalog.Row {
+// distinctRows returns rows without duplicates, charging the set it
+// keeps to *held for what.
+func distinctRows(rows []catalog.Row, env *eval.Env, held *int64, what string) ([]catalog.Row, error) {
 	seen := map[string]bool{}
 	out := rows[:0:0]
 	for _, r := range rows {
 		k := rowKey(r)
 		if !seen[k] {
+			if err := charge(env, held, keyBytes(k), what); err != nil {
+				return nil, err
+			}
 			seen[k] = true
 			out = append(out, r)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -241,9 +241,15 @@ type Set struct {
 	Local bool
 }
 
-// Explain is EXPLAIN <statement>.
+// Explain is EXPLAIN [ANALYZE] <statement>, or EXPLAIN (option, ...)
+// <statement> with the options basin has: ANALYZE, TIMING, SUMMARY,
+// COSTS (basin shows no costs: accepted either way) and FORMAT TEXT.
 type Explain struct {
 	Stmt Statement
+	// Analyze runs the statement and shows what each operator did;
+	// Timing (on unless TIMING OFF) adds their times, Summary (on with
+	// ANALYZE unless SUMMARY OFF) the execution time and peak memory.
+	Analyze, Timing, Summary bool
 }
 
 // TxnKind is the transaction-control statement kind.

@@ -2,6 +2,8 @@ package sql
 
 import (
 	"strings"
+
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // This file parses the statements basin handles entirely at the token
@@ -393,23 +395,90 @@ func (sp *stmtParser) parseCommit(i int) (Statement, error) {
 	return &Txn{Kind: kind}, c.end()
 }
 
-// parseExplain parses EXPLAIN <statement>; options are not supported.
+// parseExplain parses EXPLAIN [ANALYZE] <statement> and EXPLAIN
+// (option [value], ...) <statement>, as Postgres 15 writes them.
 func (sp *stmtParser) parseExplain(i int) (Statement, error) {
-	t := sp.toks[i+1]
-	if t.isOp("(") || t.isWord("analyze") || t.isWord("analyse") || t.isWord("verbose") {
-		return nil, unsupported(sp.charPos(t.pos), "EXPLAIN options are not supported")
+	x := &Explain{}
+	j := i + 1
+	timing, summary := -1, -1 // -1: not given
+	switch t := sp.toks[j]; {
+	case t.isWord("analyze") || t.isWord("analyse"):
+		x.Analyze = true
+		j++
+		if sp.toks[j].isWord("verbose") {
+			return nil, unsupported(sp.charPos(sp.toks[j].pos), "EXPLAIN VERBOSE is not supported")
+		}
+	case t.isWord("verbose"):
+		return nil, unsupported(sp.charPos(t.pos), "EXPLAIN VERBOSE is not supported")
+	case t.isOp("(") && !sp.toks[j+1].isWord("select") && !sp.toks[j+1].isWord("with") && !sp.toks[j+1].isOp("("):
+		j++
+		for {
+			name := sp.toks[j]
+			if name.kind != tokIdent {
+				return nil, sp.syntaxErr(name)
+			}
+			j++
+			// The value: a word, a number or a string; none means on.
+			val, v := "", sp.toks[j]
+			if !v.isOp(",") && !v.isOp(")") {
+				if v.kind != tokIdent && v.kind != tokNumber && v.kind != tokString ||
+					v.isWord("select") || v.isWord("with") || v.isWord("insert") || v.isWord("create") {
+					return nil, sp.syntaxErr(v)
+				}
+				val = strings.ToLower(v.val)
+				j++
+			}
+			on := val == "" || val == "on" || val == "true" || val == "1" || val == "yes"
+			if !on && val != "off" && val != "false" && val != "0" && val != "no" && name.val != "format" {
+				return nil, pgerr.New(pgerr.SyntaxError, "%s requires a Boolean value", name.val).WithPosition(sp.charPos(v.pos))
+			}
+			switch name.val {
+			case "analyze", "analyse":
+				x.Analyze = on
+			case "timing":
+				timing = map[bool]int{false: 0, true: 1}[on]
+			case "summary":
+				summary = map[bool]int{false: 0, true: 1}[on]
+			case "costs":
+				// basin's plans carry no costs: on or off, none is shown.
+			case "format":
+				if val != "text" {
+					return nil, unsupported(sp.charPos(v.pos), "EXPLAIN FORMAT %s is not supported", strings.ToUpper(v.val)).
+						WithHint("basin writes EXPLAIN as text.")
+				}
+			case "verbose", "buffers", "wal", "settings":
+				return nil, unsupported(sp.charPos(name.pos), "EXPLAIN option %s is not supported", strings.ToUpper(name.val))
+			default:
+				return nil, pgerr.New(pgerr.SyntaxError, "unrecognized EXPLAIN option %q", name.val).WithPosition(sp.charPos(name.pos))
+			}
+			if sp.toks[j].isOp(")") {
+				j++
+				break
+			}
+			if !sp.toks[j].isOp(",") {
+				return nil, sp.syntaxErr(sp.toks[j])
+			}
+			j++
+		}
 	}
+	if timing == 1 && !x.Analyze {
+		return nil, pgerr.New(pgerr.InvalidParameterValue, "EXPLAIN option TIMING requires ANALYZE")
+	}
+	x.Timing = x.Analyze && timing != 0
+	x.Summary = x.Analyze && summary != 0
+	t := sp.toks[j]
 	switch {
-	case t.isWord("select"), t.isOp("("), t.isWord("insert"), t.isWord("create"):
+	case t.isWord("select"), t.isWord("with"), t.isOp("("), t.isWord("insert"), t.isWord("create"):
 	default:
 		return nil, sp.syntaxErr(t)
 	}
-	st, err := sp.statement(i + 1)
+	st, err := sp.statement(j)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := st.(*CreateSource); ok {
 		return nil, sp.syntaxErr(t) // Postgres cannot EXPLAIN plain DDL
 	}
-	return &Explain{Stmt: st}, nil
+	x.Stmt = st
+	return x, nil
 }

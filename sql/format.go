@@ -168,6 +168,13 @@ func (f *formatter) stmt(s Statement) {
 		}
 	case *Explain:
 		f.b.WriteString("EXPLAIN ")
+		switch {
+		case s.Analyze && (!s.Timing || !s.Summary):
+			onOff := map[bool]string{true: "ON", false: "OFF"}
+			f.printf("(ANALYZE, TIMING %s, SUMMARY %s) ", onOff[s.Timing], onOff[s.Summary])
+		case s.Analyze:
+			f.b.WriteString("ANALYZE ")
+		}
 		f.stmt(s.Stmt)
 	case *Txn:
 		switch s.Kind {
