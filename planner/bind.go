@@ -87,6 +87,9 @@ type binder struct {
 	srfs      *[]SRF
 	srfFields [][]catalog.Column
 	windows   *[]WindowCall
+	// winLift, in a grouped SELECT, moves a window function's
+	// expressions onto the aggregated row it runs over.
+	winLift func(Scalar, int) (Scalar, error)
 }
 
 func (b *binder) bind(e sql.Expr) (Scalar, error) {

@@ -654,6 +654,8 @@ type grouping struct {
 func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having sql.Expr) (*grouping, error) {
 	g := &grouping{}
 	b.clause = "GROUP BY"
+	windows := b.windows
+	b.windows = nil // not in GROUP BY or HAVING
 	for _, e := range groupBy {
 		// GROUP BY may name an output column by alias or position.
 		e = resolveGroupAlias(e, items, b.cols)
@@ -665,7 +667,11 @@ func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having s
 	}
 	b.clause = ""
 	b.aggs = &g.aggs
-	defer func() { b.aggs = nil }()
+	b.windows = windows
+	if b.windows != nil {
+		b.winLift = g.lift
+	}
+	defer func() { b.aggs, b.winLift = nil, nil }()
 	for _, it := range items {
 		s, err := b.bind(it.Expr)
 		if err != nil {
@@ -678,7 +684,9 @@ func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having s
 		g.output = append(g.output, out)
 	}
 	if having != nil {
+		b.windows, b.clause = nil, "HAVING"
 		s, err := b.bind(having)
+		b.windows, b.clause = windows, ""
 		if err != nil {
 			return nil, err
 		}
@@ -693,7 +701,10 @@ func bindGrouped(b *binder, groupBy []sql.Expr, items []sql.SelectItem, having s
 	// row.
 	g.post = func(e sql.Expr) (Scalar, error) {
 		b.aggs = &g.aggs
-		defer func() { b.aggs = nil }()
+		if b.windows != nil {
+			b.winLift = g.lift
+		}
+		defer func() { b.aggs, b.winLift = nil, nil }()
 		s, err := b.bind(e)
 		if err != nil {
 			return nil, err

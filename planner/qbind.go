@@ -324,14 +324,16 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		defer func() { b.clause = "" }()
 		return b.bind(e)
 	}
+	aggregated := func() int { return 0 }
 	if grouped {
-		b.srfs, b.windows = nil, nil
+		b.srfs = nil
 		g, err := bindGrouped(b, s.GroupBy, items, s.Having)
 		if err != nil {
 			return nil, err
 		}
 		blk.Grouped, blk.GroupBy, blk.Having, blk.Output = true, g.groupBy, g.having, g.output
 		bindOrder = g.post
+		aggregated = func() int { return len(g.groupBy) + len(g.aggs) }
 		defer func() { blk.Aggs = g.aggs }()
 	} else {
 		out, err := b.bindItems(items)
@@ -365,6 +367,9 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 	// SRF and window values follow the input row: resolve their
 	// placeholders to columns now that all are known.
 	base := len(sc.cols)
+	if grouped {
+		base = aggregated() // the window values follow the aggregated row
+	}
 	fix := func(s Scalar) Scalar {
 		return mapScalar(s, func(x Scalar) Scalar {
 			switch x := x.(type) {

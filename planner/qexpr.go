@@ -140,6 +140,8 @@ func (b *binder) bindExt(e sql.Expr) (Scalar, error) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s is not supported here", constructName(e)).WithPosition(e.Position())
 	}
 	switch e := e.(type) {
+	case *boundExpr:
+		return e.s, nil
 	case *sql.Subquery:
 		return b.bindSubquery(e)
 	case *sql.InSubquery:
@@ -412,60 +414,6 @@ func (b *binder) coerceArg(s Scalar, t catalog.Type, pos int) (Scalar, error) {
 		return b.q.castPG(s, t, pos)
 	}
 	return b.coerce(s, t, pos, "argument")
-}
-
-// bindWindow binds a window function call.
-func (b *binder) bindWindow(e *sql.Func) (Scalar, error) {
-	if b.windows == nil {
-		where := b.clause
-		if where == "" {
-			where = "this context"
-		}
-		return nil, pgerr.New(pgerr.WindowingError, "window functions are not allowed in %s", where).WithPosition(e.Pos)
-	}
-	w := WindowCall{Func: e.Name}
-	switch e.Name {
-	case "row_number", "rank", "dense_rank":
-		if len(e.Args) > 0 {
-			return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes no arguments", e.Name).WithPosition(e.Pos)
-		}
-		w.T = catalog.BigInt
-	case "count":
-		w.T = catalog.BigInt
-		if !e.Star {
-			args, err := b.bindArgs(e.Args)
-			if err != nil {
-				return nil, err
-			}
-			w.Args = args
-		}
-	default:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "window function %s is not supported", e.Name).WithPosition(e.Pos).
-			WithHint("basin has row_number, rank, dense_rank and count as window functions.")
-	}
-	saved := b.windows
-	b.windows = nil // no windows inside windows
-	defer func() { b.windows = saved }()
-	for _, p := range e.Over.PartitionBy {
-		s, err := b.bind(p)
-		if err != nil {
-			return nil, err
-		}
-		w.PartitionBy = append(w.PartitionBy, s)
-	}
-	for _, o := range e.Over.OrderBy {
-		s, err := b.bind(o.Expr)
-		if err != nil {
-			return nil, err
-		}
-		k := SortKey{Expr: s, Desc: o.Desc, NullsFirst: o.Desc}
-		if o.NullsFirst != nil {
-			k.NullsFirst = *o.NullsFirst
-		}
-		w.Order = append(w.Order, k)
-	}
-	*saved = append(*saved, w)
-	return &winSlot{i: len(*saved) - 1, t: w.T}, nil
 }
 
 // bindBinaryExt binds the operators only catalog queries use: regular
@@ -773,8 +721,10 @@ func (g *grouping) liftExt(s Scalar, pos int) (Scalar, error) {
 		if x.X == nil {
 			return x, nil
 		}
-	case *srfSlot, *winSlot:
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "set-returning and window functions in a grouped query are not supported").WithPosition(pos)
+	case *winSlot:
+		return x, nil // bound over the aggregated row already
+	case *srfSlot:
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "set-returning functions in a grouped query are not supported").WithPosition(pos)
 	}
 	var err error
 	out := mapChildren(s, func(c Scalar) Scalar {

@@ -137,11 +137,19 @@ type SRF struct {
 // WindowCall is a window function over the block's rows; its value is
 // appended to each row after the SRFs' values.
 type WindowCall struct {
-	Func        string
+	Func string
+	// Args are the function's arguments: lag(x, offset, default),
+	// ntile(n), nth_value(x, n); an aggregate's are Agg's.
 	Args        []Scalar
 	PartitionBy []Scalar
 	Order       []SortKey
-	T           catalog.Type
+	// Frame is the rows an aggregate or first_value, last_value and
+	// nth_value see; nil is the default frame (the partition without
+	// ORDER BY, else the rows up to the current row's last peer).
+	Frame *WindowFrame
+	// Agg is the aggregate an aggregate window function computes.
+	Agg *AggSpec
+	T   catalog.Type
 }
 
 // BlockRel is one SELECT: filter, expand SRFs, group, window, project,
@@ -288,7 +296,11 @@ func (r *BlockRel) explain(b *strings.Builder, in string, ann Annotator) {
 	}
 	line(b, in, ann, r, "Project", "Project [%s]", scalarList(r.Output))
 	for i, w := range r.Windows {
-		line(b, in, ann, r, "Window "+strconv.Itoa(i), "Window %s(%s) partition [%s] order [%s]", w.Func, scalarList(w.Args), scalarList(w.PartitionBy), sortList(w.Order))
+		frame := ""
+		if w.Frame != nil {
+			frame = " " + w.Frame.String()
+		}
+		line(b, in, ann, r, "Window "+strconv.Itoa(i), "Window %s(%s) partition [%s] order [%s]%s", w.Func, scalarList(w.Args), scalarList(w.PartitionBy), sortList(w.Order), frame)
 	}
 	if r.Grouped {
 		if r.Having != nil {

@@ -474,9 +474,7 @@ type blockOp struct {
 	aggArgs []eval.Expr
 	aggArg2 []eval.Expr
 	having  eval.Expr
-	winArgs [][]eval.Expr
-	winPart [][]eval.Expr
-	winOrd  [][]eval.Expr
+	wins    []windowOp
 	output  []eval.Expr
 	order   []eval.Expr
 	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
@@ -522,19 +520,7 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 		o.having = eval.Compile(p.Having)
 	}
 	for _, w := range p.Windows {
-		var args, part, ord []eval.Expr
-		for _, a := range w.Args {
-			args = append(args, eval.Compile(a))
-		}
-		for _, s := range w.PartitionBy {
-			part = append(part, eval.Compile(s))
-		}
-		for _, k := range w.Order {
-			ord = append(ord, eval.Compile(k.Expr))
-		}
-		o.winArgs = append(o.winArgs, args)
-		o.winPart = append(o.winPart, part)
-		o.winOrd = append(o.winOrd, ord)
+		o.wins = append(o.wins, compileWindow(w))
 	}
 	for _, e := range p.Output {
 		o.output = append(o.output, eval.Compile(e))
@@ -588,7 +574,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		}
 		next(stageHeld)
 	}
-	if len(o.winPart) > 0 {
+	if len(o.wins) > 0 {
 		if rows, stageHeld, err = o.windows(rows, env, a, start); err != nil {
 			return nil, err
 		}
@@ -943,101 +929,6 @@ func (st *aggState) result() any {
 		return st.vals
 	}
 	return st.b
-}
-
-// windows computes the window functions and appends their values. held
-// is what the result rows hold; the partitions are released.
-func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
-	vals := make([][]any, len(rows))
-	var temp int64 // the partitions and the values computed
-	for w, call := range o.plan.Windows {
-		type item struct {
-			idx  int
-			keys []any
-			arg  any
-		}
-		parts := map[string][]*item{}
-		var partOrder []string
-		for i, r := range rows {
-			pv, err := eval.EvalAll(o.winPart[w], r, env)
-			if err != nil {
-				return nil, 0, err
-			}
-			keys, err := eval.EvalAll(o.winOrd[w], r, env)
-			if err != nil {
-				return nil, 0, err
-			}
-			it := &item{idx: i, keys: keys, arg: true}
-			if len(o.winArgs[w]) > 0 {
-				if it.arg, err = o.winArgs[w][0](r, env); err != nil {
-					return nil, 0, err
-				}
-			}
-			k := rowKey(pv)
-			if err := charge(env, &temp, 80+eval.RowBytes(keys)+eval.RowBytes([]any{it.arg}), "window functions"); err != nil {
-				return nil, 0, err
-			}
-			if _, ok := parts[k]; !ok {
-				if err := charge(env, &temp, keyBytes(k), "window functions"); err != nil {
-					return nil, 0, err
-				}
-				partOrder = append(partOrder, k)
-			}
-			parts[k] = append(parts[k], it)
-		}
-		result := make([]any, len(rows))
-		for _, k := range partOrder {
-			items := parts[k]
-			sort.SliceStable(items, func(i, j int) bool { return compareKeys(items[i].keys, items[j].keys, call.Order) < 0 })
-			rank, dense := int64(0), int64(0)
-			for pos, it := range items {
-				peer := pos > 0 && compareKeys(items[pos-1].keys, it.keys, call.Order) == 0
-				if !peer {
-					rank = int64(pos) + 1
-					dense++
-				}
-				switch call.Func {
-				case "row_number":
-					result[it.idx] = int64(pos) + 1
-				case "rank":
-					result[it.idx] = rank
-				case "dense_rank":
-					result[it.idx] = dense
-				case "count":
-					// Without ORDER BY the frame is the partition; with
-					// it, the rows up to the current row's last peer.
-					end := len(items)
-					if len(call.Order) > 0 {
-						end = pos + 1
-						for end < len(items) && compareKeys(items[end].keys, it.keys, call.Order) == 0 {
-							end++
-						}
-					}
-					n := int64(0)
-					for _, x := range items[:end] {
-						if x.arg != nil {
-							n++
-						}
-					}
-					result[it.idx] = n
-				}
-			}
-		}
-		for i := range rows {
-			vals[i] = append(vals[i], result[i])
-		}
-		a.record(o.plan, "Window "+strconv.Itoa(w), len(rows), start)
-	}
-	out := make([]catalog.Row, len(rows))
-	for i, r := range rows {
-		row := make(catalog.Row, 0, len(r)+len(vals[i]))
-		out[i] = append(append(row, r...), vals[i]...)
-		if err := charge(env, &held, eval.RowBytes(out[i]), "window functions"); err != nil {
-			return nil, 0, err
-		}
-	}
-	release(env, temp)
-	return out, held, nil
 }
 
 // setOp runs UNION, INTERSECT and EXCEPT.

@@ -162,7 +162,34 @@ type FieldSelect struct {
 type Window struct {
 	PartitionBy []Expr
 	OrderBy     []OrderItem
+	// Frame is the ROWS or RANGE clause; nil is the default frame.
+	Frame *Frame
 }
+
+// Frame is a window frame: ROWS or RANGE BETWEEN Start AND End.
+type Frame struct {
+	Range      bool // RANGE; else ROWS
+	Start, End FrameBound
+	Pos        int
+}
+
+// FrameBound is one end of a frame.
+type FrameBound struct {
+	Kind   BoundKind
+	Offset Expr // for OffsetPreceding and OffsetFollowing
+}
+
+// BoundKind is where a frame bound lies.
+type BoundKind uint8
+
+// The frame bounds, in the order rows come.
+const (
+	UnboundedPreceding BoundKind = iota
+	OffsetPreceding
+	CurrentRow
+	OffsetFollowing
+	UnboundedFollowing
+)
 
 func (e *Subquery) Position() int    { return e.Pos }
 func (e *InSubquery) Position() int  { return e.Pos }

@@ -537,9 +537,6 @@ func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
 	if n.Spec.Name.L != "" || n.Spec.Ref.L != "" {
 		return nil, c.unsupportedAt(n, "named windows are not supported")
 	}
-	if n.Spec.Frame != nil {
-		return nil, c.unsupportedAt(n, "window frames are not supported")
-	}
 	name := strings.ToLower(n.Name)
 	f := &Func{Name: name, Distinct: n.Distinct, Pos: c.pos(n), Over: &Window{}}
 	if k := c.tokIndex(n); name == "count" && k >= 0 && c.sp.toks[k+1].isOp("(") && c.sp.toks[k+2].isOp("*") {
@@ -567,5 +564,47 @@ func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
 		}
 		f.Over.OrderBy = ob
 	}
+	if fr := n.Spec.Frame; fr != nil {
+		if fr.Type == ast.Groups {
+			return nil, c.unsupportedAt(n, "GROUPS frames are not supported")
+		}
+		frame := &Frame{Range: fr.Type == ast.Ranges, Pos: c.pos(n)}
+		var err error
+		if frame.Start, err = c.frameBound(fr.Extent.Start); err != nil {
+			return nil, err
+		}
+		if frame.End, err = c.frameBound(fr.Extent.End); err != nil {
+			return nil, err
+		}
+		f.Over.Frame = frame
+	}
 	return f, nil
+}
+
+// frameBound converts one end of a window frame.
+func (c *converter) frameBound(b ast.FrameBound) (FrameBound, error) {
+	switch {
+	case b.Type == ast.CurrentRow:
+		return FrameBound{Kind: CurrentRow}, nil
+	case b.UnBounded && b.Type == ast.Preceding:
+		return FrameBound{Kind: UnboundedPreceding}, nil
+	case b.UnBounded:
+		return FrameBound{Kind: UnboundedFollowing}, nil
+	case b.Expr == nil:
+		return FrameBound{Kind: CurrentRow}, nil
+	}
+	if b.Unit != ast.TimeUnitInvalid {
+		return FrameBound{}, unsupported(0, "INTERVAL n unit frame offsets are not supported: write the offset as '1 day'::interval")
+	}
+	if _, ok := b.Expr.(*driver.ParamMarkerExpr); ok {
+		return FrameBound{}, c.unsupportedAt(b.Expr, "a parameter as a window frame offset is not supported")
+	}
+	off, err := c.expr(b.Expr)
+	if err != nil {
+		return FrameBound{}, err
+	}
+	if b.Type == ast.Preceding {
+		return FrameBound{Kind: OffsetPreceding, Offset: off}, nil
+	}
+	return FrameBound{Kind: OffsetFollowing, Offset: off}, nil
 }

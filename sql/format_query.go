@@ -110,8 +110,37 @@ func (f *formatter) over(w *Window) {
 		if o.Desc {
 			f.b.WriteString(" DESC")
 		}
+		sep = " "
+	}
+	if fr := w.Frame; fr != nil {
+		f.b.WriteString(sep)
+		if fr.Range {
+			f.b.WriteString("RANGE BETWEEN ")
+		} else {
+			f.b.WriteString("ROWS BETWEEN ")
+		}
+		f.frameBound(fr.Start)
+		f.b.WriteString(" AND ")
+		f.frameBound(fr.End)
 	}
 	f.b.WriteString(")")
+}
+
+func (f *formatter) frameBound(b FrameBound) {
+	switch b.Kind {
+	case UnboundedPreceding:
+		f.b.WriteString("UNBOUNDED PRECEDING")
+	case OffsetPreceding:
+		f.expr(b.Offset)
+		f.b.WriteString(" PRECEDING")
+	case CurrentRow:
+		f.b.WriteString("CURRENT ROW")
+	case OffsetFollowing:
+		f.expr(b.Offset)
+		f.b.WriteString(" FOLLOWING")
+	case UnboundedFollowing:
+		f.b.WriteString("UNBOUNDED FOLLOWING")
+	}
 }
 
 // queryExpr writes the expressions of ast_query.go; ok is false for any

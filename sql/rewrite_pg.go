@@ -452,6 +452,7 @@ var windowFuncs = map[string]bool{
 	"row_number": true, "rank": true, "dense_rank": true, "percent_rank": true, "cume_dist": true,
 	"ntile": true, "lead": true, "lag": true, "first_value": true, "last_value": true, "nth_value": true,
 	"count": true, "sum": true, "avg": true, "min": true, "max": true,
+	"stddev": true, "stddev_samp": true, "stddev_pop": true, "variance": true, "var_samp": true, "var_pop": true,
 }
 
 // over rewrites OVER (PARTITION BY ... ORDER BY ...) at toks[i], after a
@@ -475,13 +476,14 @@ func (rw *rewriter) over(i, j int) (int, error) {
 		return 0, sp.syntaxErr(toks[close])
 	}
 	for k := open + 1; k < close; k++ {
-		if toks[k].isWord("rows") || toks[k].isWord("range") || toks[k].isWord("groups") {
-			return 0, unsupported(sp.charPos(toks[k].pos), "window frames are not supported")
+		if toks[k].isWord("groups") || toks[k].isWord("exclude") {
+			return 0, unsupported(sp.charPos(toks[k].pos), "%s frames are not supported", strings.ToUpper(toks[k].val))
 		}
 	}
 	rw.addTok(t, "OVER", itemOther)
 	saved := rw.keywords
-	rw.keywords = map[string]bool{"partition": true}
+	rw.keywords = map[string]bool{"partition": true, "rows": true, "range": true, "between": true, "unbounded": true,
+		"preceding": true, "following": true, "current": true, "row": true}
 	for k := range saved {
 		rw.keywords[k] = true
 	}

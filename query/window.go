@@ -1,0 +1,394 @@
+package query
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
+)
+
+// windowOp is one window function compiled: its arguments, partition and
+// order keys over the row it runs on, and its frame's offsets.
+type windowOp struct {
+	call       planner.WindowCall
+	args       []eval.Expr
+	part, ord  []eval.Expr
+	start, end eval.Expr // frame offsets, when the bounds have them
+}
+
+func compileWindow(w planner.WindowCall) windowOp {
+	op := windowOp{call: w}
+	for _, a := range w.Args {
+		op.args = append(op.args, eval.Compile(a))
+	}
+	for _, s := range w.PartitionBy {
+		op.part = append(op.part, eval.Compile(s))
+	}
+	for _, k := range w.Order {
+		op.ord = append(op.ord, eval.Compile(k.Expr))
+	}
+	if f := w.Frame; f != nil {
+		if f.Start.Offset != nil {
+			op.start = eval.Compile(f.Start.Offset)
+		}
+		if f.End.Offset != nil {
+			op.end = eval.Compile(f.End.Offset)
+		}
+	}
+	return op
+}
+
+// winItem is one row of a window partition.
+type winItem struct {
+	idx  int   // the row's place in the block's rows
+	keys []any // ORDER BY values
+	args []any
+}
+
+// windows computes the window functions and appends their values. held
+// is what the result rows hold; the partitions are released.
+func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
+	vals := make([][]any, len(rows))
+	var temp int64 // the partitions and the values computed
+	for w, op := range o.wins {
+		parts := map[string][]*winItem{}
+		var partOrder []string
+		for i, r := range rows {
+			pv, err := eval.EvalAll(op.part, r, env)
+			if err != nil {
+				return nil, 0, err
+			}
+			keys, err := eval.EvalAll(op.ord, r, env)
+			if err != nil {
+				return nil, 0, err
+			}
+			args, err := eval.EvalAll(op.args, r, env)
+			if err != nil {
+				return nil, 0, err
+			}
+			it := &winItem{idx: i, keys: keys, args: args}
+			k := rowKey(pv)
+			if err := charge(env, &temp, 80+eval.RowBytes(keys)+eval.RowBytes(args), "window functions"); err != nil {
+				return nil, 0, err
+			}
+			if _, ok := parts[k]; !ok {
+				if err := charge(env, &temp, keyBytes(k), "window functions"); err != nil {
+					return nil, 0, err
+				}
+				partOrder = append(partOrder, k)
+			}
+			parts[k] = append(parts[k], it)
+		}
+		result := make([]any, len(rows))
+		for _, k := range partOrder {
+			items := parts[k]
+			sort.SliceStable(items, func(i, j int) bool { return compareKeys(items[i].keys, items[j].keys, op.call.Order) < 0 })
+			if err := op.partition(items, rows, result, env); err != nil {
+				return nil, 0, err
+			}
+		}
+		for i := range rows {
+			vals[i] = append(vals[i], result[i])
+		}
+		a.record(o.plan, "Window "+strconv.Itoa(w), len(rows), start)
+	}
+	out := make([]catalog.Row, len(rows))
+	for i, r := range rows {
+		row := make(catalog.Row, 0, len(r)+len(vals[i]))
+		out[i] = append(append(row, r...), vals[i]...)
+		if err := charge(env, &held, eval.RowBytes(out[i]), "window functions"); err != nil {
+			return nil, 0, err
+		}
+	}
+	release(env, temp)
+	return out, held, nil
+}
+
+// partition computes the function over one sorted partition, setting
+// result[it.idx] for each of its rows.
+func (op *windowOp) partition(items []*winItem, rows []catalog.Row, result []any, env *eval.Env) error {
+	n := len(items)
+	order := op.call.Order
+	// peerEnd[i] is one past the last peer of row i (rows that sort
+	// equal); without ORDER BY every row is a peer of every other.
+	peerEnd := make([]int, n)
+	for i := n - 1; i >= 0; i-- {
+		switch {
+		case i == n-1:
+			peerEnd[i] = n
+		case compareKeys(items[i].keys, items[i+1].keys, order) == 0:
+			peerEnd[i] = peerEnd[i+1]
+		default:
+			peerEnd[i] = i + 1
+		}
+	}
+	peerStart := 0
+	rank, dense := int64(0), int64(0)
+	// Aggregates over frames that start at the partition's first row
+	// accumulate as the frame's end moves on; others recompute, except
+	// when a row's frame is the previous row's.
+	var cum *aggState
+	cumEnd := 0
+	lastS, lastE := -1, -1
+	var last any
+	for i, it := range items {
+		if i == 0 || peerEnd[i-1] != peerEnd[i] {
+			peerStart = i
+			rank = int64(i) + 1
+			dense++
+		}
+		var v any
+		switch op.call.Func {
+		case "row_number":
+			v = int64(i) + 1
+		case "rank":
+			v = rank
+		case "dense_rank":
+			v = dense
+		case "percent_rank":
+			v = 0.0
+			if n > 1 {
+				v = float64(rank-1) / float64(n-1)
+			}
+		case "cume_dist":
+			v = float64(peerEnd[i]) / float64(n)
+		case "ntile":
+			b, ok := it.args[0].(int64)
+			if !ok || b <= 0 {
+				if it.args[0] == nil {
+					break
+				}
+				return pgerr.New(pgerr.InvalidArgumentForNtileFunction, "argument of ntile must be greater than zero")
+			}
+			v = ntile(int64(i), int64(n), b)
+		case "lag", "lead":
+			off := int64(1)
+			if len(it.args) > 1 {
+				x, ok := it.args[1].(int64)
+				if !ok {
+					break // a NULL offset gives NULL
+				}
+				off = x
+			}
+			j := int64(i) - off
+			if op.call.Func == "lead" {
+				j = int64(i) + off
+			}
+			switch {
+			case j >= 0 && j < int64(n):
+				v = items[j].args[0]
+			case len(it.args) > 2:
+				v = it.args[2]
+			}
+		default:
+			s, e, err := op.frame(items, i, peerStart, peerEnd[i], env)
+			if err != nil {
+				return err
+			}
+			switch op.call.Func {
+			case "first_value":
+				if s < e {
+					v = items[s].args[0]
+				}
+			case "last_value":
+				if s < e {
+					v = items[e-1].args[0]
+				}
+			case "nth_value":
+				k, ok := it.args[1].(int64)
+				if !ok {
+					break
+				}
+				if k <= 0 {
+					return pgerr.New(pgerr.InvalidArgumentForNthValueFunction, "argument of nth_value must be greater than zero")
+				}
+				if int64(e-s) >= k {
+					v = items[s+int(k)-1].args[0]
+				}
+			default:
+				switch {
+				case s == lastS && e == lastE:
+					v = last
+				case s == 0 && e >= cumEnd:
+					if cum == nil {
+						cum = newAggState(*op.call.Agg)
+					}
+					if err := op.accumulate(cum, items[cumEnd:e]); err != nil {
+						return err
+					}
+					cumEnd = e
+					v = cum.result()
+				default:
+					st := newAggState(*op.call.Agg)
+					if s < e {
+						if err := op.accumulate(st, items[s:e]); err != nil {
+							return err
+						}
+					}
+					v = st.result()
+				}
+				lastS, lastE, last = s, e, v
+			}
+		}
+		result[it.idx] = v
+	}
+	return nil
+}
+
+// accumulate adds rows to an aggregate's state.
+func (op *windowOp) accumulate(st *aggState, items []*winItem) error {
+	for _, it := range items {
+		var v, v2 any = true, nil
+		if len(it.args) > 0 {
+			v = it.args[0]
+		}
+		if len(it.args) > 1 {
+			v2 = it.args[1]
+		}
+		if err := st.add(v, v2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ntile is the bucket (1 to b) of row i of n: the first n%b buckets
+// have one row more than the rest.
+func ntile(i, n, b int64) int64 {
+	if b > n {
+		return i + 1
+	}
+	size, extra := n/b, n%b
+	big := extra * (size + 1) // rows in the larger buckets
+	if i < big {
+		return i/(size+1) + 1
+	}
+	return extra + (i-big)/size + 1
+}
+
+// frame returns the rows [s, e) of the frame of row i, whose peers are
+// [peerStart, peerEnd).
+func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval.Env) (s, e int, err error) {
+	f := op.call.Frame
+	n := len(items)
+	if f == nil {
+		if len(op.call.Order) == 0 {
+			return 0, n, nil
+		}
+		return 0, peerEnd, nil
+	}
+	row := func(k int) int { return min(max(k, 0), n) }
+	bound := func(b planner.FrameBound, x eval.Expr, isStart bool) (int, error) {
+		switch b.Kind {
+		case sql.UnboundedPreceding:
+			return 0, nil
+		case sql.UnboundedFollowing:
+			return n, nil
+		case sql.CurrentRow:
+			switch {
+			case !f.Range:
+				if isStart {
+					return i, nil
+				}
+				return i + 1, nil
+			case isStart:
+				return peerStart, nil
+			}
+			return peerEnd, nil
+		}
+		which := "ending"
+		if isStart {
+			which = "starting"
+		}
+		off, err := x(nil, env)
+		if err != nil {
+			return 0, err
+		}
+		if off == nil {
+			return 0, pgerr.New(pgerr.NullValueNotAllowedDataException, "frame %s offset must not be null", which)
+		}
+		if eval.Compare(off, int64(0)) < 0 {
+			if f.Range {
+				return 0, pgerr.New(pgerr.InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function")
+			}
+			return 0, pgerr.New(pgerr.InvalidPrecedingOrFollowingSize, "frame %s offset must not be negative", which)
+		}
+		preceding := b.Kind == sql.OffsetPreceding
+		if !f.Range {
+			k := off.(int64)
+			if preceding {
+				k = -k
+			}
+			if isStart {
+				return row(i + int(k)), nil
+			}
+			return row(i + int(k) + 1), nil
+		}
+		return op.rangeBound(items, i, peerStart, peerEnd, off, preceding, isStart)
+	}
+	if s, err = bound(f.Start, op.start, true); err != nil {
+		return 0, 0, err
+	}
+	if e, err = bound(f.End, op.end, false); err != nil {
+		return 0, 0, err
+	}
+	if e < s {
+		e = s
+	}
+	return s, e, nil
+}
+
+// rangeBound finds a RANGE offset bound of row i: the first row whose
+// ORDER BY value is at or past the current value less (PRECEDING) or
+// plus (FOLLOWING) the offset, in the sort's direction; for an end
+// bound, the first row past it. A NULL current value's frame is its
+// peers (the other NULLs), and NULLs are outside every other frame.
+func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off any, preceding, isStart bool) (int, error) {
+	key := op.call.Order[0]
+	cur := items[i].keys[0]
+	if cur == nil {
+		if isStart {
+			return peerStart, nil
+		}
+		return peerEnd, nil
+	}
+	// The non-NULL rows, which the search is over.
+	lo, hi := 0, len(items)
+	for lo < hi && items[lo].keys[0] == nil {
+		lo++
+	}
+	for hi > lo && items[hi-1].keys[0] == nil {
+		hi--
+	}
+	// In sort order, PRECEDING moves toward the first rows: down for
+	// an ascending key, up for a descending one.
+	op2 := "+"
+	if preceding != key.Desc {
+		op2 = "-"
+	}
+	t := key.Expr.Type()
+	target, err := eval.BinaryOp(op2, t, cur, off)
+	if err != nil {
+		// Past the type's range: every row is on the near side.
+		if preceding {
+			return lo, nil
+		}
+		return hi, nil
+	}
+	before := func(v any) bool { // v sorts before target
+		c := eval.Compare(v, target)
+		if key.Desc {
+			c = -c
+		}
+		if isStart {
+			return c < 0
+		}
+		return c <= 0
+	}
+	return lo + sort.Search(hi-lo, func(k int) bool { return !before(items[lo+k].keys[0]) }), nil
+}
