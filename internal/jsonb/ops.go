@@ -117,14 +117,14 @@ func Compare(a, b Value) int {
 	// Postgres: below every object; against an array, the element
 	// counts decide first ([] < 1 < [0] < [1, 2]), then the scalar is
 	// the lower.
-	other, sign := b, -1
-	if bs {
-		other, sign = a, 1
+	if as {
+		return -Compare(b, a)
 	}
-	if other.Kind == Array && len(other.Elems) != 1 {
-		return sign * cmpInt(1, len(other.Elems))
+	// a is the container, b the scalar.
+	if a.Kind == Array && len(a.Elems) != 1 {
+		return cmpInt(len(a.Elems), 1)
 	}
-	return sign
+	return 1
 }
 
 func compare(a, b Value) int {
