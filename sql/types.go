@@ -21,7 +21,7 @@ var unsupportedTypes = map[string]bool{
 	"date": true, "time": true, "time with time zone": true, "time without time zone": true,
 	"timetz": true, "timestamptz": true, "timestamp with time zone": true, "interval": true,
 	"money": true,
-	"inet": true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
+	"inet":  true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
 	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
 	"smallserial": true, "xml": true, "point": true, "line": true, "box": true, "polygon": true,
 	"circle": true, "path": true, "lseg": true, "tsvector": true, "tsquery": true, "record": true,
