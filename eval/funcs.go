@@ -167,6 +167,9 @@ func compileCall(s *planner.Call) Expr {
 	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
+		if e := compileBlobCall(s, args); e != nil {
+			return e
+		}
 		return func(catalog.Row, *Env) (any, error) {
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not exist", s.Name)
 		}

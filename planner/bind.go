@@ -335,6 +335,9 @@ func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s, ok, err := b.bindBlobBinary(op, l, r, e.Pos); ok {
+		return s, err
+	}
 	if s, ok, err := b.bindBinaryExt(op, l, r, e.Pos); ok {
 		return s, err
 	}
@@ -525,6 +528,8 @@ func castable(from, to catalog.Type) bool {
 		return true
 	case (from == catalog.Int || from == catalog.BigInt) && to == catalog.Boolean:
 		return true
+	case blobCastable(from, to):
+		return true
 	}
 	return false
 }
@@ -553,6 +558,9 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 		if out, ok, err := pgcodec.CastText(s, t); ok {
 			return out, err
 		}
+	}
+	if out, ok, err := convertBlob(v, t); ok {
+		return out, err
 	}
 	switch t {
 	case catalog.Varchar:
@@ -697,7 +705,7 @@ func FormatValue(v any) string {
 	case []any:
 		return catalog.FormatArray(catalog.ArrayOf(catalog.Unknown), v, FormatValue)
 	}
-	return ""
+	return formatBlob(v)
 }
 
 // FormatFloat formats a float8 as Postgres does with the default
