@@ -66,7 +66,11 @@ func (b *binder) bindJSONOp(op string, jsonToo bool, l, r Scalar, pos int) (Scal
 	switch {
 	case lt == catalog.JSONB, lt == catalog.JSON && jsonToo:
 	case isUntyped(l) && op != "<@":
-		return nil, pgerr.New(pgerr.AmbiguousFunction, "operator is not unique: unknown %s %s", op, sqlName(r.Type())).WithPosition(pos).
+		rn := sqlName(r.Type())
+		if isUntyped(r) {
+			rn = "unknown"
+		}
+		return nil, pgerr.New(pgerr.AmbiguousFunction, "operator is not unique: unknown %s %s", op, rn).WithPosition(pos).
 			WithHint("Could not choose a best candidate operator. You might need to add explicit type casts.")
 	case op == "<@" && isUntyped(l) && r.Type() == catalog.JSONB:
 		lt = catalog.JSONB
@@ -269,4 +273,17 @@ func jsonbScalar(x catalog.JSONText, t catalog.Type) (any, error) {
 		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "%s out of range", typeWord(t))
 	}
 	return n, nil
+}
+
+// checkKeyTypes refuses json and jsonb key columns: their values have
+// no key encoding (equal jsonb values may be written differently, and
+// json has no equality at all).
+func checkKeyTypes(cols []catalog.Column) error {
+	for _, c := range cols {
+		if c.Key && isJSONType(c.Type) {
+			return pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, sqlName(c.Type)).
+				WithHint("Key by a column of another type, or by an expression such as (%s->>'id').", c.Name)
+		}
+	}
+	return nil
 }
