@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/jsonb"
 )
 
 // Row and key encodings of uuid, json/jsonb and bytea values. Their tags
@@ -21,8 +22,12 @@ import (
 //	uuid       0x60  16 bytes (bytewise, as Postgres orders uuids)
 //	bytea      0x70  bytes escaped and terminated as strings are
 //
-// json and jsonb are never key columns (the planner refuses them), so
-// their values have no key encoding.
+//	json(b)    0x80  the value's jsonb.EqualityKey, escaped and
+//	                 terminated: equal jsonb values (1.0 and 1) are the
+//	                 same bytes. Only the pull engine's GROUP BY and
+//	                 DISTINCT hash with it; the order is not jsonb's,
+//	                 and no stored key has it (the planner refuses json
+//	                 and jsonb key columns).
 const (
 	rowUUID  = 0x10
 	rowJSON  = 0x11
@@ -30,6 +35,7 @@ const (
 
 	keyUUID  = 0x60
 	keyBytea = 0x70
+	keyJSON  = 0x80
 )
 
 // RowBlob is the RowKind of a uuid, json or bytea value: Bytes holds
@@ -97,6 +103,8 @@ func appendKeyBlob(dst []byte, v any) ([]byte, bool) {
 		return append(append(dst, keyUUID), v[:]...), true
 	case []byte:
 		return appendEscaped(append(dst, keyBytea), string(v)), true
+	case catalog.JSONText:
+		return appendEscaped(append(dst, keyJSON), jsonb.EqualityKey(string(v))), true
 	}
 	return dst, false
 }
@@ -118,6 +126,12 @@ func decodeKeyBlob(tag byte, b []byte) (v any, rest []byte, ok bool, err error) 
 			return nil, nil, true, err
 		}
 		return []byte(s.(string)), rest, true, nil
+	case keyJSON:
+		s, rest, err := decodeEscaped(b)
+		if err != nil {
+			return nil, nil, true, err
+		}
+		return catalog.JSONText(s.(string)), rest, true, nil
 	}
 	return nil, nil, false, nil
 }

@@ -57,3 +57,12 @@ func TestBlobKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONKeyEquality(t *testing.T) {
+	a, _ := EncodeKey(nil, []any{catalog.JSONText(`{"a": 1.0}`)})
+	b, _ := EncodeKey(nil, []any{catalog.JSONText(`{"a": 1}`)})
+	c, _ := EncodeKey(nil, []any{catalog.JSONText(`{"a": 2}`)})
+	if !bytes.Equal(a, b) || bytes.Equal(a, c) {
+		t.Errorf("keys %x %x %x", a, b, c)
+	}
+}

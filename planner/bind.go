@@ -831,7 +831,7 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		spec.Func, spec.Distinct = "count", true
 	}
 	nargs := 1
-	if e.Name == "string_agg" {
+	if e.Name == "string_agg" || isObjectAgg(e.Name) {
 		nargs = 2
 	}
 	switch {
@@ -897,6 +897,9 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 			return nil, err
 		}
 		spec.T = catalog.Boolean
+	}
+	if t, ok := jsonAggType(spec.Func); ok {
+		spec.T = t
 	}
 	*b.aggs = append(*b.aggs, spec)
 	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil

@@ -140,3 +140,32 @@ func jsonSRF(name string, t catalog.Type) srfSig {
 		return args, t, fields, nil
 	}}
 }
+
+// The json aggregates are the relational engine's (pull queries).
+func init() {
+	for _, name := range []string{"jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg"} {
+		queryAggregates[name] = true
+	}
+}
+
+// isObjectAgg reports whether name is an aggregate of key and value.
+func isObjectAgg(name string) bool { return name == "jsonb_object_agg" || name == "json_object_agg" }
+
+// jsonAggType is the result type of a json aggregate; ok is false for
+// other aggregates.
+func jsonAggType(name string) (catalog.Type, bool) {
+	switch name {
+	case "jsonb_agg", "jsonb_object_agg":
+		return catalog.JSONB, true
+	case "json_agg", "json_object_agg":
+		return catalog.JSON, true
+	}
+	return 0, false
+}
+
+// AggKeepsNulls reports whether an aggregate takes NULL arguments in:
+// array_agg and the json aggregates (a NULL is a JSON null).
+func AggKeepsNulls(name string) bool {
+	_, isJSON := jsonAggType(name)
+	return name == "array_agg" || isJSON
+}

@@ -138,3 +138,12 @@ func TestAccess(t *testing.T) {
 		t.Errorf("pretty = %q", got)
 	}
 }
+
+func TestEqualityKey(t *testing.T) {
+	if EqualityKey(`{"a": [1.0, 2.50]}`) != EqualityKey(`{"a": [1, 2.5]}`) {
+		t.Error("equal values have different keys")
+	}
+	if EqualityKey(`{"a": 1}`) == EqualityKey(`{"a": 10}`) || EqualityKey(`"1"`) == EqualityKey(`1`) {
+		t.Error("different values have one key")
+	}
+}

@@ -312,3 +312,38 @@ func NewObject(keys []string, vals []Value, canon bool) Value {
 	}
 	return v
 }
+
+// EqualityKey returns a text equal for jsonb values Equal calls equal
+// and different otherwise (numbers without their scale: 1.0 and 1 are
+// equal jsonb), for grouping and DISTINCT.
+func EqualityKey(text string) string {
+	v, err := Parse(text)
+	if err != nil {
+		return text
+	}
+	return v.reduced().Text()
+}
+
+func (v Value) reduced() Value {
+	switch v.Kind {
+	case Number:
+		if d, _, err := apd.NewFromString(v.Str); err == nil {
+			var r apd.Decimal
+			r.Reduce(d)
+			v.Str = r.Text('e')
+		}
+	case Array:
+		elems := make([]Value, len(v.Elems))
+		for i, e := range v.Elems {
+			elems[i] = e.reduced()
+		}
+		v.Elems = elems
+	case Object:
+		vals := make([]Value, len(v.Vals))
+		for i, e := range v.Vals {
+			vals[i] = e.reduced()
+		}
+		v.Vals = vals
+	}
+	return v
+}
