@@ -269,3 +269,16 @@ func decodeBinaryBlob(t catalog.Type, b []byte) (any, error) {
 	}
 	return append([]byte(nil), b...), nil
 }
+
+// decodePeerBlob is DecodePeer for this file's types, in either format:
+// pgx would decode jsonb into a map, losing its text.
+func decodePeerBlob(t catalog.Type, format int16, b []byte) (any, bool) {
+	var v any
+	var err error
+	if format == FormatBinary {
+		v, err = decodeBinaryBlob(t, b)
+	} else {
+		v, err = castTextBlob(string(b), t)
+	}
+	return v, err == nil
+}

@@ -122,3 +122,25 @@ func TestBlobParams(t *testing.T) {
 		t.Error("TypeLen")
 	}
 }
+
+func TestBlobPeer(t *testing.T) {
+	for _, c := range []struct {
+		oid    uint32
+		format int16
+		in     string
+		want   any
+	}{
+		{3802, FormatBinary, "\x01{\"a\": 1}", catalog.JSONText(`{"a": 1}`)},
+		{3802, FormatText, `{"a": 1}`, catalog.JSONText(`{"a": 1}`)},
+		{114, FormatText, `{"a" :1}`, catalog.JSONText(`{"a" :1}`)},
+		{2950, FormatText, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", catalog.UUIDVal{0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11}},
+	} {
+		got, ok := DecodePeer(c.oid, c.format, []byte(c.in))
+		if !ok || got != c.want {
+			t.Errorf("DecodePeer(%d, %q) = %v, %v", c.oid, c.in, got, ok)
+		}
+	}
+	if got, ok := DecodePeer(17, FormatBinary, []byte{1, 2}); !ok || !bytes.Equal(got.([]byte), []byte{1, 2}) {
+		t.Errorf("bytea peer value %v", got)
+	}
+}
