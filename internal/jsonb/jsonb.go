@@ -420,7 +420,24 @@ func (p *parser) number() (Value, error) {
 	if !p.jsonb {
 		return Value{Kind: Number, Str: text}, nil
 	}
+	if !numericFits(text) {
+		return Value{}, pgerr.New(pgerr.NumericValueOutOfRange, "value overflows numeric format")
+	}
 	return Value{Kind: Number, Str: CanonicalNumber(text)}, nil
+}
+
+// numericFits reports whether numeric holds the number: at most 131072
+// digits before the decimal point and 16383 after.
+func numericFits(text string) bool {
+	d, _, err := apd.NewFromString(text)
+	if err != nil {
+		return false
+	}
+	scale := -int64(d.Exponent)
+	if scale > 16383 {
+		return false
+	}
+	return d.IsZero() || d.NumDigits()+int64(d.Exponent) <= 131072
 }
 
 // CanonicalNumber returns numeric's output of a JSON number: exponents

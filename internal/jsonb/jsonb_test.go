@@ -1,6 +1,7 @@
 package jsonb
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/basindb/basin/internal/pgerr"
@@ -48,6 +49,17 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	if _, err := Parse(`"\u0000"`); pgerr.CodeOf(err) != pgerr.UntranslatableCharacter {
 		t.Errorf(`jsonb "\u0000": %v, want 22P05`, err)
+	}
+	for _, n := range []string{"1e131072", "1e-16384", "1e99999999999"} {
+		if _, err := Parse(n); pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
+			t.Errorf("jsonb %s: %v, want 22003", n, err)
+		}
+		if _, err := ParseJSON(n); err != nil {
+			t.Errorf("json %s: %v", n, err)
+		}
+	}
+	if v, err := Parse("0e-16383"); err != nil || v.Text() != "0."+strings.Repeat("0", 16383) {
+		t.Errorf("0e-16383: %v", err)
 	}
 	if _, err := ParseJSON(`"\u0000"`); err != nil {
 		t.Errorf(`json "\u0000": %v`, err)
