@@ -282,3 +282,34 @@ func decodePeerBlob(t catalog.Type, format int16, b []byte) (any, bool) {
 	}
 	return v, err == nil
 }
+
+// AppendBlobWire appends the wire form of a stored uuid (its 16 bytes),
+// json or jsonb (its text) or bytea (its bytes) value b of column type
+// t, in binary (binFmt) or text format, without making its Go value:
+// the pull engine's path from a stored row to a DataRow. ok is false for
+// another type or a malformed uuid.
+func AppendBlobWire(dst []byte, t catalog.Type, binFmt bool, b []byte) ([]byte, bool) {
+	switch t {
+	case catalog.UUID:
+		if len(b) != 16 {
+			return dst, false
+		}
+		if binFmt {
+			return append(dst, b...), true
+		}
+		return appendUUID(dst, catalog.UUIDVal(b)), true
+	case catalog.JSONB:
+		if binFmt {
+			dst = append(dst, 1)
+		}
+		return append(dst, b...), true
+	case catalog.JSON:
+		return append(dst, b...), true
+	case catalog.Bytea:
+		if binFmt {
+			return append(dst, b...), true
+		}
+		return appendBytea(dst, b), true
+	}
+	return dst, false
+}
