@@ -1,15 +1,3 @@
-// Package jsonb is the JSON of Postgres's json and jsonb types: the
-// parser with Postgres's errors, jsonb's canonical text, and the
-// operations the operators and functions over both need (field and
-// element access, containment, key existence, concatenation,
-// ordering).
-//
-// Values travel through the engine as text (catalog.JSONText): a jsonb
-// value as its canonical text, a json value as given. An operation
-// parses its operands, works on the tree and writes the result back.
-// Parsing per operation costs more than a binary form would, but keeps
-// one representation on disk, in Kafka records and on the wire, where
-// the text is what every side wants.
 package jsonb
 
 import (
