@@ -165,11 +165,13 @@ func compileCall(s *planner.Call) Expr {
 			return signalBackend(env, s.Name, v.(int64))
 		}
 	}
+	// The json, uuid and bytea functions first: md5 and octet_length
+	// take bytea as well as text.
+	if e := compileBlobCall(s, args); e != nil {
+		return e
+	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
-		if e := compileBlobCall(s, args); e != nil {
-			return e
-		}
 		return func(catalog.Row, *Env) (any, error) {
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not exist", s.Name)
 		}
