@@ -57,3 +57,27 @@ func TestBlobTypesExtended(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobTypesFromKafka reads uuid, jsonb and bytea columns from
+// records any producer writes: a JSON value whose jsonb field is an
+// embedded document, a uuid field in upper case, a raw bytes key. A
+// record whose uuid is no uuid goes to the processing log.
+func TestBlobTypesFromKafka(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	mustExec(t, conn, `CREATE STREAM clicks (sid BYTEA KEY, id UUID, payload JSONB, img BYTEA) WITH (kafka_topic = 'clicks', value_format = 'json', partitions = 1)`)
+	mustExec(t, conn, `CREATE TABLE by_country AS SELECT payload->>'country' AS country, count(*) AS c FROM clicks GROUP BY payload->>'country'`)
+	produceRaw(t, n.Brokers(), "clicks",
+		[2]string{"\x00\x01", `{"id": "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "payload": {"n": 1.50, "country": "fr", "n": 2}, "img": "AQL/"}`},
+		[2]string{"\xff", `{"id": "b0eebc999c0b4ef8bb6d6bb9bd380a12", "payload": {"country": "de"}}`},
+		[2]string{"\x02", `{"id": "nope", "payload": {"country": "xx"}}`},
+		[2]string{"\x03", `{"id": null, "payload": {"country": "fr", "tags": ["a"]}}`},
+	)
+	waitQuery(t, conn, `SELECT sid, id, payload, img FROM clicks ORDER BY sid`,
+		`\x0001|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{"n": 2, "country": "fr"}|\x0102ff`+"\n"+
+			`\x03|NULL|{"tags": ["a"], "country": "fr"}|NULL`+"\n"+
+			`\xff|b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12|{"country": "de"}|NULL`+"\n")
+	waitQuery(t, conn, `SELECT country, c FROM by_country ORDER BY country`, "de|1\nfr|2\n")
+	waitQuery(t, conn, `SELECT source_offset, error FROM basin_processing_log WHERE source_offset = 2 LIMIT 1`,
+		"2|field \"id\": expected UUID, found JSON string \"nope\"\n")
+}
