@@ -416,9 +416,10 @@ func ToJSON(v any, t catalog.Type, src bool) (jsonb.Value, error) {
 		}
 		return number(s, src), nil
 	case catalog.JSONText:
-		if t == catalog.JSON || src {
+		if src {
 			return jsonb.ParseJSON(string(x))
 		}
+		// A json value's text, or a jsonb's, read as jsonb: canonical.
 		return jsonb.Parse(string(x))
 	case time.Time:
 		s := x.UTC().Format("2006-01-02T15:04:05.999999")
