@@ -141,6 +141,40 @@ func compileBlobBinary(s *planner.Binary, l, r Expr) Expr {
 			}
 			return all, nil
 		}
+	case "-", "#-":
+		if s.T != catalog.JSONB {
+			return nil
+		}
+		op = func(a, b any) (any, error) {
+			v, err := parseJSON(a, false)
+			if err != nil {
+				return nil, err
+			}
+			switch k := b.(type) {
+			case string:
+				v, err = v.DeleteKeys(k)
+			case int64:
+				v, err = v.DeleteIndex(k)
+			case []any:
+				keys := make([]string, 0, len(k))
+				for _, x := range k {
+					if x != nil {
+						keys = append(keys, x.(string))
+					} else if s.Op == "#-" {
+						return nil, pgerr.New(pgerr.NullValueNotAllowedDataException, "path element at position %d is null", len(keys)+1)
+					}
+				}
+				if s.Op == "#-" {
+					v, err = v.DeletePath(keys)
+				} else {
+					v, err = v.DeleteKeys(keys...)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			return catalog.JSONText(v.Text()), nil
+		}
 	case "||":
 		switch s.T {
 		case catalog.JSONB:

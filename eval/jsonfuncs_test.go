@@ -35,6 +35,12 @@ func TestBlobOperators(t *testing.T) {
 		`json_build_array(1, s, d)`:                                                             `[1, "abc", 1.5]`,
 		`to_jsonb(ts)`:                                                                          `"2024-01-02T03:04:05"`,
 		`to_json(i)`:                                                                            "10",
+		`'{"a": 1, "b": 2}'::jsonb - 'a'`:                                                       `{"b": 2}`,
+		`'["a", "b", "a", 1]'::jsonb - 'a'`:                                                     `["b", 1]`,
+		`'[1, 2, 3]'::jsonb - -1`:                                                               "[1, 2]",
+		`'[1, 2]'::jsonb - 5`:                                                                   "[1, 2]",
+		`'{"a": {"b": [1, 2]}}'::jsonb #- '{a,b,0}'`:                                            `{"a": {"b": [2]}}`,
+		`'{"a": 1}'::jsonb #- '{x,y}'`:                                                          `{"a": 1}`,
 		`md5('abc')`:                                                                            "900150983cd24fb0d6963f7d28e17f72",
 		`encode('\x0102ff'::bytea, 'base64')`:                                                   "AQL/",
 		`decode('AQL/', 'base64')`:                                                              `\x0102ff`,
@@ -65,6 +71,11 @@ func TestBlobOperators(t *testing.T) {
 		`s::uuid`:                             pgerr.InvalidTextRepresentation,
 		`i::jsonb`:                            pgerr.CannotCoerce,
 		`jsonb_array_length('1')`:             pgerr.InvalidParameterValue,
+		`'1'::jsonb - 'a'`:                    pgerr.InvalidParameterValue,
+		`'{"a": 1}'::jsonb - 0`:               pgerr.InvalidParameterValue,
+		`'1'::jsonb #- '{a}'`:                 pgerr.InvalidParameterValue,
+		`'[1]'::jsonb #- '{x}'`:               pgerr.InvalidTextRepresentation,
+		`'{"a": 1}'::json - 'a'`:              pgerr.UndefinedFunction,
 	} {
 		if _, err := evalExpr(t, expr, rowA); pgerr.CodeOf(err) != code {
 			t.Errorf("%s: %v, want %s", expr, err, code)

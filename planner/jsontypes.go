@@ -22,7 +22,7 @@ func isJSONType(t catalog.Type) bool { return t == catalog.JSONB || t == catalog
 // json has it too (jsonb has them all).
 var jsonOps = map[string]bool{
 	"->": true, "->>": true, "#>": true, "#>>": true,
-	"@>": false, "<@": false, "?": false, "?|": false, "?&": false,
+	"@>": false, "<@": false, "?": false, "?|": false, "?&": false, "#-": false,
 }
 
 // bindBlobBinary binds the operators of these types: the json
@@ -35,6 +35,21 @@ func (b *binder) bindBlobBinary(op string, l, r Scalar, pos int) (s Scalar, ok b
 		return s, true, err
 	}
 	switch {
+	case op == "-" && lt == catalog.JSONB:
+		// jsonb - text, jsonb - text[], jsonb - integer: deletion.
+		switch rt := r.Type(); {
+		case rt == catalog.Int || rt == catalog.BigInt:
+			r, err = b.coerce(r, catalog.BigInt, pos, op)
+		case rt == catalog.ArrayOf(catalog.Varchar):
+		case rt == catalog.Varchar || isUntyped(r):
+			r, err = b.coerce(r, catalog.Varchar, pos, op)
+		default:
+			return nil, true, opError(op, l, r, pos)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return &Binary{Op: "-", L: l, R: r, T: catalog.JSONB}, true, nil
 	case comparisonOps[op] || op == "IS DISTINCT FROM" || op == "IS NOT DISTINCT FROM":
 		if lt == catalog.JSON || rt == catalog.JSON {
 			// json has no equality or order (jsonb has both).
@@ -97,12 +112,16 @@ func (b *binder) bindJSONOp(op string, jsonToo bool, l, r Scalar, pos int) (Scal
 			t = catalog.Varchar
 		}
 		return &Binary{Op: op, L: l, R: r, T: t}, nil
-	case "#>", "#>>", "?|", "?&":
+	case "#>", "#>>", "?|", "?&", "#-":
 		if r, err = b.textArray(r, op, l, pos); err != nil {
 			return nil, err
 		}
 		t := lt
 		switch op {
+		case "#-":
+			if lt != catalog.JSONB {
+				return nil, opError(op, l, r, pos)
+			}
 		case "#>>":
 			t = catalog.Varchar
 		case "?|", "?&":

@@ -353,7 +353,7 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		rw.addTok(t, t.val, itemOther)
 	case "~", "~*", "!~", "!~*":
 		return rw.regexOp(t, i+1, j)
-	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&":
+	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-":
 		return rw.jsonOp(t, i+1, j)
 	case "||":
 		// Without PIPES_AS_CONCAT, MySQL's || is OR; its | has the

@@ -23,7 +23,7 @@ import (
 //	row_number() OVER (...) the window call TiDB parses natively
 //	x IS NOT DISTINCT FROM y   x <=> y
 //	x IS DISTINCT FROM y    x <=> basin__distinct(y)           marked
-//	x -> y (and ->>, #>, #>>, @>, <@, ?, ?|, ?&)
+//	x -> y (and ->>, #>, #>>, @>, <@, ?, ?|, ?&, #-)
 //	                        x | basin__jsonop('->', y)         marked
 //
 // Marks live in the tidbText side table keyed by the made-up function's
@@ -551,7 +551,7 @@ func (rw *rewriter) trimCall(i, open, close int) (int, error) {
 	return close + 1, nil
 }
 
-// jsonOp rewrites a json operator (-> ->> #> #>> @> <@ ? ?| ?&, the
+// jsonOp rewrites a json operator (-> ->> #> #>> @> <@ ? ?| ?& #-, the
 // token t; toks[k] starts the right operand) as MySQL's | with the
 // operand wrapped in a marked call naming the operator. Postgres gives
 // these operators the precedence of ||, which | has in TiDB (below + and

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // Field returns the member key of an object (the last of duplicates,
@@ -346,4 +348,118 @@ func (v Value) reduced() Value {
 		v.Vals = vals
 	}
 	return v
+}
+
+// errScalarDelete is jsonb - on a scalar.
+var errScalarDelete = pgerr.New(pgerr.InvalidParameterValue, "cannot delete from scalar")
+
+// DeleteKeys is jsonb - text and jsonb - text[]: the object without
+// those members, or the array without the string elements equal to one
+// of keys.
+func (v Value) DeleteKeys(keys ...string) (Value, error) {
+	drop := func(s string) bool {
+		for _, k := range keys {
+			if k == s {
+				return true
+			}
+		}
+		return false
+	}
+	switch v.Kind {
+	case Object:
+		out := Value{Kind: Object}
+		for i, k := range v.Keys {
+			if !drop(k) {
+				out.Keys = append(out.Keys, k)
+				out.Vals = append(out.Vals, v.Vals[i])
+			}
+		}
+		return out, nil
+	case Array:
+		out := Value{Kind: Array}
+		for _, e := range v.Elems {
+			if e.Kind != String || !drop(e.Str) {
+				out.Elems = append(out.Elems, e)
+			}
+		}
+		return out, nil
+	}
+	return Value{}, errScalarDelete
+}
+
+// DeleteIndex is jsonb - integer: the array without element i (from
+// the end when negative); out of range leaves it as it is.
+func (v Value) DeleteIndex(i int64) (Value, error) {
+	switch v.Kind {
+	case Object:
+		return Value{}, pgerr.New(pgerr.InvalidParameterValue, "cannot delete from object using integer index")
+	case Array:
+		n := int64(len(v.Elems))
+		if i < 0 {
+			i += n
+		}
+		if i < 0 || i >= n {
+			return v, nil
+		}
+		out := Value{Kind: Array, Elems: append(append([]Value{}, v.Elems[:i]...), v.Elems[i+1:]...)}
+		return out, nil
+	}
+	return Value{}, errScalarDelete
+}
+
+// DeletePath is jsonb #- text[]: v without the value at path; a path
+// that leads nowhere leaves v as it is.
+func (v Value) DeletePath(path []string) (Value, error) {
+	if v.Kind < Array {
+		return Value{}, pgerr.New(pgerr.InvalidParameterValue, "cannot delete path in scalar")
+	}
+	return v.deletePath(path, 1)
+}
+
+func (v Value) deletePath(path []string, pos int) (Value, error) {
+	if len(path) == 0 {
+		return v, nil
+	}
+	switch v.Kind {
+	case Object:
+		for i, k := range v.Keys {
+			if k != path[0] {
+				continue
+			}
+			out := Value{Kind: Object, Keys: append([]string{}, v.Keys...), Vals: append([]Value{}, v.Vals...)}
+			if len(path) == 1 {
+				out.Keys = append(out.Keys[:i], out.Keys[i+1:]...)
+				out.Vals = append(out.Vals[:i], out.Vals[i+1:]...)
+				return out, nil
+			}
+			inner, err := v.Vals[i].deletePath(path[1:], pos+1)
+			if err != nil {
+				return Value{}, err
+			}
+			out.Vals[i] = inner
+			return out, nil
+		}
+	case Array:
+		n, err := parseIndex(path[0])
+		if err != nil {
+			return Value{}, pgerr.New(pgerr.InvalidTextRepresentation, "path element at position %d is not an integer: %q", pos, path[0])
+		}
+		if n < 0 {
+			n += int64(len(v.Elems))
+		}
+		if n < 0 || n >= int64(len(v.Elems)) {
+			return v, nil
+		}
+		if len(path) == 1 {
+			return v.DeleteIndex(n)
+		}
+		inner, err := v.Elems[n].deletePath(path[1:], pos+1)
+		if err != nil {
+			return Value{}, err
+		}
+		out := Value{Kind: Array, Elems: append([]Value{}, v.Elems...)}
+		out.Elems[n] = inner
+		return out, nil
+	}
+	return v, nil
 }
