@@ -197,13 +197,15 @@ func TestParseType(t *testing.T) {
 	for in, want := range map[string]Type{
 		"int": Int, "INTEGER": Int, "int8": BigInt, "varchar(20)": Varchar, "double precision": Double,
 		"TEXT": Varchar, "timestamp without time zone": Timestamp, "bool": Boolean,
+		"numeric(10,2)": Decimal, "DATE": Date, "timestamp with time zone": TimestampTZ, "jsonb": JSONB,
+		"interval": Interval, "uuid": UUID, "bytea": Bytea, "time": Time, "json": JSON,
 	} {
 		if got, ok := ParseType(in); !ok || got != want {
 			t.Errorf("ParseType(%q) = %v, %v; want %v", in, got, ok, want)
 		}
 	}
-	if _, ok := ParseType("jsonb"); ok {
-		t.Error("ParseType(jsonb) succeeded")
+	if _, ok := ParseType("money"); ok {
+		t.Error("ParseType(money) succeeded")
 	}
 }
 

@@ -69,30 +69,57 @@ func (t Type) OidLike() bool { return t == Oid || t.IsReg() }
 
 // Storable reports whether streams, tables and views may have columns
 // of type t.
-func (t Type) Storable() bool { return t >= Boolean && t <= Timestamp }
+func (t Type) Storable() bool {
+	if t.IsArray() {
+		e := t.Elem()
+		return !e.IsArray() && e.Storable()
+	}
+	return t >= Boolean && t <= Timestamp || t >= Date && t <= lastStorable
+}
 
 // pgTypeOIDs are the type OIDs of the system types; arrays are in
 // arrayOIDs, by element type.
 var pgTypeOIDs = map[Type]uint32{
 	Oid: 26, RegClass: 2205, RegType: 2206, RegProc: 24, RegNamespace: 4089,
 	Int2Vector: 22, OidVector: 30, Record: 2249,
+	Date: 1082, Time: 1083, TimestampTZ: 1184, Interval: 1186, Decimal: 1700,
+	UUID: 2950, JSONB: 3802, JSON: 114, Bytea: 17,
 }
 
 var arrayOIDs = map[Type]uint32{
 	Boolean: 1000, Int: 1007, BigInt: 1016, Double: 1022, Varchar: 1009, Timestamp: 1115,
 	Oid: 1028, RegClass: 2210, RegType: 2211, RegProc: 1008, RegNamespace: 4090,
 	Int2Vector: 1006, OidVector: 1013, Record: 2287, Unknown: 1009,
+	Date: 1182, Time: 1183, TimestampTZ: 1185, Interval: 1187, Decimal: 1231,
+	UUID: 2951, JSONB: 3807, JSON: 199, Bytea: 1001,
 }
 
 var pgTypeNames = map[Type]string{
 	Oid: "oid", RegClass: "regclass", RegType: "regtype", RegProc: "regproc", RegNamespace: "regnamespace",
 	Int2Vector: "int2vector", OidVector: "oidvector", Record: "record",
+	Date: "date", Time: "time", TimestampTZ: "timestamptz", Interval: "interval", Decimal: "numeric",
+	UUID: "uuid", JSONB: "jsonb", JSON: "json", Bytea: "bytea",
+}
+
+// newTypeNames are the names DESCRIBE shows for the types after the
+// system types.
+var newTypeNames = map[Type]string{
+	Date: "DATE", Time: "TIME", TimestampTZ: "TIMESTAMPTZ", Interval: "INTERVAL", Decimal: "NUMERIC",
+	UUID: "UUID", JSONB: "JSONB", JSON: "JSON", Bytea: "BYTEA",
+}
+
+// newSQLNames are format_type's names for them.
+var newSQLNames = map[Type]string{
+	Time: "time without time zone", TimestampTZ: "timestamp with time zone",
 }
 
 // pgString is String for the system and array types.
 func (t Type) pgString() string {
 	if t.IsArray() {
 		return t.Elem().String() + "[]"
+	}
+	if n, ok := newTypeNames[t]; ok {
+		return n
 	}
 	if n, ok := pgTypeNames[t]; ok {
 		return strings.ToUpper(n)
@@ -144,6 +171,9 @@ func (t Type) SQLName() string {
 		return "text"
 	case Timestamp:
 		return "timestamp without time zone"
+	}
+	if n, ok := newSQLNames[t]; ok {
+		return n
 	}
 	if n, ok := pgTypeNames[t]; ok {
 		return n

@@ -104,8 +104,26 @@ func ParseType(name string) (Type, bool) {
 		return Int, true
 	case "BIGINT", "INT8", "LONG":
 		return BigInt, true
-	case "DOUBLE", "DOUBLE PRECISION", "FLOAT", "FLOAT8", "REAL", "FLOAT4", "DECIMAL", "NUMERIC":
+	case "DOUBLE", "DOUBLE PRECISION", "FLOAT", "FLOAT8", "REAL", "FLOAT4":
 		return Double, true
+	case "DECIMAL", "NUMERIC", "DEC":
+		return Decimal, true
+	case "DATE":
+		return Date, true
+	case "TIME", "TIME WITHOUT TIME ZONE":
+		return Time, true
+	case "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE":
+		return TimestampTZ, true
+	case "INTERVAL":
+		return Interval, true
+	case "UUID":
+		return UUID, true
+	case "JSONB":
+		return JSONB, true
+	case "JSON":
+		return JSON, true
+	case "BYTEA", "BYTES":
+		return Bytea, true
 	case "VARCHAR", "STRING", "TEXT", "CHAR", "CHARACTER VARYING", "CHARACTER", "BPCHAR":
 		return Varchar, true
 	case "TIMESTAMP", "DATETIME", "TIMESTAMP WITHOUT TIME ZONE":
@@ -133,6 +151,10 @@ type Column struct {
 	// Hidden columns are pseudo-columns (_partition, _offset_lag, ...):
 	// never part of SELECT *.
 	Hidden bool
+	// Precision and Scale are a NUMERIC(p,s) column's modifiers; 0
+	// precision is an unconstrained NUMERIC.
+	Precision int `json:",omitempty"`
+	Scale     int `json:",omitempty"`
 	// Fields names the fields of a Record column; only catalog queries
 	// have those, and they are never recorded.
 	Fields []Column `json:"-"`

@@ -286,6 +286,9 @@ var (
 
 func compileBinary(s *planner.Binary) Expr {
 	l, r := Compile(s.L), Compile(s.R)
+	if e := compileBlobBinary(s, l, r); e != nil {
+		return e
+	}
 	switch s.Op {
 	case "AND":
 		return func(row catalog.Row, env *Env) (any, error) {
@@ -484,7 +487,7 @@ func Compare(a, b any) int {
 			return x.Compare(y)
 		}
 	}
-	return 0
+	return compareBlob(a, b)
 }
 
 func cmp3(less, greater bool) int {

@@ -165,6 +165,11 @@ func compileCall(s *planner.Call) Expr {
 			return signalBackend(env, s.Name, v.(int64))
 		}
 	}
+	// The json, uuid and bytea functions first: md5 and octet_length
+	// take bytea as well as text.
+	if e := compileBlobCall(s, args); e != nil {
+		return e
+	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
 		return func(catalog.Row, *Env) (any, error) {

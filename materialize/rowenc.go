@@ -98,7 +98,11 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 				dst = binary.AppendUvarint(dst, uint64(nsec))
 			}
 		default:
-			return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
+			out, ok := appendRowBlob(dst, v)
+			if !ok {
+				return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
+			}
+			dst = out
 		}
 	}
 	return dst, nil
@@ -208,7 +212,15 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 			dst = append(dst, time.Unix(sec, int64(nsec)).UTC())
 			b = b[k+k2:]
 		default:
-			return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			v, n, ok, err := decodeRowBlob(tag, b, i)
+			if !ok {
+				return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			}
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, v)
+			b = b[n:]
 		}
 	}
 	if len(b) != 0 && !limited {
@@ -239,6 +251,8 @@ type RowValue struct {
 	Float float64
 	Bytes []byte
 	Time  time.Time
+	// Tag is a RowBlob's row tag (blobenc.go).
+	Tag byte
 }
 
 // VisitRowPrefix calls fn with each of the first limit values of the
@@ -313,7 +327,15 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 			v.Kind, v.Time = RowTime, time.Unix(sec, int64(nsec)).UTC()
 			b = b[k+k2:]
 		default:
-			return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			p, n, ok, err := blobSpan(tag, b, i)
+			if !ok {
+				return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			}
+			if err != nil {
+				return int(i), err
+			}
+			v.Kind, v.Bytes, v.Tag = RowBlob, p, tag
+			b = b[n:]
 		}
 		if err := fn(int(i), v); err != nil {
 			return int(i), err

@@ -97,6 +97,9 @@ func queryText(ctx context.Context, conn *pgx.Conn, q string, colnames bool) (st
 		parts := make([]string, len(vals))
 		for i, v := range vals {
 			parts[i] = formatTestValue(v)
+			if text, ok := blobText(rows.FieldDescriptions()[i], rows.RawValues()[i]); ok {
+				parts[i] = text
+			}
 		}
 		b.WriteString(strings.Join(parts, "|") + "\n")
 	}

@@ -110,6 +110,10 @@ func ParseArray(s string, t catalog.Type, cast func(string, catalog.Type) (any, 
 // reverse. The two stay apart so that neither path changes what it
 // accepts.
 func CastText(s string, t catalog.Type) (v any, ok bool, err error) {
+	if isBlobType(t) {
+		v, err := castTextBlob(s, t)
+		return v, true, err
+	}
 	switch t {
 	case catalog.Varchar:
 		return s, true, nil

@@ -20,6 +20,9 @@ func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
 	if b == nil {
 		return nil, true
 	}
+	if t, ok := pgParamTypes[oid]; ok && isBlobType(t) {
+		return decodePeerBlob(t, format, b)
+	}
 	if format == FormatText {
 		switch oid {
 		case oidText, oidVarchar, oidName:

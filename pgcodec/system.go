@@ -20,10 +20,16 @@ func pgTypeLen(t catalog.Type) int16 {
 	if t.OidLike() {
 		return 4
 	}
+	if t == catalog.UUID {
+		return 16
+	}
 	return -1
 }
 
 func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
+	if out, ok := appendTextBlob(b, t, v); ok {
+		return out, nil
+	}
 	switch {
 	case t.OidLike():
 		if x, ok := v.(int64); ok {
@@ -55,6 +61,9 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 // uint32, arrays and vectors array_send's format (dimensions, element
 // oid, then each element's length and binary value).
 func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
+	if out, ok := appendBinaryBlob(b, t, v); ok {
+		return out, nil
+	}
 	switch {
 	case t.OidLike():
 		if x, ok := v.(int64); ok {
@@ -133,6 +142,9 @@ func pgParamType(oid uint32) (catalog.Type, bool) {
 }
 
 func decodeTextPG(t catalog.Type, s string) (any, error) {
+	if isBlobType(t) {
+		return castTextBlob(s, t)
+	}
 	if t == catalog.Oid {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
 		if err != nil {
@@ -148,6 +160,9 @@ func decodeTextPG(t catalog.Type, s string) (any, error) {
 // each dimension's length and lower bound, then each element's length
 // and bytes).
 func decodeBinaryPG(t catalog.Type, b []byte) (any, error) {
+	if isBlobType(t) {
+		return decodeBinaryBlob(t, b)
+	}
 	if t == catalog.Oid {
 		if len(b) != 4 {
 			return nil, fmt.Errorf("a binary oid is 4 bytes, this one is %d", len(b))

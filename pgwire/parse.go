@@ -33,7 +33,7 @@ func (c *conn) handleParse(m *pgproto3.Parse) error {
 		t, ok := pgcodec.ParamType(oid)
 		if !ok {
 			return c.extendedError(pgerr.New(pgerr.FeatureNotSupported, "parameter $%d has type OID %d, which basin does not support", i+1, oid).
-				WithHint("Leave the type unspecified (0) for basin to infer it, or declare bool, int2, int4, int8, float4, float8, numeric, text, varchar, date, timestamp or timestamptz."), nil)
+				WithHint("Leave the type unspecified (0) for basin to infer it, or declare bool, int2, int4, int8, float4, float8, numeric, text, varchar, date, timestamp, timestamptz, uuid, json, jsonb or bytea."), nil)
 		}
 		declared[i] = t
 	}

@@ -338,6 +338,9 @@ func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s, ok, err := b.bindBlobBinary(op, l, r, e.Pos); ok {
+		return s, err
+	}
 	if s, ok, err := b.bindBinaryExt(op, l, r, e.Pos); ok {
 		return s, err
 	}
@@ -528,6 +531,8 @@ func castable(from, to catalog.Type) bool {
 		return true
 	case (from == catalog.Int || from == catalog.BigInt) && to == catalog.Boolean:
 		return true
+	case blobCastable(from, to):
+		return true
 	}
 	return false
 }
@@ -556,6 +561,9 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 		if out, ok, err := pgcodec.CastText(s, t); ok {
 			return out, err
 		}
+	}
+	if out, ok, err := convertBlob(v, t); ok {
+		return out, err
 	}
 	switch t {
 	case catalog.Varchar:
@@ -700,7 +708,7 @@ func FormatValue(v any) string {
 	case []any:
 		return catalog.FormatArray(catalog.ArrayOf(catalog.Unknown), v, FormatValue)
 	}
-	return ""
+	return formatBlob(v)
 }
 
 // FormatFloat formats a float8 as Postgres does with the default
@@ -826,7 +834,7 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		spec.Func, spec.Distinct = "count", true
 	}
 	nargs := 1
-	if e.Name == "string_agg" {
+	if e.Name == "string_agg" || isObjectAgg(e.Name) {
 		nargs = 2
 	}
 	switch {
@@ -892,6 +900,9 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 			return nil, err
 		}
 		spec.T = catalog.Boolean
+	}
+	if t, ok := jsonAggType(spec.Func); ok {
+		spec.T = t
 	}
 	*b.aggs = append(*b.aggs, spec)
 	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil

@@ -165,6 +165,9 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		}
 		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key})
 	}
+	if err := checkKeyTypes(r.Schema.Columns); err != nil {
+		return nil, err
+	}
 	if r.Kind == catalog.KindTable && nkeys == 0 {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "table %s needs a PRIMARY KEY", s.Name).
 			WithHint("A table is upserted by key: mark its key column with PRIMARY KEY.")

@@ -114,6 +114,7 @@ func FuncNeedsSession(name string) bool {
 }
 
 func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
+	name = blobFuncName(name, args)
 	sig, ok := scalarFuncs[name]
 	if !ok {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).

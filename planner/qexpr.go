@@ -131,8 +131,13 @@ func needsQuery(s *sql.Select) bool {
 	return found
 }
 
-// isPGType reports whether t is a type only catalog queries have.
-func isPGType(t catalog.Type) bool { return t != catalog.Unknown && !t.Storable() }
+// isPGType reports whether t is a type only the relational engine
+// handles: the system types, and arrays (Storable since the types
+// beyond the first six, though no stream, table or view has an array
+// column yet).
+func isPGType(t catalog.Type) bool {
+	return t != catalog.Unknown && (!t.Storable() || t.Subscriptable())
+}
 
 // bindExt binds the expressions of ast_query.go.
 func (b *binder) bindExt(e sql.Expr) (Scalar, error) {

@@ -113,6 +113,9 @@ func (e *Const) String() string {
 		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	case time.Time:
 		return "'" + FormatValue(v) + "'"
+	case catalog.UUIDVal, catalog.JSONText, []byte:
+		// As Postgres's EXPLAIN shows them: '{"a": 1}'::jsonb.
+		return "'" + strings.ReplaceAll(FormatValue(v), "'", "''") + "'::" + e.T.SQLName()
 	default:
 		return FormatValue(v)
 	}

@@ -324,7 +324,7 @@ func (p *StreamPlan) partitionBy(b *binder, e sql.Expr, cols []catalog.Column) e
 		if o.String() == want {
 			p.PartitionBy, p.KeyColumn = by, i
 			cols[i].Key = true
-			return nil
+			return checkKeyTypes(cols)
 		}
 	}
 	return pgerr.New(pgerr.InvalidColumnReference, "stream %s must select its PARTITION BY expression %s", p.Stream.Name, want).

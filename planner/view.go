@@ -333,6 +333,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	if err := markViewKeys(p, cols, items); err != nil {
 		return nil, err
 	}
+	if err := checkKeyTypes(cols); err != nil {
+		return nil, err
+	}
 	view.Schema.Columns = cols
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka

@@ -60,6 +60,7 @@ func newWireEncoderOf(all []catalog.Column, idx []int, formats []int16) *wireEnc
 			if formats[i] != pgcodec.FormatBinary {
 				return nil
 			}
+		case catalog.UUID, catalog.JSONB, catalog.JSON, catalog.Bytea:
 		default:
 			return nil
 		}
@@ -158,6 +159,11 @@ func (e *wireEncoder) appendValue(dst []byte, c int, v *materialize.RowValue) ([
 			return dst[:at], errNotWire // pgcodec reports it
 		}
 		dst = binary.BigEndian.AppendUint64(dst, uint64(us))
+	case v.Kind == materialize.RowBlob:
+		var ok bool
+		if dst, ok = pgcodec.AppendBlobWire(dst, t, binFmt, v.Bytes); !ok {
+			return dst[:at], errNotWire
+		}
 	default:
 		return dst[:at], errNotWire
 	}

@@ -847,6 +847,9 @@ func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
 		}
 		return out, nil
 	}
+	if out, ok, err := runJSONSRF(name, args); ok {
+		return out, err
+	}
 	return nil, pgerr.New(pgerr.UndefinedFunction, "function %s is not a set-returning function basin has", name)
 }
 

@@ -451,7 +451,9 @@ func appendKey(b *strings.Builder, v any) {
 		}
 		b.WriteByte(']')
 	default:
-		b.WriteString("?")
+		if !appendBlobKey(b, v) {
+			b.WriteString("?")
+		}
 	}
 }
 
@@ -849,7 +851,7 @@ func newAggState(spec planner.AggSpec) *aggState {
 }
 
 func (st *aggState) add(v, v2 any) error {
-	if v == nil && st.spec.Func != "array_agg" {
+	if v == nil && !planner.AggKeepsNulls(st.spec.Func) {
 		return nil
 	}
 	if st.seen != nil {
@@ -896,6 +898,8 @@ func (st *aggState) add(v, v2 any) error {
 		st.parts = append(st.parts, v.(string))
 	case "array_agg":
 		st.vals = append(st.vals, v)
+	case "jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg":
+		return st.addJSON(v, v2)
 	case "bool_and", "every":
 		st.b = (st.b == nil || st.b == true) && v == true
 	case "bool_or":
@@ -927,6 +931,8 @@ func (st *aggState) result() any {
 			return nil
 		}
 		return st.vals
+	case "jsonb_agg", "json_agg", "jsonb_object_agg", "json_object_agg":
+		return st.jsonResult()
 	}
 	return st.b
 }

@@ -623,6 +623,9 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 		}
 		return nil, mismatch(t, raw)
 	}
+	if isBlobType(t) {
+		return decodeJSONBlob(raw, t)
+	}
 	return nil, &convError{pgerr.FeatureNotSupported, fmt.Sprintf("type %s cannot be read from JSON", t)}
 }
 
@@ -907,6 +910,9 @@ func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, er
 			return appendEpochMillis(buf, ts), nil
 		}
 	default:
+		if isBlobType(t) {
+			return appendJSONBlob(buf, t, name, v)
+		}
 		return nil, fmt.Errorf("exec: column %q has type %s, which cannot be written as JSON", name, t)
 	}
 	return nil, badGoValue(name, t, v)

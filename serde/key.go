@@ -129,6 +129,9 @@ func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, err
 			return binary.BigEndian.AppendUint64(dst, uint64(ts.UnixMilli())), nil
 		}
 	default:
+		if isBlobType(t) {
+			return appendKafkaKeyBlob(dst, t, name, v)
+		}
 		return dst, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
 	}
 	return dst, badGoValue(name, t, v)
@@ -254,6 +257,9 @@ func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
 			return nil, want(8, "big-endian 64-bit epoch milliseconds")
 		}
 		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC(), nil
+	}
+	if isBlobType(c.Type) {
+		return decodeKafkaKeyBlob(c, b)
 	}
 	return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be deserialized", c.Name, c.Type)
 }

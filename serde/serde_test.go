@@ -642,3 +642,41 @@ func FuzzDecodeJSONFields(f *testing.F) {
 		checkSameAsSlow(t, valueCols, b)
 	})
 }
+
+func TestJSONBlobColumns(t *testing.T) {
+	cols := []catalog.Column{{Name: "id", Type: catalog.UUID}, {Name: "payload", Type: catalog.JSONB},
+		{Name: "doc", Type: catalog.JSON}, {Name: "raw", Type: catalog.Bytea}}
+	in := `{"id": "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "payload": {"b": [1, 2.50], "a": "x"}, "doc": [1,  {"z":1}], "raw": "AQL/"}`
+	vals, err := decodeJSONValue(cols, []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{catalog.UUIDVal{0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11},
+		catalog.JSONText(`{"a": "x", "b": [1, 2.50]}`), catalog.JSONText(`[1,  {"z":1}]`), []byte{1, 2, 0xff}}
+	if !reflect.DeepEqual(vals, want) {
+		t.Fatalf("decoded %#v, want %#v", vals, want)
+	}
+	out, err := encodeJSONValue(cols, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out); got != `{"id":"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11","payload":{"a": "x", "b": [1, 2.50]},"doc":[1,  {"z":1}],"raw":"AQL/"}` {
+		t.Errorf("encoded %s", got)
+	}
+	for _, bad := range []string{`{"id": "nope"}`, `{"id": 5}`, `{"raw": "!!"}`} {
+		if _, err := decodeJSONValue(cols, []byte(bad)); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+	key, err := EncodeKey("kafka", []catalog.Type{catalog.Bytea}, []string{"k"}, []any{[]byte{0, 1}})
+	if err != nil || string(key) != "\x00\x01" {
+		t.Errorf("bytea key = %q, %v", key, err)
+	}
+	if _, err := EncodeKey("kafka", []catalog.Type{catalog.JSONB}, []string{"k"}, []any{catalog.JSONText("{}")}); err == nil {
+		t.Error("a jsonb key encoded")
+	}
+	back, err := decodeKey("kafka", []catalog.Column{{Name: "k", Type: catalog.UUID}}, []byte("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"))
+	if err != nil || back[0] != want[0] {
+		t.Errorf("uuid key = %v, %v", back, err)
+	}
+}

@@ -350,6 +350,11 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 		if n.Op == opcode.NullEQ {
 			return c.distinctFrom(n)
 		}
+		if n.Op == opcode.Or {
+			if e, ok, err := c.jsonOp(n); ok {
+				return e, err
+			}
+		}
 		op, ok := binaryOps[n.Op]
 		if !ok {
 			return nil, c.unsupportedAt(n, "operator %s is not supported", n.Op)

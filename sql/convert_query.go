@@ -503,6 +503,9 @@ func (c *converter) markedCall(n *ast.FuncCallExpr, mark markKind) (Expr, error)
 		return &FieldSelect{X: x, Field: v.GetString(), Pos: pos}, nil
 	case markFromFunc:
 		return nil, c.unsupportedAt(n, "a set-returning function is not allowed here")
+	case markJSONOp:
+		return nil, c.unsupportedAt(n, "this use of a json operator is not supported").
+			WithHint("Put the operator's operands in parentheses.")
 	case markDistinct:
 		return nil, c.unsupportedAt(n, "this right operand of IS DISTINCT FROM is not supported").
 			WithHint("Put the operand in parentheses.")
@@ -607,4 +610,26 @@ func (c *converter) frameBound(b ast.FrameBound) (FrameBound, error) {
 		return FrameBound{Kind: OffsetPreceding, Offset: off}, nil
 	}
 	return FrameBound{Kind: OffsetFollowing, Offset: off}, nil
+}
+
+// jsonOp converts x | basin__jsonop('op', y) back to x op y; ok is
+// false for any other |.
+func (c *converter) jsonOp(n *ast.BinaryOperationExpr) (e Expr, ok bool, err error) {
+	f, isCall := n.R.(*ast.FuncCallExpr)
+	if !isCall || c.tt.marks[f.OriginTextPosition()] != markJSONOp || len(f.Args) != 2 {
+		return nil, false, nil
+	}
+	opv, isVal := f.Args[0].(*driver.ValueExpr)
+	if !isVal {
+		return nil, true, internalErr("json operator without its name")
+	}
+	l, err := c.expr(n.L)
+	if err != nil {
+		return nil, true, err
+	}
+	r, err := c.expr(f.Args[1])
+	if err != nil {
+		return nil, true, err
+	}
+	return &Binary{Op: opv.GetString(), L: l, R: r, Pos: c.pos(f)}, true, nil
 }

@@ -353,6 +353,8 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		rw.addTok(t, t.val, itemOther)
 	case "~", "~*", "!~", "!~*":
 		return rw.regexOp(t, i+1, j)
+	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-":
+		return rw.jsonOp(t, i+1, j)
 	case "||":
 		// Without PIPES_AS_CONCAT, MySQL's || is OR; its | has the
 		// precedence Postgres gives ||: below + and -, above comparisons.
@@ -714,7 +716,11 @@ func (rw *rewriter) like(i, j int) (int, error) {
 // toks[i]: operands joined by + - * / % || with their casts. It is a
 // scan, not a parse: on anything unexpected it stops and lets TiDB
 // report the error.
-func (rw *rewriter) arithSpan(i int) int {
+func (rw *rewriter) arithSpan(i int) int { return rw.opSpan(i, " + - * / % || ") }
+
+// opSpan is arithSpan over operands joined by ops (space-separated,
+// with a space at each end).
+func (rw *rewriter) opSpan(i int, ops string) int {
 	toks := rw.sp.toks
 	last := len(toks) - 1
 	for {
@@ -725,6 +731,8 @@ func (rw *rewriter) arithSpan(i int) int {
 		switch {
 		case t.kind == tokString || t.kind == tokNumber || t.kind == tokParam:
 			i++
+		case t.kind == tokIdent && t.val == "array" && toks[i+1].isOp("["):
+			i = rw.matchBracket(i+1) + 1
 		case t.kind == tokIdent || t.kind == tokQuotedIdent:
 			if passThrough[t.val] && t.kind == tokIdent && !constantWords[t.val] {
 				return i
@@ -759,7 +767,7 @@ func (rw *rewriter) arithSpan(i int) int {
 			i = ref.end
 		}
 		switch {
-		case toks[i].kind == tokOp && strings.Contains(" + - * / % || ", " "+toks[i].val+" "):
+		case toks[i].kind == tokOp && strings.Contains(ops, " "+toks[i].val+" "):
 			i++
 		default:
 			return i

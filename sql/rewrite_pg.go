@@ -23,6 +23,8 @@ import (
 //	row_number() OVER (...) the window call TiDB parses natively
 //	x IS NOT DISTINCT FROM y   x <=> y
 //	x IS DISTINCT FROM y    x <=> basin__distinct(y)           marked
+//	x -> y (and ->>, #>, #>>, @>, <@, ?, ?|, ?&, #-)
+//	                        x | basin__jsonop('->', y)         marked
 //
 // Marks live in the tidbText side table keyed by the made-up function's
 // offset, as casts do, so that a user's function of the same name is
@@ -40,6 +42,7 @@ const (
 	markRegexCI
 	markFromFunc
 	markDistinct
+	markJSONOp
 )
 
 // aliasInfo is a FROM alias with its column alias list.
@@ -548,4 +551,30 @@ func (rw *rewriter) trimCall(i, open, close int) (int, error) {
 	}
 	rw.addTok(toks[close], ")", itemClose)
 	return close + 1, nil
+}
+
+// jsonOp rewrites a json operator (-> ->> #> #>> @> <@ ? ?| ?& #-, the
+// token t; toks[k] starts the right operand) as MySQL's | with the
+// operand wrapped in a marked call naming the operator. Postgres gives
+// these operators the precedence of ||, which | has in TiDB (below + and
+// -, above comparisons, left-associative), so x -> 'a' ->> 'b' = 'c'
+// groups as Postgres groups it. MySQL's own -> and ->> (JSON_EXTRACT,
+// with MySQL's path syntax) never reach TiDB.
+func (rw *rewriter) jsonOp(t token, k, j int) (int, error) {
+	sp := rw.sp
+	rw.addTok(t, "|", itemOther)
+	e := min(rw.opSpan(k, " + - * / % "), j)
+	if e <= k {
+		return k, nil // let TiDB report the missing operand
+	}
+	last := sp.toks[e-1]
+	rw.add(outItem{text: "`basin__jsonop`", kind: itemFunc, orig: t.pos, origEnd: t.end, mark: markJSONOp})
+	rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
+	rw.add(outItem{text: "'" + t.val + "'", kind: itemOperand, orig: t.pos, origEnd: t.end})
+	rw.add(outItem{text: ",", kind: itemOther, orig: t.pos, origEnd: t.end})
+	if err := rw.run(k, e); err != nil {
+		return 0, err
+	}
+	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
+	return e, nil
 }

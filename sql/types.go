@@ -20,8 +20,8 @@ type typeRef struct {
 var unsupportedTypes = map[string]bool{
 	"date": true, "time": true, "time with time zone": true, "time without time zone": true,
 	"timetz": true, "timestamptz": true, "timestamp with time zone": true, "interval": true,
-	"json": true, "jsonb": true, "bytea": true, "bytes": true, "uuid": true, "money": true,
-	"inet": true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
+	"money": true,
+	"inet":  true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
 	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
 	"smallserial": true, "xml": true, "point": true, "line": true, "box": true, "polygon": true,
 	"circle": true, "path": true, "lseg": true, "tsvector": true, "tsquery": true, "record": true,
@@ -128,7 +128,7 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	pos := sp.charPos(first.pos)
 	if unsupportedTypes[name] {
 		return typeRef{end: j}, unsupported(pos, "type %s is not supported", name).
-			WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, VARCHAR and TIMESTAMP.")
+			WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, NUMERIC, VARCHAR, TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, UUID, JSONB, JSON and BYTEA.")
 	}
 	return typeRef{end: j}, &pgerr.Error{Code: pgerr.UndefinedObject,
 		Message: "type \"" + name + "\" does not exist", Position: pos}
