@@ -341,15 +341,15 @@ func infinite(t catalog.Type, s string) *pgerr.Error {
 
 // dtFields are the parts of a date/time text.
 type dtFields struct {
-	y, m, d       int
-	hasDate       bool
-	micros        int64 // time of day
-	hasTime       bool
-	off           int // seconds east of UTC, when hasOff
-	hasOff        bool
-	loc           *time.Location // a named zone, when not nil
-	bc            bool
-	hasOtherZone  bool
+	y, m, d        int
+	hasDate        bool
+	micros         int64 // time of day
+	hasTime        bool
+	off            int // seconds east of UTC, when hasOff
+	hasOff         bool
+	loc            *time.Location // a named zone, when not nil
+	bc             bool
+	hasOtherZone   bool
 	timeOutOfRange bool
 }
 
