@@ -481,7 +481,7 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, unsupported(pos, "LATERAL is not supported")
 	case "at":
 		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
-			return 0, unsupported(pos, "AT TIME ZONE is not supported")
+			return rw.atTimeZone(i)
 		}
 	case "row":
 		if next.isOp("(") {
@@ -892,6 +892,43 @@ func (rw *rewriter) castOp(i int) (int, error) {
 	rw.out = slices.Insert(rw.out, start, fn, open)
 	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
 	return ref.end, nil
+}
+
+// AtTimeZoneFunc is the function x AT TIME ZONE z is rewritten to, with
+// its operands in that order (timezone(z, x) takes them reversed).
+const AtTimeZoneFunc = "basin_at_time_zone"
+
+// atTimeZone rewrites x AT TIME ZONE z (AT at toks[i]) to a call of
+// AtTimeZoneFunc: AT binds tighter than arithmetic, so x is the operand
+// already written, and z one token (a string, a column or a parameter).
+func (rw *rewriter) atTimeZone(i int) (int, error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	start := rw.operandStart()
+	if start < 0 {
+		return 0, sp.syntaxErr(t)
+	}
+	first := rw.out[start]
+	fn := outItem{text: quoteTiDB(AtTimeZoneFunc), kind: itemFunc, orig: first.orig, origEnd: first.origEnd}
+	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
+	rw.out = slices.Insert(rw.out, start, fn, open)
+	rw.addTok(t, ",", itemOther)
+	z := sp.toks[i+3]
+	switch z.kind {
+	case tokString:
+		rw.addTok(z, stringTiDB(z.val), itemOperand)
+	case tokParam:
+		rw.add(outItem{text: "?", kind: itemOperand, orig: z.pos, origEnd: z.end, param: z.param})
+	case tokIdent, tokQuotedIdent:
+		if reservedWords[z.val] && z.kind == tokIdent {
+			return 0, sp.syntaxErr(z)
+		}
+		rw.addTok(z, quoteTiDB(z.val), itemOperand)
+	default:
+		return 0, sp.syntaxErr(z)
+	}
+	rw.add(outItem{text: ")", kind: itemClose, orig: z.pos, origEnd: z.end})
+	return i + 4, nil
 }
 
 // operandStart returns the index in rw.out where the operand ending at
