@@ -215,7 +215,7 @@ func checkTimestamp(r *catalog.Relation, what string) error {
 	case hasFormat:
 		return pgerr.New(pgerr.InvalidParameterValue, "timestamp column %s of %s %s is %s: timestamp_format is for a VARCHAR column", c.Name, what, r.Name, c.Type).
 			WithHint("Leave timestamp_format out.")
-	case c.Type != catalog.BigInt && c.Type != catalog.Timestamp:
+	case c.Type != catalog.BigInt && c.Type != catalog.Timestamp && c.Type != catalog.TimestampTZ:
 		return pgerr.New(pgerr.DatatypeMismatch, "timestamp column %s of %s %s is %s, not BIGINT, TIMESTAMP or VARCHAR", c.Name, what, r.Name, c.Type).
 			WithHint("ROWTIME is milliseconds since the epoch: name a BIGINT column of them, a TIMESTAMP column, or a VARCHAR column with timestamp_format.")
 	}
