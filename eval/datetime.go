@@ -187,7 +187,7 @@ func DatetimeOp(op string, t catalog.Type, a, b any, loc *time.Location) (any, e
 
 func addDays(d catalog.DateVal, n int64) (any, error) {
 	r := int64(d) + n
-	if r < -2440588 || r > 2145031948 || (n > 0) != (r > int64(d)) && n != 0 {
+	if r < -2440588 || r > 2145042905 || (n > 0) != (r > int64(d)) && n != 0 {
 		return nil, errDateRange
 	}
 	return catalog.DateVal(r), nil

@@ -28,10 +28,10 @@ const (
 	// binary dates.
 	epochDays = EpochUnix / 86400
 
-	// maxDateVal and minDateVal bound DATE as Postgres does (4713-11-24
-	// BC to 5874897-12-31).
+	// maxDateVal and minDateVal bound DATE as Postgres does (4714-11-24
+	// BC to 5874897-12-31), in days since 1970-01-01.
 	minDateVal = -2440588
-	maxDateVal = 2145031948
+	maxDateVal = 2145042905
 )
 
 // datetimeOIDs are the OIDs of the four types, for parameters and peers.

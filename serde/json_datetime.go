@@ -35,7 +35,7 @@ func decodeJSONDatetime(raw []byte, t catalog.Type) (v any, ok bool, cerr *convE
 		n, err := strconv.ParseInt(string(text), 10, 64)
 		switch t {
 		case catalog.Date:
-			if err != nil || n < -2440588 || n > 2145031948 {
+			if err != nil || n < -2440588 || n > 2145042905 {
 				return bad("'YYYY-MM-DD' or days since 1970-01-01")
 			}
 			return catalog.DateVal(n), true, nil
