@@ -215,7 +215,7 @@ func addInterval(ts time.Time, iv catalog.IntervalVal, tz bool, loc *time.Locati
 	if iv.Months != 0 || iv.Days != 0 {
 		wall := ts
 		if tz {
-			wall = ts.In(loc)
+			wall = pgcodec.WallClock(ts, loc)
 		}
 		y, m, d := wall.Date()
 		h, mi, s := wall.Clock()
@@ -230,8 +230,11 @@ func addInterval(ts time.Time, iv catalog.IntervalVal, tz bool, loc *time.Locati
 		if last := daysIn(int(ny), time.Month(nm+1)); d > last {
 			d = last
 		}
-		wall = time.Date(int(ny), time.Month(nm+1), d+int(iv.Days), h, mi, s, wall.Nanosecond(), wall.Location())
-		ts = wall.UTC()
+		wall = time.Date(int(ny), time.Month(nm+1), d+int(iv.Days), h, mi, s, wall.Nanosecond(), time.UTC)
+		ts = wall
+		if tz {
+			ts = pgcodec.InZone(wall, loc)
+		}
 	}
 	if iv.Micros != 0 {
 		secs, us := iv.Micros/1e6, iv.Micros%1e6

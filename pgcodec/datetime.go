@@ -469,16 +469,10 @@ func parseClock(c string) (us int64, inRange, ok bool) {
 }
 
 // roundFraction returns the decimal fraction digits fr as microseconds,
-// rounded half away from zero as Postgres rounds to microseconds.
+// rounded as Postgres rounds them (rint: half to even).
 func roundFraction(fr string) int64 {
-	for len(fr) < 7 {
-		fr += "0"
-	}
-	n, _ := strconv.ParseInt(fr[:6], 10, 64)
-	if fr[6] >= '5' {
-		n++
-	}
-	return n
+	f, _ := strconv.ParseFloat("0."+fr, 64)
+	return int64(math.RoundToEven(f * 1e6))
 }
 
 func allDigits(s string) bool {
@@ -601,15 +595,39 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 }
 
 // InZone returns the instant whose wall clock in loc is wall's in UTC:
-// timestamp → timestamptz. A wall time a daylight saving change skips is
-// read with the offset before the change, as Postgres reads it.
+// timestamp → timestamptz. As in Postgres, a wall time a change of
+// offset skips (spring forward) is read with the offset before the
+// change, and one it repeats (fall back) with the offset after it: in
+// both cases the smaller offset.
 func InZone(wall time.Time, loc *time.Location) time.Time {
 	if loc == nil || loc == time.UTC {
 		return wall
 	}
-	y, m, d := wall.Date()
-	h, mi, sec := wall.Clock()
-	return time.Date(y, m, d, h, mi, sec, wall.Nanosecond(), loc).UTC()
+	offAt := func(t time.Time) int { _, off := t.In(loc).Zone(); return off }
+	before, after := offAt(wall.Add(-24*time.Hour)), offAt(wall.Add(24*time.Hour))
+	var valid []int
+	for _, off := range []int{before, after} {
+		if offAt(wall.Add(-time.Duration(off)*time.Second)) == off {
+			valid = append(valid, off)
+		}
+	}
+	off := before
+	switch {
+	case len(valid) == 1:
+		off = valid[0]
+	case len(valid) == 2:
+		off = min(valid[0], valid[1])
+	}
+	if len(valid) == 0 {
+		// Neither side's offset holds: the offset changed twice within
+		// a day, or the time is skipped. Go's reading, then.
+		if before == after {
+			y, m, d := wall.Date()
+			h, mi, sec := wall.Clock()
+			return time.Date(y, m, d, h, mi, sec, wall.Nanosecond(), loc).UTC()
+		}
+	}
+	return wall.Add(-time.Duration(off) * time.Second)
 }
 
 // WallClock returns t's wall clock in loc as a UTC time: timestamptz →

@@ -57,7 +57,7 @@ func TestIntervalText(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ in, code string }{
-		{"", "22007"}, {"abc", "22007"}, {"1 fortnight", "22007"}, {"1:99", "22007"},
+		{"", "22007"}, {"abc", "22007"}, {"1 fortnight", "22007"}, {"1:99", "22015"},
 		{"P", "22007"}, {"PT1Y", "22007"}, {"infinity", "0A000"},
 		{"3000000000 days", "22015"}, {"1 day day", "22007"},
 	} {
@@ -99,7 +99,8 @@ func TestDatetimeText(t *testing.T) {
 		{typ: catalog.Time, in: "24:00:00", out: "24:00:00"},
 		{typ: catalog.Time, in: "2024-01-02 13:04:05", out: "13:04:05"},
 		{typ: catalog.Time, in: "13:04:05+02", out: "13:04:05"},
-		{typ: catalog.Time, in: "00:00:00.0000005", out: "00:00:00.000001"},
+		{typ: catalog.Time, in: "00:00:00.0000005", out: "00:00:00"},
+		{typ: catalog.Time, in: "00:00:00.0000015", out: "00:00:00.000002"},
 		{typ: catalog.Time, in: "25:00:00", errCode: "22008"},
 		{typ: catalog.Time, in: "12:60:00", errCode: "22008"},
 		{typ: catalog.Time, in: "noon", errCode: "22007"},
