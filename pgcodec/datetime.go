@@ -1,12 +1,14 @@
 package pgcodec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -703,4 +705,24 @@ func titleZone(s string) string {
 		up = c == '/' || c == '_' || c == '-'
 	}
 	return string(b)
+}
+
+// DecodeParamIn is DecodeParam in a session whose TimeZone is loc: a
+// TIMESTAMPTZ parameter in text without an offset is read in loc, as
+// Postgres reads it.
+func DecodeParamIn(n int, oid uint32, format int16, b []byte, loc *time.Location) (any, error) {
+	if t, ok := datetimeOIDs[oid]; ok && format == FormatText && b != nil && loc != nil && loc != time.UTC &&
+		(t == catalog.TimestampTZ || t.IsArray() && t.Elem() == catalog.TimestampTZ) &&
+		utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		v, _, err := ParseText(t, string(b), loc)
+		return v, err
+	}
+	return DecodeParam(n, oid, format, b)
+}
+
+// ZoneParam reports whether a parameter of type oid in format is read
+// in the session's TimeZone (DecodeParamIn).
+func ZoneParam(oid uint32, format int16) bool {
+	t, ok := datetimeOIDs[oid]
+	return ok && format == FormatText && (t == catalog.TimestampTZ || t.IsArray() && t.Elem() == catalog.TimestampTZ)
 }

@@ -214,3 +214,21 @@ func TestParseZone(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeParamIn(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no zone database")
+	}
+	v, err := DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("2024-07-01 12:00"), paris)
+	if err != nil || !v.(time.Time).Equal(time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("timestamptz in Europe/Paris = %v, %v", v, err)
+	}
+	v, err = DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("2024-07-01 12:00+00"), paris)
+	if err != nil || !v.(time.Time).Equal(time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("timestamptz with an offset = %v, %v", v, err)
+	}
+	if _, err := DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("x\x00"), paris); pgerr.CodeOf(err) != pgerr.CharacterNotInRepertoire {
+		t.Errorf("NUL: %v", err)
+	}
+}

@@ -1,9 +1,20 @@
 package pgwire
 
 import (
+	"time"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/pgcodec"
 )
+
+// sessionZone is the session's TimeZone, for parameters read in it.
+func (c *conn) sessionZone() *time.Location {
+	if c.sess == nil {
+		return nil
+	}
+	loc, _ := pgcodec.ParseZone(c.sess.ParameterStatus()["TimeZone"])
+	return loc
+}
 
 // syncZone reads the session's TimeZone, which TIMESTAMPTZ values are
 // written in, when a result starts: a SET TIME ZONE earlier in the same
