@@ -332,6 +332,10 @@ func badDatetime(t catalog.Type, s string) *pgerr.Error {
 	return pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %q", t.SQLName(), s)
 }
 
+func badZone(z string) *pgerr.Error {
+	return pgerr.New(pgerr.InvalidParameterValue, "time zone %q not recognized", z)
+}
+
 func outOfRange(s string) *pgerr.Error {
 	return pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
 }
@@ -351,8 +355,9 @@ type dtFields struct {
 	hasOff         bool
 	loc            *time.Location // a named zone, when not nil
 	bc             bool
-	hasOtherZone   bool
 	timeOutOfRange bool
+	// badZone is a zone name the zone database lacks.
+	badZone string
 }
 
 // parseDatetime reads ISO date/time text: a date (YYYY-MM-DD, or
@@ -374,10 +379,10 @@ func parseDatetime(s string) (f dtFields, ok bool) {
 		if hasLetter(word) && !(word[0] >= '0' && word[0] <= '9') && word[0] != '+' && word[0] != '-' {
 			if strings.EqualFold(word, "UTC") || strings.EqualFold(word, "GMT") {
 				f.loc = time.UTC
-			} else if loc, err := time.LoadLocation(word); err == nil {
+			} else if loc, ok := ParseZone(word); ok {
 				f.loc = loc
 			} else {
-				return f, false
+				f.badZone = strings.ToLower(word)
 			}
 			w = strings.TrimSpace(w[:i])
 		}
@@ -531,6 +536,9 @@ func ParseDate(s string) (catalog.DateVal, error) {
 	if !ok || !f.hasDate {
 		return 0, badDatetime(catalog.Date, s)
 	}
+	if f.badZone != "" {
+		return 0, badZone(f.badZone)
+	}
 	if f.timeOutOfRange {
 		return 0, outOfRange(s)
 	}
@@ -560,6 +568,9 @@ func ParseTime(s string) (catalog.TimeOfDay, error) {
 	if !ok || !f.hasTime {
 		return 0, badDatetime(catalog.Time, s)
 	}
+	if f.badZone != "" {
+		return 0, badZone(f.badZone)
+	}
 	if f.timeOutOfRange {
 		return 0, outOfRange(s)
 	}
@@ -576,6 +587,9 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 	f, ok := parseDatetime(s)
 	if !ok || !f.hasDate {
 		return time.Time{}, badDatetime(catalog.TimestampTZ, s)
+	}
+	if f.badZone != "" {
+		return time.Time{}, badZone(f.badZone)
 	}
 	if f.timeOutOfRange {
 		return time.Time{}, outOfRange(s)
