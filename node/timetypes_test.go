@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/basindb/basin/internal/pgserver"
 )
@@ -104,6 +106,53 @@ func TestDifferentialTimeTypes(t *testing.T) {
 				t.Errorf("TimeZone %s: %s\nbasin:    %q\npostgres: %q", zone, q, got, want)
 			}
 		}
+	}
+}
+
+// TestTimeTypeParams sends DATE, TIME, TIMESTAMPTZ and INTERVAL
+// parameters as pgx encodes them (binary for Go times and pgtype
+// values, text for strings) and reads the results in both formats.
+func TestTimeTypeParams(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := startNode(t, t.TempDir())
+	conn := connect(t, n.PGAddr())
+	if _, err := conn.Exec(ctx, "SET TIME ZONE 'Asia/Kolkata'"); err != nil {
+		t.Fatal(err)
+	}
+	q := "SELECT $1::date + 1, $2::timestamptz, $3::interval * 2, $4::time, $5::timestamptz, $6::date[]"
+	args := []any{time.Date(2024, 2, 28, 0, 0, 0, 0, time.UTC), time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
+		pgtype.Interval{Months: 1, Days: 2, Microseconds: 3_000_000, Valid: true}, "13:04:05.5", "2024-01-02 10:00",
+		[]time.Time{time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)}}
+	rows, err := conn.Query(ctx, q, append([]any{pgx.QueryResultFormats{pgx.TextFormatCode}}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		for _, v := range rows.RawValues() {
+			got = append(got, string(v))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2024-02-29", "2024-01-02 08:34:05+05:30", "2 mons 4 days 00:00:06", "13:04:05.5", "2024-01-02 10:00:00+05:30", "{2024-01-02}"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("text results %q, want %q", got, want)
+	}
+	// The same values in binary, as pgx decodes them.
+	var d, ts, ts2 time.Time
+	var iv pgtype.Interval
+	var tod pgtype.Time
+	var ds []time.Time
+	if err := conn.QueryRow(ctx, q, args...).Scan(&d, &ts, &iv, &tod, &ts2, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Equal(time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC)) || !ts.Equal(args[1].(time.Time)) ||
+		iv != (pgtype.Interval{Months: 2, Days: 4, Microseconds: 6_000_000, Valid: true}) || tod.Microseconds != 47045500000 ||
+		!ts2.Equal(time.Date(2024, 1, 2, 4, 30, 0, 0, time.UTC)) || len(ds) != 1 || !ds[0].Equal(time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("binary results %v %v %v %v %v %v", d, ts, iv, tod, ts2, ds)
 	}
 }
 

@@ -232,3 +232,30 @@ func TestDecodeParamIn(t *testing.T) {
 		t.Errorf("NUL: %v", err)
 	}
 }
+
+// TestDecodePeerDatetime decodes what another node sends for the four
+// types, in both formats.
+func TestDecodePeerDatetime(t *testing.T) {
+	iv := catalog.IntervalVal{Months: 1, Days: -2, Micros: 3}
+	for _, c := range []struct {
+		typ catalog.Type
+		v   any
+	}{
+		{catalog.Date, catalog.DateVal(19724)}, {catalog.Time, catalog.TimeOfDay(1)},
+		{catalog.TimestampTZ, time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)}, {catalog.Interval, iv},
+	} {
+		for _, format := range []int16{FormatText, FormatBinary} {
+			b, err := AppendText(nil, c.typ, c.v)
+			if format == FormatBinary {
+				b, err = AppendBinary(nil, c.typ, c.v)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := DecodePeer(c.typ.OID(), format, b)
+			if !ok || got != c.v && !(c.typ == catalog.TimestampTZ && got.(time.Time).Equal(c.v.(time.Time))) {
+				t.Errorf("%s format %d: %v, %v", c.typ, format, got, ok)
+			}
+		}
+	}
+}
