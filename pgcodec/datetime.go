@@ -672,6 +672,14 @@ func ParseZone(z string) (*time.Location, bool) {
 		return nil, false
 	}
 	posix := w
+	if w[0] == '<' {
+		// <+05:30>-05:30: a name in brackets, then the POSIX offset.
+		i := strings.IndexByte(w, '>')
+		if i < 0 || i == len(w)-1 {
+			return nil, false
+		}
+		posix = w[i+1:]
+	}
 	if u := strings.ToUpper(w); len(w) > 3 && (strings.HasPrefix(u, "UTC") || strings.HasPrefix(u, "GMT")) &&
 		(w[3] == '+' || w[3] == '-') {
 		posix = w[3:]
