@@ -208,7 +208,6 @@ func appendOffset(b []byte, off int) []byte {
 // AppendInterval appends i as IntervalStyle postgres writes it: "1 year
 // 2 mons 3 days 04:05:06.5", "-1 days +02:00:00", "00:00:00".
 func AppendInterval(b []byte, i catalog.IntervalVal) []byte {
-	start := len(b)
 	isZero, isBefore := true, false
 	part := func(v int64, unit string) {
 		if v == 0 {
@@ -251,7 +250,6 @@ func AppendInterval(b []byte, i catalog.IntervalVal) []byte {
 		b = fmt.Appendf(b, "%02d:%02d:", mag/uint64(usPerHour), mag/uint64(usPerMin)%60)
 		b = appendSeconds(b, int64(mag%uint64(usPerMin)))
 	}
-	_ = start
 	return b
 }
 
