@@ -69,6 +69,12 @@ func TestDifferentialTimeTypes(t *testing.T) {
 		"INTERVAL '90 seconds'", "INTERVAL '1.5 hours'", "INTERVAL '1.5 days'", "INTERVAL '1.5 months'", "INTERVAL '1.5 years'",
 		"INTERVAL '1 day ago'", "INTERVAL '-00:00:01.5'", "INTERVAL '100 hours'", "INTERVAL '1 day -1 hour'", "INTERVAL '3' DAY",
 		"interval '1' hour", "INTERVAL '0'", "INTERVAL '-1 year -2 mons'", "INTERVAL '2 decades 1 century'",
+		"INTERVAL '1 day 1 day'", "INTERVAL '1 hour 01:00'", "INTERVAL '1 day 2 days'", "INTERVAL '1 week 1 day'", "INTERVAL '10 min 5 sec'",
+		"INTERVAL '1 millisecond 5 microseconds'", "INTERVAL '-1.5 hours'", "INTERVAL '1 year ago'", "INTERVAL '12:34:56.789'",
+		"'2024-01-02 03:04:05.123456789+00'::timestamptz", "'2024-01-02T03:04:05.123+0530'::timestamptz", "'2024-1-2'::date",
+		"' 2024-01-02 '::date", "'2024-01-02 03:04:05 UTC'::timestamptz", "'2024-01-02 03:04:05 GMT'::timestamptz",
+		"'2024-01-02 03:04:05 +05'::timestamptz", "'2024-01-02 03:04:05.5 America/New_York'::timestamptz", "'10:00:00.999999'::time",
+		"'23:59:59.9999999'::time", "'2024-02-29 23:59:59.9999999'::timestamptz",
 		// Casts.
 		"TIMESTAMP '2024-01-02 10:00'::timestamptz", "TIMESTAMPTZ '2024-01-02 23:30Z'::timestamp", "TIMESTAMPTZ '2024-01-02 23:30Z'::date",
 		"TIMESTAMPTZ '2024-01-02 23:30Z'::time", "DATE '2024-03-31'::timestamptz", "TIMESTAMP '2024-01-02 10:00:01.5'::time",

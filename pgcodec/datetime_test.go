@@ -59,7 +59,7 @@ func TestIntervalText(t *testing.T) {
 	for _, c := range []struct{ in, code string }{
 		{"", "22007"}, {"abc", "22007"}, {"1 fortnight", "22007"}, {"1:99", "22015"},
 		{"P", "22007"}, {"PT1Y", "22007"}, {"infinity", "0A000"},
-		{"3000000000 days", "22015"}, {"1 day day", "22007"},
+		{"3000000000 days", "22015"}, {"1 day day", "22007"}, {"1 day 2 days", "22007"}, {"1 hour 01:00", "22007"},
 	} {
 		if _, err := ParseInterval(c.in); string(pgerr.CodeOf(err)) != c.code {
 			t.Errorf("ParseInterval(%q) = %v, want %s", c.in, err, c.code)

@@ -153,9 +153,26 @@ func ParseIntervalField(s, unit string) (catalog.IntervalVal, error) {
 	if toks[len(toks)-1] == "ago" {
 		ago, toks = true, toks[:len(toks)-1]
 	}
+	// seen holds the fields given so far: each may be given once, as in
+	// Postgres ('1 day 1 day' and '1 hour 01:00' are errors).
+	seen := map[string]bool{}
+	once := func(fields ...string) bool {
+		for _, f := range fields {
+			if seen[f] {
+				return false
+			}
+		}
+		for _, f := range fields {
+			seen[f] = true
+		}
+		return true
+	}
 	for i := 0; i < len(toks); i++ {
 		tok := toks[i]
 		if strings.Contains(tok, ":") {
+			if !once("h", "min", "s") {
+				return bad()
+			}
 			us, ok, inRange := parseIntervalClock(tok)
 			if !ok {
 				return bad()
@@ -184,6 +201,9 @@ func ParseIntervalField(s, unit string) (catalog.IntervalVal, error) {
 		}
 		if math.IsInf(num, 0) || math.Abs(num) > 1e18 {
 			return catalog.IntervalVal{}, intervalOverflow(s)
+		}
+		if !once(u) {
+			return bad()
 		}
 		acc.add(u, num)
 	}
