@@ -300,7 +300,7 @@ func scaleInterval(months, days, micros float64) (any, error) {
 		return nil, errIntervalRange
 	}
 	m := math.Trunc(months)
-	monthRemDays := (months - m) * 30
+	monthRemDays := math.Round((months-m)*30*1e6) / 1e6 // TSROUND
 	d := math.Trunc(days)
 	secRem := (days - d + monthRemDays - math.Trunc(monthRemDays)) * 86400
 	secRem = math.Round(secRem*1e6) / 1e6

@@ -88,6 +88,11 @@ func TestDifferentialTimeTypes(t *testing.T) {
 		"TIMESTAMPTZ '2024-03-31 12:00' - TIMESTAMPTZ '2024-03-30 12:00'", "TIME '23:00' + INTERVAL '2 hours'", "TIME '10:00' - TIME '12:30'",
 		"INTERVAL '1 day' * 1.5", "INTERVAL '1 mon' / 3", "INTERVAL '3 days 04:00' / 7", "-INTERVAL '1 day 02:00'",
 		"INTERVAL '1 day' - INTERVAL '25 hours'", "2 * INTERVAL '1 hour 30 minutes'", "INTERVAL '1 year' + INTERVAL '-13 months'",
+		"INTERVAL '1 mon 2 days 03:00' * -1.25", "INTERVAL '1 year' / 7", "INTERVAL '-1 days +02:00:00' * 3", "INTERVAL '178000000 years'",
+		"TIMESTAMP '2024-03-01' - TIMESTAMP '2023-01-01 00:00:00.5'", "DATE '2024-03-01' - DATE '2023-03-01'", "DATE '0001-01-01' - 1",
+		"TIME '00:30' - INTERVAL '1 hour'", "TIME '23:30' + INTERVAL '1 day 01:00'", "'-1 days +02:00:00'::interval::text",
+		"TIMESTAMPTZ '2024-06-01 12:00Z'::text", "TIMESTAMPTZ '2024-06-01 12:00Z'::date", "TIMESTAMPTZ '294276-12-31 23:59:59Z' + INTERVAL '1 day'", "TIMESTAMPTZ '294276-12-31 23:59:59Z'",
+		"INTERVAL '2147483647 days' + INTERVAL '1 day'",
 		// Comparison.
 		"INTERVAL '1 mon' = INTERVAL '30 days'", "INTERVAL '1 year' > INTERVAL '364 days'", "DATE '2024-01-02' < TIMESTAMP '2024-01-02 00:00:01'",
 		"DATE '2024-01-02' = TIMESTAMPTZ '2024-01-02 00:00'", "TIMESTAMP '2024-01-02 10:00' = TIMESTAMPTZ '2024-01-02 10:00'",

@@ -33,6 +33,8 @@ const (
 	// maxDateVal and minDateVal bound DATE as Postgres does (4714-11-24
 	// BC to 5874897-12-31), in days since 1970-01-01.
 	minDateVal = -2440588
+	// maxTimestampDays is 294277-01-01, past Postgres's last timestamp.
+	maxTimestampDays = 106762940
 	maxDateVal = 2145042905
 )
 
@@ -593,7 +595,7 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 		return time.Time{}, outOfRange(s)
 	}
 	days, ok := makeDate(f)
-	if !ok || days > 106751*1000 { // past Postgres's 294276 AD
+	if !ok || days >= maxTimestampDays {
 		return time.Time{}, outOfRange(s)
 	}
 	wall := time.Unix(days*86400, 0).UTC().Add(time.Duration(f.micros) * time.Microsecond)
