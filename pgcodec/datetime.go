@@ -35,7 +35,7 @@ const (
 	minDateVal = -2440588
 	// maxTimestampDays is 294277-01-01, past Postgres's last timestamp.
 	maxTimestampDays = 106762940
-	maxDateVal = 2145042905
+	maxDateVal       = 2145042905
 )
 
 // datetimeOIDs are the OIDs of the four types, for parameters and peers.
