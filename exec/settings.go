@@ -131,6 +131,9 @@ func normalizeSetting(name, v string) (string, error) {
 			return "", invalid("Give a position token as a read or write returned it (the _position pseudo-column).")
 		}
 	case "timezone":
+		if name, ok := pgcodec.HoursZone(v); ok {
+			return name, nil
+		}
 		loc, ok := pgcodec.ParseZone(v)
 		if !ok {
 			return "", pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v).

@@ -748,3 +748,24 @@ func ZoneParam(oid uint32, format int16) bool {
 	t, ok := datetimeOIDs[oid]
 	return ok && format == FormatText && (t == catalog.TimestampTZ || t.IsArray() && t.Elem() == catalog.TimestampTZ)
 }
+
+// HoursZone reads a TimeZone setting that is a plain number of hours
+// east of UTC ('+02', '-5', '5.5'), which Postgres reads so rather than
+// as a POSIX zone, and returns the name Postgres gives it: <+02>-02,
+// <+05:30>-05:30. ok is false for any other text.
+func HoursZone(s string) (string, bool) {
+	w := strings.TrimSpace(s)
+	if !validNumber(w) {
+		return "", false
+	}
+	h, err := strconv.ParseFloat(w, 64)
+	if err != nil || math.Abs(h) > 24*7 {
+		return "", false
+	}
+	secs := int(math.Round(h * 3600))
+	posix := string(appendOffset(nil, -secs))
+	if secs == 0 {
+		posix = "-00" // Postgres negates the hours: -0
+	}
+	return "<" + string(appendOffset(nil, secs)) + ">" + posix, true
+}

@@ -193,6 +193,22 @@ func TestDatetimeBinary(t *testing.T) {
 	}
 }
 
+func TestHoursZone(t *testing.T) {
+	for in, want := range map[string]string{"+02": "<+02>-02", "-5": "<-05>+05", "5.5": "<+05:30>-05:30", "0": "<+00>-00"} {
+		if got, ok := HoursZone(in); !ok || got != want {
+			t.Errorf("HoursZone(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+		if _, ok := ParseZone(want); !ok {
+			t.Errorf("ParseZone(%q) fails", want)
+		}
+	}
+	for _, in := range []string{"UTC+2", "-05:30", "inf", "1e3", ""} {
+		if got, ok := HoursZone(in); ok {
+			t.Errorf("HoursZone(%q) = %q", in, got)
+		}
+	}
+}
+
 func TestParseZone(t *testing.T) {
 	for _, c := range []struct {
 		in  string
