@@ -20,9 +20,9 @@ import (
 //
 // Keys (order-preserving, canonical):
 //
-//	DATE      0x60  4 bytes big-endian, sign bit flipped
-//	TIME      0x61  8 bytes big-endian, sign bit flipped
-//	INTERVAL  0x62  its Span (a month as 30 days, a day as 24 hours) as 8
+//	DATE      0x90  4 bytes big-endian, sign bit flipped
+//	TIME      0x91  8 bytes big-endian, sign bit flipped
+//	INTERVAL  0x92  its Span (a month as 30 days, a day as 24 hours) as 8
 //	                bytes big-endian, sign bit flipped: so intervals Postgres
 //	                holds equal ('1 mon' and '30 days') have one key, in
 //	                Postgres's order. The key decodes to the justified form
@@ -34,9 +34,9 @@ const (
 	rowTime     = 0x21
 	rowInterval = 0x22
 
-	keyDate      = 0x60
-	keyTimeOfDay = 0x61
-	keyInterval  = 0x62
+	keyDate      = 0x90
+	keyTimeOfDay = 0x91
+	keyInterval  = 0x92
 )
 
 // appendRowDatetime appends v's row encoding; ok is false for any other
