@@ -18,11 +18,19 @@
 // evaluates in (its snapshot, the enclosing rows of a subquery) is
 // Env.Scope.
 //
+// Dates and times (datetime.go): DATE, TIME and INTERVAL values compare
+// by Compare like the others (an interval by its span, a month as 30
+// days, so '1 mon' = '30 days'); the operators among the date and time
+// types and casts that involve them compile apart, because they read the
+// session's TimeZone (Env.Loc): a TIMESTAMPTZ is written and read in it,
+// and months and days added to one are calendar months and days there.
+//
 // Aggregator folds a group's rows into a state of plain values that a
 // view's store keeps; a retracting one (over a table or a view) can take
 // rows back, keeping multisets of values where MIN, MAX or DISTINCT need
 // them (multiset.go).
 //
-// eval imports catalog, planner, sql, materialize (a multiset's
-// encoding) and internal/pgerr, and none of the engines.
+// eval imports catalog, planner, sql, pgcodec (the date and time
+// types' text), materialize (a multiset's encoding) and internal/pgerr,
+// and none of the engines.
 package eval

@@ -100,6 +100,9 @@ func AppendKeyValue(dst []byte, v any) ([]byte, error) {
 	if out, ok := appendKeyBlob(dst, v); ok {
 		return out, nil
 	}
+	if out, ok := appendKeyDatetime(dst, v); ok {
+		return out, nil
+	}
 	return dst, fmt.Errorf("%w: %T", ErrUnsupportedType, v)
 }
 
@@ -204,6 +207,9 @@ func DecodeKeyValue(b []byte) (v any, rest []byte, err error) {
 		return time.Unix(sec, int64(nsec)).UTC(), b[12:], nil
 	}
 	if v, rest, ok, err := decodeKeyBlob(tag, b); ok {
+		return v, rest, err
+	}
+	if v, rest, ok, err := decodeKeyDatetime(tag, b); ok {
 		return v, rest, err
 	}
 	return nil, nil, fmt.Errorf("%w: unknown key tag %#02x", ErrBadEncoding, tag)

@@ -100,6 +100,9 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 		default:
 			out, ok := appendRowBlob(dst, v)
 			if !ok {
+				out, ok = appendRowDatetime(dst, v)
+			}
+			if !ok {
 				return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
 			}
 			dst = out
@@ -214,6 +217,12 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 		default:
 			v, n, ok, err := decodeRowBlob(tag, b, i)
 			if !ok {
+				v, n, ok, err = decodeRowDatetime(tag, b)
+				if err != nil {
+					err = fmt.Errorf("column %d: %w", i, err)
+				}
+			}
+			if !ok {
 				return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
 			}
 			if err != nil {
@@ -240,6 +249,9 @@ const (
 	RowFloat
 	RowString
 	RowTime
+	// RowOther is a value of another type (DATE, TIME, INTERVAL), boxed
+	// in Value.
+	RowOther
 )
 
 // RowValue is one value of an encoded row, as VisitRowPrefix hands it
@@ -253,6 +265,8 @@ type RowValue struct {
 	Time  time.Time
 	// Tag is a RowBlob's row tag (blobenc.go).
 	Tag byte
+	// Value is a RowOther's value (a date, time or interval).
+	Value any
 }
 
 // VisitRowPrefix calls fn with each of the first limit values of the
@@ -327,6 +341,14 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 			v.Kind, v.Time = RowTime, time.Unix(sec, int64(nsec)).UTC()
 			b = b[k+k2:]
 		default:
+			if x, k, ok, err := decodeRowDatetime(tag, b); ok {
+				if err != nil {
+					return int(i), fmt.Errorf("column %d: %w", i, err)
+				}
+				v.Kind, v.Value = RowOther, x
+				b = b[k:]
+				break
+			}
 			p, n, ok, err := blobSpan(tag, b, i)
 			if !ok {
 				return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)

@@ -56,7 +56,7 @@ func decodeText(oid uint32, s string) (any, error) {
 		return parseInt(oid, s)
 	case oidFloat4, oidFloat8, oidNumeric:
 		return parseFloat(oid, s)
-	case oidTimestamp, oidTimestampTZ, oidDate:
+	case oidTimestamp:
 		return parseTimestamp(oid, s)
 	}
 	// text, varchar, bpchar, name, unknown. A NUL cannot be in a text
@@ -138,12 +138,11 @@ func parseFloat(oid uint32, s string) (any, error) {
 	return f, nil
 }
 
-// parseTimestamp reads the ISO forms of timestamp, timestamptz and date
-// input: "2024-02-29 13:04:05.123456", a 'T' instead of the space, a
-// date alone (midnight), fractions beyond microseconds rounded, a zone
-// ("Z", "+05", "-08:00", "+0530") and a trailing " BC". A timestamptz
-// is converted to UTC, basin's (and the session's) time zone; a plain
-// timestamp ignores a zone, as Postgres does.
+// parseTimestamp reads the ISO forms of timestamp input: "2024-02-29
+// 13:04:05.123456", a 'T' instead of the space, a date alone
+// (midnight), fractions beyond microseconds rounded, a zone ("Z", "+05",
+// "-08:00", "+0530"), which a timestamp ignores as Postgres does, and a
+// trailing " BC". (date and timestamptz are datetime.go's.)
 func parseTimestamp(oid uint32, s string) (any, error) {
 	bad := func() (any, error) {
 		code := pgerr.InvalidDatetimeFormat
@@ -180,11 +179,7 @@ func parseTimestamp(oid uint32, s string) (any, error) {
 		year = 1 - year // Go's year 0 is 1 BC
 	}
 	var hour, min, sec, micros int
-	var offset int // seconds east of UTC
 	if clock != "" {
-		if oid == oidDate {
-			return bad()
-		}
 		// Split off a zone: the first '+', '-' or 'Z' after the clock.
 		zone := ""
 		if i := strings.IndexAny(clock, "+-Zz"); i >= 0 {
@@ -218,7 +213,7 @@ func parseTimestamp(oid uint32, s string) (any, error) {
 			}
 		}
 		if zone != "" {
-			if offset, err = parseZone(zone); err != nil {
+			if _, err = parseZone(zone); err != nil { // checked, then ignored
 				return bad()
 			}
 		}
@@ -230,11 +225,7 @@ func parseTimestamp(oid uint32, s string) (any, error) {
 	if t.Day() != day {
 		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
 	}
-	t = t.Add(time.Duration(micros) * time.Microsecond)
-	if oid == oidTimestampTZ {
-		t = t.Add(-time.Duration(offset) * time.Second)
-	}
-	return t, nil
+	return t.Add(time.Duration(micros) * time.Microsecond), nil
 }
 
 // parseZone reads "Z", "+05", "-08:00", "+0530" or "+05:30:15" as
@@ -318,7 +309,7 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 	case oidNumeric:
 		return decodeNumeric(b)
-	case oidTimestamp, oidTimestampTZ:
+	case oidTimestamp:
 		if err := wantLen(8); err != nil {
 			return nil, err
 		}
@@ -331,15 +322,6 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 			secs, frac = secs-1, frac+1e6
 		}
 		return time.Unix(secs+EpochUnix, frac*1000).UTC(), nil
-	case oidDate:
-		if err := wantLen(4); err != nil {
-			return nil, err
-		}
-		days := int32(binary.BigEndian.Uint32(b))
-		if days == math.MaxInt32 || days == math.MinInt32 {
-			return nil, errors.New("basin timestamps cannot be infinite")
-		}
-		return time.Date(2000, 1, 1+int(days), 0, 0, 0, 0, time.UTC), nil
 	}
 	// text, varchar, bpchar, name, unknown: the bytes themselves.
 	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {

@@ -14,8 +14,9 @@ import (
 // binary to bytes that decode to a value encoding the same again.
 func FuzzDecodeParam(f *testing.F) {
 	for _, s := range []string{"t", "-32768", "1.5e300", "NaN", "2024-02-29 13:04:05.123456+05:30", "0044-03-15 BC",
-		"{1,2,NULL}", `{"a b",c}`, "{t,f}", "{{1}}", "héllo", "\x00"} {
-		for _, oid := range []uint32{oidBool, oidInt2, oidInt8, oidFloat8, oidTimestampTZ, oidDate, 1007, 1009, 1000, 26} {
+		"{1,2,NULL}", `{"a b",c}`, "{t,f}", "{{1}}", "héllo", "\x00", "1 year 2 mons -3 days 04:05:06.5", "P1Y2M3DT4H5M6.5S",
+		"24:00:00", "2024-01-02 03:04 Europe/Paris", "{2024-01-02,NULL}", "@ 1 hour ago"} {
+		for _, oid := range []uint32{oidBool, oidInt2, oidInt8, oidFloat8, oidTimestampTZ, oidDate, 1083, 1186, 1182, 1187, 1007, 1009, 1000, 26} {
 			f.Add(oid, FormatText, []byte(s))
 		}
 	}

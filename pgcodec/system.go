@@ -17,6 +17,14 @@ import (
 // planner.planCatalogQuery.)
 
 func pgTypeLen(t catalog.Type) int16 {
+	switch t {
+	case catalog.Date:
+		return 4
+	case catalog.Time, catalog.TimestampTZ:
+		return 8
+	case catalog.Interval:
+		return 16
+	}
 	if t.OidLike() {
 		return 4
 	}
@@ -29,6 +37,9 @@ func pgTypeLen(t catalog.Type) int16 {
 func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 	if out, ok := appendTextBlob(b, t, v); ok {
 		return out, nil
+	}
+	if out, ok, err := appendTextDatetime(b, t, v); ok {
+		return out, err
 	}
 	switch {
 	case t.OidLike():
@@ -63,6 +74,9 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 	if out, ok := appendBinaryBlob(b, t, v); ok {
 		return out, nil
+	}
+	if out, ok, err := appendBinaryDatetime(b, t, v); ok {
+		return out, err
 	}
 	switch {
 	case t.OidLike():
@@ -137,6 +151,9 @@ var pgParamTypes = map[uint32]catalog.Type{
 }
 
 func pgParamType(oid uint32) (catalog.Type, bool) {
+	if t, ok := datetimeOIDs[oid]; ok {
+		return t, true
+	}
 	t, ok := pgParamTypes[oid]
 	return t, ok
 }
@@ -144,6 +161,10 @@ func pgParamType(oid uint32) (catalog.Type, bool) {
 func decodeTextPG(t catalog.Type, s string) (any, error) {
 	if isBlobType(t) {
 		return castTextBlob(s, t)
+	}
+	if IsDatetime(t) || t.IsArray() && IsDatetime(t.Elem()) {
+		v, _, err := ParseText(t, s, nil)
+		return v, err
 	}
 	if t == catalog.Oid {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
@@ -162,6 +183,9 @@ func decodeTextPG(t catalog.Type, s string) (any, error) {
 func decodeBinaryPG(t catalog.Type, b []byte) (any, error) {
 	if isBlobType(t) {
 		return decodeBinaryBlob(t, b)
+	}
+	if IsDatetime(t) {
+		return decodeBinaryDatetime(t, b)
 	}
 	if t == catalog.Oid {
 		if len(b) != 4 {

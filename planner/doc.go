@@ -21,6 +21,13 @@
 // operator or function) and 42803 (grouping) errors arise, with the
 // position of the offending expression.
 //
+// The date and time types (datetime.go) follow Postgres's pg_operator
+// and pg_cast: DATE, TIMESTAMP and TIMESTAMPTZ compare with each other
+// through implicit casts, an untyped literal opposite an interval or a
+// timestamp in + is an interval, and casts whose result depends on the
+// session's TimeZone (text or TIMESTAMP to TIMESTAMPTZ and back) are
+// never folded at plan time, as the plan does not know the zone.
+//
 // Grouped queries are bound twice over: the select list is bound over the
 // input row with aggregate calls collected into AggSpecs, then lifted onto
 // the aggregated row (group values, then aggregate results). A

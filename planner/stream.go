@@ -360,7 +360,8 @@ func checkColumnNames(cols []catalog.Column, items []sql.SelectItem, what string
 // t (serde's Kafka serializers).
 func kafkaKeyType(t catalog.Type) bool {
 	switch t {
-	case catalog.Varchar, catalog.Int, catalog.BigInt, catalog.Double, catalog.Boolean, catalog.Timestamp:
+	case catalog.Varchar, catalog.Int, catalog.BigInt, catalog.Double, catalog.Boolean, catalog.Timestamp,
+		catalog.UUID, catalog.Bytea: // the UUID as its text, as Kafka's UUIDSerializer writes it
 		return true
 	}
 	return false

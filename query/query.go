@@ -451,7 +451,7 @@ func appendKey(b *strings.Builder, v any) {
 		}
 		b.WriteByte(']')
 	default:
-		if !appendBlobKey(b, v) {
+		if !appendBlobKey(b, v) && !appendDatetimeKey(b, v) {
 			b.WriteString("?")
 		}
 	}

@@ -18,6 +18,10 @@
 //	BOOLEAN    1 byte, 0 or 1 (BooleanSerializer, Kafka 3.5+)
 //	TIMESTAMP  8 bytes, big-endian epoch milliseconds
 //
+// DATE, TIME, TIMESTAMPTZ and INTERVAL keys are refused in this format
+// (a view keyed by one writes JSON keys), as ksqlDB's KAFKA format
+// refuses the types it lacks.
+//
 // ksqlDB's KAFKA format has no TIMESTAMP; basin writes it as a BIGINT of
 // epoch milliseconds, the convention of Kafka record timestamps, so the
 // microseconds of a timestamp key are truncated (floored). A key with
@@ -38,6 +42,8 @@
 //	           milliseconds or from an RFC 3339 / ISO 8601 string
 //	DOUBLE     a JSON number; NaN and ±Inf, which JSON cannot carry, as the
 //	           strings "NaN", "Infinity" and "-Infinity", which read back
+//	DATE, TIME, TIMESTAMPTZ, INTERVAL
+//	           ISO text, read also from numbers (json_datetime.go)
 //
 // # Layout
 //

@@ -1,6 +1,9 @@
 package sql
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/basindb/basin/internal/pgerr"
@@ -211,6 +214,10 @@ func (sp *stmtParser) parseSet(i int) (Statement, error) {
 		if t := c.tok(); t.isWord("interval") {
 			return nil, unsupported(sp.charPos(t.pos), "SET TIME ZONE INTERVAL is not supported")
 		}
+		if z, ok := numericZone(c); ok {
+			s.Value = z
+			return s, c.end()
+		}
 		return sp.setValue(c, s)
 	case c.words("names"):
 		s.Name = "client_encoding"
@@ -258,6 +265,41 @@ func (sp *stmtParser) parseSet(i int) (Statement, error) {
 
 // setValue reads the value list of a SET. An unquoted word folds to
 // lower case like any identifier (SET datestyle = ISO gives iso).
+// numericZone reads SET TIME ZONE's number of hours east of UTC (-5,
+// 5.5) as the POSIX zone Postgres names it: <-05>+05, <+05:30>-05:30.
+func numericZone(c *cursor) (string, bool) {
+	k := c.k
+	sign := 1.0
+	if t := c.sp.toks[k]; t.isOp("-") || t.isOp("+") {
+		if t.isOp("-") {
+			sign = -1
+		}
+		k++
+	}
+	t := c.sp.toks[k]
+	if t.kind != tokNumber {
+		return "", false
+	}
+	h, err := strconv.ParseFloat(t.val, 64)
+	if err != nil || h > 24*7 {
+		return "", false
+	}
+	secs := int(math.Round(sign * h * 3600))
+	off := func(s int) string {
+		sg := '+'
+		if s < 0 {
+			sg, s = '-', -s
+		}
+		out := fmt.Sprintf("%c%02d", sg, s/3600)
+		if s%3600 != 0 {
+			out += fmt.Sprintf(":%02d", s/60%60)
+		}
+		return out
+	}
+	c.k = k + 1
+	return "<" + off(secs) + ">" + off(-secs), true
+}
+
 func (sp *stmtParser) setValue(c *cursor, s *Set) (Statement, error) {
 	var vals []string
 	for {
