@@ -97,6 +97,9 @@ func AppendKeyValue(dst []byte, v any) ([]byte, error) {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(v.Unix())^signBit)
 		return binary.BigEndian.AppendUint32(dst, uint32(v.Nanosecond())), nil
 	}
+	if out, ok := appendKeyDatetime(dst, v); ok {
+		return out, nil
+	}
 	return dst, fmt.Errorf("%w: %T", ErrUnsupportedType, v)
 }
 
@@ -199,6 +202,9 @@ func DecodeKeyValue(b []byte) (v any, rest []byte, err error) {
 			return nil, nil, fmt.Errorf("%w: timestamp nanoseconds %d out of range", ErrBadEncoding, nsec)
 		}
 		return time.Unix(sec, int64(nsec)).UTC(), b[12:], nil
+	}
+	if v, rest, ok, err := decodeKeyDatetime(tag, b); ok {
+		return v, rest, err
 	}
 	return nil, nil, fmt.Errorf("%w: unknown key tag %#02x", ErrBadEncoding, tag)
 }

@@ -98,7 +98,10 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 				dst = binary.AppendUvarint(dst, uint64(nsec))
 			}
 		default:
-			return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
+			var ok bool
+			if dst, ok = appendRowDatetime(dst, v); !ok {
+				return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
+			}
 		}
 	}
 	return dst, nil
@@ -208,7 +211,15 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 			dst = append(dst, time.Unix(sec, int64(nsec)).UTC())
 			b = b[k+k2:]
 		default:
-			return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			v, k, ok, err := decodeRowDatetime(tag, b)
+			if !ok {
+				return nil, fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("column %d: %w", i, err)
+			}
+			dst = append(dst, v)
+			b = b[k:]
 		}
 	}
 	if len(b) != 0 && !limited {
@@ -228,6 +239,9 @@ const (
 	RowFloat
 	RowString
 	RowTime
+	// RowOther is a value of another type (DATE, TIME, INTERVAL), boxed
+	// in Value.
+	RowOther
 )
 
 // RowValue is one value of an encoded row, as VisitRowPrefix hands it
@@ -239,6 +253,7 @@ type RowValue struct {
 	Float float64
 	Bytes []byte
 	Time  time.Time
+	Value any
 }
 
 // VisitRowPrefix calls fn with each of the first limit values of the
@@ -313,7 +328,15 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 			v.Kind, v.Time = RowTime, time.Unix(sec, int64(nsec)).UTC()
 			b = b[k+k2:]
 		default:
-			return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			x, k, ok, err := decodeRowDatetime(tag, b)
+			if !ok {
+				return int(i), fmt.Errorf("%w: unknown row tag %#02x at column %d", ErrBadEncoding, tag, i)
+			}
+			if err != nil {
+				return int(i), fmt.Errorf("column %d: %w", i, err)
+			}
+			v.Kind, v.Value = RowOther, x
+			b = b[k:]
 		}
 		if err := fn(int(i), v); err != nil {
 			return int(i), err

@@ -56,7 +56,7 @@ func decodeText(oid uint32, s string) (any, error) {
 		return parseInt(oid, s)
 	case oidFloat4, oidFloat8, oidNumeric:
 		return parseFloat(oid, s)
-	case oidTimestamp, oidTimestampTZ, oidDate:
+	case oidTimestamp:
 		return parseTimestamp(oid, s)
 	}
 	// text, varchar, bpchar, name, unknown. A NUL cannot be in a text

@@ -73,7 +73,7 @@ func ParamType(oid uint32) (t catalog.Type, ok bool) {
 		return catalog.Double, true
 	case oidText, oidVarchar, oidBPChar, oidName:
 		return catalog.Varchar, true
-	case oidTimestamp, oidTimestampTZ, oidDate:
+	case oidTimestamp:
 		return catalog.Timestamp, true
 	}
 	return pgParamType(oid)

@@ -20,6 +20,16 @@ func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
 	if b == nil {
 		return nil, true
 	}
+	if t, ok := datetimeOIDs[oid]; ok && IsDatetime(t) {
+		var v any
+		var err error
+		if format == FormatText {
+			v, _, err = ParseText(t, string(b), nil)
+		} else {
+			v, err = decodeBinaryDatetime(t, b)
+		}
+		return v, err == nil
+	}
 	if format == FormatText {
 		switch oid {
 		case oidText, oidVarchar, oidName:

@@ -17,6 +17,14 @@ import (
 // planner.planCatalogQuery.)
 
 func pgTypeLen(t catalog.Type) int16 {
+	switch t {
+	case catalog.Date:
+		return 4
+	case catalog.Time, catalog.TimestampTZ:
+		return 8
+	case catalog.Interval:
+		return 16
+	}
 	if t.OidLike() {
 		return 4
 	}
@@ -24,6 +32,9 @@ func pgTypeLen(t catalog.Type) int16 {
 }
 
 func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
+	if out, ok, err := appendTextDatetime(b, t, v); ok {
+		return out, err
+	}
 	switch {
 	case t.OidLike():
 		if x, ok := v.(int64); ok {
@@ -55,6 +66,9 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 // uint32, arrays and vectors array_send's format (dimensions, element
 // oid, then each element's length and binary value).
 func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
+	if out, ok, err := appendBinaryDatetime(b, t, v); ok {
+		return out, err
+	}
 	switch {
 	case t.OidLike():
 		if x, ok := v.(int64); ok {
@@ -128,11 +142,18 @@ var pgParamTypes = map[uint32]catalog.Type{
 }
 
 func pgParamType(oid uint32) (catalog.Type, bool) {
+	if t, ok := datetimeOIDs[oid]; ok {
+		return t, true
+	}
 	t, ok := pgParamTypes[oid]
 	return t, ok
 }
 
 func decodeTextPG(t catalog.Type, s string) (any, error) {
+	if IsDatetime(t) || t.IsArray() && IsDatetime(t.Elem()) {
+		v, _, err := ParseText(t, s, nil)
+		return v, err
+	}
 	if t == catalog.Oid {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
 		if err != nil {
@@ -148,6 +169,9 @@ func decodeTextPG(t catalog.Type, s string) (any, error) {
 // each dimension's length and lower bound, then each element's length
 // and bytes).
 func decodeBinaryPG(t catalog.Type, b []byte) (any, error) {
+	if IsDatetime(t) {
+		return decodeBinaryDatetime(t, b)
+	}
 	if t == catalog.Oid {
 		if len(b) != 4 {
 			return nil, fmt.Errorf("a binary oid is 4 bytes, this one is %d", len(b))

@@ -349,7 +349,7 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 		}
 		if !ref.typ.Storable() {
 			return nil, unsupported(sp.charPos(toks[a+1].pos), "type %s is not supported in a stream or table", strings.ToLower(ref.typ.String())).
-				WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, VARCHAR and TIMESTAMP.")
+				WithHint("%s", SupportedTypesHint)
 		}
 		if ref.end > b {
 			return nil, sp.syntaxErr(toks[b])

@@ -3,6 +3,7 @@ package sql
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -480,7 +481,7 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, unsupported(pos, "LATERAL is not supported")
 	case "at":
 		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
-			return 0, unsupported(pos, "AT TIME ZONE is not supported")
+			return rw.atTimeZone(i)
 		}
 	case "row":
 		if next.isOp("(") {
@@ -705,6 +706,7 @@ func (rw *rewriter) specialCall(i, j int) (next int, ok bool, err error) {
 var typeLiteralStarts = map[string]bool{
 	"double": true, "character": true, "char": true, "national": true, "timestamp": true,
 	"time": true, "bit": true, "pg_catalog": true, "varchar": true, "numeric": true, "decimal": true,
+	"interval": true,
 }
 
 func isComparison(t token) bool {
@@ -848,12 +850,52 @@ func (rw *rewriter) castCall(i, j int) (int, error) {
 func (rw *rewriter) typedLiteral(i int, ref typeRef) int {
 	t := rw.sp.toks[i]
 	s := rw.sp.toks[ref.end]
+	val, end := s.val, ref.end+1
+	if ref.typ == catalog.Interval {
+		val, end = rw.intervalQualifier(val, end)
+	}
 	rw.add(outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: t.pos, origEnd: t.end,
 		cast: &castInfo{typ: ref.typ, pos: t.pos}})
 	rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
-	rw.addTok(s, stringTiDB(s.val), itemOperand)
+	rw.addTok(s, stringTiDB(val), itemOperand)
 	rw.add(outItem{text: ")", kind: itemClose, orig: s.pos, origEnd: s.end})
-	return ref.end + 1
+	return end
+}
+
+// intervalFields are the field words an interval literal's qualifier
+// may name: INTERVAL '3' DAY, INTERVAL '1:30' HOUR TO MINUTE.
+var intervalFields = map[string]bool{
+	"year": true, "month": true, "day": true, "hour": true, "minute": true, "second": true,
+}
+
+// intervalQualifier reads the qualifier after INTERVAL '...' at toks[j]:
+// a bare number in the string counts the first field's units ('3' DAY is
+// 3 days), as Postgres reads it; other text keeps its own units. It
+// returns the string to cast and the index after the qualifier.
+func (rw *rewriter) intervalQualifier(val string, j int) (string, int) {
+	toks := rw.sp.toks
+	if !(toks[j].kind == tokIdent && intervalFields[toks[j].val]) {
+		return val, j
+	}
+	unit := toks[j].val
+	j++
+	if toks[j].isOp("(") { // SECOND(3)
+		if k, err := rw.sp.typeModifiers(j); err == nil {
+			j = k
+		}
+	}
+	if toks[j].isWord("to") && toks[j+1].kind == tokIdent && intervalFields[toks[j+1].val] {
+		j += 2
+		if toks[j].isOp("(") {
+			if k, err := rw.sp.typeModifiers(j); err == nil {
+				j = k
+			}
+		}
+	}
+	if _, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+		val = strings.TrimSpace(val) + " " + unit
+	}
+	return val, j
 }
 
 // castOp rewrites x::type (the :: at toks[i]) by wrapping the operand
@@ -877,6 +919,43 @@ func (rw *rewriter) castOp(i int) (int, error) {
 	rw.out = slices.Insert(rw.out, start, fn, open)
 	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
 	return ref.end, nil
+}
+
+// AtTimeZoneFunc is the function x AT TIME ZONE z is rewritten to, with
+// its operands in that order (timezone(z, x) takes them reversed).
+const AtTimeZoneFunc = "basin_at_time_zone"
+
+// atTimeZone rewrites x AT TIME ZONE z (AT at toks[i]) to a call of
+// AtTimeZoneFunc: AT binds tighter than arithmetic, so x is the operand
+// already written, and z one token (a string, a column or a parameter).
+func (rw *rewriter) atTimeZone(i int) (int, error) {
+	sp := rw.sp
+	t := sp.toks[i]
+	start := rw.operandStart()
+	if start < 0 {
+		return 0, sp.syntaxErr(t)
+	}
+	first := rw.out[start]
+	fn := outItem{text: quoteTiDB(AtTimeZoneFunc), kind: itemFunc, orig: first.orig, origEnd: first.origEnd}
+	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
+	rw.out = slices.Insert(rw.out, start, fn, open)
+	rw.addTok(t, ",", itemOther)
+	z := sp.toks[i+3]
+	switch z.kind {
+	case tokString:
+		rw.addTok(z, stringTiDB(z.val), itemOperand)
+	case tokParam:
+		rw.add(outItem{text: "?", kind: itemOperand, orig: z.pos, origEnd: z.end, param: z.param})
+	case tokIdent, tokQuotedIdent:
+		if reservedWords[z.val] && z.kind == tokIdent {
+			return 0, sp.syntaxErr(z)
+		}
+		rw.addTok(z, quoteTiDB(z.val), itemOperand)
+	default:
+		return 0, sp.syntaxErr(z)
+	}
+	rw.add(outItem{text: ")", kind: itemClose, orig: z.pos, origEnd: z.end})
+	return i + 4, nil
 }
 
 // operandStart returns the index in rw.out where the operand ending at

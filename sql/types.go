@@ -18,8 +18,7 @@ type typeRef struct {
 // unsupportedTypes are type names Postgres (or ksqlDB) knows and basin
 // does not; naming one is a 0A000, not a 42704.
 var unsupportedTypes = map[string]bool{
-	"date": true, "time": true, "time with time zone": true, "time without time zone": true,
-	"timetz": true, "timestamptz": true, "timestamp with time zone": true, "interval": true,
+	"time with time zone": true, "timetz": true,
 	"json": true, "jsonb": true, "bytea": true, "bytes": true, "uuid": true, "money": true,
 	"inet": true, "cidr": true, "macaddr": true, "bit": true, "bit varying": true, "varbit": true,
 	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
@@ -128,11 +127,15 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	pos := sp.charPos(first.pos)
 	if unsupportedTypes[name] {
 		return typeRef{end: j}, unsupported(pos, "type %s is not supported", name).
-			WithHint("basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, VARCHAR and TIMESTAMP.")
+			WithHint("%s", SupportedTypesHint)
 	}
 	return typeRef{end: j}, &pgerr.Error{Code: pgerr.UndefinedObject,
 		Message: "type \"" + name + "\" does not exist", Position: pos}
 }
+
+// SupportedTypesHint is the hint of an error naming a type basin does not
+// support.
+const SupportedTypesHint = "basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, NUMERIC, VARCHAR, TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, UUID, JSONB, JSON and BYTEA."
 
 // systemTypes are the Postgres system types basin knows in casts (x::oid,
 // 'orders'::regclass, x::text[]), but which no stream, table or view
