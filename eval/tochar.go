@@ -392,9 +392,14 @@ func toCharNumber(v float64, tmpl string) string {
 	// by default, '-' or '+' for a leading S, '<' or a blank for PR.
 	// MI, PL, SG and a trailing S write it where they stand.
 	firstDigit := strings.IndexAny(upper, "09")
-	leadingS := strings.IndexByte(upper, 'S') >= 0 && strings.IndexByte(upper, 'S') < firstDigit && !strings.Contains(upper, "SG")
+	sAt := strings.IndexByte(upper, 'S')
+	leadingS := sAt >= 0 && sAt < firstDigit && !strings.Contains(upper, "SG")
 	pr := strings.Contains(upper, "PR")
-	floating := !explicitSign || leadingS || pr
+	// MI writes the minus itself but keeps the blank slot; PL writes
+	// the plus and leaves the minus to the slot.
+	blankSlot := strings.Contains(upper, "MI")
+	pl := strings.Contains(upper, "PL")
+	floating := !explicitSign && !blankSlot || leadingS || pr || pl
 	var b strings.Builder
 	signDone := false
 	writeSign := func() {
@@ -409,7 +414,7 @@ func toCharNumber(v float64, tmpl string) string {
 			b.WriteByte('+')
 		case pr && neg:
 			b.WriteByte('<')
-		case neg && !pr:
+		case neg && !pr && !blankSlot:
 			b.WriteByte('-')
 		case !fm:
 			b.WriteByte(' ')

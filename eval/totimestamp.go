@@ -6,7 +6,7 @@ package eval
 // pattern's width of digits (all the digits there are when nothing but
 // a separator follows); a separator in the template skips one separator
 // in the input, a space any run of spaces; quoted text skips as many
-// characters. Missing fields default to 0001-01-01 00:00:00.
+// characters. Missing fields default to 0001-01-01 BC 00:00:00.
 
 import (
 	"strconv"
@@ -36,7 +36,8 @@ var inputPatterns = []string{
 }
 
 func parseTemplate(input, tmpl string) (*parsedTime, error) {
-	p := &parsedTime{input: input, year: 1, month: 1, day: 1, pm: -1}
+	// Postgres's default year is 0, which is 1 BC.
+	p := &parsedTime{input: input, year: 0, month: 1, day: 1, pm: -1}
 	in := input
 	bad := func(format string, args ...any) *pgerr.Error {
 		return pgerr.New(pgerr.InvalidDatetimeFormat, format, args...)
