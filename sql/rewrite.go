@@ -424,11 +424,14 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		}
 	case "filter":
 		if next.isOp("(") && prev.isOp(")") {
-			return 0, unsupported(pos, "aggregate FILTER clauses are not supported")
+			return rw.aggFilter(i, j)
 		}
 	case "within":
+		if next.isWord("group") && prev.isOp(")") {
+			return rw.withinGroup(i, j)
+		}
 		if next.isWord("group") {
-			return 0, unsupported(pos, "WITHIN GROUP is not supported")
+			return 0, unsupported(pos, "WITHIN GROUP is not supported here")
 		}
 	case "similar":
 		return 0, unsupported(pos, "SIMILAR TO is not supported")
@@ -526,6 +529,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, sp.syntaxErr(t)
 	}
 	if next.isOp("(") && !prev.isWord("into") {
+		if n, ok, err := rw.orderedCall(i, j); ok || err != nil {
+			return n, err
+		}
 		if specialCalls[t.val] {
 			if n, ok, err := rw.specialCall(i, j); ok || err != nil {
 				return n, err
