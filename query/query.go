@@ -420,12 +420,16 @@ type blockOp struct {
 	groups  []eval.Expr
 	aggArgs []eval.Expr
 	aggArg2 []eval.Expr
-	having  eval.Expr
-	winArgs [][]eval.Expr
-	winPart [][]eval.Expr
-	winOrd  [][]eval.Expr
-	output  []eval.Expr
-	order   []eval.Expr
+	// aggFilter and aggOrder are each aggregate's FILTER condition
+	// (nil for none) and ORDER BY keys.
+	aggFilter []eval.Expr
+	aggOrder  [][]eval.Expr
+	having    eval.Expr
+	winArgs   [][]eval.Expr
+	winPart   [][]eval.Expr
+	winOrd    [][]eval.Expr
+	output    []eval.Expr
+	order     []eval.Expr
 }
 
 func compileBlock(p *planner.BlockRel) *blockOp {
@@ -455,6 +459,16 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 		}
 		o.aggArgs = append(o.aggArgs, arg)
 		o.aggArg2 = append(o.aggArg2, arg2)
+		var filter eval.Expr
+		if a.Filter != nil {
+			filter = eval.Compile(a.Filter)
+		}
+		var keys []eval.Expr
+		for _, k := range a.Order {
+			keys = append(keys, eval.Compile(k.Expr))
+		}
+		o.aggFilter = append(o.aggFilter, filter)
+		o.aggOrder = append(o.aggOrder, keys)
 	}
 	if p.Having != nil {
 		o.having = eval.Compile(p.Having)
@@ -647,6 +661,15 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 			groups[k] = g
 		}
 		for i, st := range g.states {
+			if f := o.aggFilter[i]; f != nil {
+				ok, err := f(r, env)
+				if err != nil {
+					return nil, err
+				}
+				if !eval.Truthy(ok) {
+					continue
+				}
+			}
 			var v, v2 any = true, nil
 			if o.aggArgs[i] != nil {
 				if v, err = o.aggArgs[i](r, env); err != nil {
@@ -657,6 +680,14 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 				if v2, err = o.aggArg2[i](r, env); err != nil {
 					return nil, err
 				}
+			}
+			if len(o.aggOrder[i]) > 0 {
+				keys, err := eval.EvalAll(o.aggOrder[i], r, env)
+				if err != nil {
+					return nil, err
+				}
+				st.addOrdered(v, v2, keys)
+				continue
 			}
 			if err := st.add(v, v2); err != nil {
 				return nil, err
@@ -671,7 +702,11 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 		row := make(catalog.Row, 0, len(g.vals)+len(g.states))
 		row = append(row, g.vals...)
 		for _, st := range g.states {
-			row = append(row, st.result())
+			res, err := st.finish()
+			if err != nil {
+				return nil, err
+			}
+			row = append(row, res)
 		}
 		if o.having != nil {
 			ok, err := o.having(row, env)
@@ -689,7 +724,13 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env) ([]catalog.Row, e
 
 // aggState is one aggregate's running state in a catalog query.
 type aggState struct {
-	spec  planner.AggSpec
+	spec planner.AggSpec
+	// entries are the rows of an aggregate with an ORDER BY, kept
+	// until the group ends (aggfuncs.go).
+	entries []orderedEntry
+	// m, m2 are the running mean and sum of squared deviations of the
+	// statistical aggregates.
+	m, m2 float64
 	n     int64
 	sum   any
 	fsum  float64
@@ -760,6 +801,8 @@ func (st *aggState) add(v, v2 any) error {
 		st.b = (st.b == nil || st.b == true) && v == true
 	case "bool_or":
 		st.b = st.b == true || v == true
+	default:
+		st.addStat(v)
 	}
 	return nil
 }
