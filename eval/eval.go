@@ -10,6 +10,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
 )
@@ -34,6 +35,9 @@ type Env struct {
 	// QueryMemory is basin.query_memory: the most a pull query may hold
 	// for ORDER BY, GROUP BY and DISTINCT (53200 past it); 0 is none.
 	QueryMemory int64
+	// Loc is the session's TimeZone, which casts to and from
+	// TIMESTAMPTZ and its arithmetic read; nil is UTC (Location).
+	Loc *time.Location
 
 	// ctx is the context of the statement being evaluated, for
 	// functions that wait (pg_sleep) and loops that check for a cancel.
@@ -139,6 +143,9 @@ func Compile(s planner.Scalar) Expr {
 			if v == nil || t == catalog.Unknown {
 				return v, nil
 			}
+			if s, ok := v.(string); ok && t == catalog.TimestampTZ {
+				return pgcodec.ParseTimestampTZ(s, env.Location())
+			}
 			return planner.ConvertValue(v, t)
 		}
 	case *planner.Unary:
@@ -169,10 +176,15 @@ func Compile(s planner.Scalar) Expr {
 				return -v, nil
 			case float64:
 				return -v, nil
+			case catalog.IntervalVal:
+				return negateInterval(v)
 			}
 			return nil, pgerr.New(pgerr.DatatypeMismatch, "cannot negate %T", v)
 		}
 	case *planner.Binary:
+		if planner.IsDatetimeArith(s) {
+			return compileDatetimeArith(s)
+		}
 		return compileBinary(s)
 	case *planner.IsNull:
 		x, not := Compile(s.X), s.Not
@@ -220,6 +232,9 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Cast:
 		x, t := Compile(s.X), s.T
+		if from := s.X.Type(); planner.IsDatetime(from) || planner.IsDatetime(t) {
+			return compileDatetimeCast(x, from, t)
+		}
 		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
 			if v == nil || err != nil {
@@ -481,7 +496,8 @@ func Compare(a, b any) int {
 			return x.Compare(y)
 		}
 	}
-	return 0
+	c, _ := compareDatetime(a, b)
+	return c
 }
 
 func cmp3(less, greater bool) int {

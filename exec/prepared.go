@@ -501,6 +501,12 @@ func typeOfValue(v any) catalog.Type {
 		return catalog.Double
 	case string:
 		return catalog.Varchar
+	case catalog.DateVal:
+		return catalog.Date
+	case catalog.TimeOfDay:
+		return catalog.Time
+	case catalog.IntervalVal:
+		return catalog.Interval
 	}
 	if v == nil {
 		return catalog.Unknown

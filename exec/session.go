@@ -264,7 +264,7 @@ func (s *Session) statement() (*eval.Env, *pull.ReadOptions) {
 func (s *Session) fillEnv(env *eval.Env, opts *pull.ReadOptions) {
 	d := s.derivedSettings()
 	*env = eval.Env{User: s.user, Database: s.db, PID: s.pid, Now: time.Now().UTC().Truncate(time.Microsecond),
-		Version: versionText, Session: s, Backends: s.e.Backends, QueryMemory: d.queryMemory}
+		Version: versionText, Session: s, Backends: s.e.Backends, QueryMemory: d.queryMemory, Loc: d.loc}
 	if opts == nil {
 		return
 	}

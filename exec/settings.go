@@ -13,6 +13,7 @@ import (
 	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/query"
 	"github.com/basindb/basin/sql"
 )
@@ -129,6 +130,19 @@ func normalizeSetting(name, v string) (string, error) {
 		if _, err := materialize.ParsePosition(v); err != nil {
 			return "", invalid("Give a position token as a read or write returned it (the _position pseudo-column).")
 		}
+	case "timezone":
+		loc, ok := pgcodec.ParseZone(v)
+		if !ok {
+			return "", pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v).
+				WithHint("Give a zone name of the IANA database (Europe/Paris, America/New_York, UTC) or a POSIX offset (+02 is two hours west of UTC).")
+		}
+		if name := loc.String(); name != "UTC" && name != "Local" && !strings.ContainsAny(v, "+-0123456789") {
+			return name, nil // the database's spelling: europe/paris → Europe/Paris
+		}
+		if loc == time.UTC && strings.EqualFold(strings.TrimSpace(v), "utc") {
+			return "UTC", nil
+		}
+		return v, nil
 	case "datestyle":
 		// basin writes dates in ISO only; the field order is accepted
 		// and shown, as drivers check DateStyle starts with ISO.
@@ -324,6 +338,8 @@ type derived struct {
 	// basin.query_memory, maxPrepared basin.max_prepared_statements.
 	maxStatementBytes, queryMemory int64
 	maxPrepared                    int
+	// loc is TimeZone's location.
+	loc *time.Location
 }
 
 // derivedSettings are the settings every statement reads, parsed once per
@@ -363,6 +379,10 @@ func (s *Session) derivedSettings() *derived {
 		d.queryMemory = defaultQueryMemory
 		if n, err := parseBytes(s.vars[settingQueryMemory]); err == nil {
 			d.queryMemory = n
+		}
+		d.loc = time.UTC
+		if loc, ok := pgcodec.ParseZone(s.vars["timezone"]); ok {
+			d.loc = loc
 		}
 		d.maxPrepared = defaultMaxPrepared
 		if n, err := strconv.Atoi(s.vars[settingMaxPrepared]); err == nil {

@@ -76,7 +76,7 @@ func connect(t testing.TB, addr string, mod ...func(*pgx.ConnConfig)) *pgx.Conn 
 // queryText runs a query and renders its rows one per line, values
 // separated by "|", NULL as NULL.
 func queryText(ctx context.Context, conn *pgx.Conn, q string, colnames bool) (string, error) {
-	rows, err := conn.Query(ctx, q)
+	rows, err := conn.Query(ctx, q, textResults)
 	if err != nil {
 		return "", err
 	}
@@ -95,12 +95,24 @@ func queryText(ctx context.Context, conn *pgx.Conn, q string, colnames bool) (st
 			return "", err
 		}
 		parts := make([]string, len(vals))
+		raw := rows.RawValues()
 		for i, v := range vals {
 			parts[i] = formatTestValue(v)
+			if _, ok := textResults[rows.FieldDescriptions()[i].DataTypeOID]; ok && raw[i] != nil {
+				parts[i] = string(raw[i]) // Postgres's text, as psql shows it
+			}
 		}
 		b.WriteString(strings.Join(parts, "|") + "\n")
 	}
 	return b.String(), rows.Err()
+}
+
+// textResults are the types whose values a logic test shows as the
+// server writes them in text: the date and time types, whose text
+// depends on the session's TimeZone and IntervalStyle.
+var textResults = pgx.QueryResultFormatsByOID{
+	1082: pgx.TextFormatCode, 1083: pgx.TextFormatCode, 1184: pgx.TextFormatCode, 1186: pgx.TextFormatCode,
+	1182: pgx.TextFormatCode, 1183: pgx.TextFormatCode, 1185: pgx.TextFormatCode, 1187: pgx.TextFormatCode,
 }
 
 func formatTestValue(v any) string {

@@ -1,12 +1,14 @@
 package pgcodec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -28,10 +30,10 @@ const (
 	// binary dates.
 	epochDays = EpochUnix / 86400
 
-	// maxDateVal and minDateVal bound DATE as Postgres does (4713-11-24
-	// BC to 5874897-12-31).
+	// maxDateVal and minDateVal bound DATE as Postgres does (4714-11-24
+	// BC to 5874897-12-31), in days since 1970-01-01.
 	minDateVal = -2440588
-	maxDateVal = 2145031948
+	maxDateVal = 2145042905
 )
 
 // datetimeOIDs are the OIDs of the four types, for parameters and peers.
@@ -330,6 +332,10 @@ func badDatetime(t catalog.Type, s string) *pgerr.Error {
 	return pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %q", t.SQLName(), s)
 }
 
+func badZone(z string) *pgerr.Error {
+	return pgerr.New(pgerr.InvalidParameterValue, "time zone %q not recognized", z)
+}
+
 func outOfRange(s string) *pgerr.Error {
 	return pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
 }
@@ -349,8 +355,9 @@ type dtFields struct {
 	hasOff         bool
 	loc            *time.Location // a named zone, when not nil
 	bc             bool
-	hasOtherZone   bool
 	timeOutOfRange bool
+	// badZone is a zone name the zone database lacks.
+	badZone string
 }
 
 // parseDatetime reads ISO date/time text: a date (YYYY-MM-DD, or
@@ -372,10 +379,10 @@ func parseDatetime(s string) (f dtFields, ok bool) {
 		if hasLetter(word) && !(word[0] >= '0' && word[0] <= '9') && word[0] != '+' && word[0] != '-' {
 			if strings.EqualFold(word, "UTC") || strings.EqualFold(word, "GMT") {
 				f.loc = time.UTC
-			} else if loc, err := time.LoadLocation(word); err == nil {
+			} else if loc, ok := ParseZone(word); ok {
 				f.loc = loc
 			} else {
-				return f, false
+				f.badZone = strings.ToLower(word)
 			}
 			w = strings.TrimSpace(w[:i])
 		}
@@ -469,16 +476,10 @@ func parseClock(c string) (us int64, inRange, ok bool) {
 }
 
 // roundFraction returns the decimal fraction digits fr as microseconds,
-// rounded half away from zero as Postgres rounds to microseconds.
+// rounded as Postgres rounds them (rint: half to even).
 func roundFraction(fr string) int64 {
-	for len(fr) < 7 {
-		fr += "0"
-	}
-	n, _ := strconv.ParseInt(fr[:6], 10, 64)
-	if fr[6] >= '5' {
-		n++
-	}
-	return n
+	f, _ := strconv.ParseFloat("0."+fr, 64)
+	return int64(math.RoundToEven(f * 1e6))
 }
 
 func allDigits(s string) bool {
@@ -535,6 +536,9 @@ func ParseDate(s string) (catalog.DateVal, error) {
 	if !ok || !f.hasDate {
 		return 0, badDatetime(catalog.Date, s)
 	}
+	if f.badZone != "" {
+		return 0, badZone(f.badZone)
+	}
 	if f.timeOutOfRange {
 		return 0, outOfRange(s)
 	}
@@ -564,6 +568,9 @@ func ParseTime(s string) (catalog.TimeOfDay, error) {
 	if !ok || !f.hasTime {
 		return 0, badDatetime(catalog.Time, s)
 	}
+	if f.badZone != "" {
+		return 0, badZone(f.badZone)
+	}
 	if f.timeOutOfRange {
 		return 0, outOfRange(s)
 	}
@@ -580,6 +587,9 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 	f, ok := parseDatetime(s)
 	if !ok || !f.hasDate {
 		return time.Time{}, badDatetime(catalog.TimestampTZ, s)
+	}
+	if f.badZone != "" {
+		return time.Time{}, badZone(f.badZone)
 	}
 	if f.timeOutOfRange {
 		return time.Time{}, outOfRange(s)
@@ -601,15 +611,39 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 }
 
 // InZone returns the instant whose wall clock in loc is wall's in UTC:
-// timestamp → timestamptz. A wall time a daylight saving change skips is
-// read with the offset before the change, as Postgres reads it.
+// timestamp → timestamptz. As in Postgres, a wall time a change of
+// offset skips (spring forward) is read with the offset before the
+// change, and one it repeats (fall back) with the offset after it: in
+// both cases the smaller offset.
 func InZone(wall time.Time, loc *time.Location) time.Time {
 	if loc == nil || loc == time.UTC {
 		return wall
 	}
-	y, m, d := wall.Date()
-	h, mi, sec := wall.Clock()
-	return time.Date(y, m, d, h, mi, sec, wall.Nanosecond(), loc).UTC()
+	offAt := func(t time.Time) int { _, off := t.In(loc).Zone(); return off }
+	before, after := offAt(wall.Add(-24*time.Hour)), offAt(wall.Add(24*time.Hour))
+	var valid []int
+	for _, off := range []int{before, after} {
+		if offAt(wall.Add(-time.Duration(off)*time.Second)) == off {
+			valid = append(valid, off)
+		}
+	}
+	off := before
+	switch {
+	case len(valid) == 1:
+		off = valid[0]
+	case len(valid) == 2:
+		off = min(valid[0], valid[1])
+	}
+	if len(valid) == 0 {
+		// Neither side's offset holds: the offset changed twice within
+		// a day, or the time is skipped. Go's reading, then.
+		if before == after {
+			y, m, d := wall.Date()
+			h, mi, sec := wall.Clock()
+			return time.Date(y, m, d, h, mi, sec, wall.Nanosecond(), loc).UTC()
+		}
+	}
+	return wall.Add(-time.Duration(off) * time.Second)
 }
 
 // WallClock returns t's wall clock in loc as a UTC time: timestamptz →
@@ -685,4 +719,24 @@ func titleZone(s string) string {
 		up = c == '/' || c == '_' || c == '-'
 	}
 	return string(b)
+}
+
+// DecodeParamIn is DecodeParam in a session whose TimeZone is loc: a
+// TIMESTAMPTZ parameter in text without an offset is read in loc, as
+// Postgres reads it.
+func DecodeParamIn(n int, oid uint32, format int16, b []byte, loc *time.Location) (any, error) {
+	if t, ok := datetimeOIDs[oid]; ok && format == FormatText && b != nil && loc != nil && loc != time.UTC &&
+		(t == catalog.TimestampTZ || t.IsArray() && t.Elem() == catalog.TimestampTZ) &&
+		utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		v, _, err := ParseText(t, string(b), loc)
+		return v, err
+	}
+	return DecodeParam(n, oid, format, b)
+}
+
+// ZoneParam reports whether a parameter of type oid in format is read
+// in the session's TimeZone (DecodeParamIn).
+func ZoneParam(oid uint32, format int16) bool {
+	t, ok := datetimeOIDs[oid]
+	return ok && format == FormatText && (t == catalog.TimestampTZ || t.IsArray() && t.Elem() == catalog.TimestampTZ)
 }

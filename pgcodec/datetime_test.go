@@ -57,7 +57,7 @@ func TestIntervalText(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ in, code string }{
-		{"", "22007"}, {"abc", "22007"}, {"1 fortnight", "22007"}, {"1:99", "22007"},
+		{"", "22007"}, {"abc", "22007"}, {"1 fortnight", "22007"}, {"1:99", "22015"},
 		{"P", "22007"}, {"PT1Y", "22007"}, {"infinity", "0A000"},
 		{"3000000000 days", "22015"}, {"1 day day", "22007"},
 	} {
@@ -99,7 +99,8 @@ func TestDatetimeText(t *testing.T) {
 		{typ: catalog.Time, in: "24:00:00", out: "24:00:00"},
 		{typ: catalog.Time, in: "2024-01-02 13:04:05", out: "13:04:05"},
 		{typ: catalog.Time, in: "13:04:05+02", out: "13:04:05"},
-		{typ: catalog.Time, in: "00:00:00.0000005", out: "00:00:00.000001"},
+		{typ: catalog.Time, in: "00:00:00.0000005", out: "00:00:00"},
+		{typ: catalog.Time, in: "00:00:00.0000015", out: "00:00:00.000002"},
 		{typ: catalog.Time, in: "25:00:00", errCode: "22008"},
 		{typ: catalog.Time, in: "12:60:00", errCode: "22008"},
 		{typ: catalog.Time, in: "noon", errCode: "22007"},
@@ -113,7 +114,7 @@ func TestDatetimeText(t *testing.T) {
 		{typ: catalog.TimestampTZ, in: "2024-01-02 03:04:05+00", outLoc: kolkata, out: "2024-01-02 08:34:05+05:30"},
 		{typ: catalog.TimestampTZ, in: "2024-01-02", out: "2024-01-02 00:00:00+00"},
 		{typ: catalog.TimestampTZ, in: "2024-01-02 25:00", errCode: "22008"},
-		{typ: catalog.TimestampTZ, in: "2024-01-02 03:04:05 Mars/Olympus", errCode: "22007"},
+		{typ: catalog.TimestampTZ, in: "2024-01-02 03:04:05 Mars/Olympus", errCode: "22023"},
 	} {
 		v, _, err := ParseText(c.typ, c.in, c.loc)
 		if c.errCode != "" {
@@ -209,6 +210,51 @@ func TestParseZone(t *testing.T) {
 		if ok {
 			if _, off := time.Date(2024, 1, 1, 0, 0, 0, 0, loc).Zone(); off != c.off {
 				t.Errorf("ParseZone(%q) offset %d, want %d", c.in, off, c.off)
+			}
+		}
+	}
+}
+
+func TestDecodeParamIn(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip("no zone database")
+	}
+	v, err := DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("2024-07-01 12:00"), paris)
+	if err != nil || !v.(time.Time).Equal(time.Date(2024, 7, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("timestamptz in Europe/Paris = %v, %v", v, err)
+	}
+	v, err = DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("2024-07-01 12:00+00"), paris)
+	if err != nil || !v.(time.Time).Equal(time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)) {
+		t.Errorf("timestamptz with an offset = %v, %v", v, err)
+	}
+	if _, err := DecodeParamIn(1, oidTimestampTZ, FormatText, []byte("x\x00"), paris); pgerr.CodeOf(err) != pgerr.CharacterNotInRepertoire {
+		t.Errorf("NUL: %v", err)
+	}
+}
+
+// TestDecodePeerDatetime decodes what another node sends for the four
+// types, in both formats.
+func TestDecodePeerDatetime(t *testing.T) {
+	iv := catalog.IntervalVal{Months: 1, Days: -2, Micros: 3}
+	for _, c := range []struct {
+		typ catalog.Type
+		v   any
+	}{
+		{catalog.Date, catalog.DateVal(19724)}, {catalog.Time, catalog.TimeOfDay(1)},
+		{catalog.TimestampTZ, time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)}, {catalog.Interval, iv},
+	} {
+		for _, format := range []int16{FormatText, FormatBinary} {
+			b, err := AppendText(nil, c.typ, c.v)
+			if format == FormatBinary {
+				b, err = AppendBinary(nil, c.typ, c.v)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := DecodePeer(c.typ.OID(), format, b)
+			if !ok || got != c.v && !(c.typ == catalog.TimestampTZ && got.(time.Time).Equal(c.v.(time.Time))) {
+				t.Errorf("%s format %d: %v, %v", c.typ, format, got, ok)
 			}
 		}
 	}

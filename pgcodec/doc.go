@@ -25,8 +25,21 @@
 // # Values
 //
 // A non-NULL value of type t is: bool, int64 (int and bigint alike),
-// float64, string, or a UTC time.Time; oids are int64, arrays and
-// vectors []any of their element's values. AppendText and AppendBinary
+// float64, string, or a UTC time.Time (timestamp and timestamptz);
+// catalog.DateVal, catalog.TimeOfDay and catalog.IntervalVal for date,
+// time and interval; oids are int64, arrays and vectors []any of their
+// element's values.
+//
+// # Dates and times
+//
+// datetime.go and interval.go are the input and output functions of
+// date, time, timestamptz and interval with DateStyle ISO, MDY and
+// IntervalStyle postgres, and their binary forms. timestamptz is the
+// one type whose text depends on the session: ParseText, AppendTextIn
+// and DecodeParamIn take the session's TimeZone (a *time.Location, which
+// ParseZone makes from a setting's text); AppendText and DecodeParam
+// are those in UTC. InZone and WallClock convert between a wall clock
+// and an instant as Postgres does at daylight saving changes. AppendText and AppendBinary
 // refuse any other Go type with an error (an engine bug, not a client's).
 // Timestamps are microseconds since 2000-01-01 in binary (integer
 // datetimes), computed from seconds (TimestampMicros) because

@@ -156,9 +156,12 @@ func ParseIntervalField(s, unit string) (catalog.IntervalVal, error) {
 	for i := 0; i < len(toks); i++ {
 		tok := toks[i]
 		if strings.Contains(tok, ":") {
-			us, ok := parseIntervalClock(tok)
+			us, ok, inRange := parseIntervalClock(tok)
 			if !ok {
 				return bad()
+			}
+			if !inRange {
+				return catalog.IntervalVal{}, intervalOverflow(s)
 			}
 			acc.micros.Add(&acc.micros, big.NewInt(us))
 			continue
@@ -230,22 +233,23 @@ func tokenizeInterval(w string) []string {
 }
 
 // parseIntervalClock reads [+-]H:MM[:SS[.f]] (hours unbounded) or
-// MM:SS.f, as microseconds.
-func parseIntervalClock(tok string) (int64, bool) {
+// MM:SS.f, as microseconds; inRange is false for minutes or seconds
+// past 59.
+func parseIntervalClock(tok string) (us int64, ok, inRange bool) {
 	neg := false
 	if tok[0] == '-' || tok[0] == '+' {
 		neg, tok = tok[0] == '-', tok[1:]
 	}
 	parts := strings.Split(tok, ":")
 	if len(parts) < 2 || len(parts) > 3 {
-		return 0, false
+		return 0, false, false
 	}
 	var h, m, sec int64
 	var frac int64
 	last := parts[len(parts)-1]
 	whole, fr, hasFrac := strings.Cut(last, ".")
-	if hasFrac && (!allDigits(fr) || len(parts) == 2 && false) {
-		return 0, false
+	if hasFrac && !allDigits(fr) {
+		return 0, false, false
 	}
 	if hasFrac && fr != "" {
 		frac = roundFraction(fr)
@@ -253,7 +257,7 @@ func parseIntervalClock(tok string) (int64, bool) {
 	nums := append(append([]string{}, parts[:len(parts)-1]...), whole)
 	for _, n := range nums {
 		if n == "" || !allDigits(n) || len(n) > 12 {
-			return 0, false
+			return 0, false, false
 		}
 	}
 	if len(parts) == 2 && hasFrac {
@@ -268,13 +272,13 @@ func parseIntervalClock(tok string) (int64, bool) {
 		}
 	}
 	if m > 59 || sec > 59 || h > math.MaxInt64/usPerHour-1 {
-		return 0, false
+		return 0, true, false
 	}
-	us := h*usPerHour + m*usPerMin + sec*usPerSec + frac
+	us = h*usPerHour + m*usPerMin + sec*usPerSec + frac
 	if neg {
 		us = -us
 	}
-	return us, true
+	return us, true, true
 }
 
 // parseISOInterval reads an ISO 8601 duration after its P: nY nM nW nD,

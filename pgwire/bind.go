@@ -50,7 +50,13 @@ func (c *conn) handleBind(m *pgproto3.Bind) error {
 	}
 	params := make([]any, n)
 	for i, b := range m.Parameters {
-		v, err := pgcodec.DecodeParam(i+1, st.paramOIDs[i], paramFormats[i], b)
+		var v any
+		var err error
+		if pgcodec.ZoneParam(st.paramOIDs[i], paramFormats[i]) {
+			v, err = pgcodec.DecodeParamIn(i+1, st.paramOIDs[i], paramFormats[i], b, c.sessionZone())
+		} else {
+			v, err = pgcodec.DecodeParam(i+1, st.paramOIDs[i], paramFormats[i], b)
+		}
 		if err != nil {
 			return c.extendedError(err, nil)
 		}

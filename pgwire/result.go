@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -51,6 +52,13 @@ type resultWriter struct {
 	ended bool
 	rdesc pgproto3.RowDescription
 	names [][]byte // rdesc's column names, reused
+
+	// zoned is set when a column of the current result is written in
+	// the session's TimeZone (TIMESTAMPTZ); loc is that zone, named
+	// zoneName (zone.go).
+	zoned    bool
+	loc      *time.Location
+	zoneName string
 }
 
 var errNoColumns = errors.New("pgwire: Row called before Columns")
@@ -75,6 +83,7 @@ func (r *resultWriter) startPortal(cols []catalog.Column, formats []int16) {
 		r.types = append(r.types, c.Type)
 	}
 	r.inResult = cols != nil
+	r.syncZone()
 }
 
 // Columns implements ResultWriter.
@@ -101,6 +110,7 @@ func (r *resultWriter) Columns(cols []catalog.Column) error {
 		r.types = append(r.types, col.Type)
 	}
 	r.inResult = true
+	r.syncZone()
 	return r.w.send(rd)
 }
 
@@ -201,6 +211,8 @@ func (r *resultWriter) appendDataRow(dst []byte, vals []any, what string) ([]byt
 		var err error
 		if r.formats != nil && r.formats[i] == pgcodec.FormatBinary {
 			dst, err = pgcodec.AppendBinary(dst, r.types[i], v)
+		} else if r.zoned {
+			dst, err = pgcodec.AppendTextIn(dst, r.types[i], v, r.loc)
 		} else {
 			dst, err = pgcodec.AppendText(dst, r.types[i], v)
 		}

@@ -139,7 +139,7 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 					return &Const{V: -v, T: c.T}, nil
 				}
 			}
-			if !x.Type().Numeric() && x.Type() != catalog.Unknown {
+			if !x.Type().Numeric() && x.Type() != catalog.Unknown && x.Type() != catalog.Interval {
 				return nil, opError("-", nil, x, e.Pos)
 			}
 			return &Unary{Op: "-", X: x, T: x.Type()}, nil
@@ -348,6 +348,9 @@ func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
 	if s, ok, err := b.bindBinaryExt(op, l, r, e.Pos); ok {
 		return s, err
 	}
+	if s, ok, err := b.bindDatetimeArith(op, l, r, e.Pos); ok {
+		return s, err
+	}
 	switch {
 	case op == "AND" || op == "OR":
 		if l, err = b.coerce(l, catalog.Boolean, e.Pos, "argument of "+op); err != nil {
@@ -426,7 +429,7 @@ func commonType(l, r Scalar) (catalog.Type, bool) {
 		// oids compare with each other and with integers as oids.
 		return catalog.Oid, true
 	}
-	return catalog.Unknown, false
+	return datetimeCommon(lt, rt)
 }
 
 // isUntypedLiteral reports whether s is a string literal or parameter,
@@ -463,6 +466,9 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 		if s.T != catalog.Varchar && !(st.Numeric() && t.Numeric()) {
 			break
 		}
+		if c, ok, err := castDatetimeConst(s, t, pos); ok {
+			return c, err
+		}
 		v, err := ConvertValue(s.V, t)
 		if err != nil {
 			return nil, pgerr.Wrap(err, pgerr.InvalidTextRepresentation).WithPosition(pos)
@@ -479,7 +485,7 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 	if st == catalog.Unknown {
 		return &Cast{X: s, T: t}, nil
 	}
-	if st.Numeric() && t.Numeric() {
+	if st.Numeric() && t.Numeric() || datetimeImplicit(st, t) {
 		return &Cast{X: s, T: t}, nil
 	}
 	if strings.HasPrefix(what, "argument of ") {
@@ -506,6 +512,9 @@ func castTo(x Scalar, t catalog.Type, pos int) (Scalar, error) {
 	if c, ok := x.(*Const); ok {
 		if c.V == nil {
 			return &Const{T: t}, nil
+		}
+		if c, ok, err := castDatetimeConst(c, t, pos); ok {
+			return c, err
 		}
 		v, err := ConvertValue(c.V, t)
 		if err != nil {
@@ -535,6 +544,8 @@ func castable(from, to catalog.Type) bool {
 		return true
 	case (from == catalog.Int || from == catalog.BigInt) && to == catalog.Boolean:
 		return true
+	case IsDatetime(from) || IsDatetime(to):
+		return datetimeCastable(from, to)
 	}
 	return false
 }
@@ -558,6 +569,9 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 		if t == catalog.Double {
 			return v, nil
 		}
+	}
+	if out, ok, err := convertDatetime(v, t); ok {
+		return out, err
 	}
 	if s, ok := v.(string); ok {
 		if out, ok, err := pgcodec.CastText(s, t); ok {
@@ -706,6 +720,12 @@ func FormatValue(v any) string {
 		return v.UTC().Format(catalog.TimestampLayout)
 	case []any:
 		return catalog.FormatArray(catalog.ArrayOf(catalog.Unknown), v, FormatValue)
+	case catalog.DateVal:
+		return string(pgcodec.AppendDate(nil, v))
+	case catalog.TimeOfDay:
+		return string(pgcodec.AppendTimeOfDay(nil, v))
+	case catalog.IntervalVal:
+		return string(pgcodec.AppendInterval(nil, v))
 	}
 	return ""
 }

@@ -176,6 +176,21 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	if nkeys == len(r.Schema.Columns) {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one value column besides its key", what, s.Name)
 	}
+	for _, c := range r.Schema.Columns {
+		if c.Key && c.Type == catalog.Interval {
+			// Records are upserted by their key's bytes, and '1 mon' and
+			// '30 days' are equal intervals with different texts.
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of %s %s is INTERVAL, which cannot be a key", c.Name, what, s.Name).
+				WithHint("Key by another column; a view may still GROUP BY an interval.")
+		}
+	}
+	if nkeys == 1 && r.KeyFormat == FormatKafka {
+		if k := r.Schema.KeyIndexes()[0]; !kafkaKeyType(r.Schema.Columns[k].Type) {
+			c := r.Schema.Columns[k]
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of %s %s is %s, which key_format 'kafka' cannot hold", c.Name, what, s.Name, c.Type).
+				WithHint("Use WITH (key_format = 'json'), or a key of type VARCHAR, BIGINT, INTEGER, DOUBLE, BOOLEAN or TIMESTAMP.")
+		}
+	}
 	if err := checkTimestamp(r, what); err != nil {
 		return nil, err
 	}
@@ -215,7 +230,7 @@ func checkTimestamp(r *catalog.Relation, what string) error {
 	case hasFormat:
 		return pgerr.New(pgerr.InvalidParameterValue, "timestamp column %s of %s %s is %s: timestamp_format is for a VARCHAR column", c.Name, what, r.Name, c.Type).
 			WithHint("Leave timestamp_format out.")
-	case c.Type != catalog.BigInt && c.Type != catalog.Timestamp:
+	case c.Type != catalog.BigInt && c.Type != catalog.Timestamp && c.Type != catalog.TimestampTZ:
 		return pgerr.New(pgerr.DatatypeMismatch, "timestamp column %s of %s %s is %s, not BIGINT, TIMESTAMP or VARCHAR", c.Name, what, r.Name, c.Type).
 			WithHint("ROWTIME is milliseconds since the epoch: name a BIGINT column of them, a TIMESTAMP column, or a VARCHAR column with timestamp_format.")
 	}

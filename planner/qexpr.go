@@ -132,7 +132,9 @@ func needsQuery(s *sql.Select) bool {
 }
 
 // isPGType reports whether t is a type only catalog queries have.
-func isPGType(t catalog.Type) bool { return t != catalog.Unknown && !t.Storable() }
+// Arrays are: streams and tables may have them, but pull queries
+// over arrays run in the relational engine.
+func isPGType(t catalog.Type) bool { return t != catalog.Unknown && (t.IsArray() || !t.Storable()) }
 
 // bindExt binds the expressions of ast_query.go.
 func (b *binder) bindExt(e sql.Expr) (Scalar, error) {

@@ -334,11 +334,18 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	view.Schema.Columns = cols
+	keys := view.Schema.KeyIndexes()
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka
-		if len(p.KeyGroup) > 1 {
+		if len(p.KeyGroup) > 1 || len(keys) == 1 && !kafkaKeyType(cols[keys[0]].Type) {
+			// A key of a type the Kafka serializers lack (DATE,
+			// INTERVAL, ...) is written as JSON.
 			view.KeyFormat = FormatJSON
 		}
+	}
+	if len(keys) == 1 && view.KeyFormat == FormatKafka && !kafkaKeyType(cols[keys[0]].Type) {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of view %s is %s, which key_format 'kafka' cannot hold", cols[keys[0]].Name, s.Name, cols[keys[0]].Type).
+			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
 	}
 	if len(p.KeyGroup) > 1 && view.KeyFormat == FormatKafka {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(p.KeyGroup)).

@@ -398,7 +398,9 @@ func appendKey(b *strings.Builder, v any) {
 		}
 		b.WriteByte(']')
 	default:
-		b.WriteString("?")
+		if !appendDatetimeKey(b, v) {
+			b.WriteString("?")
+		}
 	}
 }
 

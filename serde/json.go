@@ -18,6 +18,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // decodeJSONValue deserializes a JSON object record value into the values
@@ -623,6 +624,9 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 		}
 		return nil, mismatch(t, raw)
 	}
+	if v, ok, cerr := decodeJSONDatetime(raw, t); ok {
+		return v, cerr
+	}
 	return nil, &convError{pgerr.FeatureNotSupported, fmt.Sprintf("type %s cannot be read from JSON", t)}
 }
 
@@ -907,6 +911,12 @@ func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, er
 			return appendEpochMillis(buf, ts), nil
 		}
 	default:
+		if out, ok := appendJSONDatetime(buf, t, v); ok {
+			return out, nil
+		}
+		if pgcodec.IsDatetime(t) {
+			break
+		}
 		return nil, fmt.Errorf("exec: column %q has type %s, which cannot be written as JSON", name, t)
 	}
 	return nil, badGoValue(name, t, v)
