@@ -20,7 +20,7 @@ func ts(s string) time.Time {
 	return t
 }
 
-func iv(months, days int32, micros int64) catalog.IntervalVal {
+func ivl(months, days int32, micros int64) catalog.IntervalVal {
 	return catalog.IntervalVal{Months: months, Days: days, Micros: micros}
 }
 
@@ -31,11 +31,11 @@ func TestAge(t *testing.T) {
 		a, b string
 		want catalog.IntervalVal
 	}{
-		{"2026-03-14 15:09:26.535", "2000-01-01 00:00:00", iv(26*12+2, 13, 15*hour+9*60_000_000+26_535_000)},
-		{"2026-01-01 00:00:00", "2026-03-14 00:00:00", iv(-2, -13, 0)},
-		{"2024-03-31 00:00:00", "2024-02-29 23:00:00", iv(1, 1, hour)},
-		{"2024-01-31 00:00:00", "2024-03-01 00:00:00", iv(-1, -1, 0)},
-		{"2026-03-01 00:00:00", "2026-01-31 12:00:00", iv(1, 0, 12*hour)},
+		{"2026-03-14 15:09:26.535", "2000-01-01 00:00:00", ivl(26*12+2, 13, 15*hour+9*60_000_000+26_535_000)},
+		{"2026-01-01 00:00:00", "2026-03-14 00:00:00", ivl(-2, -13, 0)},
+		{"2024-03-31 00:00:00", "2024-02-29 23:00:00", ivl(1, 1, hour)},
+		{"2024-01-31 00:00:00", "2024-03-01 00:00:00", ivl(-1, -1, 0)},
+		{"2026-03-01 00:00:00", "2026-01-31 12:00:00", ivl(1, 0, 12*hour)},
 	} {
 		if got := ageOf(ts(c.a), ts(c.b)); got != c.want {
 			t.Errorf("age(%s, %s) = %+v, want %+v", c.a, c.b, got, c.want)
@@ -48,14 +48,14 @@ func TestJustify(t *testing.T) {
 		fn       func(catalog.IntervalVal) catalog.IntervalVal
 		in, want catalog.IntervalVal
 	}{
-		{justifyDays, iv(0, 65, 0), iv(2, 5, 0)},
-		{justifyDays, iv(0, -35, 0), iv(-1, -5, 0)},
-		{justifyDays, iv(1, -35, 0), iv(0, -5, 0)},
-		{justifyHours, iv(0, 0, 50*hour), iv(0, 2, 2*hour)},
-		{justifyHours, iv(0, 0, -50*hour), iv(0, -2, -2*hour)},
-		{justifyHours, iv(0, 1, -50*hour), iv(0, -1, -2*hour)},
-		{justifyInterval, iv(1, 0, -hour), iv(0, 29, 23*hour)},
-		{justifyInterval, iv(-1, 0, 50*hour), iv(0, -27, -22*hour)},
+		{justifyDays, ivl(0, 65, 0), ivl(2, 5, 0)},
+		{justifyDays, ivl(0, -35, 0), ivl(-1, -5, 0)},
+		{justifyDays, ivl(1, -35, 0), ivl(0, -5, 0)},
+		{justifyHours, ivl(0, 0, 50*hour), ivl(0, 2, 2*hour)},
+		{justifyHours, ivl(0, 0, -50*hour), ivl(0, -2, -2*hour)},
+		{justifyHours, ivl(0, 1, -50*hour), ivl(0, -1, -2*hour)},
+		{justifyInterval, ivl(1, 0, -hour), ivl(0, 29, 23*hour)},
+		{justifyInterval, ivl(-1, 0, 50*hour), ivl(0, -27, -22*hour)},
 	} {
 		if got := c.fn(c.in); got != c.want {
 			t.Errorf("justify(%+v) = %+v, want %+v", c.in, got, c.want)
@@ -69,19 +69,19 @@ func TestDateBin(t *testing.T) {
 		stride         catalog.IntervalVal
 		src, org, want string
 	}{
-		{iv(0, 0, 15*60_000_000), "2026-03-14 15:09:26", "2026-01-01 00:00:00", "2026-03-14 15:00:00"},
-		{iv(0, 0, hour), "1999-12-31 23:10:00", "2000-01-01 00:30:00", "1999-12-31 22:30:00"},
-		{iv(0, 7, 0), "2026-03-14 00:00:00", "2001-01-01 00:00:00", "2026-03-09 00:00:00"},
+		{ivl(0, 0, 15*60_000_000), "2026-03-14 15:09:26", "2026-01-01 00:00:00", "2026-03-14 15:00:00"},
+		{ivl(0, 0, hour), "1999-12-31 23:10:00", "2000-01-01 00:30:00", "1999-12-31 22:30:00"},
+		{ivl(0, 7, 0), "2026-03-14 00:00:00", "2001-01-01 00:00:00", "2026-03-09 00:00:00"},
 	} {
 		got, err := dateBin(nil, call, []any{c.stride, ts(c.src), ts(c.org)})
 		if err != nil || !got.(time.Time).Equal(ts(c.want)) {
 			t.Errorf("date_bin(%+v, %s, %s) = %v, %v, want %s", c.stride, c.src, c.org, got, err, c.want)
 		}
 	}
-	if _, err := dateBin(nil, call, []any{iv(1, 0, 0), ts("2026-01-01 00:00:00"), ts("2026-01-01 00:00:00")}); code(err) != pgerr.FeatureNotSupported {
+	if _, err := dateBin(nil, call, []any{ivl(1, 0, 0), ts("2026-01-01 00:00:00"), ts("2026-01-01 00:00:00")}); code(err) != pgerr.FeatureNotSupported {
 		t.Errorf("date_bin by a month: %v", err)
 	}
-	if _, err := dateBin(nil, call, []any{iv(0, 0, 0), ts("2026-01-01 00:00:00"), ts("2026-01-01 00:00:00")}); code(err) != pgerr.InvalidParameterValue {
+	if _, err := dateBin(nil, call, []any{ivl(0, 0, 0), ts("2026-01-01 00:00:00"), ts("2026-01-01 00:00:00")}); code(err) != pgerr.InvalidParameterValue {
 		t.Errorf("date_bin by zero: %v", err)
 	}
 }
@@ -99,10 +99,10 @@ func TestIntervalFields(t *testing.T) {
 		in   catalog.IntervalVal
 		want catalog.IntervalVal
 	}{
-		{"quarter", iv(17, 3, 0), iv(15, 0, 0)},
-		{"decade", iv(25*12+3, 0, 0), iv(240, 0, 0)},
-		{"minute", iv(0, -1, -(4*hour + 5*60_000_000 + 6_700_000)), iv(0, -1, -(4*hour + 5*60_000_000))},
-		{"millisecond", iv(0, 0, 1_234_560), iv(0, 0, 1_234_000)},
+		{"quarter", ivl(17, 3, 0), ivl(15, 0, 0)},
+		{"decade", ivl(25*12+3, 0, 0), ivl(240, 0, 0)},
+		{"minute", ivl(0, -1, -(4*hour + 5*60_000_000 + 6_700_000)), ivl(0, -1, -(4*hour + 5*60_000_000))},
+		{"millisecond", ivl(0, 0, 1_234_560), ivl(0, 0, 1_234_000)},
 	} {
 		got, err := truncInterval(c.unit, c.in)
 		if err != nil || got != c.want {
@@ -115,11 +115,11 @@ func TestIntervalFields(t *testing.T) {
 		in    catalog.IntervalVal
 		want  float64
 	}{
-		{"epoch", iv(13, 1, hour), 34239600},
-		{"second", iv(0, 0, -(4*hour + 5*60_000_000 + 6_700_000)), -6.7},
-		{"quarter", iv(5, 0, 0), 2},
-		{"microseconds", iv(0, 0, 1_500_000), 1500000},
-		{"hour", iv(0, 3, 4*hour+5*60_000_000), 4},
+		{"epoch", ivl(13, 1, hour), 34239600},
+		{"second", ivl(0, 0, -(4*hour + 5*60_000_000 + 6_700_000)), -6.7},
+		{"quarter", ivl(5, 0, 0), 2},
+		{"microseconds", ivl(0, 0, 1_500_000), 1500000},
+		{"hour", ivl(0, 3, 4*hour+5*60_000_000), 4},
 	} {
 		got, err := datePartAny(nil, call, []any{c.field, c.in})
 		if err != nil || got != c.want {
@@ -139,8 +139,8 @@ func TestToChar(t *testing.T) {
 		{ts("2026-03-14 15:09:26.535"), "FMMonth FMDDth, YYYY", "March 14th, 2026"},
 		{ts("2026-03-14 15:09:26.535"), `Day|Month|"Q"Q|WW|IW|IYYY|DDD|D|US`, "Saturday |March    |Q1|11|11|2026|073|7|535000"},
 		{ts("2000-12-31 23:59:59.999"), "YY YYY Y,YYY CC J am a.m. HH MI SS SSSS FF3 RM TZ", "00 000 2,000 20 2451910 pm p.m. 11 59 59 86399 999 XII  "},
-		{iv(14, 3, 4*hour+5*60_000_000+6_789_000), "YYYY MM DD HH24 HH12 MI SS MS US", "0001 02 03 04 04 05 06 789 789000"},
-		{iv(0, 0, 27*hour), "HH24:MI", "27:00"},
+		{ivl(14, 3, 4*hour+5*60_000_000+6_789_000), "YYYY MM DD HH24 HH12 MI SS MS US", "0001 02 03 04 04 05 06 789 789000"},
+		{ivl(0, 0, 27*hour), "HH24:MI", "27:00"},
 		{catalog.DateVal(20526), "YYYY-MM-DD Dy", "2026-03-14 Sat"},
 		{12345.678, "99,999.99", " 12,345.68"},
 		{-0.5, "9.99", " -.50"},
@@ -216,10 +216,10 @@ func TestToTimestamp(t *testing.T) {
 
 func TestMakeFuncs(t *testing.T) {
 	got, err := makeInterval(0, []any{int64(1), int64(2), int64(3), int64(4), int64(5), int64(6), 7.5})
-	if want := iv(14, 25, 5*hour+6*60_000_000+7_500_000); err != nil || got != want {
+	if want := ivl(14, 25, 5*hour+6*60_000_000+7_500_000); err != nil || got != want {
 		t.Errorf("make_interval = %+v, %v, want %+v", got, err, want)
 	}
-	if got, err := makeInterval(0, []any{int64(0), int64(0), int64(2)}); err != nil || got != iv(0, 14, 0) {
+	if got, err := makeInterval(0, []any{int64(0), int64(0), int64(2)}); err != nil || got != ivl(0, 14, 0) {
 		t.Errorf("make_interval(weeks => 2) = %+v, %v", got, err)
 	}
 	if got, err := makeDate(0, []any{int64(2026), int64(3), int64(14)}); err != nil || got != catalog.DateVal(20526) {

@@ -219,9 +219,10 @@ func truncInterval(unit string, i catalog.IntervalVal) (any, error) {
 	case "microsecond", "microseconds":
 		out = f
 	case "week", "weeks":
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "interval units \"%s\" not supported because months usually have fractional weeks", unit)
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "unit \"%s\" not supported for type interval", unit).
+			WithDetail("Months usually have fractional weeks.")
 	default:
-		return nil, pgerr.New(pgerr.InvalidParameterValue, "interval units \"%s\" not recognized", unit)
+		return nil, pgerr.New(pgerr.InvalidParameterValue, "unit \"%s\" not recognized for type interval", unit)
 	}
 	return out.interval(), nil
 }

@@ -76,19 +76,7 @@ func strictEnv(fn func(env *Env, c *planner.Call, a []any) (any, error)) func(*p
 }
 
 // sessionZone is the session's TimeZone; UTC outside a session.
-func sessionZone(env *Env) *time.Location {
-	if env == nil || env.Session == nil {
-		return time.UTC
-	}
-	name, ok := env.Session.Setting("timezone")
-	if !ok {
-		return time.UTC
-	}
-	if loc, ok := pgcodec.ParseZone(name); ok {
-		return loc
-	}
-	return time.UTC
-}
+func sessionZone(env *Env) *time.Location { return env.Location() }
 
 // wallClock is t's wall-clock reading as a TIMESTAMP (a time.Time in
 // UTC with those fields).
@@ -200,17 +188,7 @@ func age(env *Env, c *planner.Call, a []any) (any, error) {
 	return ageOf(t1, t2), nil
 }
 
-var daysIn = [2][12]int{{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}, {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}}
-
-func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
-
-func monthDays(y, m int) int {
-	leap := 0
-	if isLeap(y) {
-		leap = 1
-	}
-	return daysIn[leap][m-1]
-}
+func monthDays(y, m int) int { return daysIn(y, time.Month(m)) }
 
 // ageOf is Postgres's timestamp_age.
 func ageOf(t1, t2 time.Time) catalog.IntervalVal {
@@ -258,8 +236,6 @@ func ageOf(t1, t2 time.Time) catalog.IntervalVal {
 	return catalog.IntervalVal{Months: int32(r.year*12 + r.mon), Days: int32(r.mday),
 		Micros: int64(r.hour)*3_600_000_000 + int64(r.min)*60_000_000 + int64(r.sec)*1_000_000 + int64(r.usec)}
 }
-
-const usPerDay = 86_400_000_000
 
 func justifyDays(i catalog.IntervalVal) catalog.IntervalVal {
 	i.Months += i.Days / 30
