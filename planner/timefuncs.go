@@ -38,3 +38,25 @@ func init() {
 		overloaded(name, ov(r))
 	}
 }
+
+// isTimeSeries reports whether generate_series's arguments are times:
+// generate_series(start, stop, step interval) over TIMESTAMP,
+// TIMESTAMPTZ or DATE (which counts as TIMESTAMPTZ, as in Postgres).
+func isTimeSeries(args []Scalar) bool {
+	for _, a := range args {
+		switch a.Type() {
+		case catalog.Timestamp, catalog.TimestampTZ, catalog.Date, catalog.Interval:
+			return true
+		}
+	}
+	return false
+}
+
+func bindTimeSeries(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
+	ts, tz, iv := catalog.Timestamp, catalog.TimestampTZ, catalog.Interval
+	args, t, err := resolveOverload("generate_series", []overload{ov(ts, ts, ts, iv), ov(tz, tz, tz, iv)}, args, pos)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return args, t, nil, nil
+}

@@ -777,7 +777,7 @@ const maxSRFRows = 1_000_000
 
 // runSRF runs a set-returning function; each value is one row (a []any
 // record for functions of several columns).
-func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
+func runSRF(name string, args []any, types []catalog.Type, loc *time.Location) ([]any, error) {
 	for _, a := range args {
 		if a == nil {
 			return nil, nil
@@ -785,6 +785,9 @@ func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
 	}
 	switch name {
 	case "generate_series":
+		if _, ok := args[0].(time.Time); ok {
+			return timeSeries(args, types, loc)
+		}
 		from, to := args[0].(int64), args[1].(int64)
 		step := int64(1)
 		if len(args) > 2 {

@@ -235,7 +235,7 @@ func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := runSRF(o.name, vals, o.types)
+	out, err := runSRF(o.name, vals, o.types, env.Location())
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +610,7 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) ([]catalog.Row, 
 			if err != nil {
 				return nil, err
 			}
-			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i])
+			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env.Location())
 			if err != nil {
 				return nil, err
 			}
