@@ -269,6 +269,12 @@ func concatWS(_ *planner.Call, args []Expr) Expr {
 	}
 }
 
+// CompileRegexp compiles a Postgres pattern with its flags for function
+// fn; global reports the g flag.
+func CompileRegexp(pat, flags, fn string) (re *regexp.Regexp, global bool, err error) {
+	return compileRegex(pat, flags, fn)
+}
+
 // regexCache holds compiled patterns by pattern and flags: a pattern is
 // usually a constant, compiled once for all rows.
 var regexCache sync.Map // string -> *regexp.Regexp

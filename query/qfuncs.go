@@ -730,6 +730,9 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return out, nil
 		}
 	}
+	if f := regexpQueryFuncs[c.Name]; f != nil {
+		return f
+	}
 	return func([]any, *eval.Env) (any, error) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s is not implemented", c.Name)
 	}
@@ -807,6 +810,8 @@ func runSRF(name string, args []any, types []catalog.Type, loc *time.Location) (
 			}
 		}
 		return out, nil
+	case "regexp_matches", "regexp_split_to_table":
+		return regexpSRF(name, args)
 	case "unnest":
 		return append([]any{}, args[0].([]any)...), nil
 	case "generate_subscripts":
