@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // The aggregate syntax MySQL lacks:
@@ -254,4 +256,103 @@ func takeOrderKeys(f *Func) *Func {
 	}
 	f.Args = args
 	return f
+}
+
+// namedParams are the parameters, in order, with their defaults, of the
+// functions a call may name arguments of (name => value).
+var namedParams = map[string][][2]string{
+	"make_interval": {{"years", "0"}, {"months", "0"}, {"weeks", "0"}, {"days", "0"}, {"hours", "0"}, {"mins", "0"}, {"secs", "0"}},
+}
+
+// namedCall rewrites a call with named arguments, f(a, name => b), to
+// the positional call, defaults filling the parameters not given; ok is
+// false when the call at toks[i] names none.
+func (rw *rewriter) namedCall(i, j int) (int, bool, error) {
+	sp := rw.sp
+	toks := sp.toks
+	open := i + 1
+	close := sp.matchParen(open)
+	if close >= j || close == open+1 {
+		return 0, false, nil
+	}
+	// The arguments: runs of tokens between depth-1 commas.
+	type arg struct{ lo, hi, arrow int }
+	var args []arg
+	named := false
+	depth, start, arrow := 0, open+1, -1
+	for k := open + 1; k <= close; k++ {
+		tk := toks[k]
+		switch {
+		case k == close || depth == 0 && tk.isOp(","):
+			args = append(args, arg{start, k, arrow})
+			start, arrow = k+1, -1
+		case tk.isOp("("), tk.isOp("["):
+			depth++
+		case tk.isOp(")"), tk.isOp("]"):
+			depth--
+		case depth == 0 && tk.isOp("=>"):
+			arrow, named = k, true
+		}
+	}
+	if !named {
+		return 0, false, nil
+	}
+	t := toks[i]
+	params, ok := namedParams[t.val]
+	if !ok {
+		return 0, true, unsupported(sp.charPos(t.pos), "named arguments of %s are not supported", t.val).
+			WithHint("Pass the arguments by position.")
+	}
+	given := make([]*arg, len(params))
+	for n := range args {
+		a := &args[n]
+		pos := n
+		if a.arrow >= 0 {
+			if a.arrow != a.lo+1 || toks[a.lo].kind != tokIdent {
+				return 0, true, sp.syntaxErr(toks[a.arrow])
+			}
+			pos = -1
+			for p, prm := range params {
+				if prm[0] == toks[a.lo].val {
+					pos = p
+				}
+			}
+			if pos < 0 {
+				return 0, true, pgerr.New(pgerr.UndefinedFunction, "function %s has no parameter named %s", t.val, toks[a.lo].val).
+					WithPosition(sp.charPos(toks[a.lo].pos))
+			}
+			a.lo = a.arrow + 1
+		} else if n > 0 && args[n-1].arrow >= 0 {
+			return 0, true, pgerr.New(pgerr.SyntaxError, "positional argument cannot follow named argument").
+				WithPosition(sp.charPos(toks[a.lo].pos))
+		}
+		if pos >= len(params) || given[pos] != nil {
+			return 0, true, pgerr.New(pgerr.SyntaxError, "argument name %q used more than once", params[min(pos, len(params)-1)][0]).
+				WithPosition(sp.charPos(toks[a.lo].pos))
+		}
+		given[pos] = a
+	}
+	last := 0
+	for p, a := range given {
+		if a != nil {
+			last = p
+		}
+	}
+	rw.addTok(t, funcTiDB(t.val), itemFunc)
+	rw.addTok(toks[open], "(", itemOpen)
+	rw.out[len(rw.out)-1].glue = true
+	for p := 0; p <= last; p++ {
+		if p > 0 {
+			rw.addTok(toks[open], ",", itemOther)
+		}
+		if given[p] == nil {
+			rw.addTok(t, params[p][1], itemOperand)
+			continue
+		}
+		if err := rw.run(given[p].lo, given[p].hi); err != nil {
+			return 0, true, err
+		}
+	}
+	rw.addTok(toks[close], ")", itemClose)
+	return close + 1, true, nil
 }

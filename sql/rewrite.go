@@ -532,6 +532,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		if n, ok, err := rw.orderedCall(i, j); ok || err != nil {
 			return n, err
 		}
+		if n, ok, err := rw.namedCall(i, j); ok || err != nil {
+			return n, err
+		}
 		if specialCalls[t.val] {
 			if n, ok, err := rw.specialCall(i, j); ok || err != nil {
 				return n, err
