@@ -65,6 +65,18 @@ func init() {
 	strictFuncs["regexp_like"] = regexpLike
 	strictFuncs["regexp_count"] = regexpCount
 	exprFuncs["concat_ws"] = concatWS
+	trim := func(f func(string, string) string) func(catalog.Type, []any) (any, error) {
+		return func(_ catalog.Type, a []any) (any, error) {
+			chars := " "
+			if len(a) == 2 {
+				chars = a[1].(string)
+			}
+			return f(a[0].(string), chars), nil
+		}
+	}
+	strictFuncs["ltrim"] = trim(strings.TrimLeft)
+	strictFuncs["rtrim"] = trim(strings.TrimRight)
+	strictFuncs["btrim"] = trim(strings.Trim)
 }
 
 // splitPart is split_part(s, delim, n): the nth field, counting from the

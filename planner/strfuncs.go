@@ -28,6 +28,12 @@ func init() {
 	overloaded("regexp_replace", ov(t, t, t, t), ov(t, t, t, t, t))
 	overloaded("regexp_like", ov(b, t, t), ov(b, t, t, t))
 	overloaded("regexp_count", ov(i, t, t), ov(i, t, t, i), ov(i, t, t, i, t))
+	// ltrim, rtrim and btrim take the characters to trim (a space by
+	// default); btrim is also a catalog function, and this entry lets
+	// a view call it.
+	overloaded("ltrim", ov(t, t), ov(t, t, t))
+	overloaded("rtrim", ov(t, t), ov(t, t, t))
+	overloaded("btrim", ov(t, t), ov(t, t, t))
 	// concat_ws takes any values and writes them as text, as concat.
 	scalarFuncs["concat_ws"] = funcSig{2, -1, fixed(catalog.Varchar), catalog.Varchar}
 }
