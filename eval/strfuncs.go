@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -288,8 +289,15 @@ func CompileRegexp(pat, flags, fn string) (re *regexp.Regexp, global bool, err e
 }
 
 // regexCache holds compiled patterns by pattern and flags: a pattern is
-// usually a constant, compiled once for all rows.
-var regexCache sync.Map // string -> *regexp.Regexp
+// usually a constant, compiled once for all rows. Patterns read from
+// rows could be without number, so the cache stops growing at
+// maxCachedRegexps (later ones are compiled per call).
+var (
+	regexCache  sync.Map // string -> *regexp.Regexp
+	regexCached atomic.Int64
+)
+
+const maxCachedRegexps = 1024
 
 // compileRegex compiles a Postgres pattern with flags (i: ignore case,
 // c: respect case, n/m: newline-sensitive, s: dot matches newline, x:
@@ -322,7 +330,9 @@ func compileRegex(pat, flags, fn string) (*regexp.Regexp, bool, error) {
 		return nil, false, pgerr.New(pgerr.InvalidRegularExpression, "invalid regular expression: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: ")).
 			WithHint("%s runs the regular expression syntax Go's regexp package accepts (no backreferences or lookaround).", fn)
 	}
-	regexCache.Store(key, re)
+	if regexCached.Add(1) <= maxCachedRegexps {
+		regexCache.Store(key, re)
+	}
 	return re, global, nil
 }
 
