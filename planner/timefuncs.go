@@ -54,7 +54,9 @@ func isTimeSeries(args []Scalar) bool {
 
 func bindTimeSeries(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
 	ts, tz, iv := catalog.Timestamp, catalog.TimestampTZ, catalog.Interval
-	args, t, err := resolveOverload("generate_series", []overload{ov(ts, ts, ts, iv), ov(tz, tz, tz, iv)}, args, pos)
+	// timestamptz first: a DATE or an untyped literal takes it, as in
+	// Postgres, where it is the preferred type.
+	args, t, err := resolveOverload("generate_series", []overload{ov(tz, tz, tz, iv), ov(ts, ts, ts, iv)}, args, pos)
 	if err != nil {
 		return nil, 0, nil, err
 	}
