@@ -4,6 +4,18 @@
 // view's store keeps), and the memory account of a statement against
 // basin.query_memory (Memory).
 //
+// The scalar functions live in families: funcs.go (the session's and
+// the first string and math ones, and the two registries every family
+// adds to from init: strictFuncs, NULL in NULL out, and exprFuncs, for
+// functions that are not strict or read the Env), strfuncs.go,
+// mathfuncs.go, timefuncs.go and timefuncs2.go (date_trunc, date_part,
+// age, make_*, date_bin ...), tochar.go (to_char's template patterns)
+// and totimestamp.go (to_timestamp and to_date reading them). The
+// planner has already picked the overload and converted the arguments
+// (planner/overload.go), so a body asserts its arguments' Go types; a
+// body that must tell TIMESTAMP from TIMESTAMPTZ (both time.Time) looks
+// at the call's argument types.
+//
 // An Env is the evaluation context of one statement: its parameters,
 // the session as expressions see it (settings for current_setting() and
 // set_config(), the catalog for catalog queries), the statement's start

@@ -170,6 +170,9 @@ func compileCall(s *planner.Call) Expr {
 	if e := compileBlobCall(s, args); e != nil {
 		return e
 	}
+	if mk := exprFuncs[s.Name]; mk != nil {
+		return mk(s, args)
+	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
 		return func(catalog.Row, *Env) (any, error) {
@@ -189,6 +192,10 @@ func compileCall(s *planner.Call) Expr {
 		return fn(t, vals)
 	}
 }
+
+// exprFuncs compile the functions that are not strict or read the
+// environment, from the call and its compiled arguments.
+var exprFuncs = map[string]func(s *planner.Call, args []Expr) Expr{}
 
 var strictFuncs = map[string]func(t catalog.Type, a []any) (any, error){
 	"lower":       func(_ catalog.Type, a []any) (any, error) { return strings.ToLower(a[0].(string)), nil },

@@ -155,6 +155,23 @@ func TestDifferentialPostgres(t *testing.T) {
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT grp, n FROM per_grp WHERE grp = %s OR grp IN (%s, %s)", g(), g(), g()), false
 		},
+		// The functions dashboards use: aggregates with ORDER BY,
+		// FILTER and WITHIN GROUP, string, math and time functions.
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT grp, string_agg(cat, ',' ORDER BY cat DESC, id), count(*) FILTER (WHERE v > %s), percentile_disc(0.5) WITHIN GROUP (ORDER BY v), percentile_cont(0.%s) WITHIN GROUP (ORDER BY v::float8), mode() WITHIN GROUP (ORDER BY cat) FROM ev GROUP BY grp",
+				num(100), num(10)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT id, to_char(at, 'YYYY-MM-DD HH24:MI Dy FMMonth IW'), lpad(cat, %s, '*'), split_part(grp, 'g', 2), left(grp, 1) || right(cat, 1), initcap(grp || ' ' || cat), strpos(cat, '%s') FROM ev WHERE v < %s",
+				num(6), num(4), num(30)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT date_bin(interval '%s minutes', at, timestamp '2026-03-14'), count(*), array_agg(id ORDER BY id) FROM ev WHERE grp = %s GROUP BY 1", fmt.Sprint(5+rng.IntN(120)), g()), false
+		},
+		func() (string, bool) {
+			k := fmt.Sprint(1 + rng.IntN(9))
+			return fmt.Sprintf("SELECT id, mod(v, %s), div(v, %s), power(v, 2), abs(v - 50), sign(v - 50), width_bucket(v, 0, 100, %s), gcd(v, %s) FROM ev WHERE grp = %s", k, k, k, k, g()), false
+		},
 	}
 	const perTemplate = 15
 	for i := range len(templates) * perTemplate {

@@ -24,6 +24,15 @@ type AggSpec struct {
 	// Distinct aggregates distinct values only (catalog queries).
 	Distinct bool
 	T        catalog.Type
+	// Filter is the FILTER (WHERE ...) condition: rows where it is not
+	// true are not aggregated (catalog queries).
+	Filter Scalar
+	// Order is the ORDER BY inside the call: the order the values are
+	// aggregated in (string_agg, array_agg); for an ordered-set
+	// aggregate (percentile_cont, percentile_disc, mode) the WITHIN
+	// GROUP key, which is Arg, with Arg2 the fraction (catalog
+	// queries).
+	Order []SortKey
 }
 
 func (a AggSpec) String() string {
@@ -34,10 +43,11 @@ func (a AggSpec) String() string {
 	if a.Distinct {
 		d = "DISTINCT "
 	}
+	args := a.Arg.String()
 	if a.Arg2 != nil {
-		return a.Func + "(" + d + a.Arg.String() + ", " + a.Arg2.String() + ")"
+		args += ", " + a.Arg2.String()
 	}
-	return a.Func + "(" + d + a.Arg.String() + ")"
+	return a.Func + "(" + d + args + aggClauses(a) + ")"
 }
 
 // aggSlot is a placeholder for aggregate i while a grouped select list is
@@ -806,6 +816,9 @@ func IsAggregate(name string) bool {
 }
 
 func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
+	if err := b.checkAggSyntax(e); err != nil {
+		return nil, err
+	}
 	if b.q != nil && e.Over == nil && IsAggregate(e.Name) {
 		return b.bindAggregate(e)
 	}
@@ -844,6 +857,9 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	if e.Distinct && b.q == nil && e.Name != "count" {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s(DISTINCT ...) is not supported", e.Name).WithPosition(e.Pos).
 			WithHint("COUNT(DISTINCT x) is.")
+	}
+	if orderedSetAggs[e.Name] || e.WithinGroup {
+		return b.bindOrderedSet(e)
 	}
 	spec := AggSpec{Func: e.Name, Distinct: e.Distinct}
 	if e.Name == "count_distinct" {
@@ -920,6 +936,13 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 			return nil, err
 		}
 		spec.T = catalog.Boolean
+	default:
+		if err := typeStatAgg(e, &spec); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.bindAggClauses(e, &spec); err != nil {
+		return nil, err
 	}
 	if t, ok := jsonAggType(spec.Func); ok {
 		spec.T = t

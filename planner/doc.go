@@ -28,6 +28,15 @@
 // session's TimeZone (text or TIMESTAMP to TIMESTAMPTZ and back) are
 // never folded at plan time, as the plan does not know the zone.
 //
+// A scalar function is typed by its scalarFuncs entry or, when it has
+// several signatures, by overload resolution (overload.go): the overload
+// the arguments fit with the most exact matches, literals and
+// parameters fitting any type and integers widening. The families
+// register from init in their own files (mathfuncs.go, strfuncs.go,
+// timefuncs.go); the aggregates beyond count, sum, avg, min and max,
+// and FILTER, ORDER BY and WITHIN GROUP, are typed in aggfuncs.go and
+// make a pull query a catalog query; a view refuses them (0A000).
+//
 // Grouped queries are bound twice over: the select list is bound over the
 // input row with aggregate calls collected into AggSpecs, then lifted onto
 // the aggregated row (group values, then aggregate results). A

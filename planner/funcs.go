@@ -124,7 +124,15 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 			WithHint("docs/sql.md lists the functions basin has.")
 	}
 	if len(args) < sig.minArgs || (sig.maxArgs >= 0 && len(args) > sig.maxArgs) {
-		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s does not take %d arguments", name, len(args)).WithPosition(pos)
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).
+			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+	}
+	if bind := funcBinders[name]; bind != nil {
+		args, t, err := bind(args, pos)
+		if err != nil {
+			return nil, err
+		}
+		return &Call{Name: name, Args: args, T: t}, nil
 	}
 	var err error
 	if sig.argType != catalog.Unknown {

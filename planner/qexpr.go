@@ -117,7 +117,7 @@ func needsQuery(s *sql.Select) bool {
 			case *sql.Func:
 				_, q := queryFuncs[x.Name]
 				_, srf := setReturningFuncs[x.Name]
-				if x.Over != nil || q || srf || queryAggregates[x.Name] {
+				if x.Over != nil || q || srf || queryAggregates[x.Name] || x.Filter != nil || len(x.OrderBy) > 0 || x.Distinct && x.Name != "count" {
 					found = true
 				}
 			case *sql.Cast:

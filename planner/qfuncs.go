@@ -154,6 +154,9 @@ var setReturningFuncs = map[string]srfSig{
 		if len(args) < 2 || len(args) > 3 {
 			return nil, 0, nil, pgerr.New(pgerr.UndefinedFunction, "function generate_series(%s) does not exist", argTypes(args)).WithPosition(pos)
 		}
+		if isTimeSeries(args) {
+			return bindTimeSeries(args, pos)
+		}
 		b := &binder{}
 		for i := range args {
 			var err error

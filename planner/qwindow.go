@@ -209,7 +209,16 @@ func (b *binder) windowAggregate(e *sql.Func, args []Scalar) (AggSpec, error) {
 	if _, err := b.bindAggregate(&call); err != nil {
 		return AggSpec{}, err
 	}
-	return specs[0], nil
+	spec := specs[0]
+	switch {
+	case spec.Func == "percentile_cont" || spec.Func == "percentile_disc" || spec.Func == "mode":
+		return AggSpec{}, pgerr.New(pgerr.WrongObjectType, "OVER is not supported for ordered-set aggregate %s", spec.Func).WithPosition(e.Pos)
+	case len(spec.Order) > 0:
+		return AggSpec{}, pgerr.New(pgerr.FeatureNotSupported, "aggregate ORDER BY is not implemented for window functions").WithPosition(e.Pos)
+	case spec.Filter != nil:
+		return AggSpec{}, pgerr.New(pgerr.FeatureNotSupported, "FILTER in a window function is not supported").WithPosition(e.Pos)
+	}
+	return spec, nil
 }
 
 // bindFrame checks and binds a frame clause as Postgres does.

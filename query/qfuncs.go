@@ -735,6 +735,9 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return out, nil
 		}
 	}
+	if f := regexpQueryFuncs[c.Name]; f != nil {
+		return f
+	}
 	return func([]any, *eval.Env) (any, error) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s is not implemented", c.Name)
 	}
@@ -782,7 +785,7 @@ const maxSRFRows = 1_000_000
 
 // runSRF runs a set-returning function; each value is one row (a []any
 // record for functions of several columns).
-func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
+func runSRF(name string, args []any, types []catalog.Type, loc *time.Location) ([]any, error) {
 	for _, a := range args {
 		if a == nil {
 			return nil, nil
@@ -790,6 +793,9 @@ func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
 	}
 	switch name {
 	case "generate_series":
+		if _, ok := args[0].(time.Time); ok {
+			return timeSeries(args, types, loc)
+		}
 		from, to := args[0].(int64), args[1].(int64)
 		step := int64(1)
 		if len(args) > 2 {
@@ -809,6 +815,8 @@ func runSRF(name string, args []any, types []catalog.Type) ([]any, error) {
 			}
 		}
 		return out, nil
+	case "regexp_matches", "regexp_split_to_table":
+		return regexpSRF(name, args)
 	case "unnest":
 		return append([]any{}, args[0].([]any)...), nil
 	case "generate_subscripts":

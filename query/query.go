@@ -268,7 +268,7 @@ func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := runSRF(o.name, vals, o.types)
+	out, err := runSRF(o.name, vals, o.types, env.Location())
 	if err != nil {
 		return nil, err
 	}
@@ -475,10 +475,14 @@ type blockOp struct {
 	groups  []eval.Expr
 	aggArgs []eval.Expr
 	aggArg2 []eval.Expr
-	having  eval.Expr
-	wins    []windowOp
-	output  []eval.Expr
-	order   []eval.Expr
+	// aggFilter and aggOrder are each aggregate's FILTER condition
+	// (nil for none) and ORDER BY keys.
+	aggFilter []eval.Expr
+	aggOrder  [][]eval.Expr
+	having    eval.Expr
+	wins      []windowOp
+	output    []eval.Expr
+	order     []eval.Expr
 	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
 	// the block's or, for the query's root, the query's); -1: all.
 	keep int64
@@ -517,6 +521,16 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 		}
 		o.aggArgs = append(o.aggArgs, arg)
 		o.aggArg2 = append(o.aggArg2, arg2)
+		var filter eval.Expr
+		if a.Filter != nil {
+			filter = eval.Compile(a.Filter)
+		}
+		var keys []eval.Expr
+		for _, k := range a.Order {
+			keys = append(keys, eval.Compile(k.Expr))
+		}
+		o.aggFilter = append(o.aggFilter, filter)
+		o.aggOrder = append(o.aggOrder, keys)
 	}
 	if p.Having != nil {
 		o.having = eval.Compile(p.Having)
@@ -714,7 +728,7 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.R
 			if err != nil {
 				return nil, 0, err
 			}
-			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i])
+			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env.Location())
 			if err != nil {
 				return nil, 0, err
 			}
@@ -775,6 +789,15 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 			groups[k] = g
 		}
 		for i, st := range g.states {
+			if f := o.aggFilter[i]; f != nil {
+				ok, err := f(r, env)
+				if err != nil {
+					return nil, 0, err
+				}
+				if !eval.Truthy(ok) {
+					continue
+				}
+			}
 			var v, v2 any = true, nil
 			if o.aggArgs[i] != nil {
 				if v, err = o.aggArgs[i](r, env); err != nil {
@@ -785,6 +808,17 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 				if v2, err = o.aggArg2[i](r, env); err != nil {
 					return nil, 0, err
 				}
+			}
+			if len(o.aggOrder[i]) > 0 {
+				keys, err := eval.EvalAll(o.aggOrder[i], r, env)
+				if err != nil {
+					return nil, 0, err
+				}
+				st.addOrdered(v, v2, keys)
+				if err := charge(env, &temp, aggBytes(st, v, v2)+eval.RowBytes(keys), "GROUP BY"); err != nil {
+					return nil, 0, err
+				}
+				continue
 			}
 			n := st.n
 			if err := st.add(v, v2); err != nil {
@@ -806,7 +840,11 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 		row := make(catalog.Row, 0, len(g.vals)+len(g.states))
 		row = append(row, g.vals...)
 		for _, st := range g.states {
-			row = append(row, st.result())
+			res, err := st.finish()
+			if err != nil {
+				return nil, 0, err
+			}
+			row = append(row, res)
 		}
 		if o.having != nil {
 			ok, err := o.having(row, env)
@@ -831,7 +869,13 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 
 // aggState is one aggregate's running state in a catalog query.
 type aggState struct {
-	spec  planner.AggSpec
+	spec planner.AggSpec
+	// entries are the rows of an aggregate with an ORDER BY, kept
+	// until the group ends (aggfuncs.go).
+	entries []orderedEntry
+	// m, m2 are the running mean and sum of squared deviations of the
+	// statistical aggregates.
+	m, m2 float64
 	n     int64
 	sum   any
 	fsum  float64
@@ -904,6 +948,8 @@ func (st *aggState) add(v, v2 any) error {
 		st.b = (st.b == nil || st.b == true) && v == true
 	case "bool_or":
 		st.b = st.b == true || v == true
+	default:
+		st.addStat(v)
 	}
 	return nil
 }

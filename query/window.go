@@ -222,7 +222,9 @@ func (op *windowOp) partition(items []*winItem, rows []catalog.Row, result []any
 						return err
 					}
 					cumEnd = e
-					v = cum.result()
+					if v, err = cum.finish(); err != nil {
+						return err
+					}
 				default:
 					st := newAggState(*op.call.Agg)
 					if s < e {
@@ -230,7 +232,9 @@ func (op *windowOp) partition(items []*winItem, rows []catalog.Row, result []any
 							return err
 						}
 					}
-					v = st.result()
+					if v, err = st.finish(); err != nil {
+						return err
+					}
 				}
 				lastS, lastE, last = s, e, v
 			}

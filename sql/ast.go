@@ -371,6 +371,13 @@ type Func struct {
 	Distinct bool
 	Over     *Window
 	Pos      int
+	// Filter is an aggregate's FILTER (WHERE ...) condition.
+	Filter Expr
+	// OrderBy is an aggregate's ORDER BY inside its parentheses, or,
+	// with WithinGroup, an ordered-set aggregate's WITHIN GROUP (ORDER
+	// BY ...), whose key is the value aggregated.
+	OrderBy     []OrderItem
+	WithinGroup bool
 }
 
 // Cast is CAST(x AS type) or x::type.

@@ -616,7 +616,7 @@ func (c *converter) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Func{Name: name, Args: args, Pos: c.pos(n)}, nil
+	return takeOrderKeys(&Func{Name: name, Args: args, Pos: c.pos(n)}), nil
 }
 
 func (c *converter) aggregate(n *ast.AggregateFuncExpr) (Expr, error) {

@@ -514,6 +514,8 @@ func (c *converter) markedCall(n *ast.FuncCallExpr, mark markKind) (Expr, error)
 			WithHint("Put the pattern in parentheses.")
 	case markAnyArray:
 		return nil, c.unsupportedAt(n, "ANY or ALL over an array is not supported here")
+	case markFilter, markOrderAsc, markOrderDesc, markWithinAsc, markWithinDesc, markAggDistinct:
+		return c.aggSyntaxCall(n, mark)
 	}
 	return nil, internalErr("unknown mark %d", mark)
 }

@@ -385,7 +385,21 @@ func (f *formatter) expr(e Expr) {
 			f.b.WriteString("*")
 		}
 		f.exprs(e.Args)
+		if len(e.OrderBy) > 0 && !e.WithinGroup {
+			f.b.WriteString(" ORDER BY ")
+			f.orderItems(e.OrderBy)
+		}
 		f.b.WriteString(")")
+		if e.WithinGroup {
+			f.b.WriteString(" WITHIN GROUP (ORDER BY ")
+			f.orderItems(e.OrderBy)
+			f.b.WriteString(")")
+		}
+		if e.Filter != nil {
+			f.b.WriteString(" FILTER (WHERE ")
+			f.expr(e.Filter)
+			f.b.WriteString(")")
+		}
 		f.over(e.Over)
 	case *Cast:
 		f.b.WriteString("CAST(")
@@ -519,4 +533,17 @@ func (f *formatter) insertInto(table string, pos int, cols []string, colPos []in
 		}
 	}
 	f.b.WriteString(")")
+}
+
+// orderItems writes the keys of an aggregate's ORDER BY.
+func (f *formatter) orderItems(items []OrderItem) {
+	for i, o := range items {
+		if i > 0 {
+			f.b.WriteString(", ")
+		}
+		f.expr(o.Expr)
+		if o.Desc {
+			f.b.WriteString(" DESC")
+		}
+	}
 }

@@ -426,11 +426,14 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		}
 	case "filter":
 		if next.isOp("(") && prev.isOp(")") {
-			return 0, unsupported(pos, "aggregate FILTER clauses are not supported")
+			return rw.aggFilter(i, j)
 		}
 	case "within":
+		if next.isWord("group") && prev.isOp(")") {
+			return rw.withinGroup(i, j)
+		}
 		if next.isWord("group") {
-			return 0, unsupported(pos, "WITHIN GROUP is not supported")
+			return 0, unsupported(pos, "WITHIN GROUP is not supported here")
 		}
 	case "similar":
 		return 0, unsupported(pos, "SIMILAR TO is not supported")
@@ -528,6 +531,12 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, sp.syntaxErr(t)
 	}
 	if next.isOp("(") && !prev.isWord("into") {
+		if n, ok, err := rw.orderedCall(i, j); ok || err != nil {
+			return n, err
+		}
+		if n, ok, err := rw.namedCall(i, j); ok || err != nil {
+			return n, err
+		}
 		if specialCalls[t.val] {
 			if n, ok, err := rw.specialCall(i, j); ok || err != nil {
 				return n, err
@@ -666,6 +675,33 @@ func (rw *rewriter) specialCall(i, j int) (next int, ok bool, err error) {
 	case t.val == "trim":
 		n, err := rw.trimCall(i, open, close)
 		return n, true, err
+	case t.val == "position" && len(kws) == 1 && sp.toks[kws[0]].isWord("in"):
+		// POSITION(sub IN s) is position(s, sub).
+		fn()
+		if err := rw.run(kws[0]+1, close); err != nil {
+			return 0, true, err
+		}
+		rw.addTok(sp.toks[kws[0]], ",", itemOther)
+		if err := rw.run(open+1, kws[0]); err != nil {
+			return 0, true, err
+		}
+	case t.val == "overlay" && (len(kws) == 2 || len(kws) == 3) && sp.toks[kws[0]].isWord("placing") &&
+		sp.toks[kws[1]].isWord("from") && (len(kws) == 2 || sp.toks[kws[2]].isWord("for")):
+		// OVERLAY(s PLACING r FROM a [FOR n]) is overlay(s, r, a [, n]).
+		fn()
+		if err := rw.run(open+1, kws[0]); err != nil {
+			return 0, true, err
+		}
+		for n, k := range kws {
+			end := close
+			if n+1 < len(kws) {
+				end = kws[n+1]
+			}
+			rw.addTok(sp.toks[k], ",", itemOther)
+			if err := rw.run(k+1, end); err != nil {
+				return 0, true, err
+			}
+		}
 	default:
 		return 0, true, unsupported(sp.charPos(sp.toks[kws[0]].pos), "%s(... %s ...) is not supported",
 			strings.ToUpper(t.val), strings.ToUpper(sp.toks[kws[0]].val)).
