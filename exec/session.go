@@ -963,7 +963,7 @@ func (s *Session) describe(st *sql.Describe, w ResultWriter) error {
 		return err
 	}
 	for _, c := range rel.Schema.Columns {
-		if err := w.Row([]any{c.Name, c.Type.String(), c.Key}); err != nil {
+		if err := w.Row([]any{c.Name, c.TypeString(), c.Key}); err != nil {
 			return err
 		}
 	}

@@ -163,7 +163,7 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		if c.Key {
 			nkeys++
 		}
-		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key, Precision: c.Precision, Scale: c.Scale})
 	}
 	if r.Kind == catalog.KindTable && nkeys == 0 {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "table %s needs a PRIMARY KEY", s.Name).

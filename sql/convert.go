@@ -593,7 +593,7 @@ func (c *converter) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Cast{X: x, Type: cast.typ, Pos: c.sp.charPos(cast.pos)}, nil
+		return &Cast{X: x, Type: cast.typ, Precision: cast.precision, Scale: cast.scale, Pos: c.sp.charPos(cast.pos)}, nil
 	}
 	if mark, ok := c.tt.marks[n.OriginTextPosition()]; ok {
 		return c.markedCall(n, mark)
