@@ -114,6 +114,9 @@ func FuncNeedsSession(name string) bool {
 }
 
 func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
+	if s, ok, err := bindNumericFunc(name, args, pos); ok {
+		return s, err
+	}
 	sig, ok := scalarFuncs[name]
 	if !ok {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).

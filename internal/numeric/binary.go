@@ -120,7 +120,7 @@ func ParseBinary(b []byte) (*apd.Decimal, error) {
 		d.Coeff.Add(&d.Coeff, apd.NewBigInt(int64(g)))
 	}
 	d.Exponent = int32(4 * (weight - ndigits + 1))
-	// Show exactly dscale digits after the point, as the sender meant
-	// (digits beyond it are dropped, as Postgres's receive rounds them).
-	return rescale(normalize(d), dscale, true), nil
+	// Show exactly dscale digits after the point, as the sender meant;
+	// digits beyond it are truncated, as numeric_recv does.
+	return rescale(normalize(d), dscale, false), nil
 }
