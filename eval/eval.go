@@ -8,7 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
@@ -169,6 +172,8 @@ func Compile(s planner.Scalar) Expr {
 				return -v, nil
 			case float64:
 				return -v, nil
+			case *apd.Decimal:
+				return numeric.Neg(v), nil
 			}
 			return nil, pgerr.New(pgerr.DatatypeMismatch, "cannot negate %T", v)
 		}
@@ -220,6 +225,16 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Cast:
 		x, t := Compile(s.X), s.T
+		if s.Precision > 0 {
+			p, sc := s.Precision, s.Scale
+			return func(row catalog.Row, env *Env) (any, error) {
+				v, err := x(row, env)
+				if v == nil || err != nil {
+					return nil, err
+				}
+				return planner.ConvertTypmod(v, t, p, sc)
+			}
+		}
 		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
 			if v == nil || err != nil {
@@ -370,6 +385,9 @@ func BinaryOp(op string, t catalog.Type, a, b any) (any, error) {
 	case "NOT ILIKE":
 		return !Like(a.(string), b.(string), true), nil
 	}
+	if t == catalog.Decimal {
+		return decimalOp(op, a, b)
+	}
 	if t == catalog.Double {
 		x, y := a.(float64), b.(float64)
 		switch op {
@@ -453,6 +471,9 @@ func checkFloat(z, x, y float64, nonZero bool) (any, error) {
 // int64/float64 compare numerically. NaN sorts above every other double,
 // as in Postgres.
 func Compare(a, b any) int {
+	if c, ok := compareDecimal(a, b); ok {
+		return c
+	}
 	switch x := a.(type) {
 	case int64:
 		switch y := b.(type) {
