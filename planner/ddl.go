@@ -169,6 +169,9 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "table %s needs a PRIMARY KEY", s.Name).
 			WithHint("A table is upserted by key: mark its key column with PRIMARY KEY.")
 	}
+	if err := checkKafkaKeyTypes(r); err != nil {
+		return nil, err
+	}
 	if nkeys > 1 && r.KeyFormat == FormatKafka {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s has %d key columns, but key_format 'kafka' holds one", what, s.Name, nkeys).
 			WithHint("Use WITH (key_format = 'json') for a multi-column key.")

@@ -141,3 +141,18 @@ func bindNumericFunc(name string, args []Scalar, pos int) (s Scalar, ok bool, er
 
 // negateConst is -c for a numeric constant.
 func negateDecimal(v *apd.Decimal) *apd.Decimal { return numeric.Neg(v) }
+
+// checkKafkaKeyTypes refuses a NUMERIC key column under key_format
+// 'kafka': Kafka's serializers have no decimal (ksqlDB refuses it too).
+func checkKafkaKeyTypes(r *catalog.Relation) error {
+	if r.KeyFormat != FormatKafka {
+		return nil
+	}
+	for _, c := range r.Schema.Columns {
+		if c.Key && c.Type == catalog.Decimal {
+			return pgerr.New(pgerr.FeatureNotSupported, "key column %s is NUMERIC, which key_format 'kafka' cannot hold", c.Name).
+				WithHint("Use WITH (key_format = 'json') for a NUMERIC key.")
+		}
+	}
+	return nil
+}

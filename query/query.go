@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
@@ -389,6 +392,10 @@ func appendKey(b *strings.Builder, v any) {
 		b.WriteString("T")
 		b.WriteString(strconv.FormatInt(x.UnixNano(), 10))
 		b.WriteByte(';')
+	case *apd.Decimal:
+		// The key encoding is canonical: 1.0 and 1.00 group together.
+		b.WriteString("d")
+		b.Write(numeric.AppendKey(nil, x))
 	case []any:
 		b.WriteString("a")
 		b.WriteString(strconv.Itoa(len(x)))
