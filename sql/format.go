@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // Format renders a statement as canonical basin SQL: keywords in upper
@@ -428,6 +431,8 @@ func formatLiteral(l *Literal) string {
 		return strconv.FormatInt(v, 10)
 	case float64:
 		return floatText(v)
+	case *apd.Decimal:
+		return numeric.Text(v)
 	case string:
 		return QuoteString(v)
 	}
