@@ -208,8 +208,8 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 				st[o] = decimalSum(st[o], x, 1)
 			}
 		case "avg":
-			if x, ok := v.(*apd.Decimal); ok {
-				st[o] = decimalSum(st[o], x, 1)
+			if s.T == catalog.Decimal {
+				st[o] = decimalSum(st[o], toDecimal(v), 1)
 			} else {
 				st[o] = st[o].(float64) + toFloat(v)
 			}
@@ -262,14 +262,14 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 		case "avg":
 			n := st[o+1].(int64) - 1
 			st[o+1] = n
-			x, dec := v.(*apd.Decimal)
+			dec := s.T == catalog.Decimal
 			switch {
 			case n == 0 && dec:
 				st[o] = numeric.Zero
 			case n == 0:
 				st[o] = float64(0)
 			case dec:
-				st[o] = decimalSum(st[o], x, -1)
+				st[o] = decimalSum(st[o], toDecimal(v), -1)
 			default:
 				st[o] = st[o].(float64) - toFloat(v)
 			}

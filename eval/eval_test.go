@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
@@ -211,6 +214,15 @@ func sameValue(a, b any) bool {
 		y, ok := b.(time.Time)
 		return ok && x.Equal(y)
 	}
+	if x, ok := a.(*apd.Decimal); ok {
+		// Numerics are the same when their text is: equal, same scale.
+		switch y := b.(type) {
+		case *apd.Decimal:
+			return numeric.Text(x) == numeric.Text(y)
+		case string:
+			return numeric.Text(x) == y
+		}
+	}
 	return reflect.DeepEqual(a, b)
 }
 
@@ -325,7 +337,8 @@ func TestAggregator(t *testing.T) {
 		st = vals[1:]
 	}
 	got := agg.Results(nil, st)
-	want = []any{int64(4), int64(3), int64(9), math.NaN(), 3.0, "a", "c", -2.0, math.NaN(), t0.Add(-time.Hour)}
+	// avg of integers is numeric, with numeric division's scale.
+	want = []any{int64(4), int64(3), int64(9), math.NaN(), "3.0000000000000000", "a", "c", -2.0, math.NaN(), t0.Add(-time.Hour)}
 	if len(got) != len(want) {
 		t.Fatalf("results %v, want %v", got, want)
 	}

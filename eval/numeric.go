@@ -104,7 +104,13 @@ func decimalSum(sum any, v *apd.Decimal, sign int64) any {
 	}
 	s, ok := sum.(*apd.Decimal)
 	if !ok {
-		return v
+		// No sum yet; or a float sum an avg's state held before avg of
+		// integers was numeric, carried on exactly from its value.
+		f, isFloat := sum.(float64)
+		if !isFloat {
+			return v
+		}
+		s = numeric.FromFloat64(f)
 	}
 	out, err := numeric.Add(s, v)
 	if err != nil {
@@ -119,10 +125,27 @@ func decimalAvg(sum any, n int64) any {
 	s, ok := sum.(*apd.Decimal)
 	if !ok {
 		s = numeric.Zero
+		if f, isFloat := sum.(float64); isFloat {
+			s = numeric.FromFloat64(f)
+		}
 	}
 	out, err := numeric.Div(s, numeric.FromInt64(n))
 	if err != nil {
 		return nil
 	}
 	return out
+}
+
+// toDecimal is an avg argument as a numeric: integers exactly, doubles
+// as float8 to numeric casts them.
+func toDecimal(v any) *apd.Decimal {
+	switch x := v.(type) {
+	case *apd.Decimal:
+		return x
+	case int64:
+		return numeric.FromInt64(x)
+	case float64:
+		return numeric.FromFloat64(x)
+	}
+	return numeric.NaN
 }

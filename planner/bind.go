@@ -872,10 +872,7 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		if !spec.Arg.Type().Numeric() && spec.Arg.Type() != catalog.Unknown {
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
-		spec.T = catalog.Double
-		if spec.Arg.Type() == catalog.Decimal {
-			spec.T = catalog.Decimal
-		}
+		spec.T = avgType(spec.Arg.Type())
 	case "min", "max":
 		spec.T = spec.Arg.Type()
 	case "string_agg":

@@ -156,3 +156,14 @@ func checkKafkaKeyTypes(r *catalog.Relation) error {
 	}
 	return nil
 }
+
+// avgType is avg's result type, as Postgres's: numeric for integers and
+// numerics (the exact mean, with numeric division's scale), double
+// precision for doubles.
+func avgType(arg catalog.Type) catalog.Type {
+	switch arg {
+	case catalog.Int, catalog.BigInt, catalog.Decimal:
+		return catalog.Decimal
+	}
+	return catalog.Double
+}
