@@ -10,6 +10,8 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/sql"
 )
 
 // decimalOp is BinaryOp for operands the planner coerced to numeric.
@@ -148,4 +150,15 @@ func toDecimal(v any) *apd.Decimal {
 		return numeric.FromFloat64(x)
 	}
 	return numeric.NaN
+}
+
+// EvalColumnValue evaluates an INSERT value for column c: EvalValue as
+// c's type, then fitted to a NUMERIC(p,s) column's modifiers (rounded
+// to the scale, or 22003 with too many digits), as Postgres stores it.
+func EvalColumnValue(e sql.Expr, c catalog.Column, env *Env) (any, error) {
+	v, err := EvalValue(e, c.Type, env)
+	if err != nil || v == nil || c.Type != catalog.Decimal || c.Precision <= 0 {
+		return v, err
+	}
+	return planner.ConvertTypmod(v, c.Type, c.Precision, c.Scale)
 }
