@@ -207,6 +207,7 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
+		param, _ := x.(*ParamRef)
 		if b.q != nil {
 			x, err = b.q.castPG(x, e.Type, e.Pos)
 		} else {
@@ -214,6 +215,9 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if p, ok := x.(*ParamRef); ok && param != nil && param.T == catalog.Unknown && p.T != catalog.Unknown {
+			x = b.castParam(p)
 		}
 		return castTypmod(x, e.Precision, e.Scale, e.Pos)
 	case *sql.Case:

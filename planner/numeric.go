@@ -167,3 +167,12 @@ func avgType(arg catalog.Type) catalog.Type {
 	}
 	return catalog.Double
 }
+
+// castParam is $n::t for a parameter nothing typed before: the
+// parameter takes type t (ParameterDescription says so), and the cast
+// stays a typed expression, so that $1::numeric * 2 computes in numeric
+// rather than letting the untyped parameter take the other side's type.
+func (b *binder) castParam(p *ParamRef) Scalar {
+	b.noteParam(p.N, p.T)
+	return &Cast{X: p, T: p.T}
+}
