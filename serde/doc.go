@@ -38,6 +38,12 @@
 //	           milliseconds or from an RFC 3339 / ISO 8601 string
 //	DOUBLE     a JSON number; NaN and ±Inf, which JSON cannot carry, as the
 //	           strings "NaN", "Infinity" and "-Infinity", which read back
+//	NUMERIC    a JSON number with the value's exact digits and scale
+//	           (1.50), NaN and ±Infinity as DOUBLE's strings; read from a
+//	           number's text, never through a float64, or from a string
+//	           holding a number; a NUMERIC(p,s) column rounds it to its
+//	           scale (too many digits: the record is refused, 22003). A
+//	           NUMERIC key column needs key_format 'json'
 //
 // # Layout
 //
