@@ -176,3 +176,15 @@ func (b *binder) castParam(p *ParamRef) Scalar {
 	b.noteParam(p.N, p.T)
 	return &Cast{X: p, T: p.T}
 }
+
+// kafkaKeys reports whether key_format 'kafka' can hold every key
+// column of cols (a NUMERIC key cannot: a view grouped by one is keyed
+// in JSON unless told otherwise).
+func kafkaKeys(cols []catalog.Column) bool {
+	for _, c := range cols {
+		if c.Key && !kafkaKeyType(c.Type) {
+			return false
+		}
+	}
+	return true
+}

@@ -336,12 +336,16 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	view.Schema.Columns = cols
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka
-		if len(p.KeyGroup) > 1 {
+		if len(p.KeyGroup) > 1 || !kafkaKeys(cols) {
 			view.KeyFormat = FormatJSON
 		}
 	}
 	if len(p.KeyGroup) > 1 && view.KeyFormat == FormatKafka {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(p.KeyGroup)).
+			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
+	}
+	if view.KeyFormat == FormatKafka && !kafkaKeys(cols) {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "a key column of view %s has a type key_format 'kafka' cannot hold", s.Name).
 			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
 	}
 	view.Partitions = src.Partitions
