@@ -118,6 +118,9 @@ func ParseKey(b []byte) (*apd.Decimal, int, error) {
 	}
 	adj := int32(uint32(body[0])<<24|uint32(body[1])<<16|uint32(body[2])<<8|uint32(body[3])) ^ -1<<31
 	digits := body[4 : len(body)-1]
+	if adj < -2*maxScale || adj > 2*maxIntDigits {
+		return nil, 0, errBinary // beyond any numeric: refused before 10^adj is built
+	}
 	if len(digits) == 0 || digits[0] == 1 || digits[len(digits)-1] == 1 {
 		return nil, 0, errBinary // not canonical: zero digits at an end
 	}

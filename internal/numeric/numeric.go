@@ -160,9 +160,10 @@ func Parse(s string) (*apd.Decimal, error) {
 	}
 	d, _, err := apd.NewFromString(w)
 	if err != nil {
-		return nil, bad()
+		// Well formed, so its exponent is beyond what apd holds.
+		return nil, overflow()
 	}
-	if d.Exponent < -16383 || d.Exponent > 131072 {
+	if d.Exponent < -maxScale || d.Exponent > maxIntDigits {
 		return nil, pgerr.New(pgerr.NumericValueOutOfRange, "value overflows numeric format")
 	}
 	return normalize(d), nil
@@ -317,7 +318,33 @@ func Add(x, y *apd.Decimal) (*apd.Decimal, error) {
 	if _, err := exact.Add(d, x, y); err != nil {
 		return nil, overflow()
 	}
-	return normalize(d), nil
+	return checkRange(normalize(d))
+}
+
+// maxIntDigits is the most digits before the point a numeric has:
+// apd's largest exponent (Postgres allows 131072; basin stops a little
+// short). maxScale is the most after it, Postgres's 16383.
+const (
+	maxIntDigits = apd.MaxExponent
+	maxScale     = 16383
+)
+
+// intDigits is the number of digits of finite d before the point.
+func intDigits(d *apd.Decimal) int64 {
+	if d.Coeff.Sign() == 0 {
+		return 0
+	}
+	return d.NumDigits() + int64(d.Exponent)
+}
+
+// checkRange refuses a result with more digits before the point than
+// numeric holds, as Postgres does (and so bounds the work of a chain of
+// products).
+func checkRange(d *apd.Decimal) (*apd.Decimal, error) {
+	if d.Form == apd.Finite && intDigits(d) > maxIntDigits {
+		return nil, overflow()
+	}
+	return d, nil
 }
 
 // Neg is -x.
@@ -365,6 +392,9 @@ func Mul(x, y *apd.Decimal) (*apd.Decimal, error) {
 		}
 		return infOf(x.Negative != y.Negative), nil
 	}
+	if intDigits(x)+intDigits(y) > maxIntDigits+1 {
+		return nil, overflow()
+	}
 	if Scale(x)+Scale(y) > 16383 {
 		// Postgres rounds a product's scale to NUMERIC_DSCALE_MAX.
 		d := new(apd.Decimal)
@@ -377,7 +407,7 @@ func Mul(x, y *apd.Decimal) (*apd.Decimal, error) {
 	if _, err := exact.Mul(d, x, y); err != nil {
 		return nil, overflow()
 	}
-	return normalize(d), nil
+	return checkRange(normalize(d))
 }
 
 func overflow() error {
@@ -406,7 +436,14 @@ func Div(x, y *apd.Decimal) (*apd.Decimal, error) {
 	if y.Sign() == 0 {
 		return nil, errDivByZero()
 	}
-	return DivScale(x, y, divScale(x, y))
+	if intDigits(x)-intDigits(y) > maxIntDigits+1 {
+		return nil, overflow()
+	}
+	d, err := DivScale(x, y, divScale(x, y))
+	if err != nil {
+		return nil, err
+	}
+	return checkRange(d)
 }
 
 // DivScale is x / y for finite x and non-zero y, rounded half away from

@@ -247,3 +247,62 @@ func TestKeyOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestRange checks that results beyond numeric's 131072 digits before
+// the point are refused rather than computed.
+func TestRange(t *testing.T) {
+	big := mustParse(t, "1e60000")
+	if _, err := Mul(big, big); pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
+		t.Errorf("1e60000 * 1e60000 = %v", err)
+	}
+	huge, tiny := mustParse(t, "1e90000"), mustParse(t, "1e-16000")
+	if _, err := Div(huge, tiny); pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
+		t.Errorf("1e90000 / 1e-16000 = %v", err)
+	}
+	if d, err := Add(big, big); err != nil || intDigits(d) != 60001 {
+		t.Errorf("1e60000 + 1e60000: %v", err)
+	}
+}
+
+// FuzzParse checks that no text makes Parse, the binary and key
+// encodings or the operators panic, and that valid values round-trip.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"1.50", "-0.000", "NaN", "1e-300", "99999999999999999999.99", "-inf", "1e5"} {
+		f.Add(s, "3")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		x, err := Parse(a)
+		if err != nil {
+			return
+		}
+		if back, err := ParseBinary(AppendBinary(nil, x)); err != nil || Text(back) != Text(x) {
+			t.Fatalf("binary round trip of %s: %v, %v", Text(x), back, err)
+		}
+		if back, n, err := ParseKey(AppendKey(nil, x)); err != nil || Cmp(back, x) != 0 || n != len(AppendKey(nil, x)) {
+			t.Fatalf("key round trip of %s: %v, %v", Text(x), back, err)
+		}
+		y, err := Parse(b)
+		if err != nil {
+			return
+		}
+		for _, op := range []func(x, y *apd.Decimal) (*apd.Decimal, error){Add, Sub, Mul, Div, Mod} {
+			_, _ = op(x, y)
+		}
+		_, _ = ApplyTypmod(x, 10, 2)
+		_ = Round(x, 3)
+	})
+}
+
+// FuzzParseBinary checks that arbitrary bytes never make the binary or
+// key decoders panic.
+func FuzzParseBinary(f *testing.F) {
+	f.Add(AppendBinary(nil, apd.New(150, -2)))
+	f.Add(AppendKey(nil, apd.New(-150, -2)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 64 {
+			return
+		}
+		_, _ = ParseBinary(b)
+		_, _, _ = ParseKey(b)
+	})
+}
