@@ -739,8 +739,36 @@ func (st *aggState) add(v, v2 any) error {
 		case float64:
 			s, _ := st.sum.(float64)
 			st.sum = s + x
+		case *apd.Decimal:
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				st.sum = x
+				break
+			}
+			sum, err := numeric.Add(s, x)
+			if err != nil {
+				return err
+			}
+			st.sum = sum
 		}
 	case "avg":
+		if st.spec.T == catalog.Decimal {
+			// Exact, as Postgres's avg of integers and numerics.
+			x, err := planner.ConvertValue(v, catalog.Decimal)
+			if err != nil {
+				return err
+			}
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				s = numeric.Zero
+			}
+			sum, err := numeric.Add(s, x.(*apd.Decimal))
+			if err != nil {
+				return err
+			}
+			st.sum = sum
+			break
+		}
 		switch x := v.(type) {
 		case int64:
 			st.fsum += float64(x)
@@ -780,6 +808,17 @@ func (st *aggState) result() any {
 	case "avg":
 		if st.n == 0 {
 			return nil
+		}
+		if st.spec.T == catalog.Decimal {
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				s = numeric.Zero
+			}
+			avg, err := numeric.Div(s, numeric.FromInt64(st.n))
+			if err != nil {
+				return nil
+			}
+			return avg
 		}
 		return st.fsum / float64(st.n)
 	case "min", "max":
