@@ -165,7 +165,7 @@ func pgCatalogTables() []*VirtualTable {
 							ndims = 1
 						}
 						add("attrelid", c.oid, "attname", col.Name, "atttypid", int64(col.Type.OID()), "attstattarget", -1,
-							"attlen", pt.Len, "attnum", i+1, "attndims", ndims, "attcacheoff", -1, "atttypmod", -1,
+							"attlen", pt.Len, "attnum", i+1, "attndims", ndims, "attcacheoff", -1, "atttypmod", col.Typmod(),
 							"attbyval", pt.ByVal, "attalign", pt.Align, "attstorage", pt.Storage, "attcompression", "",
 							"attnotnull", notNull, "attidentity", "", "attgenerated", "", "attislocal", true,
 							"attcollation", collation)
@@ -606,6 +606,8 @@ func informationSchemaTables() []*VirtualTable {
 							numPrec, numRadix = 53, 2
 						case Timestamp:
 							dtPrec = 6
+						case Decimal:
+							numPrec, numRadix, numScale = numericPrecision(c)
 						case Varchar:
 							octets = 1073741824
 						}

@@ -87,8 +87,9 @@ func (t Type) OID() uint32 {
 	return t.pgOID()
 }
 
-// Numeric reports whether t is Int, BigInt or Double.
-func (t Type) Numeric() bool { return t == Int || t == BigInt || t == Double }
+// Numeric reports whether t is a number type: Int, BigInt, Decimal or
+// Double.
+func (t Type) Numeric() bool { return t == Int || t == BigInt || t == Double || t == Decimal }
 
 // ParseType maps a SQL type name, in ksqlDB, Postgres or MySQL spelling, to
 // a Type. Lengths and precisions ("VARCHAR(20)") are ignored.

@@ -5,7 +5,10 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/planner"
 )
 
@@ -105,6 +108,8 @@ func (a *Aggregator) Init() []any {
 			st[o] = ""
 		case s.Func == "count":
 			st[o] = int64(0)
+		case s.Func == "avg" && s.T == catalog.Decimal:
+			st[o], st[o+1] = numeric.Zero, int64(0)
 		case s.Func == "avg":
 			st[o], st[o+1] = float64(0), int64(0)
 		case s.Func == "sum" && a.retract:
@@ -199,9 +204,15 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 				} else {
 					st[o] = st[o].(float64) + x
 				}
+			case *apd.Decimal:
+				st[o] = decimalSum(st[o], x, 1)
 			}
 		case "avg":
-			st[o] = st[o].(float64) + toFloat(v)
+			if s.T == catalog.Decimal {
+				st[o] = decimalSum(st[o], toDecimal(v), 1)
+			} else {
+				st[o] = st[o].(float64) + toFloat(v)
+			}
 			st[o+1] = st[o+1].(int64) + 1
 		case "min":
 			if st[o] == nil || Compare(v, st[o]) < 0 {
@@ -251,9 +262,15 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 		case "avg":
 			n := st[o+1].(int64) - 1
 			st[o+1] = n
-			if n == 0 {
+			dec := s.T == catalog.Decimal
+			switch {
+			case n == 0 && dec:
+				st[o] = numeric.Zero
+			case n == 0:
 				st[o] = float64(0)
-			} else {
+			case dec:
+				st[o] = decimalSum(st[o], toDecimal(v), -1)
+			default:
 				st[o] = st[o].(float64) - toFloat(v)
 			}
 		}
@@ -290,6 +307,8 @@ func sum128(st []any, v any, sign int64) {
 	case float64:
 		f, _ := st[0].(float64)
 		st[0] = f + float64(sign)*x
+	case *apd.Decimal:
+		st[0] = decimalSum(st[0], x, sign)
 	}
 }
 
@@ -335,9 +354,12 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 		switch s.Func {
 		case "avg":
 			n := st[o+1].(int64)
-			if n == 0 {
+			switch {
+			case n == 0:
 				dst = append(dst, nil)
-			} else {
+			case s.T == catalog.Decimal:
+				dst = append(dst, decimalAvg(st[o], n))
+			default:
 				dst = append(dst, st[o].(float64)/float64(n))
 			}
 		default:

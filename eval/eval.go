@@ -8,7 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
@@ -181,6 +184,8 @@ func Compile(s planner.Scalar) Expr {
 				return -v, nil
 			case catalog.IntervalVal:
 				return negateInterval(v)
+			case *apd.Decimal:
+				return numeric.Neg(v), nil
 			}
 			return nil, pgerr.New(pgerr.DatatypeMismatch, "cannot negate %T", v)
 		}
@@ -237,6 +242,16 @@ func Compile(s planner.Scalar) Expr {
 		x, t := Compile(s.X), s.T
 		if from := s.X.Type(); planner.IsDatetime(from) || planner.IsDatetime(t) {
 			return compileDatetimeCast(x, from, t)
+		}
+		if s.Precision > 0 {
+			p, sc := s.Precision, s.Scale
+			return func(row catalog.Row, env *Env) (any, error) {
+				v, err := x(row, env)
+				if v == nil || err != nil {
+					return nil, err
+				}
+				return planner.ConvertTypmod(v, t, p, sc)
+			}
 		}
 		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
@@ -391,6 +406,9 @@ func BinaryOp(op string, t catalog.Type, a, b any) (any, error) {
 	case "NOT ILIKE":
 		return !Like(a.(string), b.(string), true), nil
 	}
+	if t == catalog.Decimal {
+		return decimalOp(op, a, b)
+	}
 	if t == catalog.Double {
 		x, y := a.(float64), b.(float64)
 		switch op {
@@ -474,6 +492,9 @@ func checkFloat(z, x, y float64, nonZero bool) (any, error) {
 // int64/float64 compare numerically. NaN sorts above every other double,
 // as in Postgres.
 func Compare(a, b any) int {
+	if c, ok := compareDecimal(a, b); ok {
+		return c
+	}
 	switch x := a.(type) {
 	case int64:
 		switch y := b.(type) {

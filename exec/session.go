@@ -459,7 +459,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 		row := make(catalog.Row, len(cols))
 		for j, e := range vals {
 			c := cols[idx[j]]
-			v, err := eval.EvalValue(e, c.Type, env)
+			v, err := eval.EvalColumnValue(e, c, env)
 			if err != nil {
 				return err
 			}
@@ -963,7 +963,7 @@ func (s *Session) describe(st *sql.Describe, w ResultWriter) error {
 		return err
 	}
 	for _, c := range rel.Schema.Columns {
-		if err := w.Row([]any{c.Name, c.Type.String(), c.Key}); err != nil {
+		if err := w.Row([]any{c.Name, c.TypeString(), c.Key}); err != nil {
 			return err
 		}
 	}

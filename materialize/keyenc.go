@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // Order-preserving key encoding.
@@ -25,6 +29,11 @@ import (
 //	                 0x00 0x01
 //	time.Time  0x50  Unix seconds (8 bytes, sign flipped) then nanoseconds
 //	                 (4 bytes), both big-endian
+//	numeric    0x25  numeric.AppendKey: -Infinity, negatives, zero,
+//	                 positives, Infinity, NaN; a finite value as its
+//	                 exponent and significant digits, so 1.0 and 1.00
+//	                 (equal in SQL) have one key, which decodes with the
+//	                 fewest digits after the point
 //
 // so bytes.Compare of two encodings is the SQL order of the tuples: NULL
 // first, then values ascending, strings bytewise (collation "C"), tuples
@@ -49,6 +58,7 @@ const (
 	keyFloat  = 0x30
 	keyString = 0x40
 	keyTime   = 0x50
+	keyNum    = 0x25
 )
 
 const (
@@ -96,6 +106,8 @@ func AppendKeyValue(dst []byte, v any) ([]byte, error) {
 		dst = append(dst, keyTime)
 		dst = binary.BigEndian.AppendUint64(dst, uint64(v.Unix())^signBit)
 		return binary.BigEndian.AppendUint32(dst, uint32(v.Nanosecond())), nil
+	case *apd.Decimal:
+		return numeric.AppendKey(append(dst, keyNum), v), nil
 	}
 	if out, ok := appendKeyBlob(dst, v); ok {
 		return out, nil
@@ -195,6 +207,12 @@ func DecodeKeyValue(b []byte) (v any, rest []byte, err error) {
 		return f, b[8:], nil
 	case keyString:
 		return decodeEscaped(b)
+	case keyNum:
+		d, n, err := numeric.ParseKey(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: bad numeric", ErrBadEncoding)
+		}
+		return d, b[n:], nil
 	case keyTime:
 		if len(b) < 12 {
 			return nil, nil, fmt.Errorf("%w: truncated timestamp", ErrBadEncoding)

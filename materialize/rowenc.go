@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // Row encoding.
@@ -22,6 +26,9 @@ import (
 //	                    microsecond precision (the common case)
 //	time (ns)     0x07  varint Unix seconds, uvarint nanoseconds, for any
 //	                    other time.Time
+//	numeric       0x08  uvarint length, Postgres's binary numeric (weight,
+//	                    sign, display scale, base-10000 digits), which
+//	                    keeps the value's scale
 //
 // It is self-describing (no schema needed to decode, so a row written
 // before an ALTER still decodes), compact (small ints and current
@@ -39,6 +46,7 @@ const (
 	rowString   = 0x05
 	rowTimeUsec = 0x06
 	rowTimeNsec = 0x07
+	rowDecimal  = 0x08
 )
 
 // maxMicroSec bounds the Unix seconds whose microseconds fit an int64.
@@ -97,6 +105,12 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 				dst = binary.AppendVarint(dst, sec)
 				dst = binary.AppendUvarint(dst, uint64(nsec))
 			}
+		case *apd.Decimal:
+			dst = append(dst, rowDecimal)
+			at := len(dst)
+			dst = append(dst, 0) // the length, one byte for most values
+			dst = numeric.AppendBinary(dst, v)
+			dst = putLength(dst, at)
 		default:
 			out, ok := appendRowBlob(dst, v)
 			if !ok {
@@ -109,6 +123,22 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 		}
 	}
 	return dst, nil
+}
+
+// putLength fills in the uvarint length of the bytes after dst[at],
+// where one byte was left for it, moving them when it needs more.
+func putLength(dst []byte, at int) []byte {
+	n := len(dst) - at - 1
+	if n < 0x80 {
+		dst[at] = byte(n)
+		return dst
+	}
+	var lb [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(lb[:], uint64(n))
+	dst = append(dst, lb[:k-1]...)
+	copy(dst[at+k:], dst[at+1:at+1+n])
+	copy(dst[at:], lb[:k])
+	return dst
 }
 
 // DecodeRow decodes a row encoded by EncodeRow. Timestamps come back in
@@ -214,6 +244,17 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 			}
 			dst = append(dst, time.Unix(sec, int64(nsec)).UTC())
 			b = b[k+k2:]
+		case rowDecimal:
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return nil, fmt.Errorf("%w: bad numeric at column %d", ErrBadEncoding, i)
+			}
+			d, err := numeric.ParseBinary(b[k : k+int(l)])
+			if err != nil {
+				return nil, fmt.Errorf("%w: bad numeric at column %d", ErrBadEncoding, i)
+			}
+			dst = append(dst, d)
+			b = b[k+int(l):]
 		default:
 			v, n, ok, err := decodeRowBlob(tag, b, i)
 			if !ok {
@@ -252,6 +293,8 @@ const (
 	// RowOther is a value of another type (DATE, TIME, INTERVAL), boxed
 	// in Value.
 	RowOther
+	// RowDecimal is a numeric: Bytes holds it in Postgres's binary form.
+	RowDecimal
 )
 
 // RowValue is one value of an encoded row, as VisitRowPrefix hands it
@@ -340,6 +383,13 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 			}
 			v.Kind, v.Time = RowTime, time.Unix(sec, int64(nsec)).UTC()
 			b = b[k+k2:]
+		case rowDecimal:
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return int(i), fmt.Errorf("%w: bad numeric at column %d", ErrBadEncoding, i)
+			}
+			v.Kind, v.Bytes = RowDecimal, b[k:k+int(l)]
+			b = b[k+int(l):]
 		default:
 			if x, k, ok, err := decodeRowDatetime(tag, b); ok {
 				if err != nil {

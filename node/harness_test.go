@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -127,6 +128,17 @@ func formatTestValue(v any) string {
 		return v.UTC().Format("2006-01-02 15:04:05.999999")
 	case float64:
 		return string(pgcodec.AppendFloat8(nil, v)) // as psql shows it
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = formatTestValue(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	case pgtype.Numeric:
+		// pgx's numeric as its text: the digits and scale the server sent.
+		if t, err := v.Value(); err == nil && t != nil {
+			return fmt.Sprint(t)
+		}
 	}
 	return fmt.Sprint(v)
 }

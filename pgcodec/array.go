@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -143,6 +144,9 @@ func CastText(s string, t catalog.Type) (v any, ok bool, err error) {
 			return nil, true, pgerr.New(pgerr.InvalidTextRepresentation, "invalid input syntax for type double precision: %q", s)
 		}
 		return f, true, nil
+	case catalog.Decimal:
+		d, err := numeric.Parse(s)
+		return d, true, err
 	case catalog.Boolean:
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "t", "true", "yes", "y", "on", "1":

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -54,8 +55,10 @@ func decodeText(oid uint32, s string) (any, error) {
 		return parseBool(s)
 	case oidInt2, oidInt4, oidInt8:
 		return parseInt(oid, s)
-	case oidFloat4, oidFloat8, oidNumeric:
+	case oidFloat4, oidFloat8:
 		return parseFloat(oid, s)
+	case oidNumeric:
+		return numeric.Parse(s)
 	case oidTimestamp:
 		return parseTimestamp(oid, s)
 	}
@@ -331,50 +334,11 @@ func decodeBinary(oid uint32, b []byte) (any, error) {
 }
 
 // decodeNumeric reads numeric's binary form (ndigits, weight, sign,
-// dscale, then base-10000 digits, most significant first) as the
-// nearest float64: basin has no exact decimal type.
+// dscale, then base-10000 digits, most significant first) exactly.
 func decodeNumeric(b []byte) (any, error) {
-	if len(b) < 8 {
-		return nil, fmt.Errorf("a binary numeric has an 8-byte header, this one is %d bytes", len(b))
-	}
-	ndigits := int(binary.BigEndian.Uint16(b))
-	weight := int(int16(binary.BigEndian.Uint16(b[2:])))
-	sign := binary.BigEndian.Uint16(b[4:])
-	if len(b) != 8+2*ndigits {
-		return nil, fmt.Errorf("a binary numeric with %d digits is %d bytes, this one is %d", ndigits, 8+2*ndigits, len(b))
-	}
-	switch sign {
-	case 0x0000, 0x4000:
-	case 0xC000:
-		return math.NaN(), nil
-	case 0xD000:
-		return math.Inf(1), nil
-	case 0xF000:
-		return math.Inf(-1), nil
-	default:
-		return nil, fmt.Errorf("invalid numeric sign 0x%04x", sign)
-	}
-	if ndigits == 0 {
-		return 0.0, nil
-	}
-	// 0.d1d2d3...e(4*(weight+1)): each digit is four decimal digits.
-	s := make([]byte, 0, 16+4*ndigits)
-	if sign == 0x4000 {
-		s = append(s, '-')
-	}
-	s = append(s, "0."...)
-	for i := range ndigits {
-		d := binary.BigEndian.Uint16(b[8+2*i:])
-		if d > 9999 {
-			return nil, fmt.Errorf("invalid numeric digit %d", d)
-		}
-		s = fmt.Appendf(s, "%04d", d)
-	}
-	s = append(s, 'e')
-	s = strconv.AppendInt(s, int64(4*(weight+1)), 10)
-	f, err := strconv.ParseFloat(string(s), 64)
+	d, err := numeric.ParseBinary(b)
 	if err != nil {
-		return nil, fmt.Errorf("numeric out of range for double precision")
+		return nil, fmt.Errorf("invalid binary numeric of %d bytes", len(b))
 	}
-	return f, nil
+	return d, nil
 }

@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // AppendText appends the Postgres text format of v, a value of column type
@@ -38,6 +41,10 @@ func AppendText(b []byte, t catalog.Type, v any) ([]byte, error) {
 	case catalog.Timestamp:
 		if x, ok := v.(time.Time); ok {
 			return AppendTimestamp(b, x), nil
+		}
+	case catalog.Decimal:
+		if x, ok := v.(*apd.Decimal); ok {
+			return numeric.Append(b, x), nil
 		}
 	default:
 		return appendTextPG(b, t, v)
@@ -137,6 +144,10 @@ func AppendBinary(b []byte, t catalog.Type, v any) ([]byte, error) {
 				return b, fmt.Errorf("timestamp %v out of range", x)
 			}
 			return binary.BigEndian.AppendUint64(b, uint64(us)), nil
+		}
+	case catalog.Decimal:
+		if x, ok := v.(*apd.Decimal); ok {
+			return numeric.AppendBinary(b, x), nil
 		}
 	default:
 		return appendBinaryPG(b, t, v)

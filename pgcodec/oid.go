@@ -69,8 +69,10 @@ func ParamType(oid uint32) (t catalog.Type, ok bool) {
 		return catalog.Int, true
 	case oidInt8:
 		return catalog.BigInt, true
-	case oidFloat4, oidFloat8, oidNumeric:
+	case oidFloat4, oidFloat8:
 		return catalog.Double, true
+	case oidNumeric:
+		return catalog.Decimal, true
 	case oidText, oidVarchar, oidBPChar, oidName:
 		return catalog.Varchar, true
 	case oidTimestamp:

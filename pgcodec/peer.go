@@ -4,6 +4,11 @@ import (
 	"encoding/binary"
 	"math"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // epochMicros is EpochUnix in Unix microseconds.
@@ -37,6 +42,9 @@ func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
 		switch oid {
 		case oidText, oidVarchar, oidName:
 			return string(b), true
+		case oidNumeric:
+			d, err := numeric.Parse(string(b))
+			return d, err == nil
 		}
 		return nil, false
 	}
@@ -67,6 +75,9 @@ func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
 		}
 	case oidText, oidVarchar, oidName:
 		return string(b), true
+	case oidNumeric:
+		d, err := numeric.ParseBinary(b)
+		return d, err == nil
 	case oidTimestamp:
 		if len(b) == 8 {
 			us := int64(binary.BigEndian.Uint64(b))
@@ -92,6 +103,35 @@ func FromDriver(v any) any {
 		return float64(v)
 	case time.Time:
 		return v.UTC()
+	case pgtype.Numeric:
+		return numericFromDriver(v)
 	}
 	return v
+}
+
+// numericFromDriver converts pgx's numeric to basin's; an invalid one
+// (NULL) is nil.
+func numericFromDriver(n pgtype.Numeric) any {
+	switch {
+	case !n.Valid:
+		return nil
+	case n.NaN:
+		return numeric.NaN
+	case n.InfinityModifier == pgtype.Infinity:
+		return numeric.PosInf
+	case n.InfinityModifier == pgtype.NegativeInfinity:
+		return numeric.NegInf
+	}
+	d := &apd.Decimal{Exponent: n.Exp}
+	if n.Int != nil {
+		d.Coeff.SetMathBigInt(n.Int)
+		if n.Int.Sign() < 0 {
+			d.Negative = true
+			d.Coeff.Abs(&d.Coeff)
+		}
+	}
+	if t, err := numeric.Parse(numeric.Text(d)); err == nil {
+		return t
+	}
+	return d
 }

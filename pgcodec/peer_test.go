@@ -1,12 +1,16 @@
 package pgcodec
 
 import (
+	"math/big"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	num "github.com/basindb/basin/internal/numeric"
 )
 
 // TestDecodePeer encodes values as a peer's wire would (pgx's own
@@ -33,13 +37,17 @@ func TestDecodePeer(t *testing.T) {
 		{pgtype.TimestampOID, pgx.BinaryFormatCode, ts, ts, true},
 		{pgtype.TimestampOID, pgx.BinaryFormatCode, pgtype.Timestamp{InfinityModifier: pgtype.Infinity, Valid: true}, nil, false},
 		{pgtype.Int8OID, pgx.TextFormatCode, int64(5), nil, false},
-		{pgtype.NumericOID, pgx.BinaryFormatCode, 1.5, nil, false},
+		{pgtype.NumericOID, pgx.BinaryFormatCode, pgtype.Numeric{Int: big.NewInt(150), Exp: -2, Valid: true}, num.Text(mustNumeric("1.50")), true},
+		{pgtype.NumericOID, pgx.TextFormatCode, "-0.001", num.Text(mustNumeric("-0.001")), true},
 	} {
 		b, err := m.Encode(tc.oid, tc.format, tc.in, nil)
 		if err != nil {
 			t.Fatalf("encoding %v as %d: %v", tc.in, tc.oid, err)
 		}
 		got, ok := DecodePeer(tc.oid, tc.format, b)
+		if d, isDec := got.(*apd.Decimal); isDec {
+			got = num.Text(d)
+		}
 		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
 			t.Errorf("%v as oid %d format %d: %#v %v, want %#v %v", tc.in, tc.oid, tc.format, got, ok, tc.want, tc.ok)
 		}
@@ -50,4 +58,12 @@ func TestDecodePeer(t *testing.T) {
 	if _, ok := DecodePeer(pgtype.TimestampOID, pgx.BinaryFormatCode, []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0}); ok {
 		t.Error("a timestamp beyond time's range decoded")
 	}
+}
+
+func mustNumeric(s string) *apd.Decimal {
+	d, err := num.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

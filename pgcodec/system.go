@@ -148,6 +148,7 @@ var pgParamTypes = map[uint32]catalog.Type{
 	1015: catalog.ArrayOf(catalog.Varchar),
 	1003: catalog.ArrayOf(catalog.Varchar),
 	1028: catalog.ArrayOf(catalog.Oid),
+	1231: catalog.ArrayOf(catalog.Decimal),
 }
 
 func pgParamType(oid uint32) (catalog.Type, bool) {

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	num "github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -55,7 +58,10 @@ func TestDecodeText(t *testing.T) {
 		{oidFloat8, "0x1p-2", nil, "22P02"},
 		{oidFloat8, "1_000", nil, "22P02"},
 		{oidFloat4, "0.5", 0.5, ""},
-		{oidNumeric, "12345.678", 12345.678, ""},
+		{oidNumeric, " 12345.6780 ", "12345.6780", ""},
+		{oidNumeric, "1e3", "1000", ""},
+		{oidNumeric, "-Infinity", "-Infinity", ""},
+		{oidNumeric, "1.2.3", nil, "22P02"},
 		{oidText, "héllo", "héllo", ""},
 		{oidVarchar, "", "", ""},
 		{oidText, "a\x00b", nil, "22021"},
@@ -101,6 +107,9 @@ func TestDecodeText(t *testing.T) {
 					t.Fatalf("got %v, want %v", got, w)
 				}
 				return
+			}
+			if d, ok := got.(*apd.Decimal); ok {
+				got = num.Text(d)
 			}
 			if got != c.want {
 				t.Fatalf("got %#v, want %#v", got, c.want)
@@ -168,11 +177,11 @@ func TestBinaryRoundTrip(t *testing.T) {
 // TestDecodeBinaryOthers covers the binary forms of types clients declare
 // that basin maps onto its own.
 func TestDecodeBinaryOthers(t *testing.T) {
-	numeric := func(weight int16, sign uint16, digits ...uint16) []byte {
+	numeric := func(dscale uint16, weight int16, sign uint16, digits ...uint16) []byte {
 		b := binary.BigEndian.AppendUint16(nil, uint16(len(digits)))
 		b = binary.BigEndian.AppendUint16(b, uint16(weight))
 		b = binary.BigEndian.AppendUint16(b, sign)
-		b = binary.BigEndian.AppendUint16(b, 0)
+		b = binary.BigEndian.AppendUint16(b, dscale)
 		for _, d := range digits {
 			b = binary.BigEndian.AppendUint16(b, d)
 		}
@@ -185,9 +194,12 @@ func TestDecodeBinaryOthers(t *testing.T) {
 	}{
 		{oidInt2, []byte{0xff, 0xfe}, int64(-2)},
 		{oidFloat4, binary.BigEndian.AppendUint32(nil, math.Float32bits(0.5)), 0.5},
-		{oidNumeric, numeric(1, 0, 1, 2345, 6780), 12345.678},
-		{oidNumeric, numeric(-1, 0x4000, 5000), -0.5},
-		{oidNumeric, numeric(0, 0), 0.0},
+		{oidNumeric, numeric(3, 1, 0, 1, 2345, 6780), "12345.678"},
+		{oidNumeric, numeric(1, -1, 0x4000, 5000), "-0.5"},
+		{oidNumeric, numeric(2, -1, 0x4000, 5000), "-0.50"},
+		// Digits beyond dscale are truncated, as numeric_recv does.
+		{oidNumeric, numeric(0, 1, 0, 1, 2345, 6780), "12345"},
+		{oidNumeric, numeric(0, 0, 0), "0"},
 		{oidDate, binary.BigEndian.AppendUint32(nil, math.MaxUint32), catalog.DateVal(10956)},
 		{oidTimestampTZ, binary.BigEndian.AppendUint64(nil, 1), time.Date(2000, 1, 1, 0, 0, 0, 1000, time.UTC)},
 		{oidVarchar, []byte("v"), "v"},
@@ -197,6 +209,9 @@ func TestDecodeBinaryOthers(t *testing.T) {
 			t.Errorf("%s %x: %v", pgTypeName(c.oid), c.b, err)
 			continue
 		}
+		if d, ok := got.(*apd.Decimal); ok {
+			got = num.Text(d)
+		}
 		if w, ok := c.want.(time.Time); ok {
 			if !got.(time.Time).Equal(w) {
 				t.Errorf("%s %x = %v, want %v", pgTypeName(c.oid), c.b, got, w)
@@ -205,8 +220,8 @@ func TestDecodeBinaryOthers(t *testing.T) {
 			t.Errorf("%s %x = %#v, want %#v", pgTypeName(c.oid), c.b, got, c.want)
 		}
 	}
-	got, err := DecodeParam(1, oidNumeric, FormatBinary, numeric(0, 0xC000))
-	if f, ok := got.(float64); err != nil || !ok || !math.IsNaN(f) {
+	got, err := DecodeParam(1, oidNumeric, FormatBinary, numeric(0, 0, 0xC000))
+	if d, ok := got.(*apd.Decimal); err != nil || !ok || d.Form != apd.NaN {
 		t.Errorf("numeric NaN = %v, %v", got, err)
 	}
 	for _, bad := range []struct {
@@ -216,7 +231,7 @@ func TestDecodeBinaryOthers(t *testing.T) {
 		{oidBool, nil},
 		{oidInt8, []byte{1, 2, 3}},
 		{oidTimestamp, binary.BigEndian.AppendUint64(nil, math.MaxInt64)},
-		{oidNumeric, numeric(0, 0, 10000)},
+		{oidNumeric, numeric(0, 0, 0, 10000)},
 		{oidNumeric, []byte{0, 1, 0, 0, 0, 0, 0, 0}},
 		{oidText, []byte{0xff}},
 	} {

@@ -204,11 +204,12 @@ Inside a block portals survive Sync, so a client can read one in
 batches (pgjdbc with a fetch size and autocommit off).
 
 Binary format is supported both ways for every basin type: bool (one
-byte), int4, int8, float8 (IEEE 754, big-endian), text (the bytes), and
-timestamp as int64 microseconds since 2000-01-01 (integer_datetimes is
-on). Bind also decodes the types clients commonly declare for
-parameters: int2, float4, numeric (binary numeric to the nearest
-float8), varchar, bpchar, name, date and timestamptz (converted to UTC;
+byte), int4, int8, float8 (IEEE 754, big-endian), text (the bytes),
+numeric (Postgres's base-10000 digits with weight, sign and display
+scale; exact), and timestamp as int64 microseconds since 2000-01-01
+(integer_datetimes is on). Bind also decodes the types clients commonly
+declare for parameters: int2, float4, numeric (exactly, as NUMERIC),
+varchar, bpchar, name, date and timestamptz (converted to UTC;
 a zone on a plain timestamp is ignored, as in Postgres). Text input
 follows Postgres's input functions for the same types (boolin's words and
 prefixes, ISO timestamps with 'T' or ' ', a zone, "BC").

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/sql"
@@ -140,6 +143,8 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 					return &Const{V: -v, T: c.T}, nil
 				case float64:
 					return &Const{V: -v, T: c.T}, nil
+				case *apd.Decimal:
+					return &Const{V: negateDecimal(v), T: c.T}, nil
 				}
 			}
 			if !x.Type().Numeric() && x.Type() != catalog.Unknown && x.Type() != catalog.Interval {
@@ -181,11 +186,7 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 				t, untyped = lt, false
 			case lt == t:
 			case lt.Numeric() && t.Numeric():
-				if lt == catalog.Double || t == catalog.Double {
-					t = catalog.Double
-				} else {
-					t = catalog.BigInt
-				}
+				t = commonNumeric(lt, t)
 			case lt.OidLike() || t.OidLike():
 				ct, ok := commonType(&Const{T: t, V: 0}, &Const{T: lt, V: 0})
 				if !ok {
@@ -219,10 +220,19 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
+		param, _ := x.(*ParamRef)
 		if b.q != nil {
-			return b.q.castPG(x, e.Type, e.Pos)
+			x, err = b.q.castPG(x, e.Type, e.Pos)
+		} else {
+			x, err = castTo(x, e.Type, e.Pos)
 		}
-		return castTo(x, e.Type, e.Pos)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := x.(*ParamRef); ok && param != nil && param.T == catalog.Unknown && p.T != catalog.Unknown {
+			x = b.castParam(p)
+		}
+		return castTypmod(x, e.Precision, e.Scale, e.Pos)
 	case *sql.Case:
 		return b.bindCase(e)
 	case *sql.Func:
@@ -426,10 +436,7 @@ func commonType(l, r Scalar) (catalog.Type, bool) {
 	case rt == catalog.Unknown || isUntypedLiteral(r):
 		return lt, true
 	case lt.Numeric() && rt.Numeric():
-		if lt == catalog.Double || rt == catalog.Double {
-			return catalog.Double, true
-		}
-		return catalog.BigInt, true
+		return commonNumeric(lt, rt), true
 	case (lt.OidLike() || rt.OidLike()) && (lt.OidLike() || lt == catalog.Int || lt == catalog.BigInt) &&
 		(rt.OidLike() || rt == catalog.Int || rt == catalog.BigInt):
 		// oids compare with each other and with integers as oids.
@@ -589,6 +596,9 @@ func ConvertValue(v any, t catalog.Type) (any, error) {
 	if out, ok, err := convertBlob(v, t); ok {
 		return out, err
 	}
+	if out, ok, err := convertDecimal(v, t); ok {
+		return out, err
+	}
 	switch t {
 	case catalog.Varchar:
 		return FormatValue(v), nil
@@ -722,6 +732,8 @@ func FormatValue(v any) string {
 		return strconv.FormatInt(v, 10)
 	case float64:
 		return FormatFloat(v)
+	case *apd.Decimal:
+		return numeric.Text(v)
 	case bool:
 		if v {
 			return "true"
@@ -902,6 +914,8 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 			spec.T = catalog.BigInt
 		case catalog.Double:
 			spec.T = catalog.Double
+		case catalog.Decimal:
+			spec.T = catalog.Decimal
 		default:
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function sum(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
@@ -909,7 +923,7 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		if !spec.Arg.Type().Numeric() && spec.Arg.Type() != catalog.Unknown {
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
-		spec.T = catalog.Double
+		spec.T = avgType(spec.Arg.Type())
 	case "min", "max":
 		spec.T = spec.Arg.Type()
 	case "string_agg":

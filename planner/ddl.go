@@ -163,7 +163,7 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		if c.Key {
 			nkeys++
 		}
-		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key})
+		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key, Precision: c.Precision, Scale: c.Scale})
 	}
 	if err := checkKeyTypes(r.Schema.Columns); err != nil {
 		return nil, err
@@ -171,6 +171,9 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 	if r.Kind == catalog.KindTable && nkeys == 0 {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "table %s needs a PRIMARY KEY", s.Name).
 			WithHint("A table is upserted by key: mark its key column with PRIMARY KEY.")
+	}
+	if err := checkKafkaKeyTypes(r); err != nil {
+		return nil, err
 	}
 	if nkeys > 1 && r.KeyFormat == FormatKafka {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s has %d key columns, but key_format 'kafka' holds one", what, s.Name, nkeys).

@@ -118,6 +118,9 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 	if name, args = atTimeZoneArgs(name, args); name == "timezone" && len(args) == 2 {
 		return bindAtTimeZone(args, pos)
 	}
+	if s, ok, err := bindNumericFunc(name, args, pos); ok {
+		return s, err
+	}
 	sig, ok := scalarFuncs[name]
 	if !ok {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).

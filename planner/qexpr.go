@@ -131,12 +131,13 @@ func needsQuery(s *sql.Select) bool {
 	return found
 }
 
-// isPGType reports whether t is a type only the relational engine
-// handles: the system types, and arrays (Storable since the types
-// beyond the first six, though no stream, table or view has an array
-// column yet).
+// isPGType reports whether t is a type the relational engine's casts
+// and coercions handle (coerceExt, castPG): the system types, and
+// arrays, which columns may now hold but whose text form ('{1,2}') and
+// casts are still the catalog engine's. NUMERIC and the other storable
+// scalar types are not.
 func isPGType(t catalog.Type) bool {
-	return t != catalog.Unknown && (!t.Storable() || t.Subscriptable())
+	return t != catalog.Unknown && (!t.Storable() || t.IsArray())
 }
 
 // bindExt binds the expressions of ast_query.go.

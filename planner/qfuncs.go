@@ -254,11 +254,15 @@ func init() {
 	}
 	agg("count", 20, 2276)
 	agg("count", 20)
-	for _, t := range []int64{20, 23, 701} {
+	for _, t := range []int64{20, 23, 701, 1700} {
 		agg("sum", t, t)
-		agg("avg", 701, t)
+		ret := int64(1700) // avg of integers and numerics is numeric
+		if t == 701 {
+			ret = 701
+		}
+		agg("avg", ret, t)
 	}
-	for _, t := range []int64{20, 23, 701, 25, 1114} {
+	for _, t := range []int64{20, 23, 701, 1700, 25, 1114} {
 		agg("min", t, t)
 		agg("max", t, t)
 	}

@@ -63,10 +63,12 @@ type In struct {
 	Not  bool
 }
 
-// Cast converts X to T.
+// Cast converts X to T. Precision and Scale are a cast to
+// NUMERIC(p,s)'s modifiers (Precision 0: none).
 type Cast struct {
-	X Scalar
-	T catalog.Type
+	X                Scalar
+	T                catalog.Type
+	Precision, Scale int
 }
 
 // CaseArm is one WHEN ... THEN ... of a Case.
@@ -140,7 +142,9 @@ func (e *In) String() string {
 	}
 	return fmt.Sprintf("(%s %sIN (%s))", e.X, not, strings.Join(parts, ", "))
 }
-func (e *Cast) String() string { return fmt.Sprintf("CAST(%s AS %s)", e.X, e.T) }
+func (e *Cast) String() string {
+	return fmt.Sprintf("CAST(%s AS %s%s)", e.X, e.T, catalog.TypeModifiers(e.T, e.Precision, e.Scale))
+}
 func (e *Case) String() string {
 	var b strings.Builder
 	b.WriteString("CASE")

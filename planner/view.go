@@ -340,9 +340,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	keys := view.Schema.KeyIndexes()
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka
-		if len(p.KeyGroup) > 1 || len(keys) == 1 && !kafkaKeyType(cols[keys[0]].Type) {
+		if len(p.KeyGroup) > 1 || !kafkaKeys(cols) {
 			// A key of a type the Kafka serializers lack (DATE,
-			// INTERVAL, ...) is written as JSON.
+			// INTERVAL, NUMERIC, ...) is written as JSON.
 			view.KeyFormat = FormatJSON
 		}
 	}
@@ -352,6 +352,10 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	if len(p.KeyGroup) > 1 && view.KeyFormat == FormatKafka {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(p.KeyGroup)).
+			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
+	}
+	if view.KeyFormat == FormatKafka && !kafkaKeys(cols) {
+		return nil, pgerr.New(pgerr.DatatypeMismatch, "a key column of view %s has a type key_format 'kafka' cannot hold", s.Name).
 			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
 	}
 	view.Partitions = src.Partitions

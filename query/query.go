@@ -8,8 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/eval"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
@@ -442,6 +445,10 @@ func appendKey(b *strings.Builder, v any) {
 		b.WriteString("T")
 		b.WriteString(strconv.FormatInt(x.UnixNano(), 10))
 		b.WriteByte(';')
+	case *apd.Decimal:
+		// The key encoding is canonical: 1.0 and 1.00 group together.
+		b.WriteString("d")
+		b.Write(numeric.AppendKey(nil, x))
 	case []any:
 		b.WriteString("a")
 		b.WriteString(strconv.Itoa(len(x)))
@@ -918,8 +925,36 @@ func (st *aggState) add(v, v2 any) error {
 		case float64:
 			s, _ := st.sum.(float64)
 			st.sum = s + x
+		case *apd.Decimal:
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				st.sum = x
+				break
+			}
+			sum, err := numeric.Add(s, x)
+			if err != nil {
+				return err
+			}
+			st.sum = sum
 		}
 	case "avg":
+		if st.spec.T == catalog.Decimal {
+			// Exact, as Postgres's avg of integers and numerics.
+			x, err := planner.ConvertValue(v, catalog.Decimal)
+			if err != nil {
+				return err
+			}
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				s = numeric.Zero
+			}
+			sum, err := numeric.Add(s, x.(*apd.Decimal))
+			if err != nil {
+				return err
+			}
+			st.sum = sum
+			break
+		}
 		switch x := v.(type) {
 		case int64:
 			st.fsum += float64(x)
@@ -963,6 +998,17 @@ func (st *aggState) result() any {
 	case "avg":
 		if st.n == 0 {
 			return nil
+		}
+		if st.spec.T == catalog.Decimal {
+			s, ok := st.sum.(*apd.Decimal)
+			if !ok {
+				s = numeric.Zero
+			}
+			avg, err := numeric.Div(s, numeric.FromInt64(st.n))
+			if err != nil {
+				return nil
+			}
+			return avg
 		}
 		return st.fsum / float64(st.n)
 	case "min", "max":

@@ -44,6 +44,12 @@
 //	           strings "NaN", "Infinity" and "-Infinity", which read back
 //	DATE, TIME, TIMESTAMPTZ, INTERVAL
 //	           ISO text, read also from numbers (json_datetime.go)
+//	NUMERIC    a JSON number with the value's exact digits and scale
+//	           (1.50), NaN and ±Infinity as DOUBLE's strings; read from a
+//	           number's text, never through a float64, or from a string
+//	           holding a number; a NUMERIC(p,s) column rounds it to its
+//	           scale (too many digits: the record is refused, 22003). A
+//	           NUMERIC key column needs key_format 'json'
 //
 // # Layout
 //

@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/pgcodec"
@@ -188,7 +190,7 @@ func decodeJSONFields(dst []any, idx []int, cols []catalog.Column, raw []byte, w
 			setCol(dst, idx, i, nil)
 			continue
 		}
-		v, cerr := decodeJSONScalar(fraw, c.Type)
+		v, cerr := decodeJSONColumn(fraw, c)
 		if cerr != nil {
 			if field == "" {
 				field = string(m[i].folded)
@@ -215,7 +217,7 @@ func decodeJSONFieldsSlow(dst []any, idx []int, cols []catalog.Column, raw []byt
 			setCol(dst, idx, i, nil)
 			continue
 		}
-		v, cerr := decodeJSONScalar(fraw, c.Type)
+		v, cerr := decodeJSONColumn(fraw, c)
 		if cerr != nil {
 			return cerr.wrap(fieldFormat, field)
 		}
@@ -623,6 +625,9 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 				"expected TIMESTAMP, found %s (want epoch milliseconds, RFC 3339 or 'YYYY-MM-DD HH:MM:SS[.ffffff]')", describeJSON(raw))}
 		}
 		return nil, mismatch(t, raw)
+
+	case catalog.Decimal:
+		return decodeJSONDecimal(raw)
 	}
 	if isBlobType(t) {
 		return decodeJSONBlob(raw, t)
@@ -912,6 +917,10 @@ func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, er
 	case catalog.Timestamp:
 		if ts, ok := v.(time.Time); ok {
 			return appendEpochMillis(buf, ts), nil
+		}
+	case catalog.Decimal:
+		if d, ok := v.(*apd.Decimal); ok {
+			return appendJSONDecimal(buf, d), nil
 		}
 	default:
 		if isBlobType(t) {

@@ -128,6 +128,9 @@ func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, err
 		if ts, ok := v.(time.Time); ok {
 			return binary.BigEndian.AppendUint64(dst, uint64(ts.UnixMilli())), nil
 		}
+	case catalog.Decimal:
+		return dst, pgerr.New(pgerr.FeatureNotSupported, "key column %q is NUMERIC, which key_format 'kafka' cannot hold", name).
+			WithHint("Use key_format = 'json' for a NUMERIC key.")
 	default:
 		if isBlobType(t) {
 			return appendKafkaKeyBlob(dst, t, name, v)
@@ -192,7 +195,7 @@ func decodeKeyInto(dst []any, idx []int, format string, cols []catalog.Column, b
 		if len(cols) > 1 {
 			return notObject(raw, "key", fmt.Sprintf("; a key of %d columns is a JSON object with a field per column", len(cols)))
 		}
-		v, cerr := decodeJSONScalar(raw, cols[0].Type)
+		v, cerr := decodeJSONColumn(raw, cols[0])
 		if cerr != nil {
 			return cerr.wrap("key column %q", cols[0].Name)
 		}

@@ -38,6 +38,9 @@ type Option struct {
 type ColumnDef struct {
 	Name string
 	Type catalog.Type
+	// Precision and Scale are NUMERIC(p,s)'s modifiers; Precision 0 is
+	// an unconstrained NUMERIC (and every other type).
+	Precision, Scale int
 	// Key is set by KEY or PRIMARY KEY on the column, or by a table-level
 	// PRIMARY KEY (...) naming it.
 	Key bool
@@ -384,7 +387,10 @@ type Func struct {
 type Cast struct {
 	X    Expr
 	Type catalog.Type
-	Pos  int
+	// Precision and Scale are x::numeric(p,s)'s modifiers (Precision 0:
+	// none).
+	Precision, Scale int
+	Pos              int
 }
 
 // When is one WHEN cond THEN result arm of a CASE.

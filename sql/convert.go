@@ -4,12 +4,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	driver "github.com/pingcap/tidb/pkg/parser/test_driver"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -510,16 +512,15 @@ func (c *converter) literal(n *driver.ValueExpr) (Expr, error) {
 		} else {
 			lit.Type, lit.Value = catalog.BigInt, n.GetInt64()
 		}
-	case driver.KindUint64:
-		lit.Type, lit.Value = catalog.Double, float64(n.GetUint64())
-	case driver.KindFloat64, driver.KindFloat32:
-		lit.Type, lit.Value = catalog.Double, n.GetFloat64()
-	case driver.KindMysqlDecimal:
-		f, err := strconv.ParseFloat(n.GetMysqlDecimal().String(), 64)
+	case driver.KindUint64, driver.KindFloat64, driver.KindFloat32, driver.KindMysqlDecimal:
+		// As in Postgres, a constant with a point or an exponent, or an
+		// integer beyond bigint, is numeric: read exactly from the
+		// user's text.
+		d, err := c.numericLiteral(n)
 		if err != nil {
-			return nil, internalErr("decimal constant %s: %v", n.GetMysqlDecimal(), err)
+			return nil, err
 		}
-		lit.Type, lit.Value = catalog.Double, f
+		lit.Type, lit.Value = catalog.Decimal, d
 	case driver.KindString:
 		lit.Type, lit.Value = catalog.Varchar, n.GetString()
 	default:
@@ -556,6 +557,8 @@ func (c *converter) unary(n *ast.UnaryOperationExpr) (Expr, error) {
 			}
 		case float64:
 			return &Literal{Value: -v, Type: lit.Type, Pos: pos}, nil
+		case *apd.Decimal:
+			return &Literal{Value: numeric.Neg(v), Type: lit.Type, Pos: pos}, nil
 		}
 	}
 	return &Unary{Op: op, X: x, Pos: pos}, nil
@@ -598,7 +601,7 @@ func (c *converter) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Cast{X: x, Type: cast.typ, Pos: c.sp.charPos(cast.pos)}, nil
+		return &Cast{X: x, Type: cast.typ, Precision: cast.precision, Scale: cast.scale, Pos: c.sp.charPos(cast.pos)}, nil
 	}
 	if mark, ok := c.tt.marks[n.OriginTextPosition()]; ok {
 		return c.markedCall(n, mark)
@@ -662,4 +665,46 @@ func (c *converter) caseExpr(n *ast.CaseExpr) (Expr, error) {
 		}
 	}
 	return out, nil
+}
+
+// numericLiteral is the NUMERIC value of a number constant TiDB read as
+// a decimal, a float or an unsigned integer: the digits of the user's
+// token, so that no float rounds them.
+func (c *converter) numericLiteral(n *driver.ValueExpr) (*apd.Decimal, error) {
+	text := ""
+	if k := c.tokIndex(n); k >= 0 && c.sp.toks[k].kind == tokNumber {
+		return c.sp.numericToken(c.sp.toks[k])
+	} else {
+		switch n.Kind() {
+		case driver.KindUint64:
+			text = strconv.FormatUint(n.GetUint64(), 10)
+		case driver.KindMysqlDecimal:
+			text = n.GetMysqlDecimal().String()
+		default:
+			return numeric.FromFloat64(n.GetFloat64()), nil
+		}
+	}
+	d, err := numeric.Parse(text)
+	if err != nil {
+		return nil, internalErr("numeric constant %s: %v", text, err)
+	}
+	return d, nil
+}
+
+// numericToken is the NUMERIC value of a number token, read from the
+// user's text (the token's value is spelled for TiDB: 1e3 as 1000.0).
+func (sp *stmtParser) numericToken(t token) (*apd.Decimal, error) {
+	text := t.val
+	if t.pos >= 0 && t.end <= len(sp.text) && t.pos < t.end {
+		if src := strings.ReplaceAll(sp.text[t.pos:t.end], "_", ""); src != "" {
+			if d, err := numeric.Parse(src); err == nil {
+				return d, nil
+			}
+		}
+	}
+	d, err := numeric.Parse(text)
+	if err != nil {
+		return nil, internalErr("numeric constant %s: %v", text, err)
+	}
+	return d, nil
 }

@@ -306,8 +306,9 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 	rw.addTok(toks[open], "(", itemOpen)
 
 	type colInfo struct {
-		typ     catalog.Type
-		nameTok token
+		typ              catalog.Type
+		precision, scale int
+		nameTok          token
 	}
 	var cols []colInfo
 	var constraints [][2]int // token ranges of the table constraints, in order
@@ -365,7 +366,7 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 				primaries = append(primaries, toks[x].pos)
 			}
 		}
-		cols = append(cols, colInfo{typ: ref.typ, nameTok: nt})
+		cols = append(cols, colInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, nameTok: nt})
 	}
 	rw.addTok(toks[close], ")", itemClose)
 	tt := build(rw.out, toks[close+1])
@@ -388,7 +389,7 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 				Message: "column \"" + name + "\" specified more than once", Position: sp.charPos(ci.nameTok.pos)}
 		}
 		index[name] = n
-		out[n] = ColumnDef{Name: name, Type: ci.typ}
+		out[n] = ColumnDef{Name: name, Type: ci.typ, Precision: ci.precision, Scale: ci.scale}
 		notNull := false
 		for _, opt := range col.Options {
 			switch opt.Tp {

@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // Format renders a statement as canonical basin SQL: keywords in upper
@@ -58,7 +63,7 @@ func (f *formatter) stmt(s Statement) {
 			if k > 0 {
 				f.b.WriteString(", ")
 			}
-			f.printf("%s %s", QuoteIdent(c.Name), c.Type)
+			f.printf("%s %s%s", QuoteIdent(c.Name), c.Type, catalog.TypeModifiers(c.Type, c.Precision, c.Scale))
 			if c.Key {
 				// A table has one PRIMARY KEY; a key of several columns
 				// is written with KEY on each, which both kinds accept.
@@ -404,7 +409,7 @@ func (f *formatter) expr(e Expr) {
 	case *Cast:
 		f.b.WriteString("CAST(")
 		f.expr(e.X)
-		f.printf(" AS %s)", e.Type)
+		f.printf(" AS %s%s)", e.Type, catalog.TypeModifiers(e.Type, e.Precision, e.Scale))
 	case *Case:
 		f.b.WriteString("CASE")
 		if e.Operand != nil {
@@ -447,6 +452,8 @@ func formatLiteral(l *Literal) string {
 		return strconv.FormatInt(v, 10)
 	case float64:
 		return floatText(v)
+	case *apd.Decimal:
+		return numeric.Text(v)
 	case string:
 		return QuoteString(v)
 	}

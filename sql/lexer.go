@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -585,6 +586,13 @@ func (l *lexer) number(start int) *pgerr.Error {
 	}
 	f, err := strconv.ParseFloat(intPart+"."+frac+exp, 64)
 	if err != nil {
+		if _, nerr := numeric.Parse(intPart + "." + frac + exp); nerr == nil {
+			// Beyond a double, within numeric (1e400): TiDB reads a
+			// stand-in; the constant's value comes from the text
+			// (numericToken).
+			l.toks = append(l.toks, token{kind: tokNumber, val: "1.0", pos: start, end: l.i})
+			return nil
+		}
 		return &pgerr.Error{Code: pgerr.NumericValueOutOfRange,
 			Message:  "\"" + t[start:l.i] + "\" is out of range for type double precision",
 			Position: charPos(t, start)}
@@ -630,17 +638,18 @@ func (l *lexer) trailingJunk(start int) *pgerr.Error {
 	return l.junk(start, "trailing junk after numeric literal")
 }
 
-// emitInt emits an integer constant. One beyond int64 is numeric in
-// Postgres; basin has no numeric type, so it becomes a double, and is
-// spelled as one for TiDB.
+// emitInt emits an integer constant. One beyond int64 is numeric, as
+// in Postgres: its value is read from the text (numericToken), and TiDB
+// gets its digits, or a stand-in past what it reads as a decimal.
 func (l *lexer) emitInt(v *big.Int, start int) {
 	tok := token{kind: tokNumber, pos: start, end: l.i}
 	if v.IsInt64() {
 		tok.val = v.String()
 		tok.isInt = true
+	} else if s := v.String(); len(s) <= 60 {
+		tok.val = s
 	} else {
-		f, _ := new(big.Float).SetInt(v).Float64()
-		tok.val = floatText(f)
+		tok.val = "1.0" // TiDB reads a stand-in; numericToken the value
 	}
 	l.toks = append(l.toks, tok)
 }

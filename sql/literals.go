@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 )
 
 // This file keeps long runs of constants out of TiDB's parser. A key
@@ -273,14 +274,14 @@ func (r *runReader) literal(sp *stmtParser, lit *Literal) bool {
 		}
 		lit.Type, lit.Value = catalog.BigInt, v
 	case t.kind == tokNumber:
-		f, err := strconv.ParseFloat(t.val, 64)
+		d, err := sp.numericToken(t)
 		if err != nil {
 			return false
 		}
 		if neg {
-			f = -f
+			d = numeric.Neg(d)
 		}
-		lit.Type, lit.Value = catalog.Double, f
+		lit.Type, lit.Value = catalog.Decimal, d
 	case neg:
 		return false
 	case t.kind == tokString:

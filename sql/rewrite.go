@@ -66,6 +66,8 @@ type outItem struct {
 // castInfo is a cast the rewrite turned into a function call.
 type castInfo struct {
 	typ catalog.Type
+	// precision and scale are NUMERIC(p,s)'s modifiers.
+	precision, scale int
 	// pos is the byte offset of the ::, the CAST keyword or the type name
 	// of a typed literal (TIMESTAMP '...'), where Postgres reports casts.
 	pos int
@@ -852,7 +854,7 @@ func (rw *rewriter) castCall(i, j int) (int, error) {
 	}
 	t := sp.toks[i]
 	rw.add(outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: t.pos, origEnd: t.end,
-		cast: &castInfo{typ: ref.typ, pos: t.pos}})
+		cast: &castInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, pos: t.pos}})
 	rw.addTok(sp.toks[open], "(", itemOpen)
 	rw.out[len(rw.out)-1].glue = true
 	if err := rw.run(open+1, as); err != nil {
@@ -872,7 +874,7 @@ func (rw *rewriter) typedLiteral(i int, ref typeRef) int {
 		val, end = rw.intervalQualifier(val, end)
 	}
 	rw.add(outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: t.pos, origEnd: t.end,
-		cast: &castInfo{typ: ref.typ, pos: t.pos}})
+		cast: &castInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, pos: t.pos}})
 	rw.add(outItem{text: "(", kind: itemOpen, orig: t.pos, origEnd: t.end, glue: true})
 	rw.addTok(s, stringTiDB(val), itemOperand)
 	rw.add(outItem{text: ")", kind: itemClose, orig: s.pos, origEnd: s.end})
@@ -897,14 +899,14 @@ func (rw *rewriter) intervalQualifier(val string, j int) (string, int) {
 	unit := toks[j].val
 	j++
 	if toks[j].isOp("(") { // SECOND(3)
-		if k, err := rw.sp.typeModifiers(j); err == nil {
+		if k, _, err := rw.sp.typeModifiers(j); err == nil {
 			j = k
 		}
 	}
 	if toks[j].isWord("to") && toks[j+1].kind == tokIdent && intervalFields[toks[j+1].val] {
 		j += 2
 		if toks[j].isOp("(") {
-			if k, err := rw.sp.typeModifiers(j); err == nil {
+			if k, _, err := rw.sp.typeModifiers(j); err == nil {
 				j = k
 			}
 		}
@@ -931,7 +933,7 @@ func (rw *rewriter) castOp(i int) (int, error) {
 	first := rw.out[start]
 	last := sp.toks[ref.end-1]
 	fn := outItem{text: castFuncName(ref.typ), kind: itemFunc, orig: first.orig, origEnd: first.origEnd,
-		cast: &castInfo{typ: ref.typ, pos: t.pos}}
+		cast: &castInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, pos: t.pos}}
 	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
 	rw.out = slices.Insert(rw.out, start, fn, open)
 	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})

@@ -1,15 +1,20 @@
 package sql
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/numeric"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
 // typeRef is a type name read from the token stream.
 type typeRef struct {
 	typ catalog.Type
+	// precision and scale are NUMERIC(p,s)'s modifiers (precision 0:
+	// none); other types' modifiers are read and ignored.
+	precision, scale int
 	// end is the index of the first token after the name and its
 	// modifiers.
 	end int
@@ -76,7 +81,7 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 		case "timestamp", "time":
 			// The precision comes before the zone: timestamp(3) with time zone.
 			var err *pgerr.Error
-			if j, err = sp.typeModifiers(j); err != nil {
+			if j, _, err = sp.typeModifiers(j); err != nil {
 				return typeRef{end: j}, err
 			}
 			if (toks[j].isWord("with") || toks[j].isWord("without")) && toks[j+1].isWord("time") && toks[j+2].isWord("zone") {
@@ -85,7 +90,7 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 			}
 		}
 	}
-	j, err := sp.typeModifiers(j)
+	j, mods, err := sp.typeModifiers(j)
 	if err != nil {
 		return typeRef{end: j}, err
 	}
@@ -105,10 +110,16 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 		array, j = true, k+1
 	}
 	wrap := func(t catalog.Type) (typeRef, *pgerr.Error) {
-		if array {
-			t = catalog.ArrayOf(t)
+		ref := typeRef{typ: t, end: j}
+		if t == catalog.Decimal && len(mods) > 0 {
+			if ref, err = sp.numericModifiers(ref, mods, first); err != nil {
+				return typeRef{end: j}, err
+			}
 		}
-		return typeRef{typ: t, end: j}, nil
+		if array {
+			ref.typ = catalog.ArrayOf(t)
+		}
+		return ref, nil
 	}
 	if schema == "information_schema" {
 		if t, ok := informationSchemaTypes[name]; ok {
@@ -152,26 +163,60 @@ var informationSchemaTypes = map[string]catalog.Type{
 	"cardinal_number": catalog.Int, "time_stamp": catalog.Timestamp,
 }
 
-// typeModifiers skips (n) or (n, m) after a type name.
-func (sp *stmtParser) typeModifiers(j int) (int, *pgerr.Error) {
+// typeModifiers reads (n) or (n, m) after a type name, returning the
+// index after them and the numbers. A minus sign is allowed for
+// NUMERIC's negative scales.
+func (sp *stmtParser) typeModifiers(j int) (int, []int, *pgerr.Error) {
 	toks := sp.toks
 	if !toks[j].isOp("(") {
-		return j, nil
+		return j, nil, nil
 	}
 	j++
+	var mods []int
 	for {
-		if toks[j].kind != tokNumber || !toks[j].isInt {
-			return j, sp.syntaxErr(toks[j])
+		neg := false
+		if toks[j].isOp("-") {
+			neg = true
+			j++
 		}
+		if toks[j].kind != tokNumber || !toks[j].isInt {
+			return j, nil, sp.syntaxErr(toks[j])
+		}
+		n, err := strconv.Atoi(toks[j].val)
+		if err != nil || n > 1<<20 {
+			n = 1 << 20 // out of every type's range; reported by its check
+		}
+		if neg {
+			n = -n
+		}
+		mods = append(mods, n)
 		j++
 		if toks[j].isOp(")") {
-			return j + 1, nil
+			return j + 1, mods, nil
 		}
 		if !toks[j].isOp(",") {
-			return j, sp.syntaxErr(toks[j])
+			return j, nil, sp.syntaxErr(toks[j])
 		}
 		j++
 	}
+}
+
+// numericModifiers records NUMERIC(p) or NUMERIC(p, s) in ref, checked
+// as Postgres checks them.
+func (sp *stmtParser) numericModifiers(ref typeRef, mods []int, name token) (typeRef, *pgerr.Error) {
+	pos := sp.charPos(name.pos)
+	if len(mods) > 2 {
+		return ref, &pgerr.Error{Code: pgerr.InvalidParameterValue, Message: "invalid NUMERIC type modifier", Position: pos}
+	}
+	ref.precision = mods[0]
+	if len(mods) == 2 {
+		ref.scale = mods[1]
+	}
+	if err := numeric.CheckTypmod(ref.precision, ref.scale); err != nil {
+		e, _ := pgerr.As(err)
+		return ref, e.WithPosition(pos)
+	}
+	return ref, nil
 }
 
 // tidbTypeName is how a basin type is spelled for TiDB in a column
