@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -343,12 +345,13 @@ func checkDashboard(t *testing.T, bconn, pconn *pgx.Conn) {
 }
 
 // dashLatencies are the latencies, in seconds, of each query of the mix
-// (by its index in dashQueries) and, last, of whole passes through it.
+// (by its index in the queries run) and, last, of whole passes through
+// it.
 type dashLatencies [][]float64
 
 func (l dashLatencies) add(o dashLatencies) dashLatencies {
 	if l == nil {
-		l = make(dashLatencies, len(dashQueries)+1)
+		l = make(dashLatencies, len(o))
 	}
 	for i := range o {
 		l[i] = append(l[i], o[i]...)
@@ -375,10 +378,10 @@ func dashClientsOf(t *testing.T, system, dsn string) []*pgx.Conn {
 	return conns
 }
 
-// runDashboard runs the mix over conns, one client per connection, each
-// going through the queries in order with fresh arguments, for d, and
+// runDashboard runs the queries over conns, one client per connection,
+// each going through them in order with fresh arguments, for d, and
 // returns every latency.
-func runDashboard(t *testing.T, system string, conns []*pgx.Conn, d time.Duration, seed uint64) dashLatencies {
+func runDashboard(t *testing.T, system string, conns []*pgx.Conn, queries []dashQuery, d time.Duration, seed uint64) dashLatencies {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
@@ -394,11 +397,11 @@ func runDashboard(t *testing.T, system string, conns []*pgx.Conn, d time.Duratio
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			lat := make(dashLatencies, len(dashQueries)+1)
+			lat := make(dashLatencies, len(queries)+1)
 			err := func() error {
 				for time.Now().Before(deadline) {
 					pass := time.Now()
-					for qi, q := range dashQueries {
+					for qi, q := range queries {
 						start := time.Now()
 						rows, err := conn.Query(ctx, q.sql, q.args(rng)...)
 						if err != nil {
@@ -417,7 +420,7 @@ func runDashboard(t *testing.T, system string, conns []*pgx.Conn, d time.Duratio
 						}
 						lat[qi] = append(lat[qi], time.Since(start).Seconds())
 					}
-					lat[len(dashQueries)] = append(lat[len(dashQueries)], time.Since(pass).Seconds())
+					lat[len(queries)] = append(lat[len(queries)], time.Since(pass).Seconds())
 				}
 				return nil
 			}()
@@ -454,9 +457,22 @@ func mean(xs []float64) float64 {
 // bucket over a time range, a subquery with a key lookup and a
 // Superset-style wrapped query, each prepared, run by a few clients at
 // once; per query and per pass through all of them, the mean and p99
-// latency.
+// latency. $BASIN_BENCH_B8_QUERIES, a regexp over the queries' names
+// (join, window, bucket, lookup, superset), times only those, to
+// profile one alone (BASIN_BENCH_PROFILE); all are checked regardless.
 func TestB8Dashboard(t *testing.T) {
 	seconds := benchSeconds(t)
+	queries := dashQueries
+	if expr := os.Getenv("BASIN_BENCH_B8_QUERIES"); expr != "" {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			t.Fatalf("BASIN_BENCH_B8_QUERIES: %v", err)
+		}
+		queries = slices.DeleteFunc(slices.Clone(queries), func(q dashQuery) bool { return !re.MatchString(q.name) })
+		if len(queries) == 0 {
+			t.Fatalf("BASIN_BENCH_B8_QUERIES=%q names no query", expr)
+		}
+	}
 	customers, orders := dashData()
 	pg := startPostgres(t)
 	pgPeak := watchPeak(t, pg.PeakRSS)
@@ -488,8 +504,8 @@ func TestB8Dashboard(t *testing.T) {
 	// systems in rounds of about 5 s, as B1 does, so that the shared
 	// machine's other load falls on both alike.
 	warm := time.Duration(min(3, seconds)) * time.Second
-	runDashboard(t, "basin", bclients, warm, 1)
-	runDashboard(t, "PostgreSQL", pclients, warm, 1)
+	runDashboard(t, "basin", bclients, queries, warm, 1)
+	runDashboard(t, "PostgreSQL", pclients, queries, warm, 1)
 	rounds := max(1, seconds/5)
 	per := max(1, seconds/rounds)
 	var bl, pl dashLatencies
@@ -501,23 +517,23 @@ func TestB8Dashboard(t *testing.T) {
 			if r == 0 {
 				wait = profileDuring(t, node, "b8-basin", min(10, per))
 			}
-			bl = bl.add(runDashboard(t, "basin", bclients, d, seed))
+			bl = bl.add(runDashboard(t, "basin", bclients, queries, d, seed))
 			wait()
 		}
 		if r%2 == 0 {
 			runBasin()
-			pl = pl.add(runDashboard(t, "PostgreSQL", pclients, d, seed))
+			pl = pl.add(runDashboard(t, "PostgreSQL", pclients, queries, d, seed))
 		} else {
-			pl = pl.add(runDashboard(t, "PostgreSQL", pclients, d, seed))
+			pl = pl.add(runDashboard(t, "PostgreSQL", pclients, queries, d, seed))
 			runBasin()
 		}
 	}
 
 	ms := func(s float64) float64 { return s * 1000 }
-	for i := range len(dashQueries) + 1 {
-		name, what := "mix", "a pass through all five queries"
-		if i < len(dashQueries) {
-			name, what = dashQueries[i].name, dashQueries[i].what
+	for i := range len(queries) + 1 {
+		name, what := "mix", fmt.Sprintf("a pass through the %d queries in order", len(queries))
+		if i < len(queries) {
+			name, what = queries[i].name, queries[i].what
 		}
 		b, p := bl[i], pl[i]
 		bmean, pmean := ms(mean(b)), ms(mean(p))
