@@ -341,6 +341,28 @@ func checkDashboard(t *testing.T, bconn, pconn *pgx.Conn) {
 			}
 		}
 		t.Logf("query %s: the same rows in basin and PostgreSQL", q.name)
+		args := q.args(rng)
+		for _, sys := range []struct {
+			name string
+			conn *pgx.Conn
+		}{{"basin", bconn}, {"PostgreSQL", pconn}} {
+			// The simple protocol, pgx putting the arguments in as
+			// literals: basin's EXPLAIN takes no parameters.
+			rs, err := sys.conn.Query(ctx, "EXPLAIN "+q.sql, append([]any{pgx.QueryExecModeSimpleProtocol}, args...)...)
+			var plan [][]string
+			if err == nil {
+				plan, err = testcluster.Text(rs)
+			}
+			if err != nil {
+				t.Logf("%s: EXPLAIN %s: %v", sys.name, q.name, err)
+				continue
+			}
+			var lines []string
+			for _, r := range plan {
+				lines = append(lines, strings.Join(r, " "))
+			}
+			t.Logf("%s's plan of %s %v:\n%s", sys.name, q.name, args, strings.Join(lines, "\n"))
+		}
 	}
 }
 
