@@ -25,7 +25,7 @@ func init() {
 	exprFuncs["age"] = strictEnv(age)
 	exprFuncs["date_trunc"] = strictEnv(dateTruncAny)
 	exprFuncs["date_part"] = strictEnv(datePartAny)
-	exprFuncs["extract"] = strictEnv(datePartAny)
+	exprFuncs["extract"] = strictEnv(extractNumeric)
 	exprFuncs["date_bin"] = strictEnv(dateBin)
 	strictFuncs["make_interval"] = makeInterval
 	strictFuncs["make_date"] = makeDate

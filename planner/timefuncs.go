@@ -23,9 +23,10 @@ func init() {
 	overloaded("make_timestamp", ov(ts, i, i, i, i, i, d))
 	overloaded("make_timestamptz", ov(tz, i, i, i, i, i, d), ov(tz, i, i, i, i, i, d, t))
 	overloaded("date_trunc", ov(ts, t, ts), ov(tz, t, tz), ov(tz, t, dt), ov(tz, t, tz, t), ov(iv, t, iv))
-	for _, name := range []string{"date_part", "extract"} {
-		overloaded(name, ov(d, t, ts), ov(d, t, tz), ov(d, t, dt), ov(d, t, tm), ov(d, t, iv))
-	}
+	overloaded("date_part", ov(d, t, ts), ov(d, t, tz), ov(d, t, dt), ov(d, t, tm), ov(d, t, iv))
+	// EXTRACT gives NUMERIC, as in Postgres 14 and later.
+	n := catalog.Decimal
+	overloaded("extract", ov(n, t, ts), ov(n, t, tz), ov(n, t, dt), ov(n, t, tm), ov(n, t, iv))
 	overloaded("date_bin", ov(ts, iv, ts, ts), ov(tz, iv, tz, tz))
 	overloaded("justify_days", ov(iv, iv))
 	overloaded("justify_hours", ov(iv, iv))
