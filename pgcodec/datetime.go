@@ -529,6 +529,9 @@ func makeDate(f dtFields) (int64, bool) {
 // ParseDate is date's input function: ISO dates (a time after one is
 // ignored), MM/DD/YYYY, and YYYYMMDD.
 func ParseDate(s string) (catalog.DateVal, error) {
+	if isEpoch(s) {
+		return 0, nil
+	}
 	if isSpecial(s) {
 		return 0, specialDate(catalog.Date, s)
 	}
@@ -548,6 +551,10 @@ func ParseDate(s string) (catalog.DateVal, error) {
 	}
 	return catalog.DateVal(d), nil
 }
+
+// isEpoch reports whether s is the special input 'epoch':
+// 1970-01-01 00:00:00 (UTC for a TIMESTAMPTZ).
+func isEpoch(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "epoch") }
 
 func specialDate(t catalog.Type, s string) error {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -581,6 +588,9 @@ func ParseTime(s string) (catalog.TimeOfDay, error) {
 // time with an offset or zone name, or without one read in loc (nil is
 // UTC).
 func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
+	if isEpoch(s) {
+		return time.Unix(0, 0).UTC(), nil
+	}
 	if isSpecial(s) {
 		return time.Time{}, specialDate(catalog.TimestampTZ, s)
 	}

@@ -162,6 +162,8 @@ func parseTimestamp(oid uint32, s string) (any, error) {
 	case "infinity", "+infinity", "-infinity":
 		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "timestamp out of range: %q", s).
 			WithDetail("basin timestamps are finite.")
+	case "epoch":
+		return time.Unix(0, 0).UTC(), nil
 	}
 	date, clock, _ := strings.Cut(w, " ")
 	if d, c, ok := strings.Cut(w, "T"); ok && !strings.Contains(w, " ") {

@@ -713,6 +713,9 @@ var timestampLayouts = []string{
 // ParseTimestamp parses the timestamp text forms basin accepts.
 func ParseTimestamp(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "epoch") {
+		return time.Unix(0, 0).UTC(), nil
+	}
 	for _, l := range timestampLayouts {
 		if t, err := time.Parse(l, s); err == nil {
 			return catalog.NormalizeTime(t), nil
