@@ -175,17 +175,16 @@ func asTime(env *Env, c *planner.Call, i int, v any) time.Time {
 // Postgres computes it, and age(a), from midnight of today.
 func age(env *Env, c *planner.Call, a []any) (any, error) {
 	t1 := asTime(env, c, 0, a[0])
-	var t2 time.Time
 	if len(a) == 2 {
-		t2 = asTime(env, c, 1, a[1])
-	} else {
-		y, m, d := env.Now.In(sessionZone(env)).Date()
-		t2 = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-		if isTZ(c, 0) {
-			t2 = time.Date(y, m, d, 0, 0, 0, 0, sessionZone(env))
-		}
+		return ageOf(t1, asTime(env, c, 1, a[1])), nil
 	}
-	return ageOf(t1, t2), nil
+	// age(t) is age(current_date, t): from t to this midnight.
+	y, m, d := env.Now.In(sessionZone(env)).Date()
+	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	if isTZ(c, 0) {
+		midnight = time.Date(y, m, d, 0, 0, 0, 0, sessionZone(env))
+	}
+	return ageOf(midnight, t1), nil
 }
 
 func monthDays(y, m int) int { return daysIn(y, time.Month(m)) }

@@ -137,7 +137,7 @@ func normalizeSetting(name, v string) (string, error) {
 		loc, ok := pgcodec.ParseZone(v)
 		if !ok {
 			return "", pgerr.New(pgerr.InvalidParameterValue, "invalid value for parameter \"TimeZone\": %q", v).
-				WithHint("Give a zone name of the IANA database (Europe/Paris, America/New_York, UTC) or a POSIX offset (+02 is two hours west of UTC).")
+				WithHint("Give a zone name of the IANA database (Europe/Paris, America/New_York, UTC) or an offset from UTC (SET TIME ZONE '+02' is two hours east of UTC).")
 		}
 		if name := loc.String(); name != "UTC" && name != "Local" && !strings.ContainsAny(v, "+-0123456789") {
 			return name, nil // the database's spelling: europe/paris → Europe/Paris

@@ -472,6 +472,14 @@ func (rw *rewriter) over(i, j int) (int, error) {
 	if !windowFuncs[name] {
 		return 0, unsupported(sp.charPos(t.pos), "%s is not a window function basin supports", name)
 	}
+	// TiDB reads stddev and variance as MySQL's, the population
+	// versions; Postgres's are the sample ones.
+	switch name {
+	case "stddev":
+		name = "stddev_samp"
+	case "variance":
+		name = "var_samp"
+	}
 	rw.out[m-1].text = name
 	open := i + 1
 	close := sp.matchParen(open)
