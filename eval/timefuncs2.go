@@ -85,12 +85,6 @@ func wallClock(t time.Time) time.Time {
 	return time.Date(y, mo, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
 
-// inZone reads the TIMESTAMP ts as a wall-clock time in loc.
-func inZone(ts time.Time, loc *time.Location) time.Time {
-	y, mo, d := ts.Date()
-	return time.Date(y, mo, d, ts.Hour(), ts.Minute(), ts.Second(), ts.Nanosecond(), loc)
-}
-
 func timeOfDay(t time.Time) catalog.TimeOfDay {
 	return catalog.TimeOfDay(int64(t.Hour())*3_600_000_000 + int64(t.Minute())*60_000_000 + int64(t.Second())*1_000_000 + int64(t.Nanosecond()/1000))
 }

@@ -38,11 +38,6 @@ func ovSame(args ...catalog.Type) overload {
 	return overload{args: args, resultArg: 0}
 }
 
-// ovVariadic is an overload whose last parameter repeats.
-func ovVariadic(result catalog.Type, args ...catalog.Type) overload {
-	return overload{args: args, result: result, resultArg: -1, variadic: true}
-}
-
 func (o overload) param(i int) catalog.Type {
 	if i >= len(o.args) {
 		return o.args[len(o.args)-1]

@@ -178,7 +178,7 @@ func (o relationOp) run(env *eval.Env) ([]catalog.Row, error) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be read here", strings.ToLower(string(o.r.Rel.Kind)), o.r.Rel.Name)
 	}
 	// The reader keeps the rows for the statement: pinned.
-	rows, held, err := input(readOp{o.r}, env)
+	rows, held, err := input(readOp(o), env)
 	env.Scope.Mem.Pin(held)
 	return rows, err
 }
