@@ -43,6 +43,7 @@
 // them (multiset.go).
 //
 // eval imports catalog, planner, sql, pgcodec (the date and time
-// types' text), materialize (a multiset's encoding) and internal/pgerr,
-// and none of the engines.
+// types' text), materialize (a multiset's encoding), internal/pgerr,
+// internal/numeric (NUMERIC arithmetic) and internal/jsonb (the JSON
+// operators and functions), and none of the engines.
 package eval

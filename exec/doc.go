@@ -41,5 +41,6 @@
 //
 // exec imports the engines (stream, pull, query), eval, planner, sql,
 // catalog, serde and kafka's client (INSERT), materialize (positions),
-// ha (roles in SHOW TASKS) and the internal helpers pgerr and safe.
+// ha (roles in SHOW TASKS), pgcodec (the session's TimeZone as the wire
+// reads it) and the internal helpers pgerr and safe.
 package exec

@@ -179,5 +179,7 @@
 // "data orders_by_region/3 ('eu')". Within a store, keys sort like the
 // view's key columns, NULL first.
 //
-// materialize imports internal/pgerr only, besides Pebble.
+// materialize imports internal/pgerr, catalog (the Go values of the
+// types it encodes), internal/numeric and internal/jsonb (their
+// encodings), besides Pebble.
 package materialize

@@ -17,8 +17,9 @@
 // and pgwire imports no engine package to get it (planner calls
 // ParseArray and CastText here, not the reverse).
 //
-// pgcodec imports catalog (the types) and internal/pgerr (the SQLSTATEs
-// a bad value gets) and nothing else of basin; never planner, exec,
+// pgcodec imports catalog (the types), internal/pgerr (the SQLSTATEs
+// a bad value gets), internal/numeric and internal/jsonb (those types'
+// text and binary forms) and nothing else of basin; never planner, exec,
 // node or pgwire. It takes no driver either: the OIDs it knows are its
 // own constants, and a peer's row reaches it as OID, format and bytes.
 //

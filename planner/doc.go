@@ -65,6 +65,7 @@
 // query/ run the plans; this package does no I/O.
 //
 // planner imports sql, catalog, pgcodec (arrays and casts from text, as
-// the wire reads them), serde (timestamp_format patterns) and
-// internal/pgerr.
+// the wire reads them), serde (timestamp_format patterns),
+// internal/numeric and internal/jsonb (constant folding of those types)
+// and internal/pgerr.
 package planner

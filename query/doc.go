@@ -23,5 +23,7 @@
 // one of the two. The BI issue makes this engine the one of every pull
 // query, with the pull engine's reads as its scans.
 //
-// query imports catalog, eval, planner, sql and internal/pgerr.
+// query imports catalog, eval, planner, sql, internal/pgerr, and
+// internal/numeric and internal/jsonb (aggregates and grouping keys of
+// those types).
 package query

@@ -99,7 +99,9 @@
 // [present, columns..., aggregate state...] in materialize's
 // order-preserving row encoding, framed by stream (EncodeStored), and
 // keys in stores are materialize.EncodeKey's. serde imports only catalog
-// (types, columns, relations) and internal/pgerr (SQLSTATE errors) besides
-// the standard library; it must not import materialize, exec, planner or
+// (types, columns, relations), internal/pgerr (SQLSTATE errors), pgcodec
+// (the text forms of dates, times and intervals), internal/numeric and
+// internal/jsonb (exact numbers and embedded JSON) besides the standard
+// library; it must not import materialize, exec, planner or
 // node.
 package serde

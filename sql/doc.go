@@ -119,5 +119,6 @@
 // testdata/parse, run go test ./sql -run TestParse -rewrite, and review
 // the diff.
 //
-// sql imports catalog (types) and internal/pgerr, besides TiDB's parser.
+// sql imports catalog (types), internal/pgerr and internal/numeric
+// (exact numeric constants), besides TiDB's parser.
 package sql

@@ -25,4 +25,6 @@
 // A value's canonical text is what a jsonb column stores and what the
 // wire sends, so a wrong answer is usually visible as text: compare
 // Canonical(input) with Postgres's output for the same literal.
+//
+// jsonb imports internal/pgerr: its errors carry Postgres's SQLSTATEs.
 package jsonb

@@ -19,4 +19,7 @@
 // (binary.go here builds Postgres's base-10000 digits), planner and eval
 // for casts, operators and aggregates, materialize for the stored and
 // order-preserving key encodings (key.go), serde for JSON.
+//
+// numeric imports internal/pgerr: its errors carry Postgres's
+// SQLSTATEs.
 package numeric
