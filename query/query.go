@@ -1,9 +1,10 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -607,6 +608,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		out  catalog.Row
 		keys []any
 		size int64 // charged for it
+		seq  int   // arrival order, which breaks ties
 	}
 	// A sort under a limit keeps the rows that can still be among the
 	// first keep (top-N): past bound rows, it sorts them and drops the
@@ -616,9 +618,15 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if len(o.order) > 0 && !p.Distinct && o.keep >= 0 && o.keep <= maxTopN {
 		bound = max(2*int(o.keep), 1024)
 	}
+	// A stable sort: ties keep their arrival order. pdqsort on the
+	// arrival number as the last key is much faster than
+	// sort.SliceStable's reflective swaps and insertion sort runs.
 	sortOuts := func(outs []outRow) {
-		sort.SliceStable(outs, func(i, j int) bool {
-			return compareKeys(outs[i].keys, outs[j].keys, p.Order) < 0
+		slices.SortFunc(outs, func(x, y outRow) int {
+			if c := compareKeys(x.keys, y.keys, p.Order); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.seq, y.seq)
 		})
 	}
 	capacity := len(rows)
@@ -639,7 +647,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	// outHeld is what outs and seen hold.
 	var outHeld int64
-	for _, r := range rows {
+	for seq, r := range rows {
 		out, err := eval.EvalAll(o.output, r, env)
 		if err != nil {
 			return nil, err
@@ -667,7 +675,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		if err := charge(env, &outHeld, size, what); err != nil {
 			return nil, err
 		}
-		outs = append(outs, outRow{out, keys, size})
+		outs = append(outs, outRow{out, keys, size, seq})
 		if bound >= 0 && len(outs) >= bound {
 			sortOuts(outs)
 			for _, r := range outs[o.keep:] {
@@ -1104,7 +1112,12 @@ func (o *setOp) run(env *eval.Env) ([]catalog.Row, error) {
 		for i := range idx {
 			idx[i] = i
 		}
-		sort.SliceStable(idx, func(a, b int) bool { return compareKeys(keys[idx[a]], keys[idx[b]], o.keys) < 0 })
+		slices.SortFunc(idx, func(a, b int) int {
+			if c := compareKeys(keys[a], keys[b], o.keys); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b) // stable
+		})
 		sorted := make([]catalog.Row, len(rows))
 		for i, k := range idx {
 			sorted[i] = rows[k]

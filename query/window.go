@@ -1,6 +1,8 @@
 package query
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -87,7 +89,12 @@ func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start 
 		result := make([]any, len(rows))
 		for _, k := range partOrder {
 			items := parts[k]
-			sort.SliceStable(items, func(i, j int) bool { return compareKeys(items[i].keys, items[j].keys, op.call.Order) < 0 })
+			slices.SortFunc(items, func(x, y *winItem) int {
+				if c := compareKeys(x.keys, y.keys, op.call.Order); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.idx, y.idx) // stable: ties keep the rows' order
+			})
 			if err := op.partition(items, rows, result, env); err != nil {
 				return nil, 0, err
 			}
