@@ -57,7 +57,7 @@ func TestDatetimeOp(t *testing.T) {
 	}
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
-		t.Skip("no zone database")
+		t.Fatal(err) // the zone database is embedded (pgcodec imports time/tzdata)
 	}
 	text := func(typ catalog.Type, v any, loc *time.Location) string {
 		b, err := pgcodec.AppendTextIn(nil, typ, v, loc)

@@ -8,6 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// The IANA zone database, embedded: SET TIME ZONE 'Europe/Paris'
+	// works on a machine without one (a slim container), as in Postgres,
+	// which ships its own.
+	_ "time/tzdata"
 	"unicode/utf8"
 
 	"github.com/basindb/basin/catalog"
