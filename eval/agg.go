@@ -160,6 +160,9 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		if s.Func != "sum" || a.retract {
 			continue
 		}
+		if s.T == catalog.Decimal {
+			continue // sum(bigint) in a query: numeric past bigint's range
+		}
 		if x, ok := vals[i].(int64); ok && st[a.offsets[i]] != nil {
 			if _, ok := addInt64(x, st[a.offsets[i]].(int64)); !ok {
 				return ErrOutOfRange
@@ -193,10 +196,16 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		case "sum":
 			switch x := v.(type) {
 			case int64:
-				if st[o] == nil {
+				switch sum := st[o].(type) {
+				case nil:
 					st[o] = x
-				} else {
-					st[o], _ = addInt64(x, st[o].(int64))
+				case int64:
+					var ok bool
+					if st[o], ok = addInt64(x, sum); !ok { // only when s.T is numeric
+						st[o] = decimalSum(numeric.FromInt64(sum), numeric.FromInt64(x), 1)
+					}
+				case *apd.Decimal:
+					st[o] = decimalSum(sum, numeric.FromInt64(x), 1)
 				}
 			case float64:
 				if st[o] == nil {
@@ -352,6 +361,12 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 			continue
 		}
 		switch s.Func {
+		case "sum":
+			if x, ok := st[o].(int64); ok && s.T == catalog.Decimal {
+				dst = append(dst, numeric.FromInt64(x))
+			} else {
+				dst = append(dst, st[o])
+			}
 		case "avg":
 			n := st[o+1].(int64)
 			switch {

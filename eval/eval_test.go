@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -98,7 +99,8 @@ func TestEval(t *testing.T) {
 		{expr: "-a", row: rowMin, code: pgerr.NumericValueOutOfRange},
 		{expr: "-a", row: rowMax, want: int64(-math.MaxInt64)},
 		{expr: "i + i", row: rowMax, code: pgerr.NumericValueOutOfRange},
-		{expr: "i + 1", row: rowMax, want: int64(math.MaxInt32 + 1)}, // int + bigint is bigint
+		{expr: "i + 1", row: rowMax, code: pgerr.NumericValueOutOfRange},     // 1 is an integer, as in Postgres
+		{expr: "i + 1::bigint", row: rowMax, want: int64(math.MaxInt32 + 1)}, // int + bigint is bigint
 		{expr: "-i", row: rowMin, code: pgerr.NumericValueOutOfRange},
 		{expr: "abs(i)", row: rowMin, code: pgerr.NumericValueOutOfRange},
 		{expr: "abs(a)", row: rowMin, code: pgerr.NumericValueOutOfRange},
@@ -348,22 +350,34 @@ func TestAggregator(t *testing.T) {
 		}
 	}
 
-	// sum over bigints overflows with 22003, not silently.
+	// A query's sum over bigints is numeric, as Postgres's: it goes on
+	// exactly past bigint's range. A view's is bigint (its spec's type),
+	// and overflows with 22003, not silently.
 	p, err = planOver(t, "SELECT sum(a) FROM r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg = NewAggregator(p.Aggs)
-	st = agg.Init()
-	if err := agg.Add(st, pad(catalog.Row{int64(math.MaxInt64)}), nil); err != nil {
-		t.Fatal(err)
+	if p.Aggs[0].T != catalog.Decimal {
+		t.Fatalf("sum(bigint) is %s, want NUMERIC", p.Aggs[0].T)
 	}
-	if err := agg.Add(st, pad(catalog.Row{int64(-1)}), nil); err != nil {
-		t.Fatal(err)
-	}
-	err = agg.Add(st, pad(catalog.Row{int64(2)}), nil)
-	if pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
-		t.Fatalf("sum overflow: %v", err)
+	for _, view := range []bool{false, true} {
+		specs := slices.Clone(p.Aggs)
+		if view {
+			specs[0].T = catalog.BigInt
+		}
+		agg = NewAggregator(specs)
+		st = agg.Init()
+		for _, x := range []int64{math.MaxInt64, -1, 2} {
+			err = agg.Add(st, pad(catalog.Row{x}), nil)
+		}
+		switch {
+		case view && pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange:
+			t.Fatalf("bigint sum overflow: %v", err)
+		case !view && err != nil:
+			t.Fatalf("numeric sum past bigint: %v", err)
+		case !view && !sameValue(agg.Results(nil, st)[0], "9223372036854775808"):
+			t.Fatalf("numeric sum past bigint = %v", agg.Results(nil, st)[0])
+		}
 	}
 }
 

@@ -103,6 +103,8 @@ type binder struct {
 	// winLift, in a grouped SELECT, moves a window function's
 	// expressions onto the aggregated row it runs over.
 	winLift func(Scalar, int) (Scalar, error)
+	// exactSum is set in queries (not views): sum(bigint) is numeric.
+	exactSum bool
 }
 
 func (b *binder) bind(e sql.Expr) (Scalar, error) {
@@ -913,8 +915,16 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		spec.T = catalog.BigInt
 	case "sum":
 		switch spec.Arg.Type() {
-		case catalog.Int, catalog.BigInt, catalog.Unknown:
+		case catalog.Int, catalog.Unknown:
 			spec.T = catalog.BigInt
+		case catalog.BigInt:
+			// Postgres's sum(bigint) is numeric, and a query's is too; a
+			// view's stays bigint (ksqlDB's type), failing with 22003
+			// past its range.
+			spec.T = catalog.BigInt
+			if b.exactSum {
+				spec.T = catalog.Decimal
+			}
 		case catalog.Double:
 			spec.T = catalog.Double
 		case catalog.Decimal:

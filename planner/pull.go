@@ -113,7 +113,7 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		return planCatalogQuery(cat, s)
 	}
 	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}, Distinct: s.Distinct}
-	b := &binder{params: p.Params}
+	b := &binder{params: p.Params, exactSum: true}
 	if from := s.Table(); from != nil {
 		rel, err := cat.Resolve(from.Name)
 		if err != nil {
@@ -435,7 +435,7 @@ func bindOrderExpr(bind func(sql.Expr) (Scalar, error), e sql.Expr, items []sql.
 			}
 		}
 	}
-	if l, ok := e.(*sql.Literal); ok && l.Type == catalog.BigInt {
+	if l, ok := e.(*sql.Literal); ok && (l.Type == catalog.Int || l.Type == catalog.BigInt) {
 		n := l.Value.(int64)
 		if n < 1 || int(n) > len(output) {
 			return nil, pgerr.New(pgerr.InvalidColumnReference, "ORDER BY position %d is not in select list", n).WithPosition(l.Pos)

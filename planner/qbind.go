@@ -296,7 +296,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		return nil, err
 	}
 	blk.In = in
-	b := &binder{cols: sc.cols, params: qp.params, scope: sc, q: qp}
+	b := &binder{cols: sc.cols, params: qp.params, scope: sc, q: qp, exactSum: true}
 	if s.Where != nil {
 		b.clause = "WHERE"
 		f, err := b.bind(s.Where)
@@ -567,7 +567,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			return nil, err
 		}
 		j := &JoinRel{Kind: it.Kind, L: l, R: r, cols: concatCols(l.Cols(), r.Cols())}
-		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions"}
+		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions", exactSum: true}
 		on := it.On
 		if it.Kind == sql.JoinFull && len(it.Using) > 0 {
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported").WithPosition(it.Pos).

@@ -925,9 +925,26 @@ func (st *aggState) add(v, v2 any) error {
 	case "sum":
 		switch x := v.(type) {
 		case int64:
+			if d, ok := st.sum.(*apd.Decimal); ok { // a numeric sum past bigint
+				sum, err := numeric.Add(d, numeric.FromInt64(x))
+				if err != nil {
+					return err
+				}
+				st.sum = sum
+				break
+			}
 			s, _ := st.sum.(int64)
 			if (x > 0 && s > math.MaxInt64-x) || (x < 0 && s < math.MinInt64-x) {
-				return eval.ErrOutOfRange
+				if st.spec.T != catalog.Decimal {
+					return eval.ErrOutOfRange
+				}
+				// sum(bigint) is numeric: go on exactly past bigint.
+				sum, err := numeric.Add(numeric.FromInt64(s), numeric.FromInt64(x))
+				if err != nil {
+					return err
+				}
+				st.sum = sum
+				break
 			}
 			st.sum = s + x
 		case float64:
@@ -1002,6 +1019,9 @@ func (st *aggState) result() any {
 	case "count":
 		return st.n
 	case "sum":
+		if s, ok := st.sum.(int64); ok && st.spec.T == catalog.Decimal {
+			return numeric.FromInt64(s)
+		}
 		return st.sum
 	case "avg":
 		if st.n == 0 {

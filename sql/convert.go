@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -178,7 +179,7 @@ func (c *converter) byExpr(e ast.ExprNode, start int) (Expr, error) {
 		if start >= 0 {
 			pos = c.sp.charPos(start)
 		}
-		return &Literal{Value: int64(p.N), Type: catalog.BigInt, Pos: pos}, nil
+		return &Literal{Value: int64(p.N), Type: IntLiteralType(int64(p.N)), Pos: pos}, nil
 	}
 	return c.expr(e)
 }
@@ -404,7 +405,7 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 	case *ast.CaseExpr:
 		return c.caseExpr(n)
 	case *ast.PositionExpr:
-		return &Literal{Value: int64(n.N), Type: catalog.BigInt, Pos: c.pos(n)}, nil
+		return &Literal{Value: int64(n.N), Type: IntLiteralType(int64(n.N)), Pos: c.pos(n)}, nil
 	case *ast.WindowFuncExpr:
 		return c.windowFunc(n)
 	case *ast.SubqueryExpr:
@@ -498,6 +499,16 @@ func (c *converter) inList(ns []ast.ExprNode) ([]Expr, error) {
 	return out, nil
 }
 
+// IntLiteralType is the type of an integer constant, as Postgres types
+// it: integer when the value fits in 32 bits, bigint otherwise (and
+// numeric beyond bigint, which the caller handles).
+func IntLiteralType(v int64) catalog.Type {
+	if v >= math.MinInt32 && v <= math.MaxInt32 {
+		return catalog.Int
+	}
+	return catalog.BigInt
+}
+
 func (c *converter) literal(n *driver.ValueExpr) (Expr, error) {
 	if _, ok := c.run(n); ok {
 		return nil, c.errMisplacedRun()
@@ -510,7 +521,7 @@ func (c *converter) literal(n *driver.ValueExpr) (Expr, error) {
 		if mysql.HasIsBooleanFlag(n.Type.GetFlag()) {
 			lit.Type, lit.Value = catalog.Boolean, n.GetInt64() != 0
 		} else {
-			lit.Type, lit.Value = catalog.BigInt, n.GetInt64()
+			lit.Type, lit.Value = IntLiteralType(n.GetInt64()), n.GetInt64()
 		}
 	case driver.KindUint64, driver.KindFloat64, driver.KindFloat32, driver.KindMysqlDecimal:
 		// As in Postgres, a constant with a point or an exponent, or an
@@ -553,7 +564,7 @@ func (c *converter) unary(n *ast.UnaryOperationExpr) (Expr, error) {
 		switch v := lit.Value.(type) {
 		case int64:
 			if v != -v || v == 0 { // -math.MinInt64 overflows
-				return &Literal{Value: -v, Type: lit.Type, Pos: pos}, nil
+				return &Literal{Value: -v, Type: IntLiteralType(-v), Pos: pos}, nil
 			}
 		case float64:
 			return &Literal{Value: -v, Type: lit.Type, Pos: pos}, nil

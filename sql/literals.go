@@ -250,7 +250,7 @@ func (r *runReader) next() (t token, ok bool) {
 // literal reads the next item of a run (its "," or ")" is left to the
 // caller) into lit, which it fills as converting TiDB's parse of the
 // item would: a minus before a number folds into it (convert.unary),
-// integers are BIGINT, other numbers DOUBLE.
+// integers are INTEGER or BIGINT (IntLiteralType), other numbers NUMERIC.
 func (r *runReader) literal(sp *stmtParser, lit *Literal) bool {
 	t, ok := r.next()
 	if !ok {
@@ -272,7 +272,7 @@ func (r *runReader) literal(sp *stmtParser, lit *Literal) bool {
 		if neg {
 			v = -v
 		}
-		lit.Type, lit.Value = catalog.BigInt, v
+		lit.Type, lit.Value = IntLiteralType(v), v
 	case t.kind == tokNumber:
 		d, err := sp.numericToken(t)
 		if err != nil {
