@@ -21,6 +21,17 @@ type windowOp struct {
 	args       []eval.Expr
 	part, ord  []eval.Expr
 	start, end eval.Expr // frame offsets, when the bounds have them
+	// span is where the rows with a non-NULL ORDER BY value are in the
+	// partition rangeBound last searched, found once per partition.
+	span nonNullSpan
+}
+
+// nonNullSpan is the span [lo, hi) of a sorted partition (its first
+// row and length name it) outside the NULLs sorted first or last.
+type nonNullSpan struct {
+	first  *winItem
+	n      int
+	lo, hi int
 }
 
 func compileWindow(w planner.WindowCall) windowOp {
@@ -369,13 +380,17 @@ func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off 
 		return peerEnd, nil
 	}
 	// The non-NULL rows, which the search is over.
-	lo, hi := 0, len(items)
-	for lo < hi && items[lo].keys[0] == nil {
-		lo++
+	if sp := op.span; sp.first != items[0] || sp.n != len(items) {
+		lo, hi := 0, len(items)
+		for lo < hi && items[lo].keys[0] == nil {
+			lo++
+		}
+		for hi > lo && items[hi-1].keys[0] == nil {
+			hi--
+		}
+		op.span = nonNullSpan{first: items[0], n: len(items), lo: lo, hi: hi}
 	}
-	for hi > lo && items[hi-1].keys[0] == nil {
-		hi--
-	}
+	lo, hi := op.span.lo, op.span.hi
 	// In sort order, PRECEDING moves toward the first rows: down for
 	// an ascending key, up for a descending one.
 	op2 := "+"
