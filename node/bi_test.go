@@ -34,6 +34,7 @@ var rewriteGaps = flag.Bool("rewrite-gaps", false, "TestBIQueries: write the que
 // the list only shrinks), as does an unlisted query that fails.
 // -rewrite-gaps writes the list of what fails now.
 func TestBIQueries(t *testing.T) {
+	semanticOnly(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	queries := readBICorpus(t, "../testdata/bi")

@@ -1,12 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -16,9 +18,11 @@ import (
 
 	"github.com/basindb/basin/internal/testcluster"
 	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/stream"
 )
 
-// TestChaos produces 100,000 records (40,000 under the race detector)
+// TestChaos produces 100,000 records (30,000 under the race detector)
 // into a three-node cluster while a random node is SIGKILLed and
 // restarted, again and again. At the end every view equals a
 // recomputation of what was produced, exactly (one of them over a
@@ -46,7 +50,7 @@ func TestChaos(t *testing.T) {
 	// pass is for data races, and make test runs the whole of it.
 	sessionTimeout, batches := "2s", 100
 	if testcluster.Race() {
-		sessionTimeout, batches = "4s", 40
+		sessionTimeout, batches = "4s", 30
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1"}})
 	n0 := c.Node(0)
@@ -309,8 +313,10 @@ func countSum(m map[string][2]int64) []string {
 func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRows []string) {
 	t.Helper()
 	sort.Strings(wantRows)
+	start, explained := time.Now(), false
 	c.Eventually(t, 3*time.Minute, func() error {
 		var all []string
+		partOf := map[string][]int{} // the partitions a row was read from
 		for p := 0; p < 4; p++ {
 			var answers []string
 			for _, n := range c.Nodes() {
@@ -339,15 +345,99 @@ func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRow
 				}
 			}
 			if answers[0] != "" {
-				all = append(all, strings.Split(answers[0], "\n")...)
+				for _, l := range strings.Split(answers[0], "\n") {
+					all = append(all, l)
+					partOf[l] = append(partOf[l], p)
+				}
 			}
 		}
 		sort.Strings(all)
 		if got := strings.Join(all, "\n"); got != strings.Join(wantRows, "\n") {
-			return fmt.Errorf("%s: %d rows, want %d: %s", view, len(all), len(wantRows), firstDiff(all, wantRows))
+			diff, keys := rowsDiff(all, wantRows, partOf)
+			if !explained && time.Since(start) > testcluster.Timeout(3*time.Minute)-30*time.Second {
+				// About to fail: say where the wrong rows' keys stand in
+				// the topics the view is made from.
+				explained = true
+				diff += "; " + topicsOfKeys(c, view, keys)
+			}
+			return fmt.Errorf("%s: %d rows, want %d: %s", view, len(all), len(wantRows), diff)
 		}
 		return nil
 	})
+}
+
+// rowsDiff describes how got differs from want (both sorted): the rows
+// only one has (at most ten of each shown), with the partitions each
+// extra row was read from; keys are the first columns of all of them.
+func rowsDiff(got, want []string, partOf map[string][]int) (diff string, keys map[string]bool) {
+	var extra, missing []string
+	keys = map[string]bool{}
+	i, j := 0, 0
+	for i < len(got) || j < len(want) {
+		switch {
+		case j == len(want) || i < len(got) && got[i] < want[j]:
+			if len(extra) < 10 {
+				extra = append(extra, fmt.Sprintf("%q (partitions %v)", got[i], partOf[got[i]]))
+			}
+			keys[strings.Split(got[i], "|")[0]] = true
+			i++
+		case i == len(got) || want[j] < got[i]:
+			if len(missing) < 10 {
+				missing = append(missing, fmt.Sprintf("%q", want[j]))
+			}
+			keys[strings.Split(want[j], "|")[0]] = true
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return fmt.Sprintf("extra %s; missing %s", strings.Join(extra, ", "), strings.Join(missing, ", ")), keys
+}
+
+// topicsOfKeys says, for each of keys (at most ten), what the last
+// committed record of the key is in each internal topic of view that
+// holds rows by key (its changelog, and a join's changes): present or
+// removed, at which partition and offset. It tells a wrong view row
+// written wrong from one applied wrong.
+func topicsOfKeys(c *testcluster.Cluster, view string, keys map[string]bool) string {
+	var out []string
+	for _, suffix := range []string{"changes", "changelog"} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker()), kgo.ConsumeRegex(), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeTopics(`.*-`+regexp.QuoteMeta(view)+`-\d+-`+suffix+`$`))
+		if err != nil {
+			return err.Error()
+		}
+		last := map[string]string{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				kv, err := materialize.DecodeKey(r.Key)
+				if err != nil || len(kv) == 0 || len(r.Headers) > 0 { // markers and fences have headers
+					return
+				}
+				k := fmt.Sprint(kv[0])
+				if !keys[k] {
+					return
+				}
+				state := "present"
+				if present, _, _, err := stream.DecodeStored(r.Value, 0); r.Value == nil || err == nil && !present {
+					state = "removed"
+				}
+				last[k] = fmt.Sprintf("%s@%d/%d", state, r.Partition, r.Offset)
+			})
+		}
+		cancel()
+		cl.Close()
+		var ks []string
+		for k := range keys {
+			if len(ks) < 10 {
+				ks = append(ks, k+": "+cmp.Or(last[k], "none"))
+			}
+		}
+		sort.Strings(ks)
+		out = append(out, fmt.Sprintf("%s: %s", suffix, strings.Join(ks, ", ")))
+	}
+	return strings.Join(out, "; ")
 }
 
 // checkPublished reads topic, where a view published its (count, sum)

@@ -22,6 +22,7 @@ import (
 // query orders them totally). -seed replays or explores (0: a fixed
 // seed).
 func TestDifferentialPostgres(t *testing.T) {
+	semanticOnly(t)
 	seed := uint64(20261203)
 	if *seedFlag != 0 {
 		seed = uint64(*seedFlag)
