@@ -65,6 +65,37 @@ func jsonOut(v jsonb.Value, src bool) any {
 	return catalog.JSONText(v.Text())
 }
 
+// jsonPath follows path (text elements; a NULL one gives NULL) from v,
+// as #> and #>> and jsonb_extract_path[_text] do: the value there, its
+// text with text, or NULL when there is none.
+func jsonPath(v jsonb.Value, path []any, src, text bool) any {
+	keys := make([]string, len(path))
+	for i, p := range path {
+		if p == nil {
+			return nil
+		}
+		keys[i] = p.(string)
+	}
+	v, ok := v.Path(keys)
+	if !ok {
+		return nil
+	}
+	return jsonResult(v, src, text)
+}
+
+// jsonResult is the result of an extraction that found v: its text
+// (NULL for a JSON null) with text, else the value.
+func jsonResult(v jsonb.Value, src, text bool) any {
+	if !text {
+		return jsonOut(v, src)
+	}
+	s, ok := v.AsText(src)
+	if !ok {
+		return nil
+	}
+	return s
+}
+
 // compileBlobBinary compiles the json operators and || over jsonb and
 // bytea; nil for any other operator.
 func compileBlobBinary(s *planner.Binary, l, r Expr) Expr {
@@ -85,26 +116,12 @@ func compileBlobBinary(s *planner.Binary, l, r Expr) Expr {
 			case int64:
 				v, found = v.Index(k)
 			case []any:
-				path := make([]string, len(k))
-				for i, p := range k {
-					if p == nil {
-						return nil, nil
-					}
-					path[i] = p.(string)
-				}
-				v, found = v.Path(path)
+				return jsonPath(v, k, src, text), nil
 			}
 			if !found {
 				return nil, nil
 			}
-			if text {
-				s, ok := v.AsText(src)
-				if !ok {
-					return nil, nil
-				}
-				return s, nil
-			}
-			return jsonOut(v, src), nil
+			return jsonResult(v, src, text), nil
 		}
 	case "@>", "<@":
 		op = func(a, b any) (any, error) {
@@ -234,25 +251,7 @@ func compileBlobCall(s *planner.Call, args []Expr) Expr {
 			if err != nil {
 				return nil, err
 			}
-			path := make([]string, len(a)-1)
-			for i, p := range a[1:] {
-				if p == nil {
-					return nil, nil
-				}
-				path[i] = p.(string)
-			}
-			v, ok := v.Path(path)
-			if !ok {
-				return nil, nil
-			}
-			if text {
-				t, ok := v.AsText(src)
-				if !ok {
-					return nil, nil
-				}
-				return t, nil
-			}
-			return jsonOut(v, src), nil
+			return jsonPath(v, a[1:], src, text), nil
 		}
 	case "jsonb_typeof", "json_typeof":
 		fn = func(a []any) (any, error) {
