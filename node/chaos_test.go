@@ -313,7 +313,7 @@ func countSum(m map[string][2]int64) []string {
 func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRows []string) {
 	t.Helper()
 	sort.Strings(wantRows)
-	start, explained := time.Now(), false
+	start, explained := time.Now(), ""
 	c.Eventually(t, 3*time.Minute, func() error {
 		var all []string
 		partOf := map[string][]int{} // the partitions a row was read from
@@ -354,11 +354,13 @@ func checkView(t *testing.T, c *testcluster.Cluster, view, query string, wantRow
 		sort.Strings(all)
 		if got := strings.Join(all, "\n"); got != strings.Join(wantRows, "\n") {
 			diff, keys := rowsDiff(all, wantRows, partOf)
-			if !explained && time.Since(start) > testcluster.Timeout(3*time.Minute)-30*time.Second {
+			if explained == "" && time.Since(start) > testcluster.Timeout(3*time.Minute)-30*time.Second {
 				// About to fail: say where the wrong rows' keys stand in
 				// the topics the view is made from.
-				explained = true
-				diff += "; " + topicsOfKeys(c, view, keys)
+				explained = topicsOfKeys(c, view, keys)
+			}
+			if explained != "" {
+				diff += "; " + explained
 			}
 			return fmt.Errorf("%s: %d rows, want %d: %s", view, len(all), len(wantRows), diff)
 		}
