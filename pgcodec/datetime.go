@@ -333,7 +333,11 @@ func decodeBinaryDatetime(t catalog.Type, b []byte) (any, error) {
 }
 
 func badDatetime(t catalog.Type, s string) *pgerr.Error {
-	return pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %q", t.SQLName(), s)
+	name := t.SQLName()
+	if t == catalog.Timestamp {
+		name = "timestamp" // as Postgres's timestamp_in names it
+	}
+	return pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type %s: %q", name, s)
 }
 
 func badZone(z string) *pgerr.Error {
@@ -592,27 +596,10 @@ func ParseTime(s string) (catalog.TimeOfDay, error) {
 // time with an offset or zone name, or without one read in loc (nil is
 // UTC).
 func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
-	if isEpoch(s) {
-		return time.Unix(0, 0).UTC(), nil
+	wall, f, err := parseWall(catalog.TimestampTZ, s)
+	if err != nil || f == nil {
+		return wall, err
 	}
-	if isSpecial(s) {
-		return time.Time{}, specialDate(catalog.TimestampTZ, s)
-	}
-	f, ok := parseDatetime(s)
-	if !ok || !f.hasDate {
-		return time.Time{}, badDatetime(catalog.TimestampTZ, s)
-	}
-	if f.badZone != "" {
-		return time.Time{}, badZone(f.badZone)
-	}
-	if f.timeOutOfRange {
-		return time.Time{}, outOfRange(s)
-	}
-	days, ok := makeDate(f)
-	if !ok || days >= maxTimestampDays {
-		return time.Time{}, outOfRange(s)
-	}
-	wall := time.Unix(days*86400, 0).UTC().Add(time.Duration(f.micros) * time.Microsecond)
 	switch {
 	case f.hasOff:
 		return wall.Add(-time.Duration(f.off) * time.Second), nil
@@ -622,6 +609,41 @@ func ParseTimestampTZ(s string, loc *time.Location) (time.Time, error) {
 		loc = time.UTC
 	}
 	return InZone(wall, loc), nil
+}
+
+// ParseTimestamp is timestamp's input function: the text
+// ParseTimestampTZ reads, whose zone, if any, is checked and then
+// ignored, as Postgres ignores it for timestamp.
+func ParseTimestamp(s string) (time.Time, error) {
+	wall, _, err := parseWall(catalog.Timestamp, s)
+	return wall, err
+}
+
+// parseWall reads the date and time of timestamp or timestamptz text t
+// as a UTC wall clock, with its fields (nil for 'epoch', whose instant
+// wall is).
+func parseWall(t catalog.Type, s string) (time.Time, *dtFields, error) {
+	if isEpoch(s) {
+		return time.Unix(0, 0).UTC(), nil, nil
+	}
+	if isSpecial(s) {
+		return time.Time{}, nil, specialDate(t, s)
+	}
+	f, ok := parseDatetime(s)
+	if !ok || !f.hasDate {
+		return time.Time{}, nil, badDatetime(t, s)
+	}
+	if f.badZone != "" {
+		return time.Time{}, nil, badZone(f.badZone)
+	}
+	if f.timeOutOfRange {
+		return time.Time{}, nil, outOfRange(s)
+	}
+	days, ok := makeDate(f)
+	if !ok || days >= maxTimestampDays {
+		return time.Time{}, nil, outOfRange(s)
+	}
+	return time.Unix(days*86400, 0).UTC().Add(time.Duration(f.micros) * time.Microsecond), &f, nil
 }
 
 // InZone returns the instant whose wall clock in loc is wall's in UTC:

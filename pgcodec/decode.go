@@ -60,7 +60,11 @@ func decodeText(oid uint32, s string) (any, error) {
 	case oidNumeric:
 		return numeric.Parse(s)
 	case oidTimestamp:
-		return parseTimestamp(oid, s)
+		t, err := ParseTimestamp(s)
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	// text, varchar, bpchar, name, unknown. A NUL cannot be in a text
 	// value; Postgres refuses it the same way.
@@ -139,98 +143,6 @@ func parseFloat(oid uint32, s string) (any, error) {
 		return nil, invalidInput(oid, s)
 	}
 	return f, nil
-}
-
-// parseTimestamp reads the ISO forms of timestamp input: "2024-02-29
-// 13:04:05.123456", a 'T' instead of the space, a date alone
-// (midnight), fractions beyond microseconds rounded, a zone ("Z", "+05",
-// "-08:00", "+0530"), which a timestamp ignores as Postgres does, and a
-// trailing " BC". (date and timestamptz are datetime.go's.)
-func parseTimestamp(oid uint32, s string) (any, error) {
-	bad := func() (any, error) {
-		code := pgerr.InvalidDatetimeFormat
-		return nil, pgerr.New(code, "invalid input syntax for type %s: %q", pgTypeName(oid), s)
-	}
-	w := strings.TrimSpace(s)
-	bc := false
-	if u := strings.ToUpper(w); strings.HasSuffix(u, " BC") {
-		bc, w = true, strings.TrimSpace(w[:len(w)-3])
-	} else if strings.HasSuffix(u, " AD") {
-		w = strings.TrimSpace(w[:len(w)-3])
-	}
-	switch strings.ToLower(w) {
-	case "infinity", "+infinity", "-infinity":
-		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "timestamp out of range: %q", s).
-			WithDetail("basin timestamps are finite.")
-	case "epoch":
-		return time.Unix(0, 0).UTC(), nil
-	}
-	date, clock, _ := strings.Cut(w, " ")
-	if d, c, ok := strings.Cut(w, "T"); ok && !strings.Contains(w, " ") {
-		date, clock = d, c
-	}
-	clock = strings.TrimSpace(clock)
-	dp := strings.Split(date, "-")
-	if len(dp) != 3 || len(dp[0]) < 4 || len(dp[1]) != 2 || len(dp[2]) != 2 {
-		return bad()
-	}
-	year, err1 := strconv.Atoi(dp[0])
-	month, err2 := strconv.Atoi(dp[1])
-	day, err3 := strconv.Atoi(dp[2])
-	if err1 != nil || err2 != nil || err3 != nil || year < 1 {
-		return bad()
-	}
-	if bc {
-		year = 1 - year // Go's year 0 is 1 BC
-	}
-	var hour, min, sec, micros int
-	if clock != "" {
-		// Split off a zone: the first '+', '-' or 'Z' after the clock.
-		zone := ""
-		if i := strings.IndexAny(clock, "+-Zz"); i >= 0 {
-			clock, zone = strings.TrimSpace(clock[:i]), clock[i:]
-		}
-		cp := strings.Split(clock, ":")
-		if len(cp) < 2 || len(cp) > 3 || len(cp[0]) > 2 || len(cp[1]) != 2 {
-			return bad()
-		}
-		var err error
-		if hour, err = strconv.Atoi(cp[0]); err != nil {
-			return bad()
-		}
-		if min, err = strconv.Atoi(cp[1]); err != nil {
-			return bad()
-		}
-		if len(cp) == 3 {
-			whole, frac, _ := strings.Cut(cp[2], ".")
-			if len(whole) != 2 {
-				return bad()
-			}
-			if sec, err = strconv.Atoi(whole); err != nil {
-				return bad()
-			}
-			if frac != "" {
-				f, err := strconv.ParseFloat("0."+frac, 64)
-				if err != nil || strings.ContainsAny(frac, "+-eE") {
-					return bad()
-				}
-				micros = int(math.Round(f * 1e6))
-			}
-		}
-		if zone != "" {
-			if _, err = parseZone(zone); err != nil { // checked, then ignored
-				return bad()
-			}
-		}
-	}
-	if month < 1 || month > 12 || hour > 23 || min > 59 || sec > 59 {
-		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
-	}
-	t := time.Date(year, time.Month(month), day, hour, min, sec, 0, time.UTC)
-	if t.Day() != day {
-		return nil, pgerr.New(pgerr.DatetimeFieldOverflow, "date/time field value out of range: %q", s)
-	}
-	return t.Add(time.Duration(micros) * time.Microsecond), nil
 }
 
 // parseZone reads "Z", "+05", "-08:00", "+0530" or "+05:30:15" as

@@ -702,29 +702,8 @@ func roundHalfAway(f float64) float64 {
 	return float64(int64(f + 0.5))
 }
 
-var timestampLayouts = []string{
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04:05.999999999",
-	time.RFC3339Nano,
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999Z07",
-	"2006-01-02 15:04",
-	"2006-01-02",
-}
-
-// ParseTimestamp parses the timestamp text forms basin accepts.
-func ParseTimestamp(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if strings.EqualFold(s, "epoch") {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	for _, l := range timestampLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return catalog.NormalizeTime(t), nil
-		}
-	}
-	return time.Time{}, pgerr.New(pgerr.InvalidDatetimeFormat, "invalid input syntax for type timestamp: %q", s)
-}
+// ParseTimestamp parses timestamp input text (pgcodec.ParseTimestamp).
+func ParseTimestamp(s string) (time.Time, error) { return pgcodec.ParseTimestamp(s) }
 
 // FormatValue renders a value as Postgres text output does.
 func FormatValue(v any) string {
