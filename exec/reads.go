@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -30,8 +29,9 @@ func (e *Engine) read(q *pull.Query, ctx context.Context, plan *planner.PullPlan
 				return rows, nil
 			}
 			var rows []catalog.Row
+			// The rows a pull query emits are its own (pull.Query.project),
+			// never reused: they are kept as they are.
 			r, err := e.Reads.Run(new(pull.Query), ctx, scan, pull.CompilePull(scan), env, opts, func(row catalog.Row) error {
-				row = slices.Clone(row)
 				rows = append(rows, row)
 				return admit(row)
 			})

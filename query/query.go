@@ -230,8 +230,9 @@ func (o *permuteOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	out := make([]catalog.Row, len(in))
 	var held int64
+	var arena rowArena
 	for i, r := range in {
-		row := make(catalog.Row, len(o.perm))
+		row := arena.row(len(o.perm))
 		for k, p := range o.perm {
 			row[k] = r[p]
 		}
@@ -318,11 +319,49 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	// candidates returns the right rows that may match l: those with the
 	// same equi-join key, or all of them.
 	var candidates func(catalog.Row) []int
-	all := make([]int, len(right))
-	for i := range all {
-		all[i] = i
-	}
-	if len(o.equi) > 0 {
+	switch {
+	case len(o.equi) == 1:
+		// One key column, the usual join: its values are the hash
+		// table's keys as they are, with no key text to build per row;
+		// a key's rows are a chain through next, in order.
+		first := make(map[any]int, len(right))
+		next := make([]int, len(right))
+		li, ri := o.equi[0].LIdx, o.equi[0].RIdx
+		for i := len(right) - 1; i >= 0; i-- {
+			k := singleKey(right[i][ri])
+			if k == nil {
+				continue
+			}
+			n := int64(40) // the map entry and the chain link
+			if str, ok := k.(string); ok {
+				n += int64(len(str))
+			}
+			if err := charge(env, &temp, n, "join"); err != nil {
+				return nil, err
+			}
+			next[i] = -1
+			if j, ok := first[k]; ok {
+				next[i] = j
+			}
+			first[k] = i
+		}
+		var buf []int
+		candidates = func(l catalog.Row) []int {
+			k := singleKey(l[li])
+			if k == nil {
+				return nil
+			}
+			i, ok := first[k]
+			if !ok {
+				return nil
+			}
+			buf = buf[:0]
+			for ; i >= 0; i = next[i] {
+				buf = append(buf, i)
+			}
+			return buf
+		}
+	case len(o.equi) > 1:
 		hash := make(map[string][]int, len(right))
 		for i, r := range right {
 			k, ok := equiKey(r, o.equi, false)
@@ -340,15 +379,20 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 			}
 			return hash[k]
 		}
-	} else {
+	default:
+		all := make([]int, len(right))
+		for i := range all {
+			all[i] = i
+		}
 		candidates = func(catalog.Row) []int { return all }
 	}
 	var rows []catalog.Row
+	var arena rowArena
 	matchedRight := make([]bool, len(right))
 	for _, l := range left {
 		matched := false
 		for _, i := range candidates(l) {
-			row := make(catalog.Row, 0, o.lw+o.rw)
+			row := arena.row(o.lw + o.rw)[:0]
 			row = append(append(row, l...), right[i]...)
 			if o.on != nil {
 				ok, err := o.on(row, env)
@@ -393,6 +437,43 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	release(env, lHeld+rHeld+temp)
 	return rows, nil
+}
+
+// singleKey is the hash key of a one-column equi-join's value: the
+// value itself where Go's == is SQL's = (integers, strings, booleans),
+// else its encoded key (appendKey) as an encodedKey, which no value of
+// another type equals; nil for NULL, which matches nothing.
+func singleKey(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case int64, string, bool:
+		return v
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x) // as appendKey: 2.0 joins 2
+		}
+	}
+	var b strings.Builder
+	appendKey(&b, v)
+	return encodedKey(b.String())
+}
+
+// encodedKey is a join key in appendKey's encoding.
+type encodedKey string
+
+// rowArena hands out the rows of an operator's output from large
+// blocks, rather than one allocation per row. A block lives as long as
+// any row in it.
+type rowArena struct{ free []any }
+
+func (a *rowArena) row(n int) catalog.Row {
+	if len(a.free) < n {
+		a.free = make([]any, max(n*256, 4096))
+	}
+	r := a.free[:n:n]
+	a.free = a.free[n:]
+	return r
 }
 
 // equiKey is the hash key of a row's equi-join columns; ok is false
