@@ -70,6 +70,10 @@ type PullPlan struct {
 	// top-level AND, on a relation whose key is the one column k: the
 	// query reads those keys only, in the partitions they hash to.
 	LookupIn [][]Scalar
+	// Range, when set, bounds a scan to the keys whose first column is
+	// within it (a range in a top-level AND of the filter, which still
+	// applies to every row read).
+	Range *KeyRange
 	// Partition, when set, is the value _partition is pinned to by the
 	// filter (_partition = N in a top-level AND): a scan reads only that
 	// partition.
@@ -146,6 +150,9 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 			p.Lookup = keyLookup(p.Rel, f)
 			if p.Lookup == nil {
 				p.LookupIn = keyIn(p.Rel, f)
+			}
+			if p.Lookup == nil && p.LookupIn == nil {
+				p.Range = keyRange(p.Rel, f)
 			}
 			p.Partition = partitionPin(p.Rel, f)
 			if PushableFilter(f) {
@@ -908,10 +915,89 @@ func (p *PullPlan) explainPull() string {
 		fmt.Fprintf(&b, "  Key lookups %s keys=(%s) (the partitions they hash to)\n", p.Rel.Name, strings.Join(ks, ", "))
 	case p.Partition != nil:
 		fmt.Fprintf(&b, "  Scan %s partition %s (one of %d partitions)\n", p.Rel.Name, p.Partition, p.Rel.Partitions)
+	case p.Range != nil:
+		fmt.Fprintf(&b, "  Scan %s key range %s (%d partitions)\n", p.Rel.Name, p.Range.describe(p.Rel), p.Rel.Partitions)
 	default:
 		fmt.Fprintf(&b, "  Scan %s (%d partitions)\n", p.Rel.Name, p.Rel.Partitions)
 	}
 	return b.String()
+}
+
+// KeyRange bounds the first key column of a scan: Lo and Hi are
+// constants or parameters of the column's type, nil when open.
+type KeyRange struct {
+	Lo, Hi         Scalar
+	LoIncl, HiIncl bool
+}
+
+// describe shows r as EXPLAIN does: "(k >= $1 AND k < $2)".
+func (r *KeyRange) describe(rel *catalog.Relation) string {
+	col := rel.Schema.Columns[rel.Schema.KeyIndexes()[0]].Name
+	var parts []string
+	if r.Lo != nil {
+		parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: ">=", false: ">"}[r.LoIncl], r.Lo))
+	}
+	if r.Hi != nil {
+		parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: "<=", false: "<"}[r.HiIncl], r.Hi))
+	}
+	return "(" + strings.Join(parts, " AND ") + ")"
+}
+
+// keyRange returns the bounds a top-level AND of filter puts on the
+// first key column of rel with <, <=, > and >= against constants or
+// parameters of the column's own type, nil if none. It is only where a
+// scan starts and stops: the filter still decides each row. Only types
+// whose key encoding orders as SQL compares them take part.
+func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
+	keys := rel.Schema.KeyIndexes()
+	if len(keys) == 0 {
+		return nil
+	}
+	switch rel.Schema.Columns[keys[0]].Type {
+	case catalog.Int, catalog.BigInt, catalog.Varchar, catalog.Timestamp, catalog.TimestampTZ, catalog.Date:
+	default:
+		return nil
+	}
+	var r KeyRange
+	conjuncts(filter, func(c Scalar) {
+		b, ok := c.(*Binary)
+		if !ok {
+			return
+		}
+		op, col, val := b.Op, b.L, b.R
+		if _, isCol := col.(*ColRef); !isCol {
+			// 5 < k is k > 5.
+			col, val = val, col
+			op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+		}
+		ref, ok := col.(*ColRef)
+		if !ok || ref.Idx != keys[0] || val.Type() != ref.T {
+			return
+		}
+		switch v := val.(type) {
+		case *Const:
+			if v.V == nil {
+				return
+			}
+		case *ParamRef:
+		default:
+			return
+		}
+		switch op {
+		case ">", ">=":
+			if r.Lo == nil {
+				r.Lo, r.LoIncl = val, op == ">="
+			}
+		case "<", "<=":
+			if r.Hi == nil {
+				r.Hi, r.HiIncl = val, op == "<="
+			}
+		}
+	})
+	if r.Lo == nil && r.Hi == nil {
+		return nil
+	}
+	return &r
 }
 
 // BindValue binds an INSERT value: an expression without columns,

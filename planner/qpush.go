@@ -76,6 +76,10 @@ func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
 		if scan.Lookup == nil {
 			scan.LookupIn = keyIn(r.Rel, f)
 		}
+		scan.Range = nil
+		if scan.Lookup == nil && scan.LookupIn == nil {
+			scan.Range = keyRange(r.Rel, f)
+		}
 		scan.Partition = partitionPin(r.Rel, f)
 	}
 	return &RelationRel{Rel: r.Rel, Scan: &scan}, left

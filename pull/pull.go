@@ -179,6 +179,9 @@ type PullCode struct {
 	having    eval.Expr
 	partition eval.Expr
 	lookups   [][]eval.Expr // Lookup, or the lists of LookupIn
+	// lo and hi are the bounds of a key range scan (plan.Range), nil
+	// when open.
+	lo, hi eval.Expr
 	// pseudo is set when the plan may read a pseudo-column (_partition,
 	// _served_by, ...): reads fill them in only then.
 	pseudo bool
@@ -220,6 +223,14 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 	}
 	if plan.Partition != nil {
 		c.partition = eval.Compile(plan.Partition)
+	}
+	if r := plan.Range; r != nil {
+		if r.Lo != nil {
+			c.lo = eval.Compile(r.Lo)
+		}
+		if r.Hi != nil {
+			c.hi = eval.Compile(r.Hi)
+		}
 	}
 	lookups := plan.LookupIn
 	if plan.Lookup != nil {
@@ -946,7 +957,11 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		}
 		return nil
 	}
-	it, err := reader.NewIter(nil, nil)
+	lower, upper, empty, err := q.keyBounds()
+	if err != nil || empty {
+		return err
+	}
+	it, err := reader.NewIter(lower, upper)
 	if err != nil {
 		return err
 	}
@@ -961,6 +976,42 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		}
 	}
 	return it.Error()
+}
+
+// keyBounds returns the store keys a scan of the plan's key range
+// (plan.Range) reads from (inclusive) and to (exclusive), nil where
+// open; empty when a bound is NULL, which no row is within.
+func (q *Query) keyBounds() (lower, upper []byte, empty bool, err error) {
+	r := q.plan.Range
+	if r == nil {
+		return nil, nil, false, nil
+	}
+	bound := func(e eval.Expr, after bool) ([]byte, bool, error) {
+		if e == nil {
+			return nil, false, nil
+		}
+		v, err := e(nil, q.env)
+		if v == nil || err != nil {
+			return nil, v == nil && err == nil, err
+		}
+		k, err := materialize.AppendKeyValue(nil, v)
+		if err != nil {
+			return nil, false, err
+		}
+		if after {
+			// Past every key whose first column is v.
+			k = materialize.PrefixEnd(k)
+		}
+		return k, false, nil
+	}
+	var none bool
+	if lower, none, err = bound(q.code.lo, !r.LoIncl); err != nil || none {
+		return nil, nil, none, err
+	}
+	if upper, none, err = bound(q.code.hi, r.HiIncl); err != nil || none {
+		return nil, nil, none, err
+	}
+	return lower, upper, false, nil
 }
 
 // Scatter-gather: how far reads run ahead of the partition being
