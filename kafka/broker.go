@@ -154,6 +154,12 @@ type Broker struct {
 	ln      atomic.Pointer[retryListener]
 	limited atomic.Pointer[connlimit.Listener]
 
+	// sessions ends the sessions of members that died in a join (see
+	// sessionKeeper), until stopSessions.
+	sessions     *sessionKeeper
+	stopSessions context.CancelFunc
+	sessionsDone chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -230,6 +236,18 @@ func StartBroker(opts BrokerOptions) (*Broker, error) {
 	}
 	b.cluster = c
 	b.addrs = c.ListenAddrs()
+	if b.sessions, err = newSessionKeeper(c, b.addrs, b.logger); err != nil {
+		c.Close()
+		b.unlock()
+		return nil, fmt.Errorf("kafka: start broker: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopSessions = cancel
+	b.sessionsDone = make(chan struct{})
+	go func() {
+		defer close(b.sessionsDone)
+		b.sessions.run(ctx, sessionCheckInterval)
+	}()
 	b.logger.Info("broker started", "addrs", b.addrs, "data_dir", opts.DataDir)
 	return b, nil
 }
@@ -298,6 +316,9 @@ func (b *Broker) DiskFullSince(since time.Time) error {
 // state to the data dir and releases the data dir. Close is idempotent.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.stopSessions()
+		<-b.sessionsDone
+		b.sessions.close()
 		errsBefore := b.klog.errors.Load()
 		b.cluster.Close()
 		var markErr error
@@ -329,6 +350,10 @@ func (b *Broker) unlock() error {
 	}
 	return nil
 }
+
+// sessionCheckInterval is how often the broker looks for group members
+// whose session should have timed out (sessionKeeper).
+const sessionCheckInterval = 250 * time.Millisecond
 
 // lockDataDir creates dir if needed and takes an exclusive lock on a file
 // in it, so that two brokers never write the same log. The lock is an OS

@@ -53,6 +53,16 @@ func TestChaos(t *testing.T) {
 		sessionTimeout, batches = "4s", 30
 	}
 	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1"}})
+	// On failure, each node's membership events come first, before the
+	// logs' tails (testcluster's cleanup, which runs after this one):
+	// which generation each node holds, who led it, and what it asked for.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range c.Nodes() {
+				t.Log(n.Grep(12, "msg=assignment", "balanced group", "requesting a rebalance", "group membership error", "=== testcluster:"))
+			}
+		}
+	})
 	n0 := c.Node(0)
 	n0.Exec(t, "CREATE STREAM orders (id BIGINT KEY, region VARCHAR, amount BIGINT) WITH (kafka_topic = 'orders', value_format = 'json', partitions = 4)")
 	// Re-keyed through a repartition topic, and keyed like its source.

@@ -361,6 +361,25 @@ func (p *Process) Tail(n int) string {
 		p.log.file.Name(), strings.TrimSuffix(strings.Join(lines[skipped:], ""), "\n"))
 }
 
+// Grep is the last n lines of Log that contain any of substrs, headed by
+// the process name: a compact record of chosen events (a node's
+// assignments, say) for a failure message, where Tail would be crowded
+// out by routine lines.
+func (p *Process) Grep(n int, substrs ...string) string {
+	var lines []string
+	for line := range strings.Lines(p.log.String()) {
+		for _, s := range substrs {
+			if strings.Contains(line, s) {
+				lines = append(lines, line)
+				break
+			}
+		}
+	}
+	skipped := max(0, len(lines)-n)
+	return fmt.Sprintf("--- %s: last %d of %d lines with %q:\n%s", p.Name, len(lines)-skipped, len(lines),
+		substrs, strings.TrimSuffix(strings.Join(lines[skipped:], ""), "\n"))
+}
+
 func exitString(err error) string {
 	if err == nil {
 		return "exit status 0"

@@ -151,6 +151,11 @@ func TestSingleNode(t *testing.T) {
 	if !strings.Contains(n.Log(), "exited: exit status 0") {
 		t.Fatalf("no clean exit in the log:\n%s", n.Tail(20))
 	}
+	// Grep keeps the harness's start and exit lines, the last ones last.
+	g := n.Grep(2, "=== testcluster:")
+	if !strings.HasPrefix(g, "--- node-0: last 2 of ") || !strings.HasSuffix(g, "exited: exit status 0") {
+		t.Fatalf("Grep of the harness lines:\n%s", g)
+	}
 }
 
 // TestTwoNodes only checks that two nodes of one cluster start and
