@@ -198,7 +198,7 @@ func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 		if o.NullsFirst != nil {
 			k.NullsFirst = *o.NullsFirst
 		}
-		e, err := bindOrderExpr(bindOrder, o.Expr, items, p.Output)
+		e, err := bindOrderExpr(bindOrder, o.Expr, items, p.Output, "ORDER BY")
 		if err != nil {
 			return nil, err
 		}
@@ -434,7 +434,7 @@ func exprName(e sql.Expr) (string, int) {
 
 // bindOrderExpr resolves an ORDER BY entry: an output column's name or
 // position first (as Postgres does), else an expression over the input.
-func bindOrderExpr(bind func(sql.Expr) (Scalar, error), e sql.Expr, items []sql.SelectItem, output []Scalar) (Scalar, error) {
+func bindOrderExpr(bind func(sql.Expr) (Scalar, error), e sql.Expr, items []sql.SelectItem, output []Scalar, clause string) (Scalar, error) {
 	if c, ok := e.(*sql.ColumnRef); ok && c.Table == "" {
 		for i, it := range items {
 			if strings.EqualFold(itemName(it), c.Name) && (it.Alias != "" || isPlainColumn(it.Expr)) {
@@ -445,7 +445,7 @@ func bindOrderExpr(bind func(sql.Expr) (Scalar, error), e sql.Expr, items []sql.
 	if l, ok := e.(*sql.Literal); ok && (l.Type == catalog.Int || l.Type == catalog.BigInt) {
 		n := l.Value.(int64)
 		if n < 1 || int(n) > len(output) {
-			return nil, pgerr.New(pgerr.InvalidColumnReference, "ORDER BY position %d is not in select list", n).WithPosition(l.Pos)
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "%s position %d is not in select list", clause, n).WithPosition(l.Pos)
 		}
 		return output[n-1], nil
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -353,7 +354,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		if o.NullsFirst != nil {
 			k.NullsFirst = *o.NullsFirst
 		}
-		e, err := bindOrderExpr(bindOrder, o.Expr, items, blk.Output)
+		e, err := bindOrderExpr(bindOrder, o.Expr, items, blk.Output, "ORDER BY")
 		if err != nil {
 			return nil, err
 		}
@@ -363,6 +364,17 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		}
 		k.Expr = e
 		blk.Order = append(blk.Order, k)
+	}
+	// DISTINCT ON's expressions are read as ORDER BY's are.
+	for _, d := range s.DistinctOn {
+		e, err := bindOrderExpr(bindOrder, d, items, blk.Output, "DISTINCT ON")
+		if err != nil {
+			return nil, err
+		}
+		blk.DistinctOn = append(blk.DistinctOn, e)
+	}
+	if err := checkDistinctOnOrder(blk, s.DistinctOn); err != nil {
+		return nil, err
 	}
 	// SRF and window values follow the input row: resolve their
 	// placeholders to columns now that all are known.
@@ -387,6 +399,9 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 	for i := range blk.Order {
 		blk.Order[i].Expr = fix(blk.Order[i].Expr)
 	}
+	for i := range blk.DistinctOn {
+		blk.DistinctOn[i] = fix(blk.DistinctOn[i])
+	}
 	blk.SRFs, blk.Windows = srfs, wins
 	if blk.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
 		return nil, err
@@ -395,6 +410,45 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		return nil, err
 	}
 	return blk, nil
+}
+
+// checkDistinctOnOrder checks, as Postgres does, that an ORDER BY with
+// DISTINCT ON starts with the DISTINCT ON expressions (in any order): an
+// ORDER BY key that is not one of them may come only after every one of
+// them has. exprs are the user's DISTINCT ON expressions, for positions.
+func checkDistinctOnOrder(blk *BlockRel, exprs []sql.Expr) error {
+	if len(blk.DistinctOn) == 0 {
+		return nil
+	}
+	mismatch := func(i int) error {
+		return pgerr.New(pgerr.InvalidColumnReference, "SELECT DISTINCT ON expressions must match initial ORDER BY expressions").
+			WithPosition(exprs[i].Position())
+	}
+	index := func(e Scalar) int {
+		return slices.IndexFunc(blk.DistinctOn, func(d Scalar) bool { return Equal(d, e) })
+	}
+	skipped := false
+	matched := make([]bool, len(blk.DistinctOn))
+	for _, k := range blk.Order {
+		i := index(k.Expr)
+		switch {
+		case i < 0:
+			skipped = true
+		case skipped:
+			return mismatch(i)
+		default:
+			matched[i] = true
+		}
+	}
+	if skipped {
+		for i, d := range blk.DistinctOn {
+			// A repeated expression is matched where its first copy is.
+			if !matched[i] && !matched[index(d)] {
+				return mismatch(i)
+			}
+		}
+	}
+	return nil
 }
 
 func containsScalar(list []Scalar, e Scalar) bool {

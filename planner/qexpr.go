@@ -84,13 +84,16 @@ func selectExprs(s *sql.Select, fn func(sql.Expr)) {
 	for _, o := range s.OrderBy {
 		fn(o.Expr)
 	}
+	for _, e := range s.DistinctOn {
+		fn(e)
+	}
 }
 
 // needsQuery reports whether s must be planned as a catalog query: it
 // reads a catalog relation, or uses a construct only catalog queries
 // have.
 func needsQuery(s *sql.Select) bool {
-	if len(s.SetOps) > 0 || len(s.From) > 1 || len(s.With) > 0 {
+	if len(s.SetOps) > 0 || len(s.From) > 1 || len(s.With) > 0 || len(s.DistinctOn) > 0 {
 		return true
 	}
 	if len(s.From) == 1 {

@@ -171,7 +171,10 @@ type BlockRel struct {
 	// values.
 	Output   []Scalar
 	Distinct bool
-	Order    []SortKey
+	// DistinctOn are DISTINCT ON's expressions: of the rows equal in
+	// them, the first in Order's order (then arrival) is kept.
+	DistinctOn []Scalar
+	Order      []SortKey
 	// Limit is -1 for none.
 	Limit, Offset int64
 	Columns       []catalog.Column
@@ -292,6 +295,9 @@ func (r *BlockRel) explain(b *strings.Builder, in string, ann Annotator) {
 	}
 	if len(r.Order) > 0 {
 		line(b, in, ann, r, "Sort", "Sort [%s]", sortList(r.Order))
+	}
+	if len(r.DistinctOn) > 0 {
+		line(b, in, ann, r, "Distinct", "Distinct on [%s]", scalarList(r.DistinctOn))
 	}
 	if r.Distinct {
 		line(b, in, ann, r, "Distinct", "Distinct")

@@ -168,7 +168,7 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream cannot aggregate").
 			WithHint("Aggregate into a table: CREATE TABLE %s AS SELECT ... GROUP BY ....", s.Name)
 	}
-	if len(sel.From) == 1 && len(sel.SetOps) == 0 && sel.Limit == nil && sel.Offset == nil && len(sel.OrderBy) == 0 && !sel.Distinct {
+	if len(sel.From) == 1 && len(sel.SetOps) == 0 && sel.Limit == nil && sel.Offset == nil && len(sel.OrderBy) == 0 && !sel.Distinct && len(sel.DistinctOn) == 0 {
 		if join, ok := sel.From[0].(*sql.Join); ok {
 			return planStreamJoin(cat, s, join, opts, text)
 		}

@@ -41,7 +41,8 @@ func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader
 	if read != nil {
 		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
 			p := scan.(*planner.PullPlan)
-			return read(ctx, p, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), "rows read from "+p.Rel.Name) })
+			what := "rows read from " + p.Rel.Name
+			return read(ctx, p, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), what) })
 		}
 	}
 	if a := analysisOf(&e); a != nil {
@@ -572,6 +573,8 @@ type blockOp struct {
 	wins      []windowOp
 	output    []eval.Expr
 	order     []eval.Expr
+	// distinctOn are DISTINCT ON's expressions.
+	distinctOn []eval.Expr
 	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
 	// the block's or, for the query's root, the query's); -1: all.
 	keep int64
@@ -632,6 +635,9 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 	}
 	for _, k := range p.Order {
 		o.order = append(o.order, eval.Compile(k.Expr))
+	}
+	for _, e := range p.DistinctOn {
+		o.distinctOn = append(o.distinctOn, eval.Compile(e))
 	}
 	return o
 }
@@ -696,7 +702,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	// rest. Rows that sort equal keep their arrival order, as a stable
 	// sort of them all would.
 	bound := -1
-	if len(o.order) > 0 && !p.Distinct && o.keep >= 0 && o.keep <= maxTopN {
+	if len(o.order) > 0 && !p.Distinct && o.distinctOn == nil && o.keep >= 0 && o.keep <= maxTopN {
 		bound = max(2*int(o.keep), 1024)
 	}
 	// A stable sort: ties keep their arrival order. pdqsort on the
@@ -719,12 +725,20 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if p.Distinct {
 		seen = map[string]bool{}
 	}
+	// firstOf holds, for DISTINCT ON, the index in outs of the row kept
+	// for each value of its expressions so far.
+	var firstOf map[string]int
+	if o.distinctOn != nil {
+		firstOf = map[string]int{}
+	}
 	what := "result"
 	switch {
 	case len(o.order) > 0:
 		what = "ORDER BY"
 	case p.Distinct:
 		what = "DISTINCT"
+	case firstOf != nil:
+		what = "DISTINCT ON"
 	}
 	// outHeld is what outs and seen hold.
 	var outHeld int64
@@ -753,8 +767,33 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		if keys != nil {
 			size += eval.RowBytes(keys)
 		}
+		at := -1 // where the row goes in outs: -1 appends it
+		if firstOf != nil {
+			on, err := eval.EvalAll(o.distinctOn, r, env)
+			if err != nil {
+				return nil, err
+			}
+			k := rowKey(on)
+			if i, ok := firstOf[k]; ok {
+				if compareKeys(keys, outs[i].keys, p.Order) >= 0 {
+					continue // the row kept sorts first, or arrived first
+				}
+				at = i
+				release(env, outs[i].size)
+				outHeld -= outs[i].size
+			} else {
+				firstOf[k] = len(outs)
+				if err := charge(env, &outHeld, keyBytes(k), "DISTINCT ON"); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if err := charge(env, &outHeld, size, what); err != nil {
 			return nil, err
+		}
+		if at >= 0 {
+			outs[at] = outRow{out, keys, size, seq}
+			continue
 		}
 		outs = append(outs, outRow{out, keys, size, seq})
 		if bound >= 0 && len(outs) >= bound {
@@ -768,7 +807,7 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 		}
 	}
 	a.record(p, "Project", len(rows), start)
-	if p.Distinct {
+	if p.Distinct || firstOf != nil {
 		a.record(p, "Distinct", len(outs), start)
 	}
 	// The stage's rows are the outputs now.

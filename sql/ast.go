@@ -169,14 +169,17 @@ type Select struct {
 	With     []CTE
 	Items    []SelectItem
 	Distinct bool
-	From     []FromItem
-	Where    Expr
-	GroupBy  []Expr
-	Having   Expr
-	SetOps   []SetOp
-	OrderBy  []OrderItem
-	Limit    Expr // nil: no limit
-	Offset   Expr // nil: no offset
+	// DistinctOn are the expressions of SELECT DISTINCT ON (...): one
+	// row, the first in ORDER BY's order, for each of their values.
+	DistinctOn []Expr
+	From       []FromItem
+	Where      Expr
+	GroupBy    []Expr
+	Having     Expr
+	SetOps     []SetOp
+	OrderBy    []OrderItem
+	Limit      Expr // nil: no limit
+	Offset     Expr // nil: no offset
 }
 
 // Table returns the relation of a FROM clause that names exactly one

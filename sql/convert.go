@@ -107,7 +107,20 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 		return nil, unsupported(0, "GROUP BY ... WITH ROLLUP is not supported")
 	}
 	out := &Select{Distinct: s.Distinct, With: with}
-	for _, f := range s.Fields.Fields {
+	fields := s.Fields.Fields
+	if n := len(fields); n > 0 {
+		if f, ok := fields[n-1].Expr.(*ast.FuncCallExpr); ok && c.tt.marks[f.OriginTextPosition()] == markDistinctOn {
+			for _, a := range f.Args {
+				e, err := c.expr(a)
+				if err != nil {
+					return nil, err
+				}
+				out.DistinctOn = append(out.DistinctOn, e)
+			}
+			fields = fields[:n-1]
+		}
+	}
+	for _, f := range fields {
 		item, err := c.selectItem(f)
 		if err != nil {
 			return nil, err

@@ -250,6 +250,16 @@ func (f *formatter) selectStmt(s *Select) {
 	if s.Distinct {
 		f.b.WriteString("DISTINCT ")
 	}
+	if len(s.DistinctOn) > 0 {
+		f.b.WriteString("DISTINCT ON (")
+		for k, e := range s.DistinctOn {
+			if k > 0 {
+				f.b.WriteString(", ")
+			}
+			f.expr(e)
+		}
+		f.b.WriteString(") ")
+	}
 	for k, it := range s.Items {
 		if k > 0 {
 			f.b.WriteString(", ")

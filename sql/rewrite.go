@@ -441,7 +441,7 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, unsupported(pos, "SIMILAR TO is not supported")
 	case "distinct":
 		if next.isWord("on") {
-			return 0, unsupported(pos, "SELECT DISTINCT ON is not supported")
+			return rw.distinctOn(i, j)
 		}
 	case "is":
 		k := i + 1

@@ -43,6 +43,7 @@ const (
 	markFromFunc
 	markDistinct
 	markJSONOp
+	markDistinctOn
 )
 
 // aliasInfo is a FROM alias with its column alias list.
@@ -319,6 +320,70 @@ func (rw *rewriter) distinctFrom(i, k int) (int, error) {
 	}
 	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
 	return e, nil
+}
+
+// distinctOn rewrites SELECT DISTINCT ON (e, ...) list at toks[i] (the
+// DISTINCT), which MySQL lacks, as SELECT list, basin__distinct_on(e,
+// ...): the marked call goes last, so that the positions of ORDER BY 1
+// and GROUP BY 1 still count the user's items, and the converter takes
+// it off the list.
+func (rw *rewriter) distinctOn(i, j int) (int, error) {
+	sp := rw.sp
+	toks := sp.toks
+	open := i + 2
+	if open >= j || !toks[open].isOp("(") {
+		return 0, sp.syntaxErr(toks[min(open, j)])
+	}
+	close := sp.matchParen(open)
+	if close >= j {
+		return 0, sp.syntaxErr(toks[j])
+	}
+	if close == open+1 {
+		return 0, sp.syntaxErr(toks[close])
+	}
+	// The select list ends at the first clause word, or the parenthesis
+	// that closes the subquery, at its depth.
+	end, depth := close+1, 0
+list:
+	for ; end < j; end++ {
+		switch t := toks[end]; {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			if depth == 0 {
+				break list
+			}
+			depth--
+		case t.isOp(";"):
+			if depth == 0 {
+				break list
+			}
+		case depth == 0 && t.kind == tokIdent && selectListEnds[t.val]:
+			break list
+		}
+	}
+	if end == close+1 {
+		return 0, sp.syntaxErr(toks[end])
+	}
+	if err := rw.run(close+1, end); err != nil {
+		return 0, err
+	}
+	first, last := toks[i], toks[close]
+	rw.add(outItem{text: ",", kind: itemOther, orig: first.pos, origEnd: first.end})
+	rw.add(outItem{text: "`basin__distinct_on`", kind: itemFunc, orig: first.pos, origEnd: last.end, mark: markDistinctOn})
+	rw.add(outItem{text: "(", kind: itemOpen, orig: toks[open].pos, origEnd: toks[open].end, glue: true})
+	if err := rw.run(open+1, close); err != nil {
+		return 0, err
+	}
+	rw.add(outItem{text: ")", kind: itemClose, orig: last.pos, origEnd: last.end})
+	return end, nil
+}
+
+// selectListEnds are the words that end a select list at its depth.
+var selectListEnds = map[string]bool{
+	"from": true, "where": true, "group": true, "having": true, "window": true, "order": true,
+	"limit": true, "offset": true, "fetch": true, "for": true, "into": true,
+	"union": true, "intersect": true, "except": true,
 }
 
 // operatorCall rewrites OPERATOR(schema.op) at toks[i] as the operator.
