@@ -17,7 +17,7 @@ import (
 // checked first: each equals its SQL run by PostgreSQL over the
 // records). Then some hundreds of queries generated from templates —
 // joins of every kind, subqueries, CTEs, set operations, window
-// functions, grouping, DISTINCT and DISTINCT ON, CASE, LIKE, date_trunc and EXTRACT,
+// functions, grouping (grouping sets too), DISTINCT and DISTINCT ON, CASE, LIKE, date_trunc and EXTRACT,
 // NULL ordering — must give the same rows in both (in order when the
 // query orders them totally). -seed replays or explores (0: a fixed
 // seed).
@@ -137,6 +137,10 @@ func TestDifferentialPostgres(t *testing.T) {
 		},
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT DISTINCT cat, grp FROM ev WHERE v < %s", num(100)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("SELECT cat, grp, COUNT(*), SUM(v), MAX(at) FROM ev WHERE v >= %s GROUP BY %s HAVING COUNT(*) > %s", num(50),
+				[]string{"ROLLUP (cat, grp)", "CUBE (cat, grp)", "GROUPING SETS ((cat), (grp), ())", "cat, ROLLUP (grp)", "GROUPING SETS ((cat, grp), cat, ROLLUP (grp))"}[rng.IntN(5)], num(3)), false
 		},
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT DISTINCT ON (grp, cat) grp, cat, id, v FROM ev WHERE v < %s ORDER BY cat %s, grp, v %s, id",

@@ -333,6 +333,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 			return nil, err
 		}
 		blk.Grouped, blk.GroupBy, blk.Having, blk.Output = true, g.groupBy, g.having, g.output
+		blk.GroupingSets = canonicalSets(s.GroupingSets, g.groupBy)
 		bindOrder = g.post
 		aggregated = func() int { return len(g.groupBy) + len(g.aggs) }
 		defer func() { blk.Aggs = g.aggs }()
@@ -410,6 +411,27 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		return nil, err
 	}
 	return blk, nil
+}
+
+// canonicalSets rewrites grouping sets (indexes into groupBy) so that
+// each refers to the first of the GROUP BY expressions equal to its own
+// once bound (ROLLUP (1, region) names region twice): the aggregated
+// row's column of an expression is the first equal one's.
+func canonicalSets(sets [][]int, groupBy []Scalar) [][]int {
+	if sets == nil {
+		return nil
+	}
+	out := make([][]int, len(sets))
+	for k, set := range sets {
+		out[k] = []int{}
+		for _, i := range set {
+			c := slices.IndexFunc(groupBy, func(g Scalar) bool { return Equal(g, groupBy[i]) })
+			if !slices.Contains(out[k], c) {
+				out[k] = append(out[k], c)
+			}
+		}
+	}
+	return out
 }
 
 // checkDistinctOnOrder checks, as Postgres does, that an ORDER BY with

@@ -93,7 +93,7 @@ func selectExprs(s *sql.Select, fn func(sql.Expr)) {
 // reads a catalog relation, or uses a construct only catalog queries
 // have.
 func needsQuery(s *sql.Select) bool {
-	if len(s.SetOps) > 0 || len(s.From) > 1 || len(s.With) > 0 || len(s.DistinctOn) > 0 {
+	if len(s.SetOps) > 0 || len(s.From) > 1 || len(s.With) > 0 || len(s.DistinctOn) > 0 || s.GroupingSets != nil {
 		return true
 	}
 	if len(s.From) == 1 {

@@ -161,8 +161,11 @@ type BlockRel struct {
 
 	Grouped bool
 	GroupBy []Scalar
-	Aggs    []AggSpec
-	Having  Scalar
+	// GroupingSets are GROUP BY's grouping sets (ROLLUP, CUBE, GROUPING
+	// SETS), each a list of indexes into GroupBy; nil: one, all of it.
+	GroupingSets [][]int
+	Aggs         []AggSpec
+	Having       Scalar
 
 	Windows []WindowCall
 
@@ -318,7 +321,19 @@ func (r *BlockRel) explain(b *strings.Builder, in string, ann Annotator) {
 		for _, a := range r.Aggs {
 			as = append(as, a.String())
 		}
-		line(b, in, ann, r, "Aggregate", "HashAggregate group=[%s] aggs=[%s]", scalarList(r.GroupBy), strings.Join(as, ", "))
+		group := scalarList(r.GroupBy)
+		if r.GroupingSets != nil {
+			var sets []string
+			for _, set := range r.GroupingSets {
+				var es []Scalar
+				for _, i := range set {
+					es = append(es, r.GroupBy[i])
+				}
+				sets = append(sets, "("+scalarList(es)+")")
+			}
+			group = "sets " + strings.Join(sets, ", ")
+		}
+		line(b, in, ann, r, "Aggregate", "HashAggregate group=[%s] aggs=[%s]", group, strings.Join(as, ", "))
 	}
 	for _, s := range r.SRFs {
 		line(b, in, ann, r, "ProjectSet", "ProjectSet %s(%s)", s.Name, scalarList(s.Args))

@@ -479,6 +479,10 @@ func persistentSource(cat *catalog.Catalog, sel *sql.Select, kind, what, sources
 // checkPersistentClauses refuses the clauses of a SELECT that a
 // persistent query writing a what cannot keep.
 func checkPersistentClauses(sel *sql.Select, what string) error {
+	if sel.GroupingSets != nil {
+		return pgerr.New(pgerr.FeatureNotSupported, "ROLLUP, CUBE and GROUPING SETS are not supported in a persistent query").
+			WithHint("Group the %s by every column, and apply them when reading it.", what)
+	}
 	if sel.Limit != nil || sel.Offset != nil || len(sel.OrderBy) > 0 || sel.Distinct || len(sel.DistinctOn) > 0 {
 		return pgerr.New(pgerr.FeatureNotSupported, "ORDER BY, LIMIT, OFFSET and DISTINCT are not supported in a persistent query").
 			WithHint("Apply them when reading the %s instead.", what)

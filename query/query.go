@@ -892,6 +892,55 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.R
 // aggregate groups rows and computes the aggregates: each result row
 // is the group values, then the aggregate values. held is what the
 // result rows hold; the groups' state is released.
+// accumulate adds row r to the aggregate states of a group, charging
+// what they grow by to temp.
+func (o *blockOp) accumulate(states []*aggState, r catalog.Row, env *eval.Env, temp *int64) error {
+	var err error
+	for i, st := range states {
+		if f := o.aggFilter[i]; f != nil {
+			ok, err := f(r, env)
+			if err != nil {
+				return err
+			}
+			if !eval.Truthy(ok) {
+				continue
+			}
+		}
+		var v, v2 any = true, nil
+		if o.aggArgs[i] != nil {
+			if v, err = o.aggArgs[i](r, env); err != nil {
+				return err
+			}
+		}
+		if o.aggArg2[i] != nil {
+			if v2, err = o.aggArg2[i](r, env); err != nil {
+				return err
+			}
+		}
+		if len(o.aggOrder[i]) > 0 {
+			keys, err := eval.EvalAll(o.aggOrder[i], r, env)
+			if err != nil {
+				return err
+			}
+			st.addOrdered(v, v2, keys)
+			if err := charge(env, temp, aggBytes(st, v, v2)+eval.RowBytes(keys), "GROUP BY"); err != nil {
+				return err
+			}
+			continue
+		}
+		n := st.n
+		if err := st.add(v, v2); err != nil {
+			return err
+		}
+		if st.n > n {
+			if err := charge(env, temp, aggBytes(st, v, v2), "GROUP BY"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
 	p := o.plan
 	var temp int64 // the groups and their states
@@ -909,65 +958,63 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 		order = append(order, g)
 		return g
 	}
+	// sets are the grouping sets, each a mask of the GROUP BY values it
+	// keeps: one with all of them without GROUPING SETS.
+	sets := [][]bool{nil}
+	if p.GroupingSets != nil {
+		sets = make([][]bool, len(p.GroupingSets))
+		for k, set := range p.GroupingSets {
+			sets[k] = make([]bool, len(p.GroupBy))
+			for _, i := range set {
+				sets[k][i] = true
+			}
+		}
+	}
+	seen := make([]bool, len(sets)) // whether a set has a group
 	for _, r := range rows {
-		vals, err := eval.EvalAll(o.groups, r, env)
+		all, err := eval.EvalAll(o.groups, r, env)
 		if err != nil {
 			return nil, 0, err
 		}
-		k := rowKey(vals)
-		g, ok := groups[k]
-		if !ok {
-			if err := charge(env, &temp, keyBytes(k)+eval.RowBytes(vals)+int64(len(p.Aggs))*160, "GROUP BY"); err != nil {
+		for si, keep := range sets {
+			vals := all
+			var k string
+			if keep != nil {
+				// A grouping set's row has NULL for the GROUP BY values
+				// outside it; the set's number keeps sets that group
+				// alike (GROUPING SETS ((a), (a))) apart, as Postgres
+				// does.
+				vals = make([]any, len(all))
+				for i, in := range keep {
+					if in {
+						vals[i] = all[i]
+					}
+				}
+				k = strconv.Itoa(si) + "|"
+			}
+			k += rowKey(vals)
+			g, ok := groups[k]
+			if !ok {
+				if err := charge(env, &temp, keyBytes(k)+eval.RowBytes(vals)+int64(len(p.Aggs))*160, "GROUP BY"); err != nil {
+					return nil, 0, err
+				}
+				g = newGroup(vals)
+				groups[k] = g
+				seen[si] = true
+			}
+			if err := o.accumulate(g.states, r, env, &temp); err != nil {
 				return nil, 0, err
-			}
-			g = newGroup(vals)
-			groups[k] = g
-		}
-		for i, st := range g.states {
-			if f := o.aggFilter[i]; f != nil {
-				ok, err := f(r, env)
-				if err != nil {
-					return nil, 0, err
-				}
-				if !eval.Truthy(ok) {
-					continue
-				}
-			}
-			var v, v2 any = true, nil
-			if o.aggArgs[i] != nil {
-				if v, err = o.aggArgs[i](r, env); err != nil {
-					return nil, 0, err
-				}
-			}
-			if o.aggArg2[i] != nil {
-				if v2, err = o.aggArg2[i](r, env); err != nil {
-					return nil, 0, err
-				}
-			}
-			if len(o.aggOrder[i]) > 0 {
-				keys, err := eval.EvalAll(o.aggOrder[i], r, env)
-				if err != nil {
-					return nil, 0, err
-				}
-				st.addOrdered(v, v2, keys)
-				if err := charge(env, &temp, aggBytes(st, v, v2)+eval.RowBytes(keys), "GROUP BY"); err != nil {
-					return nil, 0, err
-				}
-				continue
-			}
-			n := st.n
-			if err := st.add(v, v2); err != nil {
-				return nil, 0, err
-			}
-			if st.n > n {
-				if err := charge(env, &temp, aggBytes(st, v, v2), "GROUP BY"); err != nil {
-					return nil, 0, err
-				}
 			}
 		}
 	}
 	if len(order) == 0 && len(p.GroupBy) == 0 {
 		newGroup(nil)
+	}
+	// The empty grouping set has its row over no rows too.
+	for si, set := range p.GroupingSets {
+		if len(set) == 0 && !seen[si] {
+			newGroup(make([]any, len(p.GroupBy)))
+		}
 	}
 	a.record(p, "Aggregate", len(order), start)
 	out := make([]catalog.Row, 0, len(order))

@@ -175,11 +175,15 @@ type Select struct {
 	From       []FromItem
 	Where      Expr
 	GroupBy    []Expr
-	Having     Expr
-	SetOps     []SetOp
-	OrderBy    []OrderItem
-	Limit      Expr // nil: no limit
-	Offset     Expr // nil: no offset
+	// GroupingSets, when GROUP BY has ROLLUP, CUBE or GROUPING SETS,
+	// are the sets it groups by, each a list of indexes into GroupBy,
+	// which then lists each expression once.
+	GroupingSets [][]int
+	Having       Expr
+	SetOps       []SetOp
+	OrderBy      []OrderItem
+	Limit        Expr // nil: no limit
+	Offset       Expr // nil: no offset
 }
 
 // Table returns the relation of a FROM clause that names exactly one

@@ -146,7 +146,16 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 		if info.groupStarts != nil && len(info.groupStarts) != len(s.GroupBy.Items) {
 			return nil, internalErr("GROUP BY has %d items, tokens say %d", len(s.GroupBy.Items), len(info.groupStarts))
 		}
+		var items []groupSets
+		sets := false
 		for k, it := range s.GroupBy.Items {
+			if g, ok, err := c.groupingItem(it.Expr); ok || err != nil {
+				if err != nil {
+					return nil, err
+				}
+				items, sets = append(items, g), true
+				continue
+			}
 			start := -1
 			if info.groupStarts != nil {
 				start = info.groupStarts[k]
@@ -156,6 +165,12 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 				return nil, err
 			}
 			out.GroupBy = append(out.GroupBy, e)
+			items = append(items, groupSets{{e}})
+		}
+		if sets {
+			if err := out.setGroupingSets(items, c.pos(s.GroupBy.Items[0].Expr)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.Having != nil {

@@ -289,7 +289,24 @@ func (f *formatter) selectStmt(s *Select) {
 		f.b.WriteString(" WHERE ")
 		f.expr(s.Where)
 	}
-	if len(s.GroupBy) > 0 {
+	switch {
+	case s.GroupingSets != nil:
+		f.b.WriteString(" GROUP BY GROUPING SETS (")
+		for k, set := range s.GroupingSets {
+			if k > 0 {
+				f.b.WriteString(", ")
+			}
+			f.b.WriteString("(")
+			for n, i := range set {
+				if n > 0 {
+					f.b.WriteString(", ")
+				}
+				f.expr(s.GroupBy[i])
+			}
+			f.b.WriteString(")")
+		}
+		f.b.WriteString(")")
+	case len(s.GroupBy) > 0:
 		f.b.WriteString(" GROUP BY ")
 		f.exprs(s.GroupBy)
 	}

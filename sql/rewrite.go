@@ -405,6 +405,11 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return i + 1, nil
 	}
 
+	if rw.clause[len(rw.clause)-1] == "group" {
+		if _, _, ok := rw.groupingConstruct(i); ok {
+			return rw.groupingSets(i, j)
+		}
+	}
 	switch t.val {
 	case "cast":
 		if next.isOp("(") {

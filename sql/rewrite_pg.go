@@ -44,6 +44,10 @@ const (
 	markDistinct
 	markJSONOp
 	markDistinctOn
+	markRollup
+	markCube
+	markGroupingSets
+	markGroupingList
 )
 
 // aliasInfo is a FROM alias with its column alias list.
