@@ -139,7 +139,7 @@ func TestDifferentialPostgres(t *testing.T) {
 			return fmt.Sprintf("SELECT DISTINCT cat, grp FROM ev WHERE v < %s", num(100)), false
 		},
 		func() (string, bool) {
-			return fmt.Sprintf("SELECT cat, grp, COUNT(*), SUM(v), MAX(at) FROM ev WHERE v >= %s GROUP BY %s HAVING COUNT(*) > %s", num(50),
+			return fmt.Sprintf("SELECT cat, grp, COUNT(*), SUM(v), MAX(at), GROUPING(cat, grp) FROM ev WHERE v >= %s GROUP BY %s HAVING COUNT(*) > %s", num(50),
 				[]string{"ROLLUP (cat, grp)", "CUBE (cat, grp)", "GROUPING SETS ((cat), (grp), ())", "cat, ROLLUP (grp)", "GROUPING SETS ((cat, grp), cat, ROLLUP (grp))"}[rng.IntN(5)], num(3)), false
 		},
 		func() (string, bool) {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -16,7 +17,7 @@ import (
 
 func init() {
 	for _, name := range []string{"stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
-		"percentile_cont", "percentile_disc", "mode"} {
+		"percentile_cont", "percentile_disc", "mode", "grouping"} {
 		queryAggregates[name] = true
 	}
 }
@@ -191,4 +192,62 @@ func aggClauses(a AggSpec) string {
 		s.WriteString(" FILTER " + a.Filter.String())
 	}
 	return s.String()
+}
+
+// bindGroupingCall binds GROUPING(e, ...), which is, in a group of a
+// query with grouping sets, a bit mask of the arguments outside the
+// group's set (the last argument the lowest bit); 0 without grouping
+// sets. It is bound as an aggregate whose arguments resolveGrouping
+// matches to the GROUP BY expressions once all are bound.
+func (b *binder) bindGroupingCall(e *sql.Func) (Scalar, error) {
+	switch {
+	case b.aggs == nil:
+		clause := b.clause
+		if clause == "" {
+			clause = "this context"
+		}
+		return nil, pgerr.New(pgerr.GroupingError, "grouping operations are not allowed in %s", clause).WithPosition(e.Pos)
+	case b.inAgg:
+		return nil, pgerr.New(pgerr.GroupingError, "aggregate function calls cannot be nested").WithPosition(e.Pos)
+	case e.Star || e.Distinct || e.Filter != nil || len(e.OrderBy) > 0 || e.WithinGroup:
+		return nil, pgerr.New(pgerr.SyntaxError, "syntax error at or near \"grouping\"").WithPosition(e.Pos)
+	case len(e.Args) == 0:
+		return nil, pgerr.New(pgerr.SyntaxError, "syntax error at or near \")\"").WithPosition(e.Pos)
+	case len(e.Args) > 31:
+		return nil, pgerr.New(pgerr.TooManyArguments, "GROUPING must have fewer than 32 arguments").WithPosition(e.Pos)
+	}
+	spec := AggSpec{Func: "grouping", T: catalog.Int}
+	b.inAgg = true
+	defer func() { b.inAgg = false }()
+	for _, a := range e.Args {
+		s, err := b.bind(a)
+		if err != nil {
+			return nil, err
+		}
+		spec.Grouping = append(spec.Grouping, s)
+		spec.GroupingPos = append(spec.GroupingPos, a.Position())
+	}
+	*b.aggs = append(*b.aggs, spec)
+	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil
+}
+
+// resolveGrouping matches each GROUPING call's arguments among aggs to
+// the GROUP BY expressions groupBy.
+func resolveGrouping(aggs []AggSpec, groupBy []Scalar) error {
+	for k := range aggs {
+		a := &aggs[k]
+		if a.Func != "grouping" {
+			continue
+		}
+		a.GroupingCols = a.GroupingCols[:0]
+		for n, arg := range a.Grouping {
+			i := slices.IndexFunc(groupBy, func(g Scalar) bool { return Equal(g, arg) })
+			if i < 0 {
+				return pgerr.New(pgerr.GroupingError, "arguments to GROUPING must be grouping expressions of the associated query level").
+					WithPosition(a.GroupingPos[n])
+			}
+			a.GroupingCols = append(a.GroupingCols, i)
+		}
+	}
+	return nil
 }

@@ -36,6 +36,12 @@ type AggSpec struct {
 	// GROUP key, which is Arg, with Arg2 the fraction (catalog
 	// queries).
 	Order []SortKey
+	// Grouping are GROUPING(...)'s arguments (Func "grouping"), at
+	// GroupingPos in the text, and GroupingCols the indexes of the GROUP
+	// BY expressions they are.
+	Grouping     []Scalar
+	GroupingPos  []int
+	GroupingCols []int
 }
 
 func (a AggSpec) String() string {
@@ -840,6 +846,9 @@ func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
 }
 
 func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
+	if e.Name == "grouping" {
+		return b.bindGroupingCall(e)
+	}
 	if b.aggs == nil {
 		clause := b.clause
 		if clause == "" {

@@ -326,6 +326,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		return b.bind(e)
 	}
 	aggregated := func() int { return 0 }
+	var grp *grouping
 	if grouped {
 		b.srfs = nil
 		g, err := bindGrouped(b, s.GroupBy, items, s.Having)
@@ -337,6 +338,7 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		bindOrder = g.post
 		aggregated = func() int { return len(g.groupBy) + len(g.aggs) }
 		defer func() { blk.Aggs = g.aggs }()
+		grp = g
 	} else {
 		out, err := b.bindItems(items)
 		if err != nil {
@@ -404,6 +406,11 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 		blk.DistinctOn[i] = fix(blk.DistinctOn[i])
 	}
 	blk.SRFs, blk.Windows = srfs, wins
+	if grp != nil {
+		if err := resolveGrouping(grp.aggs, grp.groupBy); err != nil {
+			return nil, err
+		}
+	}
 	if blk.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
 		return nil, err
 	}

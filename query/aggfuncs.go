@@ -47,6 +47,8 @@ func (st *aggState) addStat(v any) {
 func (st *aggState) finish() (any, error) {
 	spec := st.spec
 	switch spec.Func {
+	case "grouping":
+		return st.sum, nil // its mask, set with the group
 	case "percentile_cont", "percentile_disc", "mode":
 		return st.orderedSet()
 	case "stddev", "stddev_samp", "variance", "var_samp", "stddev_pop", "var_pop":

@@ -897,6 +897,9 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.R
 func (o *blockOp) accumulate(states []*aggState, r catalog.Row, env *eval.Env, temp *int64) error {
 	var err error
 	for i, st := range states {
+		if st.spec.Func == "grouping" {
+			continue // its value is the group's, not its rows'
+		}
 		if f := o.aggFilter[i]; f != nil {
 			ok, err := f(r, env)
 			if err != nil {
@@ -950,10 +953,14 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 	}
 	var order []*group
 	groups := map[string]*group{}
-	newGroup := func(vals []any) *group {
+	newGroup := func(vals []any, keep []bool) *group {
 		g := &group{vals: vals}
 		for _, a := range p.Aggs {
-			g.states = append(g.states, newAggState(a))
+			st := newAggState(a)
+			if a.Func == "grouping" {
+				st.sum = groupingMask(a.GroupingCols, keep)
+			}
+			g.states = append(g.states, st)
 		}
 		order = append(order, g)
 		return g
@@ -998,7 +1005,7 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 				if err := charge(env, &temp, keyBytes(k)+eval.RowBytes(vals)+int64(len(p.Aggs))*160, "GROUP BY"); err != nil {
 					return nil, 0, err
 				}
-				g = newGroup(vals)
+				g = newGroup(vals, keep)
 				groups[k] = g
 				seen[si] = true
 			}
@@ -1008,12 +1015,12 @@ func (o *blockOp) aggregate(rows []catalog.Row, env *eval.Env, a *Analysis, star
 		}
 	}
 	if len(order) == 0 && len(p.GroupBy) == 0 {
-		newGroup(nil)
+		newGroup(nil, nil)
 	}
 	// The empty grouping set has its row over no rows too.
 	for si, set := range p.GroupingSets {
 		if len(set) == 0 && !seen[si] {
-			newGroup(make([]any, len(p.GroupBy)))
+			newGroup(make([]any, len(p.GroupBy)), sets[si])
 		}
 	}
 	a.record(p, "Aggregate", len(order), start)
@@ -1066,6 +1073,21 @@ type aggState struct {
 	vals  []any
 	b     any
 	seen  map[string]bool
+}
+
+// groupingMask is GROUPING(...)'s value in a group of the grouping set
+// that keeps the GROUP BY values keep (nil: all): a bit, from the
+// highest, for each argument (cols, indexes of GROUP BY values), set
+// when the set leaves it out.
+func groupingMask(cols []int, keep []bool) int64 {
+	var m int64
+	for _, c := range cols {
+		m <<= 1
+		if keep != nil && !keep[c] {
+			m |= 1
+		}
+	}
+	return m
 }
 
 func newAggState(spec planner.AggSpec) *aggState {
