@@ -88,6 +88,9 @@ type Scope struct {
 	// (the pull plan of a planner.RelationRel, given as any: eval does
 	// not import planner); nil where none can be read.
 	Read func(ctx context.Context, scan any) ([]catalog.Row, error)
+	// Work holds, by planner.WorkTableRel.ID, the rows the last round of
+	// each recursive CTE being run added (query.recursiveOp).
+	Work map[int][]catalog.Row
 }
 
 // WithOuter returns env for a subquery run for row.

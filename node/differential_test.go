@@ -16,7 +16,7 @@ import (
 // tables of the same records and of the views' rows (the views are
 // checked first: each equals its SQL run by PostgreSQL over the
 // records). Then some hundreds of queries generated from templates —
-// joins of every kind, subqueries, CTEs, set operations, window
+// joins of every kind, subqueries, CTEs (recursive too), set operations, window
 // functions, grouping (grouping sets too), DISTINCT and DISTINCT ON, CASE, LIKE, date_trunc and EXTRACT,
 // NULL ordering — must give the same rows in both (in order when the
 // query orders them totally). -seed replays or explores (0: a fixed
@@ -141,6 +141,10 @@ func TestDifferentialPostgres(t *testing.T) {
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT cat, grp, COUNT(*), SUM(v), MAX(at), GROUPING(cat, grp) FROM ev WHERE v >= %s GROUP BY %s HAVING COUNT(*) > %s", num(50),
 				[]string{"ROLLUP (cat, grp)", "CUBE (cat, grp)", "GROUPING SETS ((cat), (grp), ())", "cat, ROLLUP (grp)", "GROUPING SETS ((cat, grp), cat, ROLLUP (grp))"}[rng.IntN(5)], num(3)), false
+		},
+		func() (string, bool) {
+			return fmt.Sprintf("WITH RECURSIVE r(g, d, s) AS (SELECT grp, 0, weight FROM dim WHERE weight > %s UNION %s SELECT r.g, r.d + 1, r.s + p.n FROM r JOIN per_grp p ON p.grp = r.g WHERE r.d < %s) SELECT g, d, s FROM r",
+				num(8), []string{"", "ALL"}[rng.IntN(2)], fmt.Sprint(1+rng.IntN(4))), false
 		},
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT DISTINCT ON (grp, cat) grp, cat, id, v FROM ev WHERE v < %s ORDER BY cat %s, grp, v %s, id",

@@ -17,6 +17,10 @@ type queryPlanner struct {
 	params *Params
 	// ctes are the common table expressions in scope, innermost last.
 	ctes []*cteDef
+	// recursing are the recursive CTEs being planned, innermost last;
+	// nextWork numbers their work tables.
+	recursing []*recursion
+	nextWork  int
 }
 
 // cteDef is a WITH query as its references see it: planned where it is
@@ -579,6 +583,9 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 	case *sql.TableRef:
 		if it.Schema == "" {
 			if def := qp.lookupCTE(it.Name); def != nil {
+				if r, err := qp.recursiveCTE(def, it, lvl, into); r != nil || err != nil {
+					return r, err
+				}
 				alias := it.Alias
 				if alias == "" {
 					alias = def.cte.Name

@@ -152,6 +152,10 @@ func compileOp(r planner.Rel) relOp {
 		return &filterOp{in: compileRel(r.In), cond: eval.Compile(r.Cond)}
 	case *planner.PermuteRel:
 		return &permuteOp{in: compileRel(r.In), perm: r.Map}
+	case *planner.RecursiveRel:
+		return &recursiveOp{id: r.ID, all: r.All, base: compileRel(r.Base), step: compileRel(r.Step)}
+	case *planner.WorkTableRel:
+		return workTableOp{id: r.ID}
 	case *planner.SetRel:
 		s := &setOp{rel: r, op: r.Op, all: r.All, l: compileRel(r.L), r: compileRel(r.R), limit: r.Limit, offset: r.Offset}
 		for _, k := range r.Order {
@@ -1368,3 +1372,82 @@ func distinctRows(rows []catalog.Row, env *eval.Env, held *int64, what string) (
 	}
 	return out, nil
 }
+
+// recursiveOp runs a recursive CTE: its base, then its step over the
+// rows each round added, until a round adds none. Its rows keep their
+// charge; with UNION, what it holds to find rows seen before it
+// releases. A step that never ends meets basin.query_memory (UNION
+// ALL) or the statement's cancel.
+type recursiveOp struct {
+	id         int
+	all        bool
+	base, step relOp
+}
+
+func (o *recursiveOp) run(env *eval.Env) ([]catalog.Row, error) {
+	rows, err := o.base.run(env)
+	if err != nil {
+		return nil, err
+	}
+	var seen map[string]bool
+	var temp int64
+	defer func() { release(env, temp) }()
+	// fresh keeps the rows of add not seen before (all of them with
+	// UNION ALL).
+	fresh := func(add []catalog.Row) ([]catalog.Row, error) {
+		if o.all {
+			return add, nil
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		out := add[:0:0]
+		for _, r := range add {
+			k := rowKey(r)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if err := charge(env, &temp, keyBytes(k), "UNION"); err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
+	}
+	if rows, err = fresh(rows); err != nil {
+		return nil, err
+	}
+	if env.Scope.Work == nil {
+		env.Scope.Work = map[int][]catalog.Row{}
+	}
+	saved, had := env.Scope.Work[o.id]
+	defer func() {
+		if had {
+			env.Scope.Work[o.id] = saved
+		} else {
+			delete(env.Scope.Work, o.id)
+		}
+	}()
+	out := rows
+	for len(rows) > 0 {
+		if err := env.Context().Err(); err != nil {
+			return nil, pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+		}
+		env.Scope.Work[o.id] = rows
+		next, err := o.step.run(env)
+		if err != nil {
+			return nil, err
+		}
+		if rows, err = fresh(next); err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// workTableOp reads the rows a recursive CTE's last round added.
+type workTableOp struct{ id int }
+
+func (o workTableOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Work[o.id], nil }

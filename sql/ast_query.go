@@ -91,6 +91,9 @@ type CTE struct {
 	Name    string
 	Columns []string
 	Select  *Select
+	// Recursive is set for every CTE of WITH RECURSIVE: one whose query
+	// is base UNION [ALL] step may read itself in step.
+	Recursive bool
 }
 
 // SetOp is one UNION, INTERSECT or EXCEPT arm of a compound query.

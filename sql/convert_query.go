@@ -214,19 +214,13 @@ func (c *converter) subquery(n ast.Node) (*Select, error) {
 
 // with converts the common table expressions of WITH.
 func (c *converter) with(w *ast.WithClause) ([]CTE, error) {
-	if w.IsRecursive {
-		return nil, unsupported(0, "WITH RECURSIVE is not supported")
-	}
 	var out []CTE
 	for _, cte := range w.CTEs {
-		if cte.IsRecursive {
-			return nil, unsupported(0, "WITH RECURSIVE is not supported")
-		}
 		sel, err := c.subquery(cte.Query.Query)
 		if err != nil {
 			return nil, err
 		}
-		def := CTE{Name: cte.Name.O, Select: sel}
+		def := CTE{Name: cte.Name.O, Select: sel, Recursive: w.IsRecursive}
 		for _, col := range cte.ColNameList {
 			def.Columns = append(def.Columns, col.O)
 		}

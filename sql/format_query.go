@@ -205,6 +205,9 @@ func (f *formatter) ctes(ctes []CTE) {
 	for k, c := range ctes {
 		if k == 0 {
 			f.b.WriteString("WITH ")
+			if c.Recursive {
+				f.b.WriteString("RECURSIVE ")
+			}
 		} else {
 			f.b.WriteString(", ")
 		}

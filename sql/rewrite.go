@@ -503,10 +503,11 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return rw.like(i, j)
 	case "with":
 		if i == rw.lo {
-			if next.isWord("recursive") {
-				return 0, unsupported(sp.charPos(next.pos), "WITH RECURSIVE is not supported")
-			}
 			rw.addTok(t, "WITH", itemOther)
+			if next.isWord("recursive") {
+				rw.addTok(next, "RECURSIVE", itemOther)
+				return i + 2, nil
+			}
 			return i + 1, nil
 		}
 	}
