@@ -27,7 +27,7 @@ import (
 // SyncGroup arrives. The group then stays stable with the dead member in
 // it: the others hold an assignment that gives it tasks, no rebalance
 // moves them, and they stay unserved until some other member joins or
-// leaves.
+// leaves; and the next rebalance waits for the dead member to rejoin.
 //
 // The keeper watches the group requests (a kfake control function that
 // only observes) and does what Kafka's coordinator would: a member whose
@@ -205,8 +205,11 @@ func (k *sessionKeeper) run(ctx context.Context, interval time.Duration) {
 }
 
 // expire removes the overdue members ws of group that the group still
-// holds, in a stable or completing generation (a member waiting in a
-// join phase is never removed).
+// holds. In whatever state the group is: one waiting in a later join
+// phase would have sent a JoinGroup since, and is not overdue; kfake,
+// rebalancing again, waits for the dead one to rejoin until no member has
+// joined for the rebalance timeout, which members rejoining one after
+// another can put off for good.
 func (k *sessionKeeper) expire(ctx context.Context, group string, ws []joinWatch) {
 	dreq := kmsg.NewPtrDescribeGroupsRequest()
 	dreq.Groups = []string{group}
@@ -215,9 +218,6 @@ func (k *sessionKeeper) expire(ctx context.Context, group string, ws []joinWatch
 		return // tried again at the next tick
 	}
 	dg := dresp.Groups[0]
-	if dg.State != "Stable" && dg.State != "CompletingRebalance" {
-		return
-	}
 	lreq := kmsg.NewPtrLeaveGroupRequest()
 	lreq.Group = group
 	for _, w := range ws {

@@ -86,10 +86,19 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	if err != nil {
 		return err
 	}
+	// The broker ends a rebalance when every member has rejoined, or
+	// rebalanceTimeout after the last join. A JoinGroup therefore waits
+	// well past rebalanceTimeout before the client gives up on it: kfake
+	// restarts that wait at every join, and can miscount who has
+	// rejoined (a static member replaced while it waited for its
+	// SyncGroup), so members that each gave up at rebalanceTimeout plus
+	// kgo's default 10 s and joined again, one after another, kept a
+	// rebalance from ever ending.
 	opts := append(c.bal.ClientOpts(),
 		kgo.SessionTimeout(n.opts.SessionTimeout),
 		kgo.HeartbeatInterval(max(n.opts.SessionTimeout/6, 100*time.Millisecond)),
-		kgo.RebalanceTimeout(30*time.Second))
+		kgo.RebalanceTimeout(rebalanceTimeout),
+		kgo.RequestTimeoutOverhead(2*rebalanceTimeout))
 	if c.cl, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-member", Logger: n.log}, opts...); err != nil {
 		return err
 	}
@@ -110,6 +119,10 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	n.cluster.Store(c)
 	return nil
 }
+
+// rebalanceTimeout bounds how long the group waits for its members to
+// rejoin in a rebalance.
+const rebalanceTimeout = 30 * time.Second
 
 // stop ends the membership loop: no assignment reaches the runtime any
 // more, and the group callbacks stop reading the node's stores and
