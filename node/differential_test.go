@@ -16,7 +16,7 @@ import (
 // tables of the same records and of the views' rows (the views are
 // checked first: each equals its SQL run by PostgreSQL over the
 // records). Then some hundreds of queries generated from templates —
-// joins of every kind, subqueries, CTEs (recursive too), set operations, window
+// joins of every kind (LATERAL too), subqueries, CTEs (recursive too), set operations, window
 // functions, grouping (grouping sets too), DISTINCT and DISTINCT ON, CASE, LIKE, date_trunc and EXTRACT,
 // NULL ordering — must give the same rows in both (in order when the
 // query orders them totally). -seed replays or explores (0: a fixed
@@ -141,6 +141,11 @@ func TestDifferentialPostgres(t *testing.T) {
 		func() (string, bool) {
 			return fmt.Sprintf("SELECT cat, grp, COUNT(*), SUM(v), MAX(at), GROUPING(cat, grp) FROM ev WHERE v >= %s GROUP BY %s HAVING COUNT(*) > %s", num(50),
 				[]string{"ROLLUP (cat, grp)", "CUBE (cat, grp)", "GROUPING SETS ((cat), (grp), ())", "cat, ROLLUP (grp)", "GROUPING SETS ((cat, grp), cat, ROLLUP (grp))"}[rng.IntN(5)], num(3)), false
+		},
+		func() (string, bool) {
+			jn := [][2]string{{",", ""}, {"JOIN", "ON true"}, {"LEFT JOIN", "ON c.n > p.n / 10"}}[rng.IntN(3)]
+			return fmt.Sprintf("SELECT p.grp, p.n, c.cat, c.n FROM per_grp p %s LATERAL (SELECT cat, n FROM per_cat c WHERE c.grp = p.grp AND c.n > %s ORDER BY n DESC, cat LIMIT %s) c %s",
+				jn[0], num(20), fmt.Sprint(1+rng.IntN(3)), jn[1]), false
 		},
 		func() (string, bool) {
 			return fmt.Sprintf("WITH RECURSIVE r(g, d, s) AS (SELECT grp, 0, weight FROM dim WHERE weight > %s UNION %s SELECT r.g, r.d + 1, r.s + p.n FROM r JOIN per_grp p ON p.grp = r.g WHERE r.d < %s) SELECT g, d, s FROM r",

@@ -55,6 +55,21 @@ type scope struct {
 	// using are the column names of JOIN ... USING, which may be named
 	// unqualified although both sides have them.
 	using map[string]bool
+	// lateralRight is set by the planning of a FROM item that reads the
+	// columns of the items before it (LATERAL), to the alias of one of
+	// them: it is joined to them as a nested loop, run once per row of
+	// theirs.
+	lateralRight string
+	// hit, on a LATERAL item's view of the items before it, is set to
+	// the alias of the first item a name resolves to there.
+	hit *string
+}
+
+// lateral returns the scope a LATERAL item of s sees: the columns of the
+// FROM items before it, as the row of a query level around it, whose
+// parent is the scope around the FROM clause.
+func (s *scope) lateral(parent *scope, lvl *level) *scope {
+	return &scope{parent: parent, level: lvl, items: slices.Clone(s.items), cols: slices.Clone(s.cols), using: s.using, hit: new(string)}
 }
 
 // scopeItem is a FROM item as names see it.
@@ -101,6 +116,13 @@ func (s *scope) resolve(ref *sql.ColumnRef) (Scalar, catalog.Column, error) {
 			return nil, col, err
 		}
 		if found {
+			if sc.hit != nil && *sc.hit == "" {
+				for _, it := range sc.items {
+					if idx >= it.start && idx < it.start+len(it.cols) {
+						*sc.hit = it.alias
+					}
+				}
+			}
 			if depth == 0 {
 				return &ColRef{Idx: idx, T: col.Type, Name: col.Name}, col, nil
 			}
@@ -557,8 +579,9 @@ func (qp *queryPlanner) planFrom(from []sql.FromItem, parent *scope, lvl *level)
 		if rel == nil {
 			rel = r
 		} else {
-			rel = &JoinRel{Kind: sql.JoinCross, L: rel, R: r, cols: concatCols(rel.Cols(), r.Cols())}
+			rel = &JoinRel{Kind: sql.JoinCross, L: rel, R: r, cols: concatCols(rel.Cols(), r.Cols()), Lateral: sc.lateralRight != ""}
 		}
+		sc.lateralRight = ""
 	}
 	seen := map[string]bool{}
 	for _, it := range sc.items {
@@ -615,6 +638,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		return &ScanRel{Table: t}, nil
 	case *sql.SubqueryRef:
 		qparent := parent
+		var ls *scope
+		if it.Lateral && len(into.cols) > 0 {
+			ls = into.lateral(parent, lvl)
+			qparent = ls
+		}
 		if len(cte) > 0 {
 			// A CTE's query sees the CTEs defined before it, and the
 			// scopes around its WITH.
@@ -627,7 +655,12 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		if err != nil {
 			return nil, err
 		}
-		if q.Correlated {
+		switch {
+		case ls != nil && *ls.hit != "":
+			// It reads the items before it (and if it reads the query
+			// around too, that marked this level).
+			into.lateralRight = *ls.hit
+		case q.Correlated:
 			lvl.correlated = true
 		}
 		cols := append([]catalog.Column{}, q.Columns...)
@@ -656,7 +689,13 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		if err != nil {
 			return nil, err
 		}
-		j := &JoinRel{Kind: it.Kind, L: l, R: r, cols: concatCols(l.Cols(), r.Cols())}
+		j := &JoinRel{Kind: it.Kind, L: l, R: r, cols: concatCols(l.Cols(), r.Cols()), Lateral: js.lateralRight != ""}
+		if j.Lateral && (it.Kind == sql.JoinRight || it.Kind == sql.JoinFull) {
+			return nil, pgerr.New(pgerr.InvalidColumnReference, "invalid reference to FROM-clause entry for table %q", js.lateralRight).
+				WithPosition(it.Pos).
+				WithDetail("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")
+		}
+		js.lateralRight = ""
 		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions", exactSum: true}
 		on := it.On
 		if it.Kind == sql.JoinFull && len(it.Using) > 0 {
@@ -769,7 +808,26 @@ func (qp *queryPlanner) resolveTable(ref *sql.TableRef) (*catalog.VirtualTable, 
 
 // planFuncRef plans a set-returning function in FROM.
 func (qp *queryPlanner) planFuncRef(it *sql.FuncRef, parent *scope, into *scope) (Rel, error) {
-	b := &binder{params: qp.params, scope: &scope{parent: parent, level: into.level}, q: qp, clause: "functions in FROM"}
+	// A function in FROM may read the columns of the items before it, as
+	// in Postgres (LATERAL or not): it is then run once per row of
+	// theirs. Its arguments are bound as the level of a query of their
+	// own, over those items.
+	if len(into.cols) > 0 {
+		ls := into.lateral(parent, into.level)
+		tmp := &scope{}
+		r, err := qp.planFuncRefIn(it, &scope{parent: ls, level: &level{}}, tmp)
+		if err == nil && *ls.hit != "" {
+			into.lateralRight = *ls.hit
+			into.add(tmp.items[0].alias, tmp.items[0].cols)
+			return r, nil
+		}
+	}
+	return qp.planFuncRefIn(it, &scope{parent: parent, level: into.level}, into)
+}
+
+// planFuncRefIn plans a function in FROM with its arguments bound in sc.
+func (qp *queryPlanner) planFuncRefIn(it *sql.FuncRef, sc *scope, into *scope) (Rel, error) {
+	b := &binder{params: qp.params, scope: sc, q: qp, clause: "functions in FROM"}
 	sig, ok := setReturningFuncs[it.Func.Name]
 	if !ok {
 		// A plain function: one row holding its value.

@@ -81,7 +81,7 @@ func optimizeJoins(in Rel, filter Scalar) (Rel, Scalar) {
 	var flatten func(r Rel, base int)
 	flatten = func(r Rel, base int) {
 		j, isJoin := r.(*JoinRel)
-		if !isJoin || j.Kind == sql.JoinLeft || j.Kind == sql.JoinRight || j.Kind == sql.JoinFull {
+		if !isJoin || j.Lateral || j.Kind == sql.JoinLeft || j.Kind == sql.JoinRight || j.Kind == sql.JoinFull {
 			leaves = append(leaves, leaf{rel: r, start: base, n: len(r.Cols())})
 			return
 		}

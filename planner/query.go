@@ -105,7 +105,10 @@ type FuncRel struct {
 type JoinRel struct {
 	Kind sql.JoinKind
 	L, R Rel
-	On   Scalar // nil: cross join
+	// Lateral is set when R reads L's columns (LATERAL, or a function
+	// in FROM): R runs once per row of L, with that row as its outer row.
+	Lateral bool
+	On      Scalar // nil: cross join
 	// Equi are the conjuncts of On that compare a column of L with one
 	// of R, which exec uses for a hash join.
 	Equi []EquiCond
@@ -273,9 +276,12 @@ func (r *JoinRel) explain(b *strings.Builder, in string, ann Annotator) {
 	if r.Kind == sql.JoinInner {
 		kind = "join"
 	}
-	if len(r.Equi) > 0 {
+	switch {
+	case r.Lateral:
+		kind = "Lateral nested loop " + kind
+	case len(r.Equi) > 0:
 		kind = "Hash " + kind
-	} else {
+	default:
 		kind = "Nested loop " + kind
 	}
 	if r.On != nil {

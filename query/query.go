@@ -138,6 +138,13 @@ func compileOp(r planner.Rel) relOp {
 		}
 		return &funcOp{name: r.Name, args: args, types: types, width: len(r.Columns)}
 	case *planner.JoinRel:
+		if r.Lateral {
+			j := &lateralJoinOp{kind: r.Kind, l: compileRel(r.L), r: compileRel(r.R), rw: len(r.R.Cols())}
+			if r.On != nil {
+				j.on = eval.Compile(r.On)
+			}
+			return j
+		}
 		j := &joinOp{kind: r.Kind, l: compileRel(r.L), r: compileRel(r.R), equi: r.Equi,
 			lw: len(r.L.Cols()), rw: len(r.R.Cols())}
 		if r.On != nil {
@@ -1451,3 +1458,69 @@ func (o *recursiveOp) run(env *eval.Env) ([]catalog.Row, error) {
 type workTableOp struct{ id int }
 
 func (o workTableOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Work[o.id], nil }
+
+// lateralJoinOp joins a LATERAL item r to the rows of l: r runs once per
+// row of l, with it as r's outer row; an inner (or cross) join keeps the
+// pairs on holds for, a LEFT join also each row of l no pair kept, with
+// NULLs. The joined rows keep their charge; r's rows go once joined.
+type lateralJoinOp struct {
+	kind sql.JoinKind
+	l, r relOp
+	on   eval.Expr
+	rw   int
+}
+
+func (o *lateralJoinOp) run(env *eval.Env) ([]catalog.Row, error) {
+	left, lHeld, err := input(o.l, env)
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.Row
+	var held int64
+	add := func(l, r catalog.Row) error {
+		row := make(catalog.Row, 0, len(l)+o.rw)
+		row = append(append(row, l...), r...)
+		if r == nil {
+			row = row[:len(l)+o.rw]
+		}
+		if err := charge(env, &held, eval.RowBytes(row), "join"); err != nil {
+			return err
+		}
+		out = append(out, row)
+		return nil
+	}
+	for n, l := range left {
+		if n%256 == 255 && env.Context().Err() != nil {
+			return nil, pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+		}
+		right, rHeld, err := input(o.r, env.WithOuter(l))
+		if err != nil {
+			return nil, err
+		}
+		matched := false
+		for _, r := range right {
+			if o.on != nil {
+				joined := append(append(make(catalog.Row, 0, len(l)+len(r)), l...), r...)
+				ok, err := o.on(joined, env)
+				if err != nil {
+					return nil, err
+				}
+				if !eval.Truthy(ok) {
+					continue
+				}
+			}
+			matched = true
+			if err := add(l, r); err != nil {
+				return nil, err
+			}
+		}
+		release(env, rHeld)
+		if !matched && o.kind == sql.JoinLeft {
+			if err := add(l, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	release(env, lHeld)
+	return out, nil
+}

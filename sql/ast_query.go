@@ -20,6 +20,9 @@ type SubqueryRef struct {
 	Alias   string
 	Columns []string // column aliases; empty keeps the select's names
 	Pos     int
+	// Lateral subqueries (LATERAL (SELECT ...)) see the columns of the
+	// FROM items before them.
+	Lateral bool
 }
 
 // FuncRef is a set-returning function in FROM:

@@ -114,9 +114,6 @@ func (c *converter) fromNode(n ast.ResultSetNode, pos int) (FromItem, error) {
 	case *ast.Join:
 		return c.join(n, pos)
 	case *ast.TableSource:
-		if n.Lateral {
-			return nil, unsupported(pos, "LATERAL is not supported")
-		}
 		alias, cols, err := c.alias(n.AsName.O)
 		if err != nil {
 			return nil, err
@@ -145,13 +142,13 @@ func (c *converter) fromNode(n ast.ResultSetNode, pos int) (FromItem, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos}, nil
+			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos, Lateral: n.Lateral}, nil
 		case *ast.SetOprStmt:
 			sel, err := c.subquery(src)
 			if err != nil {
 				return nil, err
 			}
-			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos}, nil
+			return &SubqueryRef{Select: sel, Alias: alias, Columns: cols, Pos: pos, Lateral: n.Lateral}, nil
 		case *ast.Join:
 			if alias != "" {
 				return nil, unsupported(pos, "an alias on a parenthesized join is not supported")

@@ -16,6 +16,9 @@ func (f *formatter) fromItem(it FromItem) {
 			f.printf(" AS %s", QuoteIdent(it.Alias))
 		}
 	case *SubqueryRef:
+		if it.Lateral {
+			f.b.WriteString("LATERAL ")
+		}
 		f.b.WriteString("(")
 		f.selectStmt(it.Select)
 		f.b.WriteString(")")

@@ -490,7 +490,11 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			return 0, unsupported(pos, "%s JOIN is not supported", strings.ToUpper(t.val))
 		}
 	case "lateral":
-		return 0, unsupported(pos, "LATERAL is not supported")
+		if rw.inFrom() {
+			rw.addTok(t, "LATERAL", itemOther)
+			return i + 1, nil
+		}
+		return 0, sp.syntaxErr(t)
 	case "at":
 		if next.isWord("time") && sp.toks[i+2].isWord("zone") {
 			return rw.atTimeZone(i)

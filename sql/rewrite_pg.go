@@ -90,7 +90,7 @@ func (rw *rewriter) fromItem(i, j int) (next int, ok bool, err error) {
 	toks := sp.toks
 	prev := rw.prev(i)
 	t := toks[i]
-	itemStart := (prev.isWord("from") || prev.isWord("join") || prev.isOp(",")) &&
+	itemStart := (prev.isWord("from") || prev.isWord("join") || prev.isWord("lateral") || prev.isOp(",")) &&
 		(t.kind == tokQuotedIdent || !passThrough[t.val])
 	switch {
 	case itemStart && toks[i+1].isOp("("):
