@@ -252,12 +252,7 @@ func (f *formatter) selectStmt(s *Select) {
 	}
 	if len(s.DistinctOn) > 0 {
 		f.b.WriteString("DISTINCT ON (")
-		for k, e := range s.DistinctOn {
-			if k > 0 {
-				f.b.WriteString(", ")
-			}
-			f.expr(e)
-		}
+		f.exprs(s.DistinctOn)
 		f.b.WriteString(") ")
 	}
 	for k, it := range s.Items {
@@ -296,13 +291,12 @@ func (f *formatter) selectStmt(s *Select) {
 			if k > 0 {
 				f.b.WriteString(", ")
 			}
-			f.b.WriteString("(")
+			es := make([]Expr, len(set))
 			for n, i := range set {
-				if n > 0 {
-					f.b.WriteString(", ")
-				}
-				f.expr(s.GroupBy[i])
+				es[n] = s.GroupBy[i]
 			}
+			f.b.WriteString("(")
+			f.exprs(es)
 			f.b.WriteString(")")
 		}
 		f.b.WriteString(")")
