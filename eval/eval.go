@@ -75,7 +75,9 @@ func (env *Env) WithContext(ctx context.Context) Env {
 
 // Scope is what a catalog query's expressions see besides their row.
 type Scope struct {
-	Snap *catalog.PGSnapshot
+	// Snap returns the catalog snapshot the query reads, made when first
+	// asked for: most queries never read the catalog.
+	Snap func() *catalog.PGSnapshot
 	// Outer holds the rows of the queries enclosing a subquery,
 	// innermost last (planner.OuterRef counts from there).
 	Outer []catalog.Row

@@ -86,19 +86,10 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	if err != nil {
 		return err
 	}
-	// The broker ends a rebalance when every member has rejoined, or
-	// rebalanceTimeout after the last join. A JoinGroup therefore waits
-	// well past rebalanceTimeout before the client gives up on it: kfake
-	// restarts that wait at every join, and can miscount who has
-	// rejoined (a static member replaced while it waited for its
-	// SyncGroup), so members that each gave up at rebalanceTimeout plus
-	// kgo's default 10 s and joined again, one after another, kept a
-	// rebalance from ever ending.
 	opts := append(c.bal.ClientOpts(),
 		kgo.SessionTimeout(n.opts.SessionTimeout),
 		kgo.HeartbeatInterval(max(n.opts.SessionTimeout/6, 100*time.Millisecond)),
-		kgo.RebalanceTimeout(rebalanceTimeout),
-		kgo.RequestTimeoutOverhead(2*rebalanceTimeout))
+		kgo.RebalanceTimeout(rebalanceTimeout))
 	if c.cl, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-member", Logger: n.log}, opts...); err != nil {
 		return err
 	}

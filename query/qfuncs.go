@@ -24,7 +24,7 @@ var startTime = time.Now().UTC().Truncate(time.Microsecond)
 // snapshotOf returns the catalog snapshot a catalog expression reads.
 func snapshotOf(env *eval.Env) *catalog.PGSnapshot {
 	if env.Scope != nil {
-		return env.Scope.Snap
+		return env.Scope.Snap()
 	}
 	return sessionSnapshot(env)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
@@ -36,7 +37,7 @@ type Reader func(ctx context.Context, scan *planner.PullPlan, admit func(catalog
 // reads the tables, views and streams it names (nil: it names none).
 func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
-	e.Scope = &eval.Scope{Snap: sessionSnapshot(&e), Mem: &eval.Memory{Limit: e.QueryMemory}}
+	e.Scope = &eval.Scope{Snap: sync.OnceValue(func() *catalog.PGSnapshot { return sessionSnapshot(&e) }), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	mem := e.Scope.Mem
 	if read != nil {
 		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
@@ -84,7 +85,7 @@ func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader
 				switch {
 				case out[k] == nil:
 				case c.Type.IsReg():
-					out[k] = planner.RegName(e.Scope.Snap, c.Type, out[k].(int64))
+					out[k] = planner.RegName(e.Scope.Snap(), c.Type, out[k].(int64))
 				case c.Type == catalog.Record:
 					out[k] = catalog.FormatRecord(out[k].([]any), planner.FormatValue)
 				}
@@ -180,7 +181,7 @@ func (o errOp) run(*eval.Env) ([]catalog.Row, error) { return nil, o.err }
 
 type scanOp struct{ t *catalog.VirtualTable }
 
-func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Snap.Rows(o.t), nil }
+func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Snap().Rows(o.t), nil }
 
 // relationOp reads a table, view or stream through the pull engine
 // (Scope.Read).
