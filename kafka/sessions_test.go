@@ -11,6 +11,7 @@ import (
 
 	"github.com/basindb/basin/internal/poll"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -132,4 +133,149 @@ func waitMembers(t *testing.T, adm *kadm.Client, group string, instances ...stri
 		}
 		return nil
 	})
+}
+
+// TestGroupMemberWaitsInJoin: a member waiting for its JoinGroup's
+// answer sends no heartbeats, however long the others take to rejoin;
+// as in Kafka, it must still be in the group when the round completes.
+func TestGroupMemberWaitsInJoin(t *testing.T) {
+	b := startTestBroker(t, "")
+	ctx := testCtx(t)
+	adm := newTestAdmin(t, b.Addrs())
+	if _, _, err := EnsureTopic(ctx, adm, "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	const group = "w"
+	a := newTestClient(t, b.Addrs(), kgo.ConsumerGroup(group), kgo.ConsumeTopics("t"), kgo.InstanceID("a"),
+		kgo.Balancers(kgo.RangeBalancer()), kgo.SessionTimeout(500*time.Millisecond), kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.RebalanceTimeout(10*time.Second))
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pctx.Err() == nil {
+			a.PollFetches(pctx)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	waitMembers(t, adm, group, "a")
+
+	// c joins and stays, heartbeating on its own.
+	raw := newTestClient(t, b.Addrs())
+	c := &rawMember{t: t, cl: raw, group: group, instance: "c"}
+	c.join(ctx)
+	waitMembers(t, adm, group, "a", "c")
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		c.beatUntil(pctx)
+	}()
+	t.Cleanup(func() { stop(); <-beating })
+
+	// d joins: a rejoins at once, c only after a's session timeout four
+	// times over. a waits in its JoinGroup all along.
+	// (A client of its own: a client's JoinGroups share a connection,
+	// which the broker serves one request at a time.)
+	d := &rawMember{t: t, cl: newTestClient(t, b.Addrs()), group: group, instance: "d"}
+	joined := make(chan struct{})
+	go func() {
+		defer close(joined)
+		d.join(ctx)
+	}()
+	poll.Until(t, testTimeout, func() error {
+		gs, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return err
+		}
+		if s := gs[group].State; s != "PreparingRebalance" {
+			return fmt.Errorf("group %s is %s, want PreparingRebalance", group, s)
+		}
+		return nil
+	})
+	c.pause(2 * time.Second)
+	<-joined
+	waitMembers(t, adm, group, "a", "c", "d")
+}
+
+// rawMember is a static member of a consumer group driven request by
+// request.
+type rawMember struct {
+	t               *testing.T
+	cl              *kgo.Client
+	group, instance string
+
+	mu       sync.Mutex
+	memberID string
+	gen      int32
+	until    time.Time // it does not heartbeat before
+}
+
+// join joins the group (or rejoins) and syncs.
+func (m *rawMember) join(ctx context.Context) {
+	m.mu.Lock()
+	memberID := m.memberID
+	m.mu.Unlock()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.MemberID, join.InstanceID = m.group, memberID, kmsg.StringPtr(m.instance)
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 5000, 10000
+	join.ProtocolType = "consumer"
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = []string{"t"}
+	proto := kmsg.NewJoinGroupRequestProtocol()
+	proto.Name, proto.Metadata = "range", meta.AppendTo(nil)
+	join.Protocols = append(join.Protocols, proto)
+	resp, err := join.RequestWith(ctx, m.cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		m.t.Errorf("%s joining: %v", m.instance, err)
+		return
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.InstanceID, sync.Generation = m.group, resp.MemberID, kmsg.StringPtr(m.instance), resp.Generation
+	if _, err := sync.RequestWith(ctx, m.cl); err != nil {
+		m.t.Errorf("%s syncing: %v", m.instance, err)
+		return
+	}
+	m.mu.Lock()
+	m.memberID, m.gen = resp.MemberID, resp.Generation
+	m.mu.Unlock()
+}
+
+// pause keeps it from heartbeating for d, then rejoins.
+func (m *rawMember) pause(d time.Duration) {
+	m.mu.Lock()
+	m.until = time.Now().Add(d)
+	m.mu.Unlock()
+}
+
+// beatUntil heartbeats every 100 ms until ctx is done, rejoining after
+// a pause.
+func (m *rawMember) beatUntil(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	paused := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		until, memberID, gen := m.until, m.memberID, m.gen
+		m.mu.Unlock()
+		if time.Now().Before(until) {
+			paused = true
+			continue
+		}
+		if paused {
+			paused = false
+			m.join(ctx)
+			continue
+		}
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.InstanceID, hb.Generation = m.group, memberID, kmsg.StringPtr(m.instance), gen
+		_, _ = hb.RequestWith(ctx, m.cl)
+	}
 }
