@@ -27,7 +27,7 @@ import (
 // SyncGroup arrives. The group then stays stable with the dead member in
 // it: the others hold an assignment that gives it tasks, no rebalance
 // moves them, and they stay unserved until some other member joins or
-// leaves; and the next rebalance waits for the dead member to rejoin.
+// leaves.
 //
 // The keeper watches the group requests (a kfake control function that
 // only observes) and does what Kafka's coordinator would: a member whose
@@ -44,9 +44,6 @@ type sessionKeeper struct {
 
 	mu     sync.Mutex
 	groups map[string]*groupWatch
-	// own counts, per group and member key, the heartbeats the keeper
-	// sent that observe has not seen yet: they are not the member's.
-	own map[string]int
 }
 
 // groupWatch is what the keeper knows of one group.
@@ -64,11 +61,9 @@ type groupWatch struct {
 // joinWatch is a member that sent a JoinGroup and nothing since.
 type joinWatch struct {
 	memberID, instanceID string // either may be empty
-	session, rebalance   time.Duration
+	session              time.Duration
 	at                   time.Time
 	gen                  int32 // the group's gen when it joined
-	// beatAt is when the keeper last sent a heartbeat for it.
-	beatAt time.Time
 }
 
 func newSessionKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger) (*sessionKeeper, error) {
@@ -77,7 +72,7 @@ func newSessionKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger) (*sess
 	if err != nil {
 		return nil, err
 	}
-	k := &sessionKeeper{log: log, cl: cl, groups: map[string]*groupWatch{}, own: map[string]int{}}
+	k := &sessionKeeper{log: log, cl: cl, groups: map[string]*groupWatch{}}
 	observe := func(req kmsg.Request) (kmsg.Response, error, bool) {
 		k.observe(req, time.Now())
 		return nil, nil, false
@@ -114,8 +109,7 @@ func (k *sessionKeeper) observe(req kmsg.Request, now time.Time) {
 			return // answered with its member id at once
 		}
 		g := group(r.Group)
-		w := &joinWatch{memberID: r.MemberID, session: time.Duration(r.SessionTimeoutMillis) * time.Millisecond,
-			rebalance: time.Duration(r.RebalanceTimeoutMillis) * time.Millisecond, at: now, gen: g.gen}
+		w := &joinWatch{memberID: r.MemberID, session: time.Duration(r.SessionTimeoutMillis) * time.Millisecond, at: now, gen: g.gen}
 		if r.InstanceID != nil {
 			w.instanceID = *r.InstanceID
 		}
@@ -127,17 +121,8 @@ func (k *sessionKeeper) observe(req kmsg.Request, now time.Time) {
 			g.gen, g.genAt = r.Generation, now
 		}
 	case *kmsg.HeartbeatRequest:
-		key := memberKey(r.MemberID, r.InstanceID)
-		if n := k.own[r.Group+"\x00"+key]; n > 0 {
-			if n == 1 {
-				delete(k.own, r.Group+"\x00"+key)
-			} else {
-				k.own[r.Group+"\x00"+key] = n - 1
-			}
-			return
-		}
 		if g := k.groups[r.Group]; g != nil {
-			delete(g.joining, key)
+			delete(g.joining, memberKey(r.MemberID, r.InstanceID))
 		}
 	case *kmsg.LeaveGroupRequest:
 		if g := k.groups[r.Group]; g != nil {
@@ -215,19 +200,13 @@ func (k *sessionKeeper) run(ctx context.Context, interval time.Duration) {
 			for group, ws := range k.overdue(now) {
 				k.expire(ctx, group, ws)
 			}
-			for group, ws := range k.waiting(now) {
-				k.beat(ctx, group, ws)
-			}
 		}
 	}
 }
 
 // expire removes the overdue members ws of group that the group still
-// holds. In whatever state the group is: one waiting in a later join
-// phase would have sent a JoinGroup since, and is not overdue; kfake,
-// rebalancing again, waits for the dead one to rejoin until no member has
-// joined for the rebalance timeout, which members rejoining one after
-// another can put off for good.
+// holds, in a stable or completing generation (a member waiting in a
+// join phase is never removed).
 func (k *sessionKeeper) expire(ctx context.Context, group string, ws []joinWatch) {
 	dreq := kmsg.NewPtrDescribeGroupsRequest()
 	dreq.Groups = []string{group}
@@ -236,6 +215,9 @@ func (k *sessionKeeper) expire(ctx context.Context, group string, ws []joinWatch
 		return // tried again at the next tick
 	}
 	dg := dresp.Groups[0]
+	if dg.State != "Stable" && dg.State != "CompletingRebalance" {
+		return
+	}
 	lreq := kmsg.NewPtrLeaveGroupRequest()
 	lreq.Group = group
 	for _, w := range ws {
@@ -276,83 +258,3 @@ func (k *sessionKeeper) expire(ctx context.Context, group string, ws []joinWatch
 }
 
 func (k *sessionKeeper) close() { k.cl.Close() }
-
-// waiting lists, per group, the members waiting in a join of the
-// current round (one that began after the group's last generation) for
-// less than their rebalance timeout, whose session needs a heartbeat.
-//
-// Kafka counts a member that waits for its JoinGroup's answer as alive
-// however long the others take to rejoin. kfake keeps its session timer
-// running meanwhile, and a member that waited past its session timeout
-// (a node that rejoined at once, while another took seconds) was removed
-// from the group with its JoinGroup never answered: it was out of the
-// group until its client gave up on the request. The keeper sends the
-// heartbeats such a member cannot, which kfake answers with
-// REBALANCE_IN_PROGRESS and counts.
-func (k *sessionKeeper) waiting(now time.Time) map[string][]joinWatch {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	var out map[string][]joinWatch
-	for name, g := range k.groups {
-		for _, w := range g.joining {
-			if w.gen != g.gen || now.Sub(w.at) >= w.rebalance || now.Sub(w.beatAt) < w.session/3 {
-				continue
-			}
-			w.beatAt = now
-			if out == nil {
-				out = map[string][]joinWatch{}
-			}
-			out[name] = append(out[name], *w)
-		}
-	}
-	return out
-}
-
-// beat sends a heartbeat for each member of ws waiting in a join of
-// group. A static member's first JoinGroup has no member id: it is
-// looked up by its instance id.
-func (k *sessionKeeper) beat(ctx context.Context, group string, ws []joinWatch) {
-	var members []kmsg.DescribeGroupsResponseGroupMember
-	for _, w := range ws {
-		memberID := w.memberID
-		if memberID == "" && w.instanceID != "" {
-			if members == nil {
-				dreq := kmsg.NewPtrDescribeGroupsRequest()
-				dreq.Groups = []string{group}
-				dresp, err := dreq.RequestWith(ctx, k.cl)
-				if err != nil || len(dresp.Groups) != 1 {
-					return
-				}
-				members = dresp.Groups[0].Members
-			}
-			for _, m := range members {
-				if m.InstanceID != nil && *m.InstanceID == w.instanceID {
-					memberID = m.MemberID
-				}
-			}
-		}
-		if memberID == "" {
-			continue
-		}
-		k.mu.Lock()
-		gen := int32(0)
-		if g := k.groups[group]; g != nil {
-			gen = g.gen
-		}
-		key := group + "\x00" + w.key()
-		k.own[key]++
-		k.mu.Unlock()
-		req := kmsg.NewPtrHeartbeatRequest()
-		req.Group, req.Generation, req.MemberID = group, gen, memberID
-		if w.instanceID != "" {
-			req.InstanceID = kmsg.StringPtr(w.instanceID)
-		}
-		if _, err := req.RequestWith(ctx, k.cl); err != nil {
-			k.mu.Lock()
-			if k.own[key] > 0 { // never reached the broker
-				k.own[key]--
-			}
-			k.mu.Unlock()
-		}
-	}
-}
