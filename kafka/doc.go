@@ -26,6 +26,12 @@
 // Acknowledged writes are in the OS page cache, so they survive SIGKILL;
 // BrokerOptions.SyncWrites makes them survive power loss too.
 //
+// Group sessions: kfake keeps a member that died before its JoinGroup was
+// answered in the group for good, with the tasks its generation gave it.
+// The broker's sessionKeeper (sessions.go) watches the group requests and
+// removes such a member once a newer generation has run for twice its
+// session timeout, as Kafka's coordinator would have.
+//
 // The broker listens on BrokerOptions.Addr and advertises
 // AdvertisedHost, because clients connect to the address in metadata
 // responses, not to the one they bootstrapped from. Topics are never
