@@ -53,8 +53,11 @@ type scope struct {
 	items  []scopeItem
 	cols   []catalog.Column
 	// using are the column names of JOIN ... USING, which may be named
-	// unqualified although both sides have them.
-	using map[string]bool
+	// unqualified although both sides have them; merged are those
+	// columns, in the order the joins were planned, as SELECT * shows
+	// them (shared by a FROM clause's join scopes, like using).
+	using  map[string]bool
+	merged *[]mergedCol
 	// lateralRight is set by the planning of a FROM item that reads the
 	// columns of the items before it (LATERAL), to the alias of one of
 	// them: it is joined to them as a nested loop, run once per row of
@@ -70,6 +73,15 @@ type scope struct {
 // parent is the scope around the FROM clause.
 func (s *scope) lateral(parent *scope, lvl *level) *scope {
 	return &scope{parent: parent, level: lvl, items: slices.Clone(s.items), cols: slices.Clone(s.cols), using: s.using, hit: new(string)}
+}
+
+// mergedCol is a column of JOIN ... USING: SELECT * shows it once, from
+// the side whose value the join keeps (the right one of a RIGHT JOIN),
+// before the other columns, and not the two it merges.
+type mergedCol struct {
+	join   int // the join's number among the FROM clause's USING joins
+	from   *sql.ColumnRef
+	merges [2]*sql.ColumnRef
 }
 
 // scopeItem is a FROM item as names see it.
@@ -545,6 +557,25 @@ func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error
 		if len(sc.items) == 0 {
 			return nil, pgerr.New(pgerr.SyntaxError, "SELECT * with no tables specified is not valid")
 		}
+		// An unqualified * shows each JOIN ... USING column once, first:
+		// a later (outer) join's before an earlier one's, as Postgres
+		// does.
+		var merged []mergedCol
+		if it.Table == "" && sc.merged != nil {
+			merged = slices.Clone(*sc.merged)
+			slices.SortStableFunc(merged, func(a, b mergedCol) int { return b.join - a.join })
+		}
+		hidden := map[[2]string]bool{}
+		shown := map[string]bool{}
+		for _, m := range merged {
+			for _, r := range m.merges {
+				hidden[[2]string{strings.ToLower(r.Table), strings.ToLower(r.Name)}] = true
+			}
+			if name := strings.ToLower(m.from.Name); !shown[name] {
+				shown[name] = true
+				out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: m.from.Table, Name: m.from.Name}, Text: m.from.Name})
+			}
+		}
 		found := false
 		for _, si := range sc.items {
 			if it.Table != "" && !strings.EqualFold(si.alias, it.Table) {
@@ -552,7 +583,7 @@ func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error
 			}
 			found = true
 			for _, c := range si.cols {
-				if !c.Hidden {
+				if !c.Hidden && !hidden[[2]string{strings.ToLower(si.alias), strings.ToLower(c.Name)}] {
 					out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: si.alias, Name: c.Name}, Text: c.Name})
 				}
 			}
@@ -566,7 +597,7 @@ func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error
 
 // planFrom plans a FROM list: its items joined left to right.
 func (qp *queryPlanner) planFrom(from []sql.FromItem, parent *scope, lvl *level) (Rel, *scope, error) {
-	sc := &scope{parent: parent, level: lvl, using: map[string]bool{}}
+	sc := &scope{parent: parent, level: lvl, using: map[string]bool{}, merged: new([]mergedCol)}
 	if len(from) == 0 {
 		return &ValuesRel{}, sc, nil
 	}
@@ -680,7 +711,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join of a derived stream, not a query").WithPosition(it.Within.Pos).
 				WithHint("Create the join with CREATE STREAM ... AS SELECT ... JOIN ... WITHIN ..., or compare the times in WHERE.")
 		}
-		js := &scope{parent: parent, level: lvl, using: into.using}
+		js := &scope{parent: parent, level: lvl, using: into.using, merged: into.merged}
 		l, err := qp.planFromItem(it.Left, parent, lvl, js)
 		if err != nil {
 			return nil, err
@@ -702,16 +733,25 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported").WithPosition(it.Pos).
 				WithHint("Write the condition with ON, and COALESCE the two columns where you need the merged one.")
 		}
+		joinNo := 0
+		if into.merged != nil && len(*into.merged) > 0 {
+			joinNo = (*into.merged)[len(*into.merged)-1].join + 1
+		}
 		for _, u := range it.Using {
+			// A name an inner join already merged is one column.
+			mergedBefore := into.using[strings.ToLower(u)]
 			into.using[strings.ToLower(u)] = true
 			var lref, rref *sql.ColumnRef
 			for _, si := range js.items {
 				for _, c := range si.cols {
 					if strings.EqualFold(c.Name, u) {
 						ref := &sql.ColumnRef{Table: si.alias, Name: c.Name, Pos: it.Pos}
-						if si.start < len(l.Cols()) && lref == nil {
+						switch left := si.start < len(l.Cols()); {
+						case left && lref == nil:
 							lref = ref
-						} else if si.start >= len(l.Cols()) && rref == nil {
+						case left && !mergedBefore:
+							return nil, pgerr.New(pgerr.AmbiguousColumn, "common column name %q appears more than once in left table", u).WithPosition(it.Pos)
+						case !left && rref == nil:
 							rref = ref
 						}
 					}
@@ -719,6 +759,13 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			}
 			if lref == nil || rref == nil {
 				return nil, pgerr.New(pgerr.UndefinedColumn, "column %q specified in USING clause does not exist in both tables", u).WithPosition(it.Pos)
+			}
+			if into.merged != nil {
+				m := mergedCol{join: joinNo, from: lref, merges: [2]*sql.ColumnRef{lref, rref}}
+				if it.Kind == sql.JoinRight {
+					m.from = rref
+				}
+				*into.merged = append(*into.merged, m)
 			}
 			var eq sql.Expr = &sql.Binary{Op: "=", L: lref, R: rref, Pos: it.Pos}
 			if on != nil {
