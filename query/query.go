@@ -1478,12 +1478,8 @@ func (o *lateralJoinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	var out []catalog.Row
 	var held int64
-	add := func(l, r catalog.Row) error {
-		row := make(catalog.Row, 0, len(l)+o.rw)
-		row = append(append(row, l...), r...)
-		if r == nil {
-			row = row[:len(l)+o.rw]
-		}
+	// add keeps a joined row (l's columns, then r's or NULLs).
+	add := func(row catalog.Row) error {
 		if err := charge(env, &held, eval.RowBytes(row), "join"); err != nil {
 			return err
 		}
@@ -1500,9 +1496,9 @@ func (o *lateralJoinOp) run(env *eval.Env) ([]catalog.Row, error) {
 		}
 		matched := false
 		for _, r := range right {
+			row := append(append(make(catalog.Row, 0, len(l)+o.rw), l...), r...)
 			if o.on != nil {
-				joined := append(append(make(catalog.Row, 0, len(l)+len(r)), l...), r...)
-				ok, err := o.on(joined, env)
+				ok, err := o.on(row, env)
 				if err != nil {
 					return nil, err
 				}
@@ -1511,13 +1507,15 @@ func (o *lateralJoinOp) run(env *eval.Env) ([]catalog.Row, error) {
 				}
 			}
 			matched = true
-			if err := add(l, r); err != nil {
+			if err := add(row); err != nil {
 				return nil, err
 			}
 		}
 		release(env, rHeld)
 		if !matched && o.kind == sql.JoinLeft {
-			if err := add(l, nil); err != nil {
+			row := make(catalog.Row, len(l)+o.rw) // r's columns NULL
+			copy(row, l)
+			if err := add(row); err != nil {
 				return nil, err
 			}
 		}

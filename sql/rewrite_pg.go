@@ -347,25 +347,7 @@ func (rw *rewriter) distinctOn(i, j int) (int, error) {
 	}
 	// The select list ends at the first clause word, or the parenthesis
 	// that closes the subquery, at its depth.
-	end, depth := close+1, 0
-list:
-	for ; end < j; end++ {
-		switch t := toks[end]; {
-		case t.isOp("("):
-			depth++
-		case t.isOp(")"):
-			if depth == 0 {
-				break list
-			}
-			depth--
-		case t.isOp(";"):
-			if depth == 0 {
-				break list
-			}
-		case depth == 0 && t.kind == tokIdent && selectListEnds[t.val]:
-			break list
-		}
-	}
+	end := sp.listEnd(close+1, j, selectListEnds)
 	if end == close+1 {
 		return 0, sp.syntaxErr(toks[end])
 	}

@@ -149,21 +149,7 @@ func (sp *stmtParser) nestedNulls(lo, hi int, skip map[int]bool) {
 		case depth == 0 || !t.isWord("order") || !toks[k+1].isWord("by"):
 			continue
 		}
-		end, d := k+2, 0
-	list:
-		for ; end < hi; end++ {
-			switch u := toks[end]; {
-			case u.isOp("("):
-				d++
-			case u.isOp(")"):
-				if d == 0 {
-					break list
-				}
-				d--
-			case d == 0 && u.kind == tokIdent && orderEnds[u.val]:
-				break list
-			}
-		}
+		end := sp.listEnd(k+2, hi, orderEnds)
 		for _, it := range sp.splitList(k+2, end) {
 			a, b := it[0], it[1]
 			if b-a >= 3 && toks[b-2].isWord("nulls") && (toks[b-1].isWord("first") || toks[b-1].isWord("last")) {
@@ -172,6 +158,27 @@ func (sp *stmtParser) nestedNulls(lo, hi int, skip map[int]bool) {
 			}
 		}
 	}
+}
+
+// listEnd returns where a list starting at toks[from] ends, before hi:
+// at the first word of ends or the ")" that closes an enclosing
+// parenthesis, at the list's own depth.
+func (sp *stmtParser) listEnd(from, hi int, ends map[string]bool) int {
+	depth := 0
+	for k := from; k < hi; k++ {
+		switch t := sp.toks[k]; {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			if depth == 0 {
+				return k
+			}
+			depth--
+		case depth == 0 && t.kind == tokIdent && ends[t.val]:
+			return k
+		}
+	}
+	return hi
 }
 
 // splitList splits toks[a:b] at depth-0 commas into [start, end) pairs.
