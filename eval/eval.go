@@ -131,6 +131,15 @@ type Backends interface {
 	Terminate(pid int32) bool
 }
 
+// SessionSnapshot makes the catalog snapshot of the statement env runs:
+// its session's, or an empty catalog's outside a session.
+func (env *Env) SessionSnapshot() *catalog.PGSnapshot {
+	if env.Session == nil {
+		return catalog.New().PGSnapshot(catalog.SessionInfo{User: env.User, Database: env.Database, PID: env.PID})
+	}
+	return env.Session.Snapshot(env.Now)
+}
+
 // Expr is a compiled expression.
 type Expr func(row catalog.Row, env *Env) (any, error)
 
@@ -293,6 +302,9 @@ func Compile(s planner.Scalar) Expr {
 	case *planner.Call:
 		return compileCall(s)
 	}
+	if e := compileSystemExpr(s); e != nil {
+		return e
+	}
 	if extension != nil {
 		if e := extension(s); e != nil {
 			return e
@@ -303,14 +315,13 @@ func Compile(s planner.Scalar) Expr {
 	}
 }
 
-// extension compiles the scalars Compile does not know: those of
-// catalog queries (subqueries, outer references, the catalog's
-// functions), which the catalog-query engine compiles with its
-// relational operators. nil for any other scalar.
+// extension compiles the scalars Compile does not know: subqueries and
+// references to an enclosing query's row, which the relational engine
+// compiles with its operators. nil for any other scalar.
 var extension func(planner.Scalar) Expr
 
 // Extend makes Compile hand the scalars it does not know to f; the
-// catalog-query engine calls it once, from its package's init.
+// relational engine calls it once, from its package's init.
 func Extend(f func(planner.Scalar) Expr) { extension = f }
 
 var (

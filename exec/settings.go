@@ -14,7 +14,6 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/pgcodec"
-	"github.com/basindb/basin/query"
 	"github.com/basindb/basin/sql"
 )
 
@@ -463,7 +462,7 @@ func (s *Session) Snapshot(started time.Time) *catalog.PGSnapshot {
 // catalogInfo is what the virtual catalog shows of the session.
 func (s *Session) catalogInfo(started time.Time) catalog.SessionInfo {
 	info := catalog.SessionInfo{User: s.user, Database: s.db, PID: s.pid, Started: started,
-		ApplicationName: s.vars["application_name"], ViewQuery: query.ViewQuery, Activity: s.e.Activity}
+		ApplicationName: s.vars["application_name"], ViewQuery: eval.ViewQuery, Activity: s.e.Activity}
 	all := map[string]string{"max_index_keys": "32", "max_function_args": "100"}
 	for k, v := range eval.ExtraSettings {
 		all[k] = v

@@ -2,14 +2,16 @@
 // SELECT into a streaming topology (ViewPlan), SELECT into a pull plan
 // (PullPlan), and CREATE STREAM/TABLE into a validated relation.
 //
-// A SELECT over pg_catalog or information_schema, or one using joins,
-// subqueries, arrays, set-returning or window functions or UNION, is a
-// catalog query: PullPlan.Query holds a relational plan over in-memory
-// rows instead (query.go describes it; qbind.go binds names in scopes,
-// qexpr.go the expressions, qjoin.go orders joins, qfuncs.go types the
-// catalog functions). Such a query may read streams, tables and views
-// too (RelationRel: the pull plan of all of a relation's rows); a plain
-// SELECT of one keeps the pull plan and its fast paths.
+// Every SELECT is planned as a relational query (query.go): PullPlan.Query
+// holds a tree of relational operators, which package query runs, reading
+// streams, tables and views through RelationRel (the pull plan of a
+// relation's rows, with the conditions on it pushed in: qpush.go) and
+// the catalog through ScanRel; qbind.go binds names in scopes, qexpr.go
+// the expressions, qjoin.go orders joins. The read rule (readrule.go)
+// folds a query that is all one relation's read into that read: the
+// PullPlan then has Rel set and the pull engine runs it alone, with its
+// fast paths (a key lookup, a partition pin, a pushed filter, the
+// needed columns).
 //
 // # Binding
 //

@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -105,123 +104,10 @@ type PullPlan struct {
 	Limit, Offset int64
 	Params        *Params
 
-	// Query, when set, is a catalog query (query.go): Rel is nil, and
-	// Columns, Params, Limit and Offset are the only other fields used.
+	// Query, when set, is the relational plan of a query the read rule
+	// did not fold into one read (query.go): Rel is nil, and Columns,
+	// Params, Limit and Offset are the only other fields used.
 	Query *QueryPlan
-}
-
-// PlanSelect plans a pull query over cat. rel resolution errors are 42P01
-// and column errors 42703, with positions.
-func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
-	if needsQuery(s) {
-		return planCatalogQuery(cat, s)
-	}
-	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}, Distinct: s.Distinct}
-	b := &binder{params: p.Params, exactSum: true}
-	if from := s.Table(); from != nil {
-		rel, err := cat.Resolve(from.Name)
-		if err != nil {
-			if pe, ok := pgerr.As(err); ok {
-				pe.WithPosition(from.Pos)
-			}
-			return nil, err
-		}
-		p.Rel = rel
-		p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
-		if rel.Kind == catalog.KindStream {
-			// A stream's scan reads records: ROWTIME after the
-			// pseudo-columns.
-			p.Input = append(p.Input, RowtimeColumn)
-		}
-		b.cols, b.rel, b.alias = p.Input, rel.Name, from.Alias
-		b.noRowtime = rel.Materialized()
-	}
-	if s.Where != nil {
-		b.clause = "WHERE"
-		f, err := b.bind(s.Where)
-		if err != nil {
-			return nil, err
-		}
-		if f, err = b.coerce(f, catalog.Boolean, s.Where.Position(), "argument of WHERE"); err != nil {
-			return nil, err
-		}
-		p.Filter = f
-		if p.Rel != nil && p.Rel.Materialized() {
-			p.Lookup = keyLookup(p.Rel, f)
-			if p.Lookup == nil {
-				p.LookupIn = keyIn(p.Rel, f)
-			}
-			if p.Lookup == nil && p.LookupIn == nil {
-				p.Range = keyRange(p.Rel, f)
-			}
-			p.Partition = partitionPin(p.Rel, f)
-			if PushableFilter(f) {
-				p.Where = sql.FormatExpr(s.Where)
-				if from := s.Table(); from != nil {
-					p.Alias = from.Alias
-				}
-			}
-		}
-	}
-	b.clause = ""
-
-	bindOrder := func(e sql.Expr) (Scalar, error) {
-		b.clause = "ORDER BY"
-		defer func() { b.clause = "" }()
-		return b.bind(e)
-	}
-	var aggs *[]AggSpec // ORDER BY may still add aggregates
-	grouped := len(s.GroupBy) > 0 || s.Having != nil || hasAggregate(s)
-	items, err := expandStar(s.Items, p.Input)
-	if err != nil {
-		return nil, err
-	}
-	if grouped {
-		g, err := bindGrouped(b, s.GroupBy, items, s.Having)
-		if err != nil {
-			return nil, err
-		}
-		p.Grouped, p.GroupBy, p.Having, p.Output = true, g.groupBy, g.having, g.output
-		bindOrder = g.post
-		aggs = &g.aggs
-	} else {
-		out, err := b.bindItems(items)
-		if err != nil {
-			return nil, err
-		}
-		p.Output = out
-	}
-	p.Columns = outputColumns(items, p.Output)
-
-	for _, o := range s.OrderBy {
-		k := SortKey{Desc: o.Desc, NullsFirst: o.Desc}
-		if o.NullsFirst != nil {
-			k.NullsFirst = *o.NullsFirst
-		}
-		e, err := bindOrderExpr(bindOrder, o.Expr, items, p.Output, "ORDER BY")
-		if err != nil {
-			return nil, err
-		}
-		k.Expr = e
-		if p.Distinct && !slices.ContainsFunc(p.Output, func(o Scalar) bool { return Equal(o, e) }) {
-			return nil, pgerr.New(pgerr.InvalidColumnReference, "for SELECT DISTINCT, ORDER BY expressions must appear in select list").
-				WithPosition(o.Expr.Position())
-		}
-		p.Order = append(p.Order, k)
-	}
-	if aggs != nil {
-		p.Aggs = *aggs
-	}
-	if p.Limit, err = constInt(s.Limit, "LIMIT", -1); err != nil {
-		return nil, err
-	}
-	if p.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
-		return nil, err
-	}
-	if p.Rel != nil {
-		p.Needed = p.neededColumns()
-	}
-	return p, nil
 }
 
 // neededColumns marks the columns of Rel that the plan's expressions

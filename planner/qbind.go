@@ -12,8 +12,10 @@ import (
 
 // queryPlanner plans one catalog query statement.
 type queryPlanner struct {
-	cat    *catalog.Catalog
-	snap   *catalog.PGSnapshot // resolves reg* constants at plan time
+	cat *catalog.Catalog
+	// snap resolves reg* constants at plan time; made on first use
+	// (snapshot), as most queries have none.
+	snap   *catalog.PGSnapshot
 	params *Params
 	// ctes are the common table expressions in scope, innermost last.
 	ctes []*cteDef
@@ -29,6 +31,14 @@ type cteDef struct {
 	cte     sql.CTE
 	parent  *scope
 	visible []*cteDef
+}
+
+// snapshot returns the catalog snapshot reg* constants resolve in.
+func (qp *queryPlanner) snapshot() *catalog.PGSnapshot {
+	if qp.snap == nil && qp.cat != nil {
+		qp.snap = qp.cat.PGSnapshot(catalog.SessionInfo{})
+	}
+	return qp.snap
 }
 
 // lookupCTE finds a common table expression by name.
@@ -89,6 +99,9 @@ type scopeItem struct {
 	alias string
 	cols  []catalog.Column
 	start int // offset of the item's first column in the scope's row
+	// rel is the table, view or stream the item reads, if it is one:
+	// errors about its columns name it.
+	rel *catalog.Relation
 }
 
 func (s *scope) add(alias string, cols []catalog.Column) {
@@ -146,14 +159,44 @@ func (s *scope) resolve(ref *sql.ColumnRef) (Scalar, catalog.Column, error) {
 		}
 		depth++
 	}
-	name := ref.Name
-	if ref.Table != "" {
-		if !s.hasAlias(ref.Table) {
-			return nil, catalog.Column{}, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", ref.Table).WithPosition(ref.Pos)
+	return nil, catalog.Column{}, s.unresolved(ref)
+}
+
+// unresolved is the error for a column reference found in no scope,
+// with Postgres's message and, where one relation is meant, a hint
+// naming its columns.
+func (s *scope) unresolved(ref *sql.ColumnRef) error {
+	var in *scopeItem
+	for i := range s.items {
+		it := &s.items[i]
+		if ref.Table == "" && len(s.items) == 1 || ref.Table != "" && strings.EqualFold(it.alias, ref.Table) {
+			in = it
 		}
-		name = ref.Table + "." + ref.Name
 	}
-	return nil, catalog.Column{}, pgerr.New(pgerr.UndefinedColumn, "column %s does not exist", name).WithPosition(ref.Pos)
+	if ref.Table != "" && !s.hasAlias(ref.Table) {
+		// An alias hides the relation's own name, as in Postgres.
+		for _, it := range s.items {
+			if it.rel != nil && strings.EqualFold(it.rel.Name, ref.Table) {
+				return pgerr.New(pgerr.UndefinedTable, "invalid reference to FROM-clause entry for table %q", ref.Table).
+					WithPosition(ref.Pos).WithHint("Perhaps you meant to reference the table alias %q.", it.alias)
+			}
+		}
+		return pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", ref.Table).WithPosition(ref.Pos)
+	}
+	var err *pgerr.Error
+	if ref.Table != "" {
+		err = pgerr.New(pgerr.UndefinedColumn, "column %s.%s does not exist", ref.Table, ref.Name)
+	} else {
+		err = pgerr.New(pgerr.UndefinedColumn, "column %q does not exist", ref.Name)
+	}
+	err.WithPosition(ref.Pos)
+	if in == nil || in.rel == nil {
+		return err
+	}
+	if in.rel.Materialized() && strings.EqualFold(ref.Name, RowtimeColumn.Name) {
+		return err.WithHint("ROWTIME is the time of a stream's or table's records: a persistent query reads it (CREATE TABLE ... AS SELECT ..., ROWTIME AS ts), but %s's stores keep only its columns.", in.rel.Name)
+	}
+	return err.WithHint("%s has columns %s.", in.rel.Name, columnList(in.rel.Schema.Columns))
 }
 
 func (s *scope) hasAlias(name string) bool {
@@ -655,6 +698,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 				alias = it.Name
 			}
 			into.add(alias, scan.Columns)
+			into.items[len(into.items)-1].rel = r
 			return &RelationRel{Rel: r, Scan: scan}, nil
 		}
 		t, err := qp.resolveTable(it)

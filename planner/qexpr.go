@@ -89,51 +89,6 @@ func selectExprs(s *sql.Select, fn func(sql.Expr)) {
 	}
 }
 
-// needsQuery reports whether s must be planned as a catalog query: it
-// reads a catalog relation, or uses a construct only catalog queries
-// have.
-func needsQuery(s *sql.Select) bool {
-	if len(s.SetOps) > 0 || len(s.From) > 1 || len(s.With) > 0 || len(s.DistinctOn) > 0 || s.GroupingSets != nil {
-		return true
-	}
-	if len(s.From) == 1 {
-		t, ok := s.From[0].(*sql.TableRef)
-		if !ok {
-			return true
-		}
-		schema := strings.ToLower(t.Schema)
-		if schema != "" && schema != "public" {
-			return true // a catalog schema, or one that does not exist
-		}
-		if schema == "" {
-			if _, ok := catalog.LookupVirtual("", t.Name); ok {
-				return true
-			}
-		}
-	}
-	found := false
-	selectExprs(s, func(e sql.Expr) {
-		walkQuery(e, func(x sql.Expr) bool {
-			switch x := x.(type) {
-			case *sql.Subquery, *sql.InSubquery, *sql.Quantified, *sql.ArrayExpr, *sql.Subscript, *sql.FieldSelect:
-				found = true
-			case *sql.Func:
-				_, q := queryFuncs[x.Name]
-				_, srf := setReturningFuncs[x.Name]
-				if x.Over != nil || q || srf || queryAggregates[x.Name] || x.Filter != nil || len(x.OrderBy) > 0 || x.Distinct && x.Name != "count" {
-					found = true
-				}
-			case *sql.Cast:
-				if isPGType(x.Type) {
-					found = true
-				}
-			}
-			return !found
-		})
-	})
-	return found
-}
-
 // isPGType reports whether t is a type the relational engine's casts
 // and coercions handle (coerceExt, castPG): the system types, and
 // arrays, which columns may now hold but whose text form ('{1,2}') and
@@ -550,7 +505,7 @@ func (qp *queryPlanner) castPG(x Scalar, t catalog.Type, pos int) (Scalar, error
 		return x, nil
 	}
 	if c, ok := x.(*Const); ok {
-		return castPGConst(qp.snap, c, t, pos)
+		return castPGConst(qp.snapshot(), c, t, pos)
 	}
 	if p, ok := x.(*ParamRef); ok && p.T == catalog.Unknown {
 		b := &binder{params: qp.params}
@@ -771,45 +726,76 @@ func mapChildren(s Scalar, fn func(Scalar) Scalar) Scalar {
 		}
 		return out
 	}
+	// Each node is copied whole, then its children replaced, so no field
+	// is lost on the way (a cast's typmod, a call's record fields).
 	switch x := s.(type) {
 	case *Unary:
-		return &Unary{Op: x.Op, X: m(x.X), T: x.T}
+		c := *x
+		c.X = m(x.X)
+		return &c
 	case *Binary:
-		return &Binary{Op: x.Op, L: m(x.L), R: m(x.R), T: x.T}
+		c := *x
+		c.L, c.R = m(x.L), m(x.R)
+		return &c
 	case *IsNull:
-		return &IsNull{X: m(x.X), Not: x.Not}
+		c := *x
+		c.X = m(x.X)
+		return &c
 	case *In:
-		return &In{X: m(x.X), List: ms(x.List), Not: x.Not}
+		c := *x
+		c.X, c.List = m(x.X), ms(x.List)
+		return &c
 	case *Cast:
-		return &Cast{X: m(x.X), T: x.T}
+		c := *x
+		c.X = m(x.X)
+		return &c
 	case *Case:
-		c := &Case{T: x.T, Else: m(x.Else)}
+		c := *x
+		c.Else, c.Arms = m(x.Else), nil
 		for _, a := range x.Arms {
 			c.Arms = append(c.Arms, CaseArm{Cond: m(a.Cond), Result: m(a.Result)})
 		}
-		return c
+		return &c
 	case *Call:
-		return &Call{Name: x.Name, Args: ms(x.Args), T: x.T}
+		c := *x
+		c.Args = ms(x.Args)
+		return &c
 	case *SubLink:
 		c := *x
 		c.X = m(x.X)
 		return &c
 	case *ArrayLit:
-		return &ArrayLit{Elems: ms(x.Elems), T: x.T}
+		c := *x
+		c.Elems = ms(x.Elems)
+		return &c
 	case *ArrayCmp:
-		return &ArrayCmp{X: m(x.X), Op: x.Op, All: x.All, Arr: m(x.Arr)}
+		c := *x
+		c.X, c.Arr = m(x.X), m(x.Arr)
+		return &c
 	case *SubscriptOp:
-		return &SubscriptOp{X: m(x.X), Idx: m(x.Idx), T: x.T}
+		c := *x
+		c.X, c.Idx = m(x.X), m(x.Idx)
+		return &c
 	case *FieldOp:
-		return &FieldOp{X: m(x.X), Idx: x.Idx, Name: x.Name, T: x.T}
+		c := *x
+		c.X = m(x.X)
+		return &c
 	case *RegexMatch:
-		return &RegexMatch{X: m(x.X), Pattern: m(x.Pattern), CI: x.CI, Not: x.Not}
+		c := *x
+		c.X, c.Pattern = m(x.X), m(x.Pattern)
+		return &c
 	case *OpCall:
-		return &OpCall{Op: x.Op, L: m(x.L), R: m(x.R), T: x.T}
+		c := *x
+		c.L, c.R = m(x.L), m(x.R)
+		return &c
 	case *PGCast:
-		return &PGCast{X: m(x.X), T: x.T}
+		c := *x
+		c.X = m(x.X)
+		return &c
 	case *QCall:
-		return &QCall{Name: x.Name, Args: ms(x.Args), T: x.T, Fields: x.Fields}
+		c := *x
+		c.Args = ms(x.Args)
+		return &c
 	}
 	return s
 }

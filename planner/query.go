@@ -2,31 +2,31 @@ package planner
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/sql"
 )
 
-// # Catalog queries
+// # Relational queries
 //
-// A pull query reads one table or view (PullPlan's fast path). Queries
-// over pg_catalog and information_schema are another matter: psql's \d,
-// JDBC's DatabaseMetaData and SQLAlchemy's inspector join half a dozen
-// catalog relations, nest correlated subqueries, expand arrays with
-// set-returning functions and number rows with window functions. Those
-// are planned as a QueryPlan: a tree of relational operators (Rel) over
-// rows held in memory, which is fine because catalog relations are
-// small. The catalog-query engine runs it (query/query.go) against a catalog.PGSnapshot made
-// for the statement.
+// Every SELECT is planned here, as a QueryPlan: a tree of relational
+// operators (Rel) that the relational engine (package query) runs. A
+// stream, table or view is read through a RelationRel, the pull plan of
+// its rows, which the pull engine runs: each partition from the best
+// replica within the session's bounds, with the conditions on it pushed
+// into that read (qpush.go). pg_catalog's and information_schema's
+// relations are ScanRels over a catalog.PGSnapshot made for the
+// statement.
 //
-// PlanSelect picks the plan: a QueryPlan when the query reads a catalog
-// relation or uses a construct only this engine has (joins, subqueries,
-// arrays, window functions, UNION, catalog functions), else the
-// PullPlan, whose fast paths a plain SELECT of one relation keeps. A
-// QueryPlan reads a stream, table or view through a RelationRel: the
-// pull plan of all its rows, which the pull engine runs.
+// PlanSelect then applies the read rule (readrule.go): a query that is
+// all one relation's read is folded into that read, a PullPlan the pull
+// engine runs alone, so a key lookup or a filtered scan has no operator
+// between the stores and the client.
 //
 // # Scopes and correlation
 //
@@ -71,20 +71,44 @@ type RelationRel struct {
 }
 
 // relationScan returns the pull plan of every row of rel, with the
-// pseudo-columns (RelationRel.Scan).
+// pseudo-columns (RelationRel.Scan). Its row layout is the same each
+// time for one version of a relation, so it is made once per version
+// and shared: plans copy a scan before changing it.
 func relationScan(rel *catalog.Relation) *PullPlan {
-	p := &PullPlan{Rel: rel, Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}}
-	p.Input = append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)
-	if rel.Kind == catalog.KindStream {
-		p.Input = append(p.Input, RowtimeColumn)
+	shape := relationShape(rel)
+	return &PullPlan{Rel: rel, Limit: -1, Params: &Params{Types: map[int]catalog.Type{}},
+		Input: shape.input, Output: shape.output, Columns: shape.columns}
+}
+
+// scanShape is the row layout of a relation's scan.
+type scanShape struct {
+	input, columns []catalog.Column
+	output         []Scalar
+}
+
+// scanShapes caches scanShape by relation version; an entry goes when
+// its relation is collected (a DROP or ALTER makes a new version).
+var scanShapes sync.Map // weak.Pointer[catalog.Relation] → *scanShape
+
+func relationShape(rel *catalog.Relation) *scanShape {
+	key := weak.Make(rel)
+	if s, ok := scanShapes.Load(key); ok {
+		return s.(*scanShape)
 	}
-	for i, c := range p.Input {
-		p.Output = append(p.Output, &ColRef{Idx: i, T: c.Type, Name: c.Name})
+	s := &scanShape{input: append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)}
+	if rel.Kind == catalog.KindStream {
+		s.input = append(s.input, RowtimeColumn)
+	}
+	for i, c := range s.input {
+		s.output = append(s.output, &ColRef{Idx: i, T: c.Type, Name: c.Name})
 		c.Key = false
 		c.Hidden = c.Hidden || i >= len(rel.Schema.Columns)
-		p.Columns = append(p.Columns, c)
+		s.columns = append(s.columns, c)
 	}
-	return p
+	if _, loaded := scanShapes.LoadOrStore(key, s); !loaded {
+		runtime.AddCleanup(rel, func(k weak.Pointer[catalog.Relation]) { scanShapes.Delete(k) }, key)
+	}
+	return s
 }
 
 // ValuesRel produces one empty row: the FROM of a SELECT without one.
@@ -539,15 +563,17 @@ func (e *OpCall) String() string { return fmt.Sprintf("(%s %s %s)", e.L, e.Op, e
 func (e *PGCast) String() string { return fmt.Sprintf("CAST(%s AS %s)", e.X, e.T) }
 func (e *QCall) String() string  { return fmt.Sprintf("%s(%s)", e.Name, scalarList(e.Args)) }
 
-// planCatalogQuery plans a SELECT over the catalog. The top-level
-// LIMIT and OFFSET go to the PullPlan, where prepared statements set
-// them from parameters.
-func planCatalogQuery(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
+// PlanSelect plans a pull query over cat: every SELECT, whatever it
+// reads, is planned here as a relational query (planQuery), and then
+// the read rule (readrule.go) folds a query that is all one relation's
+// read (a lookup, a filtered scan, a grouping of one relation) into that
+// read, which the pull engine runs on each partition. Top-level LIMIT
+// and OFFSET go to the PullPlan, where prepared statements set them from
+// parameters. Relation errors are 42P01 and column errors 42703, with
+// positions.
+func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}}
 	qp := &queryPlanner{cat: cat, params: p.Params}
-	if cat != nil {
-		qp.snap = cat.PGSnapshot(catalog.SessionInfo{})
-	}
 	top := *s
 	top.Limit, top.Offset = nil, nil
 	q, err := qp.planQuery(&top, nil)
@@ -559,6 +585,9 @@ func planCatalogQuery(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
 	}
 	if p.Offset, err = constInt(s.Offset, "OFFSET", 0); err != nil {
 		return nil, err
+	}
+	if read := readRule(q, s, p); read != nil {
+		return read, nil
 	}
 	p.Query = q
 	// reg* values reach the client as names, records as text.

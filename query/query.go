@@ -37,7 +37,7 @@ type Reader func(ctx context.Context, scan *planner.PullPlan, admit func(catalog
 // reads the tables, views and streams it names (nil: it names none).
 func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader, emit func(catalog.Row) error) error {
 	e := env.WithContext(ctx)
-	e.Scope = &eval.Scope{Snap: sync.OnceValue(func() *catalog.PGSnapshot { return sessionSnapshot(&e) }), Mem: &eval.Memory{Limit: e.QueryMemory}}
+	e.Scope = &eval.Scope{Snap: sync.OnceValue(func() *catalog.PGSnapshot { return e.SessionSnapshot() }), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	mem := e.Scope.Mem
 	if read != nil {
 		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
@@ -97,14 +97,6 @@ func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader
 		}
 	}
 	return nil
-}
-
-// sessionSnapshot makes the statement's catalog snapshot.
-func sessionSnapshot(env *eval.Env) *catalog.PGSnapshot {
-	if env.Session == nil {
-		return catalog.New().PGSnapshot(catalog.SessionInfo{User: env.User, Database: env.Database, PID: env.PID})
-	}
-	return env.Session.Snapshot(env.Now)
 }
 
 // relOp is a compiled relational operator.
@@ -286,7 +278,7 @@ func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := runSRF(o.name, vals, o.types, env.Location())
+	out, err := eval.RunSRF(o.name, vals, o.types, env.Location())
 	if err != nil {
 		return nil, err
 	}
@@ -875,7 +867,7 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.R
 			if err != nil {
 				return nil, 0, err
 			}
-			res, err := runSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env.Location())
+			res, err := eval.RunSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env.Location())
 			if err != nil {
 				return nil, 0, err
 			}

@@ -1,15 +1,13 @@
-package query
+package eval
 
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/sql"
@@ -22,44 +20,32 @@ import (
 var startTime = time.Now().UTC().Truncate(time.Microsecond)
 
 // snapshotOf returns the catalog snapshot a catalog expression reads.
-func snapshotOf(env *eval.Env) *catalog.PGSnapshot {
+func snapshotOf(env *Env) *catalog.PGSnapshot {
 	if env.Scope != nil {
 		return env.Scope.Snap()
 	}
-	return sessionSnapshot(env)
+	return env.SessionSnapshot()
 }
 
-func init() { eval.Extend(compileQueryExpr) }
-
-// compileQueryExpr compiles the scalars of catalog queries; nil for any
-// other.
-func compileQueryExpr(s planner.Scalar) eval.Expr {
+// compileSystemExpr compiles the scalars of the system types and the
+// catalog's functions; nil for any other.
+func compileSystemExpr(s planner.Scalar) Expr {
 	switch s := s.(type) {
-	case *planner.OuterRef:
-		depth, idx := s.Depth, s.Idx
-		return func(_ catalog.Row, env *eval.Env) (any, error) {
-			if env.Scope == nil || len(env.Scope.Outer) < depth {
-				return nil, pgerr.New(pgerr.InternalError, "outer reference %s without an outer row", s)
-			}
-			return env.Scope.Outer[len(env.Scope.Outer)-depth][idx], nil
-		}
-	case *planner.SubLink:
-		return compileSubLink(s)
 	case *planner.ArrayLit:
-		elems := make([]eval.Expr, len(s.Elems))
+		elems := make([]Expr, len(s.Elems))
 		for i, e := range s.Elems {
-			elems[i] = eval.Compile(e)
+			elems[i] = Compile(e)
 		}
-		return func(row catalog.Row, env *eval.Env) (any, error) {
-			vals, err := eval.EvalAll(elems, row, env)
+		return func(row catalog.Row, env *Env) (any, error) {
+			vals, err := EvalAll(elems, row, env)
 			if err != nil {
 				return nil, err
 			}
 			return []any(vals), nil
 		}
 	case *planner.ArrayCmp:
-		x, arr, op, all := eval.Compile(s.X), eval.Compile(s.Arr), s.Op, s.All
-		return func(row catalog.Row, env *eval.Env) (any, error) {
+		x, arr, op, all := Compile(s.X), Compile(s.Arr), s.Op, s.All
+		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
 			if err != nil {
 				return nil, err
@@ -68,15 +54,15 @@ func compileQueryExpr(s planner.Scalar) eval.Expr {
 			if a == nil || err != nil {
 				return nil, err
 			}
-			return quantify(v, a.([]any), op, all)
+			return Quantify(v, a.([]any), op, all)
 		}
 	case *planner.SubscriptOp:
-		x, idx := eval.Compile(s.X), eval.Compile(s.Idx)
+		x, idx := Compile(s.X), Compile(s.Idx)
 		lower := int64(1)
 		if t := s.X.Type(); t == catalog.Int2Vector || t == catalog.OidVector {
 			lower = 0
 		}
-		return func(row catalog.Row, env *eval.Env) (any, error) {
+		return func(row catalog.Row, env *Env) (any, error) {
 			a, err := x(row, env)
 			if a == nil || err != nil {
 				return nil, err
@@ -93,8 +79,8 @@ func compileQueryExpr(s planner.Scalar) eval.Expr {
 			return vals[k], nil
 		}
 	case *planner.FieldOp:
-		x, idx := eval.Compile(s.X), s.Idx
-		return func(row catalog.Row, env *eval.Env) (any, error) {
+		x, idx := Compile(s.X), s.Idx
+		return func(row catalog.Row, env *Env) (any, error) {
 			v, err := x(row, env)
 			if v == nil || err != nil {
 				return nil, err
@@ -106,10 +92,10 @@ func compileQueryExpr(s planner.Scalar) eval.Expr {
 			return rec[idx], nil
 		}
 	case *planner.RegexMatch:
-		return compileRegex(s)
+		return compileRegexMatch(s)
 	case *planner.OpCall:
-		l, r, op := eval.Compile(s.L), eval.Compile(s.R), s.Op
-		return func(row catalog.Row, env *eval.Env) (any, error) {
+		l, r, op := Compile(s.L), Compile(s.R), s.Op
+		return func(row catalog.Row, env *Env) (any, error) {
 			a, err := l(row, env)
 			if err != nil {
 				return nil, err
@@ -120,7 +106,7 @@ func compileQueryExpr(s planner.Scalar) eval.Expr {
 			}
 			switch op {
 			case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
-				same := a == nil && b == nil || a != nil && b != nil && eval.Compare(a, b) == 0
+				same := a == nil && b == nil || a != nil && b != nil && Compare(a, b) == 0
 				return same == (op == "IS NOT DISTINCT FROM"), nil
 			}
 			if op == "||" {
@@ -145,8 +131,8 @@ func compileQueryExpr(s planner.Scalar) eval.Expr {
 	return nil
 }
 
-// quantify is v op ANY|ALL (vals) with SQL's NULL logic.
-func quantify(v any, vals []any, op string, all bool) (any, error) {
+// Quantify is v op ANY|ALL (vals) with SQL's NULL logic.
+func Quantify(v any, vals []any, op string, all bool) (any, error) {
 	if v == nil {
 		if len(vals) == 0 {
 			return all, nil
@@ -159,7 +145,7 @@ func quantify(v any, vals []any, op string, all bool) (any, error) {
 			sawNull = true
 			continue
 		}
-		res, err := eval.BinaryOp(op, catalog.Unknown, v, w)
+		res, err := BinaryOp(op, catalog.Unknown, v, w)
 		if err != nil {
 			return nil, err
 		}
@@ -176,85 +162,12 @@ func quantify(v any, vals []any, op string, all bool) (any, error) {
 	return all, nil
 }
 
-// compileSubLink compiles a subquery expression. An uncorrelated
-// subquery runs once per statement; a correlated one once per row.
-func compileSubLink(s *planner.SubLink) eval.Expr {
-	sub := compileRel(s.Query.Root)
-	var x eval.Expr
-	if s.X != nil {
-		x = eval.Compile(s.X)
-	}
-	var (
-		cached []catalog.Row
-		done   bool
-	)
-	run := func(row catalog.Row, env *eval.Env) ([]catalog.Row, error) {
-		if !s.Query.Correlated && done {
-			return cached, nil
-		}
-		rows, held, err := input(sub, env.WithOuter(row))
-		if err != nil {
-			return nil, err
-		}
-		if !s.Query.Correlated {
-			// Kept for the statement.
-			cached, done = rows, true
-			env.Scope.Mem.Pin(held)
-		} else {
-			// The caller only reads them to make its value.
-			release(env, held)
-		}
-		return rows, nil
-	}
-	return func(row catalog.Row, env *eval.Env) (any, error) {
-		if env.Scope == nil {
-			return nil, pgerr.New(pgerr.InternalError, "subquery outside a catalog query")
-		}
-		rows, err := run(row, env)
-		if err != nil {
-			return nil, err
-		}
-		switch s.Kind {
-		case planner.SubLinkExists:
-			return len(rows) > 0, nil
-		case planner.SubLinkArray:
-			out := make([]any, len(rows))
-			for i, r := range rows {
-				out[i] = r[0]
-			}
-			return out, nil
-		case planner.SubLinkAny, planner.SubLinkAll:
-			v, err := x(row, env)
-			if err != nil {
-				return nil, err
-			}
-			vals := make([]any, len(rows))
-			for i, r := range rows {
-				vals[i] = r[0]
-			}
-			return quantify(v, vals, s.Op, s.Kind == planner.SubLinkAll)
-		}
-		switch len(rows) {
-		case 0:
-			return nil, nil
-		case 1:
-			return rows[0][0], nil
-		}
-		return nil, pgerr.New(pgerr.CardinalityViolation, "more than one row returned by a subquery used as an expression")
-	}
-}
-
-// regexCache holds compiled patterns; psql sends the same few over and
-// over.
-var regexCache sync.Map // string → *regexp.Regexp
-
-// compileRegex compiles ~ and friends. Postgres's advanced regular
-// expressions and Go's RE2 agree on what catalog queries use (anchors,
-// groups, alternation, classes).
-func compileRegex(s *planner.RegexMatch) eval.Expr {
-	x, p := eval.Compile(s.X), eval.Compile(s.Pattern)
+// compileRegexMatch compiles ~ and friends, over the patterns
+// compileRegex makes (and caches) for the regexp_ functions.
+func compileRegexMatch(s *planner.RegexMatch) Expr {
+	x, p := Compile(s.X), Compile(s.Pattern)
 	ci, not := s.CI, s.Not
-	return func(row catalog.Row, env *eval.Env) (any, error) {
+	return func(row catalog.Row, env *Env) (any, error) {
 		v, err := x(row, env)
 		if v == nil || err != nil {
 			return nil, err
@@ -263,26 +176,22 @@ func compileRegex(s *planner.RegexMatch) eval.Expr {
 		if pat == nil || err != nil {
 			return nil, err
 		}
-		key := pat.(string)
+		flags := ""
 		if ci {
-			key = "(?i)" + key
+			flags = "i"
 		}
-		re, ok := regexCache.Load(key)
-		if !ok {
-			c, err := regexp.Compile(key)
-			if err != nil {
-				return nil, pgerr.New(pgerr.InvalidRegularExpression, "invalid regular expression: %v", err)
-			}
-			re, _ = regexCache.LoadOrStore(key, c)
+		re, _, err := compileRegex(pat.(string), flags, "~")
+		if err != nil {
+			return nil, err
 		}
-		return re.(*regexp.Regexp).MatchString(v.(string)) != not, nil
+		return re.MatchString(v.(string)) != not, nil
 	}
 }
 
 // compilePGCast compiles a cast involving a system type.
-func compilePGCast(s *planner.PGCast) eval.Expr {
-	x, from, to := eval.Compile(s.X), s.X.Type(), s.T
-	return func(row catalog.Row, env *eval.Env) (any, error) {
+func compilePGCast(s *planner.PGCast) Expr {
+	x, from, to := Compile(s.X), s.X.Type(), s.T
+	return func(row catalog.Row, env *Env) (any, error) {
 		v, err := x(row, env)
 		if v == nil || err != nil {
 			return nil, err
@@ -291,7 +200,7 @@ func compilePGCast(s *planner.PGCast) eval.Expr {
 	}
 }
 
-func castPGValue(v any, from, to catalog.Type, env *eval.Env) (any, error) {
+func castPGValue(v any, from, to catalog.Type, env *Env) (any, error) {
 	switch {
 	case to.IsReg():
 		if s, ok := v.(string); ok {
@@ -337,7 +246,7 @@ func castPGValue(v any, from, to catalog.Type, env *eval.Env) (any, error) {
 }
 
 // qfunc implements a catalog function over its evaluated arguments.
-type qfunc func(args []any, env *eval.Env) (any, error)
+type qfunc func(args []any, env *Env) (any, error)
 
 // nonStrictFuncs see NULL arguments; every other catalog function
 // returns NULL when an argument is NULL.
@@ -347,15 +256,15 @@ var nonStrictFuncs = map[string]bool{
 	"obj_description": true, "string_to_array": true,
 }
 
-func compileQCall(c *planner.QCall) eval.Expr {
-	args := make([]eval.Expr, len(c.Args))
+func compileQCall(c *planner.QCall) Expr {
+	args := make([]Expr, len(c.Args))
 	for i, a := range c.Args {
-		args[i] = eval.Compile(a)
+		args[i] = Compile(a)
 	}
 	fn := queryFuncImpl(c)
 	strict := !nonStrictFuncs[c.Name]
-	return func(row catalog.Row, env *eval.Env) (any, error) {
-		vals, err := eval.EvalAll(args, row, env)
+	return func(row catalog.Row, env *Env) (any, error) {
+		vals, err := EvalAll(args, row, env)
 		if err != nil {
 			return nil, err
 		}
@@ -377,7 +286,7 @@ func argOr(args []any, i int, def any) any {
 	return def
 }
 
-func constant(v any) qfunc { return func([]any, *eval.Env) (any, error) { return v, nil } }
+func constant(v any) qfunc { return func([]any, *Env) (any, error) { return v, nil } }
 
 // queryFuncImpl returns the implementation of a catalog function.
 func queryFuncImpl(c *planner.QCall) qfunc {
@@ -389,14 +298,14 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	}
 	switch c.Name {
 	case "format_type":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
 			return catalog.FormatType(a[0].(int64), argOr(a, 1, int64(-1)).(int64)), nil
 		}
 	case "pg_table_is_visible":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			nsp, ok := snapshotOf(env).RelationNamespace(a[0].(int64))
 			if !ok {
 				return nil, nil
@@ -408,14 +317,14 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 		"pg_ts_config_is_visible", "pg_ts_dict_is_visible", "pg_ts_parser_is_visible", "pg_ts_template_is_visible":
 		return constant(true)
 	case "pg_get_userbyid":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0].(int64) == catalog.RoleOID {
 				return env.User, nil
 			}
 			return fmt.Sprintf("unknown (OID=%d)", a[0].(int64)), nil
 		}
 	case "obj_description":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
@@ -435,16 +344,16 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	case "col_description":
 		return constant(nil)
 	case "shobj_description":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0].(int64) == catalog.DatabaseOID && strings.EqualFold(a[1].(string), "pg_database") {
 				return "basin streaming materialized views", nil
 			}
 			return nil, nil
 		}
 	case "pg_get_expr":
-		return func(a []any, _ *eval.Env) (any, error) { return a[0], nil }
+		return func(a []any, _ *Env) (any, error) { return a[0], nil }
 	case "pg_get_indexdef":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
@@ -463,7 +372,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return catalog.QuoteIdent(r.Schema.Columns[keys[col-1]].Name), nil
 		}
 	case "pg_get_constraintdef":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
@@ -474,7 +383,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return catalog.ConstraintDef(r), nil
 		}
 	case "pg_get_viewdef":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
@@ -497,7 +406,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return " " + snap.ViewDefinition(r) + ";", nil
 		}
 	case "pg_get_function_result":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			for _, p := range catalog.Procs() {
 				if p.OID == a[0].(int64) {
 					t := catalog.FormatType(p.RetType, -1)
@@ -510,7 +419,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return nil, nil
 		}
 	case "pg_get_functiondef":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			for _, p := range catalog.Procs() {
 				if p.OID == a[0].(int64) {
 					return fmt.Sprintf("-- %s is built into basin\n", p.Name), nil
@@ -519,7 +428,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return nil, nil
 		}
 	case "pg_get_function_arguments", "pg_get_function_identity_arguments":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			for _, p := range catalog.Procs() {
 				if p.OID == a[0].(int64) {
 					names := make([]string, len(p.Args))
@@ -538,9 +447,9 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	case "pg_relation_is_publishable", "pg_is_in_recovery":
 		return constant(false)
 	case "quote_ident":
-		return func(a []any, _ *eval.Env) (any, error) { return catalog.QuoteIdent(a[0].(string)), nil }
+		return func(a []any, _ *Env) (any, error) { return catalog.QuoteIdent(a[0].(string)), nil }
 	case "quote_literal", "quote_nullable":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			if a[0] == nil {
 				return "NULL", nil
 			}
@@ -552,12 +461,12 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return q, nil
 		}
 	case "btrim":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			return strings.Trim(a[0].(string), argOr(a, 1, " ").(string)), nil
 		}
 	case "array_to_string":
 		t := argType(0)
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			if a[0] == nil || a[1] == nil {
 				return nil, nil
 			}
@@ -579,7 +488,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 		if t == catalog.Int2Vector || t == catalog.OidVector {
 			lower = 0
 		}
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			n := int64(len(a[0].([]any)))
 			if c.Name == "cardinality" {
 				return n, nil
@@ -596,7 +505,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return lower + n - 1, nil
 		}
 	case "string_to_array":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			if a[0] == nil {
 				return nil, nil
 			}
@@ -624,7 +533,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return out, nil
 		}
 	case "current_schemas":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			var out []any
 			if a[0] == true {
 				out = append(out, "pg_catalog")
@@ -647,7 +556,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return out, nil
 		}
 	case "pg_encoding_to_char":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			switch a[0].(int64) {
 			case 6:
 				return "UTF8", nil
@@ -657,7 +566,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			return "", nil
 		}
 	case "pg_char_to_encoding":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			switch strings.ToUpper(a[0].(string)) {
 			case "UTF8", "UTF-8", "UNICODE":
 				return int64(6), nil
@@ -669,13 +578,13 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	case "pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size", "pg_database_size":
 		return constant(int64(0))
 	case "pg_size_pretty":
-		return func(a []any, _ *eval.Env) (any, error) { return sizePretty(a[0].(int64)), nil }
+		return func(a []any, _ *Env) (any, error) { return sizePretty(a[0].(int64)), nil }
 	case "pg_postmaster_start_time", "pg_conf_load_time":
 		return constant(startTime)
 	case "pg_tablespace_location":
 		return constant("")
 	case "to_regclass", "to_regtype", "to_regproc", "to_regnamespace":
-		return func(a []any, env *eval.Env) (any, error) {
+		return func(a []any, env *Env) (any, error) {
 			oid, err := planner.RegByName(snapshotOf(env), a[0].(string), c.T)
 			if err != nil {
 				return nil, nil
@@ -684,9 +593,9 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 		}
 	case "pg_typeof":
 		oid := int64(argType(0).OID())
-		return func([]any, *eval.Env) (any, error) { return oid, nil }
+		return func([]any, *Env) (any, error) { return oid, nil }
 	case "json_build_object":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			if len(a)%2 != 0 {
 				return nil, pgerr.New(pgerr.InvalidParameterValue, "argument list must have even number of elements")
 			}
@@ -719,11 +628,11 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 		for i := range c.Args {
 			types[i] = argType(i)
 		}
-		return func(a []any, _ *eval.Env) (any, error) { return formatFunc(a, types) }
+		return func(a []any, _ *Env) (any, error) { return formatFunc(a, types) }
 	case "user", "current_role":
-		return func(_ []any, env *eval.Env) (any, error) { return env.User, nil }
+		return func(_ []any, env *Env) (any, error) { return env.User, nil }
 	case "parse_ident":
-		return func(a []any, _ *eval.Env) (any, error) {
+		return func(a []any, _ *Env) (any, error) {
 			parts := catalog.SplitQualifiedName(a[0].(string))
 			out := make([]any, len(parts))
 			for i, p := range parts {
@@ -738,7 +647,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	if f := regexpQueryFuncs[c.Name]; f != nil {
 		return f
 	}
-	return func([]any, *eval.Env) (any, error) {
+	return func([]any, *Env) (any, error) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s is not implemented", c.Name)
 	}
 }
@@ -783,9 +692,9 @@ func sizePretty(size int64) string {
 // maxSRFRows bounds what one set-returning function call may produce.
 const maxSRFRows = 1_000_000
 
-// runSRF runs a set-returning function; each value is one row (a []any
+// RunSRF runs a set-returning function; each value is one row (a []any
 // record for functions of several columns).
-func runSRF(name string, args []any, types []catalog.Type, loc *time.Location) ([]any, error) {
+func RunSRF(name string, args []any, types []catalog.Type, loc *time.Location) ([]any, error) {
 	for _, a := range args {
 		if a == nil {
 			return nil, nil

@@ -1,10 +1,9 @@
-package query
+package eval
 
 import (
 	"time"
 
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -26,7 +25,7 @@ func timeSeries(args []any, types []catalog.Type, loc *time.Location) ([]any, er
 			return nil, pgerr.New(pgerr.ProgramLimitExceeded, "generate_series over catalog queries is limited to %d rows", maxSRFRows)
 		}
 		out = append(out, v)
-		next, err := eval.DatetimeOp("+", t, v, step, loc)
+		next, err := DatetimeOp("+", t, v, step, loc)
 		if err != nil {
 			return nil, err
 		}

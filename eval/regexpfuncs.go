@@ -1,9 +1,8 @@
-package query
+package eval
 
 import (
 	"regexp"
 
-	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 )
 
@@ -11,7 +10,7 @@ import (
 // regexp_split_to_table, over eval's Postgres-flavoured patterns.
 
 var regexpQueryFuncs = map[string]qfunc{
-	"regexp_match": func(a []any, _ *eval.Env) (any, error) {
+	"regexp_match": func(a []any, _ *Env) (any, error) {
 		re, global, err := regexpArgs("regexp_match", a)
 		if err != nil {
 			return nil, err
@@ -26,7 +25,7 @@ var regexpQueryFuncs = map[string]qfunc{
 		}
 		return matchArray(a[0].(string), re, m), nil
 	},
-	"regexp_split_to_array": func(a []any, _ *eval.Env) (any, error) {
+	"regexp_split_to_array": func(a []any, _ *Env) (any, error) {
 		re, global, err := regexpArgs("regexp_split_to_array", a)
 		if err != nil {
 			return nil, err
@@ -45,7 +44,7 @@ func regexpArgs(fn string, a []any) (*regexp.Regexp, bool, error) {
 	if len(a) > 2 {
 		flags = a[2].(string)
 	}
-	return eval.CompileRegexp(a[1].(string), flags, fn)
+	return CompileRegexp(a[1].(string), flags, fn)
 }
 
 // matchArray is a match's captured groups, or the whole match when the
