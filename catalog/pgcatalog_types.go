@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -195,8 +196,9 @@ type ProcInfo struct {
 
 var funcRegistry struct {
 	sync.Mutex
-	fns   []FunctionInfo
-	procs []ProcInfo // built on first use
+	fns     []FunctionInfo
+	sources []func() []FunctionInfo
+	procs   []ProcInfo // built on first use
 }
 
 // RegisterFunctions adds SQL functions to pg_proc. The planner registers
@@ -205,6 +207,16 @@ func RegisterFunctions(fns ...FunctionInfo) {
 	funcRegistry.Lock()
 	defer funcRegistry.Unlock()
 	funcRegistry.fns = append(funcRegistry.fns, fns...)
+	funcRegistry.procs = nil
+}
+
+// RegisterFunctionSource adds the functions src lists to pg_proc. src
+// is called once, when pg_proc is first read: after every package's
+// init, so it sees every function registered from any of them.
+func RegisterFunctionSource(src func() []FunctionInfo) {
+	funcRegistry.Lock()
+	defer funcRegistry.Unlock()
+	funcRegistry.sources = append(funcRegistry.sources, src)
 	funcRegistry.procs = nil
 }
 
@@ -235,11 +247,25 @@ func Procs() []ProcInfo {
 		next++
 	}
 	fns := append([]FunctionInfo{}, funcRegistry.fns...)
+	for _, src := range funcRegistry.sources {
+		fns = append(fns, src()...)
+	}
+	// A total order, so that every node gives each function one oid.
 	sort.SliceStable(fns, func(i, j int) bool {
-		if fns[i].Name != fns[j].Name {
-			return fns[i].Name < fns[j].Name
+		a, b := fns[i], fns[j]
+		if a.Name != b.Name {
+			return a.Name < b.Name
 		}
-		return len(fns[i].Args) < len(fns[j].Args)
+		if len(a.Args) != len(b.Args) {
+			return len(a.Args) < len(b.Args)
+		}
+		if c := slices.Compare(a.Args, b.Args); c != 0 {
+			return c < 0
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.RetType < b.RetType
 	})
 	next = 9000
 	for _, f := range fns {

@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -125,8 +124,6 @@ func compileSystemExpr(s planner.Scalar) Expr {
 		}
 	case *planner.PGCast:
 		return compilePGCast(s)
-	case *planner.QCall:
-		return compileQCall(s)
 	}
 	return nil
 }
@@ -251,17 +248,18 @@ type qfunc func(args []any, env *Env) (any, error)
 // nonStrictFuncs see NULL arguments; every other catalog function
 // returns NULL when an argument is NULL.
 var nonStrictFuncs = map[string]bool{
-	"format_type": true, "quote_nullable": true, "format": true, "json_build_object": true, "array_to_string": true,
+	"format_type": true, "quote_nullable": true, "format": true, "array_to_string": true,
 	"pg_get_viewdef": true, "pg_get_indexdef": true, "pg_get_constraintdef": true, "pg_get_expr": true,
 	"obj_description": true, "string_to_array": true,
 }
 
-func compileQCall(c *planner.QCall) Expr {
-	args := make([]Expr, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = Compile(a)
+// compileCatalogCall compiles a call of a catalog function; nil for
+// any other function.
+func compileCatalogCall(c *planner.Call, args []Expr) Expr {
+	fn := catalogFuncImpl(c)
+	if fn == nil {
+		return nil
 	}
-	fn := queryFuncImpl(c)
 	strict := !nonStrictFuncs[c.Name]
 	return func(row catalog.Row, env *Env) (any, error) {
 		vals, err := EvalAll(args, row, env)
@@ -288,8 +286,8 @@ func argOr(args []any, i int, def any) any {
 
 func constant(v any) qfunc { return func([]any, *Env) (any, error) { return v, nil } }
 
-// queryFuncImpl returns the implementation of a catalog function.
-func queryFuncImpl(c *planner.QCall) qfunc {
+// catalogFuncImpl returns the implementation of a catalog function.
+func catalogFuncImpl(c *planner.Call) qfunc {
 	argType := func(i int) catalog.Type {
 		if i < len(c.Args) {
 			return c.Args[i].Type()
@@ -460,10 +458,6 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 			}
 			return q, nil
 		}
-	case "btrim":
-		return func(a []any, _ *Env) (any, error) {
-			return strings.Trim(a[0].(string), argOr(a, 1, " ").(string)), nil
-		}
 	case "array_to_string":
 		t := argType(0)
 		return func(a []any, _ *Env) (any, error) {
@@ -594,29 +588,6 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	case "pg_typeof":
 		oid := int64(argType(0).OID())
 		return func([]any, *Env) (any, error) { return oid, nil }
-	case "json_build_object":
-		return func(a []any, _ *Env) (any, error) {
-			if len(a)%2 != 0 {
-				return nil, pgerr.New(pgerr.InvalidParameterValue, "argument list must have even number of elements")
-			}
-			var b strings.Builder
-			b.WriteByte('{')
-			for i := 0; i < len(a); i += 2 {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				if a[i] == nil {
-					return nil, pgerr.New(pgerr.NullValueNotAllowedDataException, "null value not allowed for object key")
-				}
-				k, _ := json.Marshal(planner.FormatValue(a[i]))
-				b.Write(k)
-				b.WriteString(" : ")
-				v, _ := json.Marshal(a[i+1])
-				b.Write(v)
-			}
-			b.WriteByte('}')
-			return b.String(), nil
-		}
 	case "txid_current", "pg_current_xact_id":
 		return constant(int64(1))
 	case "getdatabaseencoding":
@@ -647,9 +618,7 @@ func queryFuncImpl(c *planner.QCall) qfunc {
 	if f := regexpQueryFuncs[c.Name]; f != nil {
 		return f
 	}
-	return func([]any, *Env) (any, error) {
-		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s is not implemented", c.Name)
-	}
+	return nil
 }
 
 // formatElem formats an array element as its text output.

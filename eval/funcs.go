@@ -173,6 +173,9 @@ func compileCall(s *planner.Call) Expr {
 	if mk := exprFuncs[s.Name]; mk != nil {
 		return mk(s, args)
 	}
+	if e := compileCatalogCall(s, args); e != nil {
+		return e
+	}
 	fn := strictFuncs[s.Name]
 	if fn == nil {
 		return func(catalog.Row, *Env) (any, error) {

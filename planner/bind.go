@@ -842,7 +842,7 @@ func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
 		}
 		args[i] = s
 	}
-	return bindScalarFunc(e.Name, args, e.Pos)
+	return b.bindScalarFunc(e.Name, args, e.Pos)
 }
 
 func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {

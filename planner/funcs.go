@@ -15,6 +15,8 @@ type funcSig struct {
 	result           func(args []Scalar) (catalog.Type, error)
 	// argType, when set, is the type every argument is coerced to.
 	argType catalog.Type
+	// sys, for a catalog function (qfuncs.go), types it instead.
+	sys *qfuncSig
 }
 
 func fixed(t catalog.Type) func([]Scalar) (catalog.Type, error) {
@@ -50,57 +52,57 @@ func commonArgs(args []Scalar) (catalog.Type, error) {
 }
 
 var scalarFuncs = map[string]funcSig{
-	"lower":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
-	"upper":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
-	"length":            {1, 1, fixed(catalog.Int), catalog.Varchar},
-	"char_length":       {1, 1, fixed(catalog.Int), catalog.Varchar},
-	"trim":              {1, 1, fixed(catalog.Varchar), catalog.Varchar},
-	"ltrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
-	"rtrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar},
-	"replace":           {3, 3, fixed(catalog.Varchar), catalog.Varchar},
-	"substr":            {2, 3, fixed(catalog.Varchar), catalog.Unknown},
-	"substring":         {2, 3, fixed(catalog.Varchar), catalog.Unknown},
-	"concat":            {1, -1, fixed(catalog.Varchar), catalog.Varchar},
-	"abs":               {1, 1, numericArg, catalog.Unknown},
-	"round":             {1, 2, fixed(catalog.Double), catalog.Unknown},
-	"floor":             {1, 1, fixed(catalog.Double), catalog.Double},
-	"ceil":              {1, 1, fixed(catalog.Double), catalog.Double},
-	"ceiling":           {1, 1, fixed(catalog.Double), catalog.Double},
-	"sqrt":              {1, 1, fixed(catalog.Double), catalog.Double},
-	"coalesce":          {1, -1, commonArgs, catalog.Unknown},
-	"nullif":            {2, 2, firstArg, catalog.Unknown},
-	"greatest":          {1, -1, commonArgs, catalog.Unknown},
-	"least":             {1, -1, commonArgs, catalog.Unknown},
-	"now":               {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
-	"date_trunc":        {2, 2, fixed(catalog.Timestamp), catalog.Unknown},
-	"date_part":         {2, 2, fixed(catalog.Double), catalog.Unknown},
-	"extract":           {2, 2, fixed(catalog.Double), catalog.Unknown},
-	"current_timestamp": {0, 0, fixed(catalog.Timestamp), catalog.Unknown},
-	"version":           {0, 0, fixed(catalog.Varchar), catalog.Unknown},
-	"current_database":  {0, 0, fixed(catalog.Varchar), catalog.Unknown},
-	"current_schema":    {0, 0, fixed(catalog.Varchar), catalog.Unknown},
-	"current_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
-	"session_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown},
-	"pg_backend_pid":    {0, 0, fixed(catalog.Int), catalog.Unknown},
+	"lower":             {1, 1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"upper":             {1, 1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"length":            {1, 1, fixed(catalog.Int), catalog.Varchar, nil},
+	"char_length":       {1, 1, fixed(catalog.Int), catalog.Varchar, nil},
+	"trim":              {1, 1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"ltrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"rtrim":             {1, 1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"replace":           {3, 3, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"substr":            {2, 3, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"substring":         {2, 3, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"concat":            {1, -1, fixed(catalog.Varchar), catalog.Varchar, nil},
+	"abs":               {1, 1, numericArg, catalog.Unknown, nil},
+	"round":             {1, 2, fixed(catalog.Double), catalog.Unknown, nil},
+	"floor":             {1, 1, fixed(catalog.Double), catalog.Double, nil},
+	"ceil":              {1, 1, fixed(catalog.Double), catalog.Double, nil},
+	"ceiling":           {1, 1, fixed(catalog.Double), catalog.Double, nil},
+	"sqrt":              {1, 1, fixed(catalog.Double), catalog.Double, nil},
+	"coalesce":          {1, -1, commonArgs, catalog.Unknown, nil},
+	"nullif":            {2, 2, firstArg, catalog.Unknown, nil},
+	"greatest":          {1, -1, commonArgs, catalog.Unknown, nil},
+	"least":             {1, -1, commonArgs, catalog.Unknown, nil},
+	"now":               {0, 0, fixed(catalog.Timestamp), catalog.Unknown, nil},
+	"date_trunc":        {2, 2, fixed(catalog.Timestamp), catalog.Unknown, nil},
+	"date_part":         {2, 2, fixed(catalog.Double), catalog.Unknown, nil},
+	"extract":           {2, 2, fixed(catalog.Double), catalog.Unknown, nil},
+	"current_timestamp": {0, 0, fixed(catalog.Timestamp), catalog.Unknown, nil},
+	"version":           {0, 0, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"current_database":  {0, 0, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"current_schema":    {0, 0, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"current_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"session_user":      {0, 0, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"pg_backend_pid":    {0, 0, fixed(catalog.Int), catalog.Unknown, nil},
 	// pg_cancel_backend and pg_terminate_backend signal a session of
 	// the node the statement runs on.
-	"pg_cancel_backend":    {1, 1, fixed(catalog.Boolean), catalog.Int},
-	"pg_terminate_backend": {1, 2, fixed(catalog.Boolean), catalog.BigInt},
-	"current_setting":      {1, 2, fixed(catalog.Varchar), catalog.Unknown},
-	"pg_sleep":             {1, 1, fixed(catalog.Unknown), catalog.Double},
-	"set_config":           {3, 3, fixed(catalog.Varchar), catalog.Unknown},
+	"pg_cancel_backend":    {1, 1, fixed(catalog.Boolean), catalog.Int, nil},
+	"pg_terminate_backend": {1, 2, fixed(catalog.Boolean), catalog.BigInt, nil},
+	"current_setting":      {1, 2, fixed(catalog.Varchar), catalog.Unknown, nil},
+	"pg_sleep":             {1, 1, fixed(catalog.Unknown), catalog.Double, nil},
+	"set_config":           {3, 3, fixed(catalog.Varchar), catalog.Unknown, nil},
 	// basin has no privileges: every role may do everything, so the
 	// has_*_privilege family answers true for any arguments.
-	"has_table_privilege":      {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_column_privilege":     {3, 4, fixed(catalog.Boolean), catalog.Unknown},
-	"has_any_column_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_schema_privilege":     {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_database_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_function_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_sequence_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_type_privilege":       {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"has_tablespace_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown},
-	"pg_has_role":              {2, 3, fixed(catalog.Boolean), catalog.Unknown},
+	"has_table_privilege":      {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_column_privilege":     {3, 4, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_any_column_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_schema_privilege":     {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_database_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_function_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_sequence_privilege":   {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_type_privilege":       {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"has_tablespace_privilege": {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
+	"pg_has_role":              {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},
 }
 
 // FuncNeedsSession reports whether a function reads the session (exec
@@ -113,7 +115,9 @@ func FuncNeedsSession(name string) bool {
 	return false
 }
 
-func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
+// bindScalarFunc binds a call of a function of the registry,
+// scalarFuncs, which every family of functions adds to.
+func (b *binder) bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 	name = blobFuncName(name, args)
 	if name, args = atTimeZoneArgs(name, args); name == "timezone" && len(args) == 2 {
 		return bindAtTimeZone(args, pos)
@@ -129,6 +133,9 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 	if len(args) < sig.minArgs || (sig.maxArgs >= 0 && len(args) > sig.maxArgs) {
 		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", name, argTypes(args)).WithPosition(pos).
 			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
+	}
+	if sig.sys != nil {
+		return b.bindCatalogFunc(name, *sig.sys, args, pos)
 	}
 	if bind := funcBinders[name]; bind != nil {
 		args, t, err := bind(args, pos)
@@ -209,8 +216,7 @@ func bindScalarFunc(name string, args []Scalar, pos int) (Scalar, error) {
 				// numbers as numbers: nullif(n, 9.6) must not round 9.6.
 				continue
 			}
-			b := binder{}
-			if args[i], err = b.coerce(args[i], t, pos, name); err != nil {
+			if args[i], err = (&binder{}).coerce(args[i], t, pos, name); err != nil {
 				return nil, err
 			}
 		}

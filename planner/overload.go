@@ -110,6 +110,9 @@ func implicitlyWidens(from, to catalog.Type) bool {
 // type. Their scalarFuncs entries only bound the argument count.
 var funcBinders = map[string]func(args []Scalar, pos int) ([]Scalar, catalog.Type, error){}
 
+// overloads are the signatures of each overloaded function, for pg_proc.
+var overloads = map[string][]overload{}
+
 // overloaded registers a function with the given overloads.
 func overloaded(name string, ovs ...overload) {
 	lo, hi := 1<<30, 0
@@ -125,6 +128,7 @@ func overloaded(name string, ovs ...overload) {
 		}
 	}
 	scalarFuncs[name] = funcSig{minArgs: lo, maxArgs: hi}
+	overloads[name] = ovs
 	funcBinders[name] = func(args []Scalar, pos int) ([]Scalar, catalog.Type, error) {
 		return resolveOverload(name, ovs, args, pos)
 	}

@@ -1007,7 +1007,7 @@ func (s *winSlot) String() string     { return fmt.Sprintf("$window%d", s.i) }
 // recordFields names the fields of a record-valued expression.
 func (b *binder) recordFields(e Scalar) []catalog.Column {
 	switch e := e.(type) {
-	case *QCall:
+	case *Call:
 		return e.Fields
 	case *srfSlot:
 		if b.srfFields != nil {

@@ -303,9 +303,9 @@ func (b *binder) noteParam(n int, t catalog.Type) {
 	}
 }
 
-// bindQueryFunc binds the calls only catalog queries make: window
-// functions, set-returning functions, the extra aggregates and the
-// catalog functions. ok is false for any other call.
+// bindQueryFunc binds the calls only relational queries make: window
+// functions, set-returning functions and the extra aggregates. ok is
+// false for any other call.
 func (b *binder) bindQueryFunc(e *sql.Func) (s Scalar, ok bool, err error) {
 	if e.Over != nil {
 		s, err := b.bindWindow(e)
@@ -335,32 +335,31 @@ func (b *binder) bindQueryFunc(e *sql.Func) (s Scalar, ok bool, err error) {
 		s, err := b.bindAggregate(e)
 		return s, true, err
 	}
-	sig, isQuery := queryFuncs[e.Name]
-	if !isQuery {
-		return nil, false, nil
+	return nil, false, nil
+}
+
+// bindCatalogFunc binds a call of a catalog function: its arguments
+// converted as its signature says.
+func (b *binder) bindCatalogFunc(name string, sig qfuncSig, args []Scalar, pos int) (Scalar, error) {
+	if b.q == nil {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "function %s is not supported in a view", name).WithPosition(pos).
+			WithHint("It reads the catalog, which a view's tasks do not have; a pull query can call it.")
 	}
-	args, err := b.bindArgs(e.Args)
-	if err != nil {
-		return nil, true, err
-	}
-	if len(args) < sig.min || sig.max >= 0 && len(args) > sig.max {
-		return nil, true, pgerr.New(pgerr.UndefinedFunction, "function %s(%s) does not exist", e.Name, argTypes(args)).WithPosition(e.Pos).
-			WithHint("No function matches the given name and argument types. You might need to add explicit type casts.")
-	}
+	var err error
 	for i := range args {
 		want := sig.argType(i)
 		if want == catalog.Unknown {
 			continue
 		}
-		if args[i], err = b.coerceArg(args[i], want, e.Pos); err != nil {
-			return nil, true, err
+		if args[i], err = b.coerceArg(args[i], want, pos); err != nil {
+			return nil, err
 		}
 	}
 	t := sig.result
 	if sig.resultOf != nil {
 		t = sig.resultOf(args)
 	}
-	return &QCall{Name: e.Name, Args: args, T: t, Fields: sig.fields}, true, nil
+	return &Call{Name: name, Args: args, T: t, Fields: sig.fields}, nil
 }
 
 // coerceArg converts a catalog function's argument as Postgres's
@@ -791,10 +790,6 @@ func mapChildren(s Scalar, fn func(Scalar) Scalar) Scalar {
 	case *PGCast:
 		c := *x
 		c.X = m(x.X)
-		return &c
-	case *QCall:
-		c := *x
-		c.Args = ms(x.Args)
 		return &c
 	}
 	return s

@@ -7,9 +7,12 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 )
 
-// The functions of catalog queries. exec implements them under the same
-// names (query/qfuncs.go); a call of one makes PlanSelect plan the query
-// as a catalog query.
+// The functions that read the catalog or the system types (format_type,
+// pg_get_viewdef, to_regclass, array_length, ...). They are declared
+// here with their argument types and join the one function registry,
+// scalarFuncs, from init, as the other families do; eval implements
+// them (eval/catalogfuncs.go). A view cannot call them: its tasks have
+// no catalog snapshot.
 
 // qfuncSig types a catalog function.
 type qfuncSig struct {
@@ -47,7 +50,7 @@ func sig(min, max int, result catalog.Type, args ...catalog.Type) qfuncSig {
 	return qfuncSig{min: min, max: max, args: args, result: result}
 }
 
-var queryFuncs = map[string]qfuncSig{
+var catalogFuncs = map[string]qfuncSig{
 	"format_type":                        sig(2, 2, tText, tOid, tInt),
 	"pg_table_is_visible":                sig(1, 1, tBool, tOid),
 	"pg_type_is_visible":                 sig(1, 1, tBool, tOid),
@@ -83,7 +86,6 @@ var queryFuncs = map[string]qfuncSig{
 	"quote_ident":                        sig(1, 1, tText, tText),
 	"quote_literal":                      sig(1, 1, tText, tText),
 	"quote_nullable":                     sig(1, 1, tText, tText),
-	"btrim":                              sig(1, 2, tText, tText, tText),
 	"array_to_string":                    sig(2, 3, tText, tAny, tText, tText),
 	"array_length":                       sig(2, 2, tInt, tAny, tInt),
 	"array_upper":                        sig(2, 2, tInt, tAny, tInt),
@@ -108,7 +110,6 @@ var queryFuncs = map[string]qfuncSig{
 	"to_regproc":                         sig(1, 1, catalog.RegProc, tText),
 	"to_regnamespace":                    sig(1, 1, catalog.RegNamespace, tText),
 	"pg_typeof":                          sig(1, 1, catalog.RegType, tAny),
-	"json_build_object":                  sig(0, -1, tText, tAny),
 	"inet_server_addr":                   sig(0, 0, tText),
 	"inet_server_port":                   sig(0, 0, tInt),
 	"inet_client_addr":                   sig(0, 0, tText),
@@ -207,8 +208,26 @@ var setReturningFuncs = map[string]srfSig{
 	}},
 }
 
+// registerCatalogFunc adds a catalog function to the registry; a name
+// the registry has already keeps its entry.
+func registerCatalogFunc(name string, s qfuncSig) {
+	catalogFuncs[name] = s
+	if _, ok := scalarFuncs[name]; !ok {
+		scalarFuncs[name] = funcSig{minArgs: s.min, maxArgs: s.max, sys: &s}
+	}
+}
+
 func init() {
-	// pg_proc lists what basin can call.
+	for name, s := range catalogFuncs {
+		registerCatalogFunc(name, s)
+	}
+	catalog.RegisterFunctionSource(procList)
+}
+
+// procList lists what basin can call, for pg_proc: each function of the
+// registry (an overloaded one once per signature), the aggregates, the
+// window and the set-returning functions.
+func procList() []catalog.FunctionInfo {
 	var fns []catalog.FunctionInfo
 	oids := func(ts []catalog.Type, n int) []int64 {
 		out := make([]int64, n)
@@ -225,11 +244,24 @@ func init() {
 		}
 		return out
 	}
-	for name, s := range queryFuncs {
+	for name, s := range catalogFuncs {
 		fns = append(fns, catalog.FunctionInfo{Name: name, Kind: "f", Args: oids(s.args, s.min), RetType: int64(s.result.OID()), Variadic: s.max < 0})
 	}
+	for name, ovs := range overloads {
+		for _, o := range ovs {
+			n := len(o.args)
+			if o.variadic {
+				n--
+			}
+			ret := o.result
+			if o.resultArg >= 0 {
+				ret = o.args[o.resultArg]
+			}
+			fns = append(fns, catalog.FunctionInfo{Name: name, Kind: "f", Args: oids(o.args, n), RetType: int64(ret.OID()), Variadic: o.variadic})
+		}
+	}
 	for name, s := range scalarFuncs {
-		if s.result == nil {
+		if s.result == nil || s.sys != nil {
 			continue
 		}
 		args := make([]Scalar, s.minArgs)
@@ -278,5 +310,5 @@ func init() {
 		fns = append(fns, catalog.FunctionInfo{Name: name, Kind: "f", Args: []int64{2277}, RetType: 2283, RetSet: true})
 	}
 	sort.Slice(fns, func(i, j int) bool { return fns[i].Name < fns[j].Name })
-	catalog.RegisterFunctions(fns...)
+	return fns
 }

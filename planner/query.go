@@ -492,16 +492,6 @@ type PGCast struct {
 	T catalog.Type
 }
 
-// QCall calls a catalog function (format_type, pg_get_viewdef, ...);
-// exec implements them over the statement's catalog snapshot.
-type QCall struct {
-	Name string
-	Args []Scalar
-	T    catalog.Type
-	// Fields names a record result's fields.
-	Fields []catalog.Column
-}
-
 func (e *OuterRef) Type() catalog.Type    { return e.T }
 func (e *SubLink) Type() catalog.Type     { return e.T }
 func (e *ArrayLit) Type() catalog.Type    { return e.T }
@@ -511,7 +501,6 @@ func (e *FieldOp) Type() catalog.Type     { return e.T }
 func (e *RegexMatch) Type() catalog.Type  { return catalog.Boolean }
 func (e *OpCall) Type() catalog.Type      { return e.T }
 func (e *PGCast) Type() catalog.Type      { return e.T }
-func (e *QCall) Type() catalog.Type       { return e.T }
 
 func (e *OuterRef) String() string {
 	if e.Name != "" {
@@ -561,7 +550,6 @@ func (e *RegexMatch) String() string {
 
 func (e *OpCall) String() string { return fmt.Sprintf("(%s %s %s)", e.L, e.Op, e.R) }
 func (e *PGCast) String() string { return fmt.Sprintf("CAST(%s AS %s)", e.X, e.T) }
-func (e *QCall) String() string  { return fmt.Sprintf("%s(%s)", e.Name, scalarList(e.Args)) }
 
 // PlanSelect plans a pull query over cat: every SELECT, whatever it
 // reads, is planned here as a relational query (planQuery), and then

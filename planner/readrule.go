@@ -26,7 +26,7 @@ import (
 // the aggregates the pull engine folds (count, sum, avg, min and max,
 // DISTINCT for count alone, without FILTER or ORDER BY), and only the
 // expressions the evaluator compiles by itself (no subquery, no outer
-// reference, none of the catalog's functions or system types).
+// reference, no system types), calling none of the catalog's functions.
 
 // readRule returns q folded into its relation's read, with top's LIMIT
 // and OFFSET and parameters, or nil when the rule does not apply.
@@ -92,7 +92,11 @@ func compilable(e Scalar) bool {
 	ok := true
 	Walk(e, func(x Scalar) {
 		switch x := x.(type) {
-		case *ColRef, *Const, *ParamRef, *Unary, *Binary, *IsNull, *In, *Case, *Call:
+		case *ColRef, *Const, *ParamRef, *Unary, *Binary, *IsNull, *In, *Case:
+		case *Call:
+			// The catalog's functions read the statement's snapshot,
+			// which the relational engine makes once.
+			ok = ok && scalarFuncs[x.Name].sys == nil
 		case *Cast:
 			ok = ok && !isPGType(x.T) && !isPGType(x.X.Type())
 		default:

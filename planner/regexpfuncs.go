@@ -6,11 +6,11 @@ import (
 )
 
 // The regular-expression functions that return arrays or sets, which
-// the relational engine runs (query/regexpfuncs.go).
+// eval runs (eval/regexpfuncs.go).
 
 func init() {
-	queryFuncs["regexp_match"] = sig(2, 3, tTexts, tText, tText, tText)
-	queryFuncs["regexp_split_to_array"] = sig(2, 3, tTexts, tText, tText, tText)
+	registerCatalogFunc("regexp_match", sig(2, 3, tTexts, tText, tText, tText))
+	registerCatalogFunc("regexp_split_to_array", sig(2, 3, tTexts, tText, tText, tText))
 	textSRF := func(name string, result catalog.Type) srfSig {
 		return srfSig{func(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
 			if len(args) < 2 || len(args) > 3 {

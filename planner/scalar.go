@@ -88,6 +88,8 @@ type Call struct {
 	Name string
 	Args []Scalar
 	T    catalog.Type
+	// Fields name the fields of a record-valued call's result.
+	Fields []catalog.Column
 }
 
 func (e *ColRef) Type() catalog.Type   { return e.T }

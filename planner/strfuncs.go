@@ -35,5 +35,5 @@ func init() {
 	overloaded("rtrim", ov(t, t), ov(t, t, t))
 	overloaded("btrim", ov(t, t), ov(t, t, t))
 	// concat_ws takes any values and writes them as text, as concat.
-	scalarFuncs["concat_ws"] = funcSig{2, -1, fixed(catalog.Varchar), catalog.Varchar}
+	scalarFuncs["concat_ws"] = funcSig{2, -1, fixed(catalog.Varchar), catalog.Varchar, nil}
 }
