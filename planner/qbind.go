@@ -254,7 +254,12 @@ func (qp *queryPlanner) planCompound(s *sql.Select, parent *scope, lvl *level) (
 		s = &inner
 	}
 	if len(s.SetOps) == 0 {
-		return qp.planBlock(s, parent, lvl)
+		blk, err := qp.planBlock(s, parent, lvl)
+		if err != nil {
+			return nil, err
+		}
+		pullUp(blk)
+		return blk, nil
 	}
 	first := *s
 	first.SetOps, first.OrderBy, first.Limit, first.Offset = nil, nil, nil, nil

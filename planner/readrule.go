@@ -21,7 +21,7 @@ import (
 // through the same Scan.
 //
 // The rule takes a query whose root is one SELECT over one relation
-// named in its FROM, with its whole WHERE pushed into the read, no
+// (named in its FROM, or under a derived table pulled up: qpullup.go), with its whole WHERE pushed into the read, no
 // set-returning or window functions, grouping sets or DISTINCT ON, only
 // the aggregates the pull engine folds (count, sum, avg, min and max,
 // DISTINCT for count alone, without FILTER or ORDER BY), and only the
@@ -33,9 +33,6 @@ import (
 func readRule(q *QueryPlan, s *sql.Select, top *PullPlan) *PullPlan {
 	blk, ok := q.Root.(*BlockRel)
 	if !ok || q.Correlated || len(s.From) != 1 || len(s.With) > 0 {
-		return nil
-	}
-	if _, ok := s.From[0].(*sql.TableRef); !ok {
 		return nil
 	}
 	rel, ok := blk.In.(*RelationRel)
@@ -70,8 +67,10 @@ func readRule(q *QueryPlan, s *sql.Select, top *PullPlan) *PullPlan {
 	// A filter that gives the same answer on every node is sent, as
 	// SQL, with the reads forwarded to other nodes, so only matching
 	// rows cross the network.
-	if p.Filter != nil && p.Rel.Materialized() && PushableFilter(p.Filter) && s.Where != nil {
-		p.Where, p.Alias = sql.FormatExpr(s.Where), s.From[0].(*sql.TableRef).Alias
+	// (Not when the relation was under a derived table: its WHERE reads
+	// the derived table's names.)
+	if ref, ok := s.From[0].(*sql.TableRef); ok && p.Filter != nil && p.Rel.Materialized() && PushableFilter(p.Filter) && s.Where != nil {
+		p.Where, p.Alias = sql.FormatExpr(s.Where), ref.Alias
 	}
 	return &p
 }
