@@ -681,7 +681,9 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Cast{X: y, T: x.T}, nil
+		c := *x // with its typmod
+		c.X = y
+		return &c, nil
 	case *Case:
 		c := &Case{T: x.T}
 		for _, a := range x.Arms {
@@ -711,7 +713,9 @@ func (g *grouping) lift(s Scalar, pos int) (Scalar, error) {
 				return nil, err
 			}
 		}
-		return &Call{Name: x.Name, Args: args, T: x.T}, nil
+		c := *x
+		c.Args = args
+		return &c, nil
 	}
 	return g.liftExt(s, pos)
 }
