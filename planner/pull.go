@@ -820,9 +820,13 @@ type KeyRange struct {
 	LoIncl, HiIncl bool
 }
 
-// describe shows r as EXPLAIN does: "(k >= $1 AND k < $2)".
+// describe shows r as EXPLAIN does: "(k >= $1 AND k < $2)", or
+// "(k = 'eu')" for a prefix.
 func (r *KeyRange) describe(rel *catalog.Relation) string {
 	col := rel.Schema.Columns[rel.Schema.KeyIndexes()[0]].Name
+	if r.Lo != nil && r.Lo == r.Hi {
+		return fmt.Sprintf("(%s = %s)", col, r.Lo)
+	}
 	var parts []string
 	if r.Lo != nil {
 		parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: ">=", false: ">"}[r.LoIncl], r.Lo))
@@ -834,7 +838,7 @@ func (r *KeyRange) describe(rel *catalog.Relation) string {
 }
 
 // keyRange returns the bounds a top-level AND of filter puts on the
-// first key column of rel with <, <=, > and >= against constants or
+// first key column of rel with =, <, <=, > and >= against constants or
 // parameters of the column's own type, nil if none. It is only where a
 // scan starts and stops: the filter still decides each row. Only types
 // whose key encoding orders as SQL compares them take part.
@@ -874,6 +878,10 @@ func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
 			return
 		}
 		switch op {
+		case "=":
+			// A composite key's first column pinned: the keys with
+			// that prefix (a key pinned whole is a lookup instead).
+			r.Lo, r.LoIncl, r.Hi, r.HiIncl = val, true, val, true
 		case ">", ">=":
 			if r.Lo == nil {
 				r.Lo, r.LoIncl = val, op == ">="
