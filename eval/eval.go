@@ -52,6 +52,9 @@ type Env struct {
 	// Scope is set while a catalog Scope runs (Scope.go): its catalog
 	// snapshot and the rows of the queries enclosing a subquery.
 	Scope *Scope
+	// Init are the values of the subqueries a relation's read was given
+	// (planner.InitRef reads them), set on the env of that read.
+	Init []any
 }
 
 // Context is the context of the statement env evaluates; never nil.
@@ -87,9 +90,9 @@ type Scope struct {
 	// (query/memory.go).
 	Mem *Memory
 	// Read returns every row of a table, view or stream a query reads
-	// (the pull plan of a planner.RelationRel, given as any: eval does
-	// not import planner); nil where none can be read.
-	Read func(ctx context.Context, scan any) ([]catalog.Row, error)
+	// (the pull plan of a planner.RelationRel, given as any), with init
+	// the values of the RelationRel's Init; nil where none can be read.
+	Read func(ctx context.Context, scan any, init []any) ([]catalog.Row, error)
 	// Work holds, by planner.WorkTableRel.ID, the rows the last round of
 	// each recursive CTE being run added (query.recursiveOp).
 	Work map[int][]catalog.Row
@@ -301,6 +304,14 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Call:
 		return compileCall(s)
+	case *planner.InitRef:
+		i := s.I
+		return func(_ catalog.Row, env *Env) (any, error) {
+			if i >= len(env.Init) {
+				return nil, pgerr.New(pgerr.InternalError, "%s read without its subquery's value", s)
+			}
+			return env.Init[i], nil
+		}
 	}
 	if e := compileSystemExpr(s); e != nil {
 		return e

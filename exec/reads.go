@@ -24,9 +24,18 @@ func (e *Engine) read(q *pull.Query, ctx context.Context, plan *planner.PullPlan
 		// The tables, views and streams the query names are read as
 		// pull queries of all their rows, each once per statement.
 		read := map[*planner.PullPlan][]catalog.Row{}
-		reader := func(ctx context.Context, scan *planner.PullPlan, admit func(catalog.Row) error) ([]catalog.Row, error) {
+		reader := func(ctx context.Context, scan *planner.PullPlan, init []any, admit func(catalog.Row) error) ([]catalog.Row, error) {
 			if rows, ok := read[scan]; ok {
 				return rows, nil
+			}
+			env := env
+			if len(init) > 0 {
+				// The values of the subqueries the read's conditions
+				// use: the same for the whole statement, as they are
+				// uncorrelated.
+				e := *env
+				e.Init = init
+				env = &e
 			}
 			var rows []catalog.Row
 			// The rows a pull query emits are its own (pull.Query.project),

@@ -196,7 +196,7 @@ func PushableFilter(filter Scalar) bool {
 		switch s := s.(type) {
 		case *Call:
 			ok = ok && pushableFuncs[strings.ToLower(s.Name)]
-		case *ParamRef:
+		case *ParamRef, *InitRef:
 			ok = false
 		}
 	})
@@ -440,7 +440,7 @@ func keyIn(rel *catalog.Relation, filter Scalar) [][]Scalar {
 				}
 			}
 			switch v.(type) {
-			case *Const, *ParamRef:
+			case *Const, *ParamRef, *InitRef:
 				list = append(list, []Scalar{v})
 			default:
 				return
@@ -487,7 +487,7 @@ func pinned(filter Scalar, fn func(c *ColRef, val Scalar)) {
 			return
 		}
 		switch val.(type) {
-		case *Const, *ParamRef:
+		case *Const, *ParamRef, *InitRef:
 			fn(c, val)
 		}
 	})
@@ -873,7 +873,7 @@ func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
 			if v.V == nil {
 				return
 			}
-		case *ParamRef:
+		case *ParamRef, *InitRef:
 		default:
 			return
 		}

@@ -14,7 +14,9 @@ import "github.com/basindb/basin/catalog"
 // only the relation's row, constants and parameters: one that reads an
 // enclosing query's row (a correlated subquery) or holds a subquery
 // stays where it is, and the relation is then read whole, once per
-// statement.
+// statement. An uncorrelated scalar subquery is a value known before the
+// read: it is run first and handed to the read (RelationRel.Init, as
+// Postgres's InitPlan), so "k = (SELECT ...)" is a key lookup too.
 
 // pushIntoReads pushes the conditions of a block's filter and of the
 // leaf filters optimizeJoins made into the reads of the relations they
@@ -51,10 +53,22 @@ func pushLeaves(in Rel) Rel {
 // r's row) it can take keep, and the conjuncts left (nil: none).
 func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
 	var in, rest []Scalar
+	init := r.Init
 	for _, c := range splitAnd(cond) {
-		if readsRowOnly(c) {
+		switch {
+		case readsRowOnly(c):
 			in = append(in, c)
-		} else {
+		case initOnly(c):
+			// Each subquery becomes a value the read is given.
+			c = mapScalar(c, func(x Scalar) Scalar {
+				if sub, ok := x.(*SubLink); ok {
+					init = append(init[:len(init):len(init)], sub)
+					return &InitRef{I: len(init) - 1, T: sub.T}
+				}
+				return x
+			})
+			in = append(in, c)
+		default:
 			rest = append(rest, c)
 		}
 	}
@@ -82,7 +96,30 @@ func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
 		}
 		scan.Partition = partitionPin(r.Rel, f)
 	}
-	return &RelationRel{Rel: r.Rel, Scan: &scan}, left
+	return &RelationRel{Rel: r.Rel, Scan: &scan, Init: init}, left
+}
+
+// initOnly reports whether c reads nothing but its row, constants,
+// parameters and uncorrelated scalar subqueries (which the read can be
+// given as values) and holds at least one such subquery.
+func initOnly(c Scalar) bool {
+	ok, subs := true, 0
+	var walk func(Scalar)
+	walk = func(x Scalar) {
+		switch x := x.(type) {
+		case *SubLink:
+			if x.Kind != SubLinkScalar || x.Query.Correlated {
+				ok = false
+			}
+			subs++
+			return // its query is its own
+		case *OuterRef, *srfSlot, *winSlot, *aggSlot:
+			ok = false
+		}
+		mapChildren(x, func(y Scalar) Scalar { walk(y); return y })
+	}
+	walk(c)
+	return ok && subs > 0 && c.Type() == catalog.Boolean
 }
 
 // readsRowOnly reports whether c reads nothing but its row, constants

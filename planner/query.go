@@ -68,7 +68,20 @@ type ScanRel struct {
 type RelationRel struct {
 	Rel  *catalog.Relation
 	Scan *PullPlan
+	// Init are the subqueries whose values the Scan's conditions read
+	// (InitRef): uncorrelated scalar subqueries, each run once, before
+	// the read, so that "k = (SELECT ...)" is still a key lookup.
+	Init []*SubLink
 }
+
+// InitRef is the value of a RelationRel's Init[I] in its Scan.
+type InitRef struct {
+	I int
+	T catalog.Type
+}
+
+func (e *InitRef) Type() catalog.Type { return e.T }
+func (e *InitRef) String() string     { return "$init" + strconv.Itoa(e.I+1) }
 
 // relationScan returns the pull plan of every row of rel, with the
 // pseudo-columns (RelationRel.Scan). Its row layout is the same each
@@ -280,6 +293,10 @@ func (r *RelationRel) explain(b *strings.Builder, in string, ann Annotator) {
 	}
 	if scan.Filter != nil {
 		fmt.Fprintf(b, "%s  where %s (applied in the read)\n", in, scan.Filter)
+	}
+	for i, sub := range r.Init {
+		fmt.Fprintf(b, "%s  InitPlan %s (run once, before the read)\n", in, &InitRef{I: i})
+		sub.Query.Root.explain(b, in+"    ", ann)
 	}
 }
 

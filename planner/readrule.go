@@ -36,7 +36,7 @@ func readRule(q *QueryPlan, s *sql.Select, top *PullPlan) *PullPlan {
 		return nil
 	}
 	rel, ok := blk.In.(*RelationRel)
-	if !ok || blk.Filter != nil || len(blk.SRFs) > 0 || len(blk.Windows) > 0 || blk.GroupingSets != nil ||
+	if !ok || len(rel.Init) > 0 || blk.Filter != nil || len(blk.SRFs) > 0 || len(blk.Windows) > 0 || blk.GroupingSets != nil ||
 		len(blk.DistinctOn) > 0 || blk.Limit >= 0 || blk.Offset > 0 {
 		return nil
 	}

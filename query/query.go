@@ -29,9 +29,10 @@ import (
 // changes a row it was given; it makes new ones.
 
 // Reader returns every row of the relation a planner.RelationRel reads,
-// as its Scan gives them, passing each to admit first (which counts it
+// as its Scan gives them with init the values of its Init, passing each
+// to admit first (which counts it
 // against the query's memory; an error ends the read).
-type Reader func(ctx context.Context, scan *planner.PullPlan, admit func(catalog.Row) error) ([]catalog.Row, error)
+type Reader func(ctx context.Context, scan *planner.PullPlan, init []any, admit func(catalog.Row) error) ([]catalog.Row, error)
 
 // Run runs a query of the relational engine, emitting its rows; read
 // reads the tables, views and streams it names (nil: it names none).
@@ -40,10 +41,10 @@ func Run(ctx context.Context, plan *planner.PullPlan, env *eval.Env, read Reader
 	e.Scope = &eval.Scope{Snap: sync.OnceValue(func() *catalog.PGSnapshot { return e.SessionSnapshot() }), Mem: &eval.Memory{Limit: e.QueryMemory}}
 	mem := e.Scope.Mem
 	if read != nil {
-		e.Scope.Read = func(ctx context.Context, scan any) ([]catalog.Row, error) {
+		e.Scope.Read = func(ctx context.Context, scan any, init []any) ([]catalog.Row, error) {
 			p := scan.(*planner.PullPlan)
 			what := "rows read from " + p.Rel.Name
-			return read(ctx, p, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), what) })
+			return read(ctx, p, init, func(row catalog.Row) error { return mem.Grow(eval.RowBytes(row), what) })
 		}
 	}
 	if a := analysisOf(&e); a != nil {
@@ -114,7 +115,7 @@ func compileOp(r planner.Rel) relOp {
 	case *planner.ScanRel:
 		return scanOp{r.Table}
 	case *planner.RelationRel:
-		return relationOp{r}
+		return newRelationOp(r)
 	case *planner.ValuesRel:
 		return valuesOp{}
 	case *planner.FuncRel:
@@ -177,23 +178,38 @@ func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Sna
 
 // relationOp reads a table, view or stream through the pull engine
 // (Scope.Read).
-type relationOp struct{ r *planner.RelationRel }
+type relationOp struct {
+	r    *planner.RelationRel
+	init []eval.Expr // r.Init's subqueries
+}
 
-func (o relationOp) run(env *eval.Env) ([]catalog.Row, error) {
+func newRelationOp(r *planner.RelationRel) *relationOp {
+	o := &relationOp{r: r}
+	for _, sub := range r.Init {
+		o.init = append(o.init, eval.Compile(sub))
+	}
+	return o
+}
+
+func (o *relationOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if env.Scope.Read == nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be read here", strings.ToLower(string(o.r.Rel.Kind)), o.r.Rel.Name)
 	}
 	// The reader keeps the rows for the statement: pinned.
-	rows, held, err := input(readOp(o), env)
+	rows, held, err := input(readOp{o}, env)
 	env.Scope.Mem.Pin(held)
 	return rows, err
 }
 
-// readOp reads a relation through Scope.Read.
-type readOp struct{ r *planner.RelationRel }
+// readOp reads a relation through Scope.Read, its subqueries run first.
+type readOp struct{ o *relationOp }
 
-func (o readOp) run(env *eval.Env) ([]catalog.Row, error) {
-	return env.Scope.Read(env.Context(), o.r.Scan)
+func (r readOp) run(env *eval.Env) ([]catalog.Row, error) {
+	init, err := eval.EvalAll(r.o.init, nil, env)
+	if err != nil {
+		return nil, err
+	}
+	return env.Scope.Read(env.Context(), r.o.r.Scan, init)
 }
 
 type valuesOp struct{}
