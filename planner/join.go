@@ -237,8 +237,8 @@ func bindJoin(cat *catalog.Catalog, join *sql.Join, left *joinLeft) (*StreamJoin
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream joins streams and tables, not subqueries or functions").WithPosition(join.Pos).
 			WithHint("Derive the subquery's result as a stream or table first, and join that.")
 	}
-	if len(join.Using) > 0 {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
+	if len(join.Using) > 0 || join.Natural {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING and NATURAL JOIN in a derived stream are not supported").WithPosition(join.Pos).
 			WithHint("Write the condition with ON left.column = right.column.")
 	}
 	tbl, err := cat.Resolve(right.Name)

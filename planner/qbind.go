@@ -782,11 +782,23 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported").WithPosition(it.Pos).
 				WithHint("Write the condition with ON, and COALESCE the two columns where you need the merged one.")
 		}
+		using := it.Using
+		if it.Natural {
+			// USING every column name both sides show, in the left
+			// side's order; none makes it a cross join (ON TRUE).
+			using = naturalColumns(js, len(l.Cols()))
+			if it.Kind == sql.JoinFull && len(using) > 0 {
+				return nil, pgerr.New(pgerr.FeatureNotSupported, "NATURAL FULL JOIN is not supported").WithPosition(it.Pos)
+			}
+			if len(using) == 0 && on == nil {
+				on = &sql.Literal{Value: true, Type: catalog.Boolean, Pos: it.Pos}
+			}
+		}
 		joinNo := 0
 		if into.merged != nil && len(*into.merged) > 0 {
 			joinNo = (*into.merged)[len(*into.merged)-1].join + 1
 		}
-		for _, u := range it.Using {
+		for _, u := range using {
 			// A name an inner join already merged is one column.
 			mergedBefore := into.using[strings.ToLower(u)]
 			into.using[strings.ToLower(u)] = true
@@ -844,6 +856,28 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		return j, nil
 	}
 	return nil, pgerr.New(pgerr.FeatureNotSupported, "FROM item %T is not supported", it)
+}
+
+// naturalColumns are the names of NATURAL JOIN's USING: those of the
+// visible columns of the join's left side (the first n of js) that the
+// right side has too, each once, in the left side's order.
+func naturalColumns(js *scope, n int) []string {
+	right := map[string]bool{}
+	for _, c := range js.cols[n:] {
+		if !c.Hidden {
+			right[strings.ToLower(c.Name)] = true
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range js.cols[:n] {
+		name := strings.ToLower(c.Name)
+		if !c.Hidden && right[name] && !seen[name] {
+			seen[name] = true
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 // equiConds finds the conjuncts of cond that compare a column of the

@@ -90,8 +90,8 @@ func bindStreamStreamJoin(join *sql.Join, left *joinLeft, right *catalog.Relatio
 	if w.HasGrace {
 		j.Within.Grace = w.Grace.Milliseconds()
 	}
-	if len(join.Using) > 0 {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a derived stream is not supported").WithPosition(join.Pos).
+	if len(join.Using) > 0 || join.Natural {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING and NATURAL JOIN in a derived stream are not supported").WithPosition(join.Pos).
 			WithHint("Write the condition with ON left.column = right.column.")
 	}
 	if join.On == nil {

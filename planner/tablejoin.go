@@ -143,13 +143,13 @@ func planTableJoinOf(cat *catalog.Catalog, name string, join *sql.Join, prev *Ta
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join, which derives a stream, not a view").WithPosition(join.Within.Pos).
 			WithHint("Write CREATE STREAM ... AS SELECT ... JOIN ... WITHIN ..., and aggregate that stream in a view.")
 	}
-	if join.Kind == sql.JoinCross || join.On == nil && len(join.Using) == 0 {
+	if len(join.Using) > 0 || join.Natural {
+		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING and NATURAL JOIN in a view are not supported").WithPosition(join.Pos).
+			WithHint("Write the condition with ON %s.key = %s.key.", left.Name, right.Name)
+	}
+	if join.Kind == sql.JoinCross || join.On == nil {
 		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "a join of two tables in a view needs ON").WithPosition(join.Pos).
 			WithHint("Join on the tables' keys: ON %s.key = %s.key.", left.Name, right.Name)
-	}
-	if len(join.Using) > 0 {
-		return nil, nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING in a view is not supported").WithPosition(join.Pos).
-			WithHint("Write the condition with ON %s.key = %s.key.", left.Name, right.Name)
 	}
 	var rels [2]*catalog.Relation
 	var views [2][]PositionSource

@@ -67,6 +67,9 @@ type Join struct {
 	Left, Right FromItem
 	On          Expr
 	Using       []string
+	// Natural is NATURAL JOIN: USING the columns both sides have, which
+	// the planner finds.
+	Natural bool
 	// Within is the window of a stream–stream join (ksqlDB's WITHIN
 	// clause, between Right and ON), nil when none was written.
 	Within *JoinWindow

@@ -64,9 +64,6 @@ func (c *converter) fromClause(j *ast.Join, fromPos int) ([]FromItem, error) {
 
 // join converts an explicit join.
 func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
-	if j.NaturalJoin {
-		return nil, unsupported(pos, "NATURAL JOIN is not supported")
-	}
 	if j.Right == nil {
 		return c.fromNode(j.Left, pos)
 	}
@@ -81,7 +78,7 @@ func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Join{Left: left, Right: right, Within: within, Pos: pos}
+	out := &Join{Left: left, Right: right, Within: within, Natural: j.NaturalJoin, Pos: pos}
 	switch {
 	case j.StraightJoin:
 		// The rewrite writes FULL [OUTER] JOIN as STRAIGHT_JOIN, which
@@ -93,7 +90,7 @@ func (c *converter) join(j *ast.Join, pos int) (FromItem, error) {
 		out.Kind = JoinRight
 	default:
 		out.Kind = JoinCross
-		if j.On != nil || len(j.Using) > 0 {
+		if j.On != nil || len(j.Using) > 0 || j.NaturalJoin {
 			out.Kind = JoinInner
 		}
 	}

@@ -73,7 +73,7 @@
 //     b WITHIN 1 HOUR ON ...) becomes an index hint on the right
 //     relation that points into one more side table (within.go).
 //     Constructs TiDB would misread and basin does not implement
-//     (NATURAL JOIN, LATERAL, operators basin lacks) are refused here
+//     (NATURAL FULL JOIN, operators basin lacks) are refused here
 //     with 0A000 at their position.
 //
 //  4. TiDB parse and conversion (tidb.go, convert.go). TiDB parses the

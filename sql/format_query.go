@@ -32,6 +32,9 @@ func (f *formatter) fromItem(it FromItem) {
 		// parentheses: a whole join in them, as in FROM ((SELECT 0) AS
 		// a(a) JOIN b ON ...), is not SQL basin's parser reads back.
 		f.fromItem(it.Left)
+		if it.Natural {
+			f.b.WriteString(" NATURAL")
+		}
 		f.printf(" %s ", it.Kind)
 		if _, nested := it.Right.(*Join); nested {
 			f.b.WriteString("(")

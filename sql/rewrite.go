@@ -486,8 +486,15 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			return i + 3, nil
 		}
 	case "natural":
-		if next.isWord("join") || next.isWord("outer") || next.isWord("left") || next.isWord("right") || next.isWord("inner") || next.isWord("full") {
-			return 0, unsupported(pos, "%s JOIN is not supported", strings.ToUpper(t.val))
+		// NATURAL [INNER | LEFT | RIGHT] JOIN TiDB reads as Postgres
+		// does; NATURAL FULL JOIN it cannot (FULL JOIN is rewritten).
+		if next.isWord("full") {
+			return 0, unsupported(pos, "NATURAL FULL JOIN is not supported")
+		}
+		if next.isWord("inner") && sp.toks[i+2].isWord("join") {
+			// TiDB has no NATURAL INNER JOIN: NATURAL JOIN is the same.
+			rw.addTok(t, "NATURAL", itemOther)
+			return i + 2, nil
 		}
 	case "lateral":
 		if rw.inFrom() {
