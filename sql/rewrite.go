@@ -340,6 +340,9 @@ func (rw *rewriter) one(i, j int) (int, error) {
 	}
 	switch t.val {
 	case "(":
+		if rw.inFrom() && sp.toks[i+1].isWord("values") {
+			return rw.valuesList(i)
+		}
 		rw.addTok(t, "(", itemOpen)
 		rw.clause = append(rw.clause, "")
 	case ")":

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"github.com/basindb/basin/internal/pgerr"
 	"strings"
 )
 
@@ -109,6 +110,72 @@ func (rw *rewriter) fromItem(i, j int) (next int, ok bool, err error) {
 		return end, true, nil
 	}
 	return 0, false, nil
+}
+
+// valuesList rewrites (VALUES (a, b), (c, d)) in FROM, which TiDB does
+// not read, as (SELECT a AS column1, b AS column2 UNION ALL SELECT c, d):
+// the same rows, with Postgres's names for the columns, and their types
+// resolved across the rows as UNION resolves them, as Postgres's VALUES
+// does. toks[i] is the "(".
+func (rw *rewriter) valuesList(i int) (int, error) {
+	sp := rw.sp
+	toks := sp.toks
+	close := sp.matchParen(i)
+	rw.addTok(toks[i], "(", itemOpen)
+	rw.clause = append(rw.clause, "")
+	width := -1
+	k := i + 2
+	for row := 0; ; row++ {
+		if !toks[k].isOp("(") || k >= close {
+			return 0, sp.syntaxErr(toks[k])
+		}
+		end := sp.matchParen(k)
+		if end >= close {
+			return 0, sp.syntaxErr(toks[close])
+		}
+		items := sp.splitList(k+1, end)
+		if len(items) == 0 {
+			return 0, sp.syntaxErr(toks[end])
+		}
+		if width < 0 {
+			width = len(items)
+		}
+		if len(items) != width {
+			return 0, pgerr.New(pgerr.SyntaxError, "VALUES lists must all be the same length").WithPosition(sp.charPos(toks[k].pos))
+		}
+		if row > 0 {
+			rw.addTok(toks[k], "UNION", itemOther)
+			rw.addTok(toks[k], "ALL", itemOther)
+		}
+		rw.addTok(toks[k], "SELECT", itemOther)
+		for c, it := range items {
+			if it[0] == it[1] {
+				return 0, sp.syntaxErr(toks[it[0]])
+			}
+			if c > 0 {
+				rw.addTok(toks[it[0]-1], ",", itemOther)
+			}
+			if err := rw.run(it[0], it[1]); err != nil {
+				return 0, err
+			}
+			if row == 0 {
+				last := toks[it[1]-1]
+				rw.addTok(last, "AS", itemOther)
+				rw.addTok(last, quoteTiDB(fmt.Sprintf("column%d", c+1)), itemOperand)
+			}
+		}
+		k = end + 1
+		if !toks[k].isOp(",") {
+			break
+		}
+		k++
+	}
+	if k != close {
+		return 0, sp.syntaxErr(toks[k])
+	}
+	rw.clause = rw.clause[:len(rw.clause)-1]
+	rw.addTok(toks[close], ")", itemClose)
+	return close + 1, nil
 }
 
 // addAlias writes an alias placeholder (after AS unless the AS was
