@@ -33,7 +33,7 @@ func init() {
 	overloaded("justify_interval", ov(iv, iv))
 	overloaded("isfinite", ov(b, ts), ov(b, tz), ov(b, dt), ov(b, iv))
 	for name, r := range map[string]catalog.Type{
-		"transaction_timestamp": ts, "statement_timestamp": ts, "clock_timestamp": ts, "localtimestamp": ts,
+		"transaction_timestamp": tz, "statement_timestamp": tz, "clock_timestamp": tz, "localtimestamp": ts,
 		"current_date": dt, "current_time": tm, "localtime": tm,
 	} {
 		overloaded(name, ov(r))
