@@ -196,7 +196,7 @@ func (s *scope) unresolved(ref *sql.ColumnRef) error {
 	if in.rel.Materialized() && strings.EqualFold(ref.Name, RowtimeColumn.Name) {
 		return err.WithHint("ROWTIME is the time of a stream's or table's records: a persistent query reads it (CREATE TABLE ... AS SELECT ..., ROWTIME AS ts), but %s's stores keep only its columns.", in.rel.Name)
 	}
-	return err.WithHint("%s has columns %s.", in.rel.Name, columnList(in.rel.Schema.Columns))
+	return err.WithHint("%s has columns %s.", in.rel.Name, columnList(in.cols))
 }
 
 func (s *scope) hasAlias(name string) bool {
@@ -692,7 +692,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 				if alias == "" {
 					alias = def.cte.Name
 				}
-				return qp.planFromItem(&sql.SubqueryRef{Select: def.cte.Select, Alias: alias, Columns: def.cte.Columns, Pos: it.Pos},
+				cols := def.cte.Columns
+				if len(it.Columns) > 0 {
+					cols = it.Columns // the reference's own renaming
+				}
+				return qp.planFromItem(&sql.SubqueryRef{Select: def.cte.Select, Alias: alias, Columns: cols, Pos: it.Pos},
 					parent, lvl, into, def)
 			}
 		}
@@ -702,7 +706,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			if alias == "" {
 				alias = it.Name
 			}
-			into.add(alias, scan.Columns)
+			cols, err := renameColumns(scan.Columns, it.Columns, alias)
+			if err != nil {
+				return nil, err
+			}
+			into.add(alias, cols)
 			into.items[len(into.items)-1].rel = r
 			return &RelationRel{Rel: r, Scan: scan}, nil
 		}
@@ -714,7 +722,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		if alias == "" {
 			alias = t.Name
 		}
-		into.add(alias, t.Columns)
+		cols, err := renameColumns(t.Columns, it.Columns, alias)
+		if err != nil {
+			return nil, err
+		}
+		into.add(alias, cols)
 		return &ScanRel{Table: t}, nil
 	case *sql.SubqueryRef:
 		qparent := parent
@@ -856,6 +868,26 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		return j, nil
 	}
 	return nil, pgerr.New(pgerr.FeatureNotSupported, "FROM item %T is not supported", it)
+}
+
+// renameColumns returns cols with the first len(names) of those a
+// SELECT * shows renamed (FROM t AS x(a, b)), as Postgres renames them.
+func renameColumns(cols []catalog.Column, names []string, alias string) ([]catalog.Column, error) {
+	if len(names) == 0 {
+		return cols, nil
+	}
+	out := slices.Clone(cols)
+	k := 0
+	for i := range out {
+		if k < len(names) && !out[i].Hidden {
+			out[i].Name = names[k]
+			k++
+		}
+	}
+	if k < len(names) {
+		return nil, pgerr.New(pgerr.InvalidColumnReference, "table %q has %d columns available but %d columns specified", alias, k, len(names))
+	}
+	return out, nil
 }
 
 // naturalColumns are the names of NATURAL JOIN's USING: those of the

@@ -67,9 +67,9 @@ func readRule(q *QueryPlan, s *sql.Select, top *PullPlan) *PullPlan {
 	// A filter that gives the same answer on every node is sent, as
 	// SQL, with the reads forwarded to other nodes, so only matching
 	// rows cross the network.
-	// (Not when the relation was under a derived table: its WHERE reads
-	// the derived table's names.)
-	if ref, ok := s.From[0].(*sql.TableRef); ok && p.Filter != nil && p.Rel.Materialized() && PushableFilter(p.Filter) && s.Where != nil {
+	// (Not when the relation was under a derived table or its columns
+	// renamed: its WHERE reads other names.)
+	if ref, ok := s.From[0].(*sql.TableRef); ok && len(ref.Columns) == 0 && p.Filter != nil && p.Rel.Materialized() && PushableFilter(p.Filter) && s.Where != nil {
 		p.Where, p.Alias = sql.FormatExpr(s.Where), ref.Alias
 	}
 	return &p

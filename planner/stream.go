@@ -164,6 +164,9 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 		return nil, err
 	}
 	sel := s.Select
+	if err := refuseRenamedColumns(sel.From, "a derived stream"); err != nil {
+		return nil, err
+	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream cannot aggregate").
 			WithHint("Aggregate into a table: CREATE TABLE %s AS SELECT ... GROUP BY ....", s.Name)
@@ -391,6 +394,9 @@ func PlanInsertSelect(cat *catalog.Catalog, s *sql.InsertSelect, name, text stri
 		return nil, pgerr.New(pgerr.InsufficientPrivilege, "cannot write into %s: basin writes it", target.Name).WithPosition(s.Pos)
 	}
 	sel := s.Select
+	if err := refuseRenamedColumns(sel.From, "a derived stream"); err != nil {
+		return nil, err
+	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "INSERT ... SELECT cannot aggregate").
 			WithHint("Aggregate into a table: CREATE TABLE name AS SELECT ... GROUP BY ....")

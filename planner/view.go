@@ -225,6 +225,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	sel := s.Select
+	if err := refuseRenamedColumns(sel.From, "a view"); err != nil {
+		return nil, err
+	}
 	var p *ViewPlan
 	var b *binder
 	var joined []string // the relations a stream's join reads
@@ -614,6 +617,25 @@ func checkPublished(view, src *catalog.Relation) error {
 	case topic == src.Topic:
 		return pgerr.New(pgerr.InvalidObjectDefinition, "view %s cannot publish to topic %s, which it reads as %s", view.Name, topic, src.Name).
 			WithHint("Name another topic in kafka_topic.")
+	}
+	return nil
+}
+
+// refuseRenamedColumns refuses FROM t AS x(a, b) in a persistent query,
+// which reads its relations' columns by their names: 0A000.
+func refuseRenamedColumns(from []sql.FromItem, what string) error {
+	for _, it := range from {
+		switch it := it.(type) {
+		case *sql.TableRef:
+			if len(it.Columns) > 0 {
+				return pgerr.New(pgerr.FeatureNotSupported, "renaming a relation's columns in FROM is not supported in %s", what).WithPosition(it.Pos).
+					WithHint("Rename them in the select list: SELECT col AS name.")
+			}
+		case *sql.Join:
+			if err := refuseRenamedColumns([]sql.FromItem{it.Left, it.Right}, what); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

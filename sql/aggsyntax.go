@@ -181,6 +181,9 @@ func (rw *rewriter) orderKeys(lo, hi int, asc, desc markKind, comma bool) error 
 		case toks[end-1].isWord("asc"):
 			end--
 		}
+		if end <= start {
+			return sp.syntaxErr(toks[end]) // ORDER BY DESC: a direction without a key
+		}
 		first := toks[start]
 		if comma {
 			rw.addTok(first, ",", itemOther)

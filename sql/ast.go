@@ -131,7 +131,9 @@ type TableRef struct {
 	Schema string
 	Name   string
 	Alias  string
-	Pos    int
+	// Columns rename the relation's first columns (FROM t AS x(a, b)).
+	Columns []string
+	Pos     int
 }
 
 // SelectItem is one entry of the select list. Star is *; Expr is nil

@@ -123,10 +123,7 @@ func (c *converter) fromNode(n ast.ResultSetNode, pos int) (FromItem, error) {
 				// the join's right relation.
 				return nil, unsupported(pos, "index hints are not supported")
 			}
-			if len(cols) > 0 {
-				return nil, unsupported(pos, "column aliases on a relation are not supported")
-			}
-			return &TableRef{Schema: src.Schema.O, Name: src.Name.O, Alias: alias, Pos: pos}, nil
+			return &TableRef{Schema: src.Schema.O, Name: src.Name.O, Alias: alias, Columns: cols, Pos: pos}, nil
 		case *ast.SelectStmt:
 			if f := c.fromFunc(src); f != nil {
 				fn, err := c.funcCallPlain(f)
@@ -504,6 +501,9 @@ func (c *converter) markedCall(n *ast.FuncCallExpr, mark markKind) (Expr, error)
 		return nil, c.unsupportedAt(n, "ANY or ALL over an array is not supported here")
 	case markFilter, markOrderAsc, markOrderDesc, markWithinAsc, markWithinDesc, markAggDistinct:
 		return c.aggSyntaxCall(n, mark)
+	case markRollup, markCube, markGroupingSets, markGroupingList:
+		// One inside an expression of GROUP BY (a % ROLLUP (b)).
+		return nil, c.unsupportedAt(n, "ROLLUP, CUBE and GROUPING SETS are elements of GROUP BY, not expressions")
 	}
 	return nil, internalErr("unknown mark %d", mark)
 }

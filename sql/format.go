@@ -277,6 +277,14 @@ func (f *formatter) selectStmt(s *Select) {
 			if k > 0 {
 				f.b.WriteString(", ")
 			}
+			if j, ok := it.(*Join); ok && j.Kind == JoinCross && j.On == nil {
+				// FROM (a, b) is one item, a cross join; without its
+				// parentheses it would read as two.
+				f.b.WriteString("(")
+				f.fromItem(it)
+				f.b.WriteString(")")
+				continue
+			}
 			f.fromItem(it)
 		}
 	}

@@ -12,9 +12,7 @@ func (f *formatter) fromItem(it FromItem) {
 		}
 		f.b.WriteString(QuoteIdent(it.Name))
 		f.pos(it.Pos)
-		if it.Alias != "" {
-			f.printf(" AS %s", QuoteIdent(it.Alias))
-		}
+		f.aliasList(it.Alias, it.Columns)
 	case *SubqueryRef:
 		if it.Lateral {
 			f.b.WriteString("LATERAL ")

@@ -355,7 +355,14 @@ func (rw *rewriter) one(i, j int) (int, error) {
 			return rw.fieldSelect(i)
 		}
 		rw.addTok(t, ".", itemDot)
-	case ",", "*", "+", "-", "/", "%", "=", "<>", "<", ">", "<=", ">=", "&":
+	case ",":
+		// A comma after a join's ON (at its depth) starts the next FROM
+		// item: FROM a JOIN b ON ..., c.
+		if n := len(rw.clause); n > 0 && rw.clause[n-1] == "on" {
+			rw.clause[n-1] = "from"
+		}
+		rw.addTok(t, t.val, itemOther)
+	case "*", "+", "-", "/", "%", "=", "<>", "<", ">", "<=", ">=", "&":
 		rw.addTok(t, t.val, itemOther)
 	case "~", "~*", "!~", "!~*":
 		return rw.regexOp(t, i+1, j)

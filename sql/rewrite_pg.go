@@ -99,6 +99,27 @@ func (rw *rewriter) fromItem(i, j int) (next int, ok bool, err error) {
 	case itemStart && toks[i+1].isOp(".") && isName(toks[i+2]) && toks[i+3].isOp("("):
 		return rw.fromFunction(i, i+2, j)
 	}
+	// table [AS] alias (columns): toks[i] is the alias after a table's
+	// (possibly qualified) name, itself after FROM, JOIN or a comma.
+	if isName(t) && toks[i+1].isOp("(") && (t.kind == tokQuotedIdent || !passThrough[t.val]) {
+		k := i - 1
+		if prev.isWord("as") {
+			k--
+		}
+		if k > rw.lo && isName(toks[k]) {
+			if k-2 >= rw.lo && toks[k-1].isOp(".") && isName(toks[k-2]) {
+				k -= 2
+			}
+			if b := rw.prev(k); b.isWord("from") || b.isWord("join") || b.isOp(",") {
+				cols, end, err := rw.columnAliases(i + 1)
+				if err != nil {
+					return 0, true, err
+				}
+				rw.addAlias(t, aliasInfo{name: t.val, columns: cols}, prev.isWord("as"))
+				return end, true, nil
+			}
+		}
+	}
 	// (SELECT ...) [AS] alias (columns)
 	afterParen := prev.isOp(")") || prev.isWord("as") && i-2 >= rw.lo && toks[i-2].isOp(")")
 	if afterParen && toks[i+1].isOp("(") && (t.kind == tokQuotedIdent || !passThrough[t.val]) {
