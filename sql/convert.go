@@ -24,6 +24,9 @@ import (
 type converter struct {
 	sp *stmtParser
 	tt *tidbText
+	// windows are the named windows of the SELECT being converted (its
+	// WINDOW clause), by name.
+	windows map[string]*ast.WindowSpec
 }
 
 // orig maps an offset in the TiDB text to one in the user's text; ok is
@@ -97,14 +100,32 @@ func (c *converter) selectStmt(stmt ast.StmtNode, info *selectInfo) (*Select, er
 	switch {
 	case s.Kind != ast.SelectStmtKindSelect:
 		return nil, unsupported(0, "VALUES and TABLE as queries are not supported")
-	case len(s.WindowSpecs) > 0:
-		return nil, unsupported(0, "window functions are not supported")
 	case s.LockInfo != nil:
 		return nil, unsupported(0, "SELECT ... FOR UPDATE/SHARE is not supported")
 	case s.SelectIntoOpt != nil:
 		return nil, unsupported(0, "SELECT ... INTO is not supported")
 	case s.GroupBy != nil && s.GroupBy.Rollup:
 		return nil, unsupported(0, "GROUP BY ... WITH ROLLUP is not supported")
+	}
+	// A SELECT's WINDOW clause names windows for its own OVER clauses
+	// only (not its subqueries').
+	saved := c.windows
+	defer func() { c.windows = saved }()
+	c.windows = nil
+	for k := range s.WindowSpecs {
+		w := &s.WindowSpecs[k]
+		if c.windows == nil {
+			c.windows = map[string]*ast.WindowSpec{}
+		}
+		if _, dup := c.windows[w.Name.L]; dup {
+			return nil, pgerr.New(pgerr.WindowingError, "window %q is already defined", w.Name.O)
+		}
+		c.windows[w.Name.L] = w
+	}
+	for _, w := range c.windows {
+		if _, err := c.resolveWindow(*w, 0); err != nil {
+			return nil, err
+		}
 	}
 	out := &Select{Distinct: s.Distinct, With: with}
 	fields := s.Fields.Fields

@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"github.com/basindb/basin/internal/pgerr"
 	"strconv"
 	"strings"
 
@@ -527,9 +528,14 @@ func (c *converter) distinctFrom(n *ast.BinaryOperationExpr) (Expr, error) {
 
 // windowFunc converts f(...) OVER (PARTITION BY ... ORDER BY ...).
 func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
-	if n.Spec.Name.L != "" || n.Spec.Ref.L != "" {
-		return nil, c.unsupportedAt(n, "named windows are not supported")
+	spec, err := c.resolveWindow(n.Spec, 0)
+	if err != nil {
+		if pe, ok := pgerr.As(err); ok && pe.Position == 0 {
+			pe.WithPosition(c.pos(n))
+		}
+		return nil, err
 	}
+	n.Spec = spec
 	name := strings.ToLower(n.Name)
 	f := &Func{Name: name, Distinct: n.Distinct, Pos: c.pos(n), Over: &Window{}}
 	if k := c.tokIndex(n); name == "count" && k >= 0 && c.sp.toks[k+1].isOp("(") && c.sp.toks[k+2].isOp("*") {
@@ -572,6 +578,47 @@ func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
 		f.Over.Frame = frame
 	}
 	return f, nil
+}
+
+// resolveWindow returns spec with the named window it refers to copied
+// in, as Postgres does: OVER w is w; OVER (w ORDER BY ...) and a WINDOW
+// clause's w2 AS (w ...) take w's PARTITION BY and ORDER BY and add to
+// them, which may not override either, nor copy a window with a frame.
+func (c *converter) resolveWindow(spec ast.WindowSpec, depth int) (ast.WindowSpec, error) {
+	name := spec.Ref
+	if spec.OnlyAlias {
+		name = spec.Name
+	}
+	if name.L == "" {
+		return spec, nil
+	}
+	base, ok := c.windows[name.L]
+	if !ok || depth > len(c.windows) {
+		return spec, pgerr.New(pgerr.UndefinedObject, "window %q does not exist", name.O)
+	}
+	resolved, err := c.resolveWindow(*base, depth+1)
+	if err != nil {
+		return spec, err
+	}
+	if spec.OnlyAlias {
+		return resolved, nil
+	}
+	switch {
+	case spec.PartitionBy != nil:
+		return spec, pgerr.New(pgerr.WindowingError, "cannot override PARTITION BY clause of window %q", name.O)
+	case spec.OrderBy != nil && resolved.OrderBy != nil:
+		return spec, pgerr.New(pgerr.WindowingError, "cannot override ORDER BY clause of window %q", name.O)
+	case resolved.Frame != nil:
+		return spec, pgerr.New(pgerr.WindowingError, "cannot copy window %q because it has a frame clause", name.O).
+			WithHint("Omit the parentheses in this OVER clause.")
+	}
+	out := spec
+	out.Ref = ast.CIStr{}
+	out.PartitionBy = resolved.PartitionBy
+	if out.OrderBy == nil {
+		out.OrderBy = resolved.OrderBy
+	}
+	return out, nil
 }
 
 // frameBound converts one end of a window frame.

@@ -435,11 +435,15 @@ func (rw *rewriter) word(i, j int) (int, error) {
 			return i + 1, nil
 		}
 	case "over":
-		if next.isOp("(") && prev.isOp(")") {
+		if prev.isOp(")") && (next.isOp("(") || isName(next)) {
 			return rw.over(i, j)
 		}
 		if next.isOp("(") || next.kind == tokIdent || next.kind == tokQuotedIdent {
 			return 0, unsupported(pos, "window functions are not supported")
+		}
+	case "window":
+		if isName(next) && sp.toks[i+2].isWord("as") && sp.toks[i+3].isOp("(") {
+			return rw.windowClause(i, j)
 		}
 	case "filter":
 		if next.isOp("(") && prev.isOp(")") {

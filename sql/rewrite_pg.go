@@ -620,7 +620,44 @@ func (rw *rewriter) over(i, j int) (int, error) {
 		name = "var_samp"
 	}
 	rw.out[m-1].text = name
-	open := i + 1
+	rw.addTok(t, "OVER", itemOther)
+	if w := toks[i+1]; isName(w) {
+		// OVER w: a window of the WINDOW clause.
+		rw.addTok(w, quoteTiDB(w.val), itemOperand)
+		return i + 2, nil
+	}
+	return rw.windowSpec(i+1, j)
+}
+
+// windowClause rewrites WINDOW w AS (...) [, ...]; toks[i] is WINDOW.
+func (rw *rewriter) windowClause(i, j int) (int, error) {
+	sp := rw.sp
+	toks := sp.toks
+	rw.addTok(toks[i], "WINDOW", itemOther)
+	rw.noteClause("window")
+	for k := i + 1; ; {
+		if !isName(toks[k]) || !toks[k+1].isWord("as") || !toks[k+2].isOp("(") {
+			return 0, sp.syntaxErr(toks[k])
+		}
+		rw.addTok(toks[k], quoteTiDB(toks[k].val), itemOperand)
+		rw.addTok(toks[k+1], "AS", itemOther)
+		next, err := rw.windowSpec(k+2, j)
+		if err != nil {
+			return 0, err
+		}
+		if !toks[next].isOp(",") {
+			return next, nil
+		}
+		rw.addTok(toks[next], ",", itemOther)
+		k = next + 1
+	}
+}
+
+// windowSpec rewrites a window's (PARTITION BY ... ORDER BY ... frame),
+// with toks[open] its "(", and returns the index after its ")".
+func (rw *rewriter) windowSpec(open, j int) (int, error) {
+	sp := rw.sp
+	toks := sp.toks
 	close := sp.matchParen(open)
 	if close >= j {
 		return 0, sp.syntaxErr(toks[close])
@@ -630,7 +667,6 @@ func (rw *rewriter) over(i, j int) (int, error) {
 			return 0, unsupported(sp.charPos(toks[k].pos), "%s frames are not supported", strings.ToUpper(toks[k].val))
 		}
 	}
-	rw.addTok(t, "OVER", itemOther)
 	saved := rw.keywords
 	rw.keywords = map[string]bool{"partition": true, "rows": true, "range": true, "between": true, "unbounded": true,
 		"preceding": true, "following": true, "current": true, "row": true}
