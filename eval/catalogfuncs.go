@@ -95,11 +95,7 @@ func compileSystemExpr(s planner.Scalar) Expr {
 	case *planner.OpCall:
 		l, r, op := Compile(s.L), Compile(s.R), s.Op
 		return func(row catalog.Row, env *Env) (any, error) {
-			a, err := l(row, env)
-			if err != nil {
-				return nil, err
-			}
-			b, err := r(row, env)
+			a, b, err := evalPair(l, r, row, env)
 			if err != nil {
 				return nil, err
 			}

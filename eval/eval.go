@@ -341,6 +341,15 @@ var (
 	errDivByZero     = pgerr.New(pgerr.DivisionByZero, "division by zero")
 )
 
+// evalPair evaluates an operator's two operands over row.
+func evalPair(l, r Expr, row catalog.Row, env *Env) (a, b any, err error) {
+	if a, err = l(row, env); err != nil {
+		return nil, nil, err
+	}
+	b, err = r(row, env)
+	return a, b, err
+}
+
 func compileBinary(s *planner.Binary) Expr {
 	l, r := Compile(s.L), Compile(s.R)
 	if e := compileBlobBinary(s, l, r); e != nil {
@@ -393,11 +402,7 @@ func compileBinary(s *planner.Binary) Expr {
 	op := s.Op
 	t := s.T
 	return func(row catalog.Row, env *Env) (any, error) {
-		a, err := l(row, env)
-		if err != nil {
-			return nil, err
-		}
-		b, err := r(row, env)
+		a, b, err := evalPair(l, r, row, env)
 		if err != nil {
 			return nil, err
 		}

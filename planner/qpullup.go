@@ -79,27 +79,22 @@ func pullUp(blk *BlockRel) bool {
 			input = append(input, &a.Grouping[j])
 		}
 	}
-	if !blk.Grouped {
-		for i := range blk.Output {
-			input = append(input, &blk.Output[i])
-		}
-		for i := range blk.Order {
-			input = append(input, &blk.Order[i].Expr)
-		}
-		for i := range blk.DistinctOn {
-			input = append(input, &blk.DistinctOn[i])
-		}
-	}
-	all := append([]*Scalar{&blk.Having}, input...)
+	// The select list, ordering and DISTINCT ON, over the input row
+	// unless the block groups it.
+	var post []*Scalar
 	for i := range blk.Output {
-		all = append(all, &blk.Output[i])
+		post = append(post, &blk.Output[i])
 	}
 	for i := range blk.Order {
-		all = append(all, &blk.Order[i].Expr)
+		post = append(post, &blk.Order[i].Expr)
 	}
 	for i := range blk.DistinctOn {
-		all = append(all, &blk.DistinctOn[i])
+		post = append(post, &blk.DistinctOn[i])
 	}
+	if !blk.Grouped {
+		input = append(input, post...)
+	}
+	all := append(append([]*Scalar{&blk.Having}, input...), post...)
 	for _, e := range all {
 		if *e != nil && !plain(*e, false) {
 			return false
