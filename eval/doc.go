@@ -24,11 +24,15 @@
 // caller stores one. How a pull query may read the stores is not here:
 // that is the pull engine's ReadOptions.
 //
-// The scalars only catalog queries have (subqueries, outer references,
-// the catalog's functions) are compiled by the catalog-query engine,
-// which hands them to Compile through Extend; the scope a catalog query
-// evaluates in (its snapshot, the enclosing rows of a subquery) is
-// Env.Scope.
+// Every function of the planner's one registry is implemented here,
+// the catalog's (catalogfuncs.go: format_type, pg_get_viewdef, the
+// system types' casts and array operators) and the set-returning ones
+// (RunSRF) among them. The scalars only the relational engine evaluates
+// (subqueries, references to an enclosing query's row) it compiles
+// itself and hands to Compile through Extend; the scope a relational
+// query evaluates in (its snapshot, the enclosing rows of a subquery)
+// is Env.Scope, and the values of the subqueries a relation's read was
+// given are Env.Init.
 //
 // Dates and times (datetime.go): DATE, TIME and INTERVAL values compare
 // by Compare like the others (an interval by its span, a month as 30

@@ -2,8 +2,10 @@
 // above the engines. A Session parses each statement, checks it against
 // the session's limits and transaction state, and dispatches it: DDL is
 // validated and appended to the command log, INSERT produces records,
-// SELECT goes to the pull engine (package pull) or, over the catalog, to
-// the catalog-query engine (package query), SHOW and DESCRIBE read the
+// SELECT is planned by planner.PlanSelect and runs in the relational
+// engine (package query), reading relations through the pull engine
+// (package pull), or in the pull engine alone when it is one relation's
+// read; SHOW and DESCRIBE read the
 // catalog and the streaming runtime (package stream).
 //
 // What a session keeps between statements is here: its settings
