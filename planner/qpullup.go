@@ -46,7 +46,7 @@ func pullUp(blk *BlockRel) bool {
 	}
 	plain := func(e Scalar, inner bool) bool {
 		ok := true
-		Walk(e, func(x Scalar) {
+		walkScalar(e, func(x Scalar) {
 			switch x := x.(type) {
 			case *SubLink, *OuterRef, *srfSlot, *winSlot:
 				ok = false

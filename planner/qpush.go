@@ -104,21 +104,18 @@ func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
 // given as values) and holds at least one such subquery.
 func initOnly(c Scalar) bool {
 	ok, subs := true, 0
-	var walk func(Scalar)
-	walk = func(x Scalar) {
+	walkScalar(c, func(x Scalar) {
 		switch x := x.(type) {
 		case *SubLink:
+			// Its query is its own: a correlated one reads this row.
 			if x.Kind != SubLinkScalar || x.Query.Correlated {
 				ok = false
 			}
 			subs++
-			return // its query is its own
 		case *OuterRef, *srfSlot, *winSlot, *aggSlot:
 			ok = false
 		}
-		mapChildren(x, func(y Scalar) Scalar { walk(y); return y })
-	}
-	walk(c)
+	})
 	return ok && subs > 0 && c.Type() == catalog.Boolean
 }
 
