@@ -34,7 +34,10 @@ type DB struct {
 	// wo is the write options of every commit: Sync unless Options.NoSync.
 	wo *pebble.WriteOptions
 	// rows is the row cache; nil when Options.RowCacheSize is 0.
-	rows   *rowCache
+	rows *rowCache
+	// scans is the scan cache; nil when Options.ScanCacheSize or
+	// RowCacheSize is 0.
+	scans  *scanCache
 	closed atomic.Bool
 	// health fails the DB when Pebble finds damage (corrupt.go) or its
 	// disk full (diskfull.go).
@@ -133,6 +136,9 @@ func Open(opts Options) (*DB, error) {
 	}
 	if opts.RowCacheSize > 0 {
 		db.rows = newRowCache(opts.RowCacheSize)
+		if opts.ScanCacheSize > 0 {
+			db.scans = newScanCache(opts.ScanCacheSize)
+		}
 	}
 	if err := db.checkFormat(); err != nil {
 		_ = pdb.Close()

@@ -31,6 +31,13 @@ type Options struct {
 	// Default 0: no row cache, and Lookup is Get.
 	RowCacheSize int64
 
+	// ScanCacheSize is the size in bytes of the scan cache, which keeps
+	// what scans of a whole store made of its rows (pull's decoded rows)
+	// while the store is not written: see StoreReader.ScanTicket. It
+	// shares the row cache's coherence, so it is off when the row cache
+	// is. Default 0: off.
+	ScanCacheSize int64
+
 	// NoSync turns off the fsync of every batch commit. Default false:
 	// commits are durable when Commit returns, which is what lets a node
 	// killed with SIGKILL or a power cut resume from its checkpoints. With
@@ -60,6 +67,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RowCacheSize < 0 {
 		return errors.New("materialize: Options.RowCacheSize must not be negative")
+	}
+	if o.ScanCacheSize < 0 {
+		return errors.New("materialize: Options.ScanCacheSize must not be negative")
 	}
 	return nil
 }

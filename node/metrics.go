@@ -157,6 +157,10 @@ var (
 		"Memory the row cache's entries take (keys, values and per-entry overhead), at most --row-cache-mb.", nil, nil)
 	rowCacheEntriesDesc = prometheus.NewDesc("basin_row_cache_entries",
 		"Rows in the row cache.", nil, nil)
+	scanCacheDesc = prometheus.NewDesc("basin_scan_cache_total",
+		"Whole-partition scans and the scan cache: hit (rows served from memory) or fill (rows read from storage were kept).", []string{"result"}, nil)
+	scanCacheBytesDesc = prometheus.NewDesc("basin_scan_cache_bytes",
+		"Estimated memory of the partitions' rows the scan cache keeps, at most --scan-cache-mb.", nil, nil)
 	planCacheDesc = prometheus.NewDesc("basin_plan_cache_total",
 		"What the simple-query plan caches of this node's sessions did: hit (a query ran from a cached plan), cached (a query shape was cached), uncacheable (a shape was found not cacheable).", []string{"result"}, nil)
 )
@@ -171,6 +175,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- rowCacheDesc
 	ch <- rowCacheBytesDesc
 	ch <- rowCacheEntriesDesc
+	ch <- scanCacheDesc
+	ch <- scanCacheBytesDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -187,6 +193,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(rowCacheDesc, prometheus.CounterValue, float64(rc.Misses), "miss")
 		ch <- prometheus.MustNewConstMetric(rowCacheBytesDesc, prometheus.GaugeValue, float64(rc.Bytes))
 		ch <- prometheus.MustNewConstMetric(rowCacheEntriesDesc, prometheus.GaugeValue, float64(rc.Entries))
+		sc := db.ScanCacheStats()
+		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Hits), "hit")
+		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Fills), "fill")
+		ch <- prometheus.MustNewConstMetric(scanCacheBytesDesc, prometheus.GaugeValue, float64(sc.Bytes))
 	}
 	if c.n.rt != nil {
 		for _, t := range c.n.rt.Tasks(now) {

@@ -134,7 +134,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		n.log.Info("embedded broker started", "addrs", strings.Join(brokers, ","))
 	}
 	if n.db, err = materialize.Open(materialize.Options{Dir: filepath.Join(opts.DataDir, "state"), Logger: n.log,
-		RowCacheSize: int64(max(opts.RowCacheMB, 0)) << 20}); err != nil {
+		RowCacheSize: int64(max(opts.RowCacheMB, 0)) << 20, ScanCacheSize: int64(max(opts.ScanCacheMB, 0)) << 20}); err != nil {
 		return nil, err
 	}
 	if n.rt, err = stream.NewRuntime(stream.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,

@@ -139,6 +139,12 @@ type Options struct {
 	// (materialize.Options.RowCacheSize). Default DefaultRowCacheMB;
 	// negative turns it off.
 	RowCacheMB int
+	// ScanCacheMB is the size in MiB of the scan cache, which keeps the
+	// decoded rows of whole-partition scans of a view while the
+	// partition is not written (materialize.Options.ScanCacheSize). It
+	// needs the row cache. Default DefaultScanCacheMB; negative turns it
+	// off.
+	ScanCacheMB int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -160,6 +166,7 @@ const (
 	DefaultHeartbeatInterval     = 100 * time.Millisecond
 	DefaultLagReportInterval     = time.Second
 	DefaultRowCacheMB            = 64
+	DefaultScanCacheMB           = 128
 )
 
 // ensureDefaults fills unset fields with their defaults; it is the one
@@ -208,6 +215,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.RowCacheMB == 0 {
 		o.RowCacheMB = DefaultRowCacheMB
+	}
+	if o.ScanCacheMB == 0 {
+		o.ScanCacheMB = DefaultScanCacheMB
 	}
 	if o.Auth == "" {
 		o.Auth = pgwire.AuthTrust.String()

@@ -102,6 +102,9 @@ type scopeItem struct {
 	// rel is the table, view or stream the item reads, if it is one:
 	// errors about its columns name it.
 	rel *catalog.Relation
+	// pseudo, for a basin relation, is its RelationRel.Pseudo: a
+	// reference to one of its pseudo-columns sets it.
+	pseudo *bool
 }
 
 func (s *scope) add(alias string, cols []catalog.Column) {
@@ -127,6 +130,9 @@ func (s *scope) find(ref *sql.ColumnRef) (idx int, col catalog.Column, found boo
 				return 0, col, false, pgerr.New(pgerr.AmbiguousColumn, "column reference %q is ambiguous", ref.Name).WithPosition(ref.Pos)
 			}
 			idx, col = it.start+i, c
+			if it.pseudo != nil && i >= len(it.rel.Schema.Columns) {
+				*it.pseudo = true
+			}
 		}
 	}
 	return idx, col, idx >= 0, nil
@@ -711,8 +717,10 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 				return nil, err
 			}
 			into.add(alias, cols)
+			pseudo := new(bool)
 			into.items[len(into.items)-1].rel = r
-			return &RelationRel{Rel: r, Scan: scan}, nil
+			into.items[len(into.items)-1].pseudo = pseudo
+			return &RelationRel{Rel: r, Scan: scan, Pseudo: pseudo}, nil
 		}
 		t, err := qp.resolveTable(it)
 		if err != nil {
@@ -864,6 +872,8 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		}
 		for _, si := range js.items {
 			into.add(si.alias, si.cols)
+			into.items[len(into.items)-1].rel = si.rel
+			into.items[len(into.items)-1].pseudo = si.pseudo
 		}
 		return j, nil
 	}

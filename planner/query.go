@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,27 @@ type RelationRel struct {
 	// (InitRef): uncorrelated scalar subqueries, each run once, before
 	// the read, so that "k = (SELECT ...)" is still a key lookup.
 	Init []*SubLink
+	// Pseudo is set when the query names one of the relation's
+	// pseudo-columns (_partition, ...), which differ per read; when it
+	// is not, the read leaves them NULL (ScanWithoutPseudo), and a scan
+	// of a quiet partition may be served from the scan cache. Nil: the
+	// query may name them.
+	Pseudo *bool
+}
+
+// ReadScan is the pull plan the relation's read runs: Scan, without the
+// pseudo-columns unless the query names them.
+func (r *RelationRel) ReadScan() *PullPlan {
+	if r.Pseudo == nil || *r.Pseudo || r.Rel.Kind == catalog.KindStream {
+		return r.Scan
+	}
+	scan := *r.Scan
+	ncols := len(r.Rel.Schema.Columns)
+	scan.Output = slices.Clone(scan.Output)
+	for i := ncols; i < ncols+len(PseudoColumns) && i < len(scan.Output); i++ {
+		scan.Output[i] = &Const{T: scan.Output[i].Type()}
+	}
+	return &scan
 }
 
 // InitRef is the value of a RelationRel's Init[I] in its Scan.

@@ -187,6 +187,19 @@ type PullCode struct {
 	pseudo bool
 }
 
+// unreadPseudo reports whether output o, at position i, is a NULL in
+// place of a pseudo-column the plan does not read
+// (planner.RelationRel.ReadScan): reads leave that slot of the row
+// NULL, so a row passes through as it is.
+func (c *PullCode) unreadPseudo(plan *planner.PullPlan, o planner.Scalar, i int) bool {
+	k, ok := o.(*planner.Const)
+	if !ok || plan.Rel == nil {
+		return false
+	}
+	ncols := len(plan.Rel.Schema.Columns)
+	return k.V == nil && !c.pseudo && i >= ncols && i < ncols+len(planner.PseudoColumns)
+}
+
 // CompilePull compiles plan's expressions; nil for a plan the general
 // query engine runs (plan.Query), which compiles its own every time.
 func CompilePull(plan *planner.PullPlan) *PullCode {
@@ -202,7 +215,7 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 	for i, o := range plan.Output {
 		c.output = append(c.output, eval.Compile(o))
 		col, ok := o.(*planner.ColRef)
-		if !ok || col.Idx != i {
+		if (!ok || col.Idx != i) && !c.unreadPseudo(plan, o, i) {
 			c.passThrough = false
 		}
 		if stored = stored && ok && col.Idx < len(plan.Rel.Schema.Columns); stored {
@@ -849,7 +862,25 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 	// new as: a bound for read-your-writes.
 	reader := &store.StoreReader
 	parsed, pos, published := ts.PositionAndToken()
-	if keys == nil || q.opts.Monotonic || q.opts.NoForward || !published {
+	// A scan of the whole store, into Go rows without pseudo-columns
+	// (which differ per read), may be served from the scan cache, or
+	// offer it the rows it decodes: see materialize.ScanTicket. The
+	// ticket is taken before the snapshot the scan reads.
+	var (
+		ticket  materialize.ScanTicket
+		cached  *cachedScan
+		collect *cachedScan
+	)
+	if keys == nil && sink == nil && !q.code.pseudo && q.plan.Range == nil {
+		ticket = store.ScanTicket()
+		if v, ok := ticket.CachedScan(); ok {
+			cached = v.(*cachedScan)
+			pos, parsed = cached.pos, cached.parsed
+		} else if limit := store.MaxCachedScan(); limit > 0 {
+			collect = &cachedScan{limit: limit}
+		}
+	}
+	if cached == nil && (keys == nil || q.opts.Monotonic || q.opts.NoForward || !published) {
 		snap, err := q.rt.DB().NewSnapshot()
 		if err != nil {
 			return err
@@ -862,6 +893,9 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		}
 		if !published || !parsed.Equal(cp.Position) {
 			pos, parsed = cp.Position.String(), cp.Position
+		}
+		if collect != nil {
+			collect.pos, collect.parsed = pos, parsed
 		}
 	}
 	lag, tlag := ts.Lag(time.Now())
@@ -926,7 +960,21 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 		spare = nil
 		row := buf[1:]
 		copy(row[ncols:], pseudo)
+		if collect != nil {
+			collect.add(row, len(v))
+		}
 		return emit(row)
+	}
+	if cached != nil {
+		for n, row := range cached.rows {
+			if n%1024 == 1023 && ctx.Err() != nil {
+				return pgerr.New(pgerr.QueryCanceled, "canceling statement due to user request")
+			}
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if keys != nil {
 		for n, key := range keys {
@@ -975,7 +1023,41 @@ func (q *Query) readLocal(ctx context.Context, query *stream.PersistentQuery, p 
 			return err
 		}
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if collect != nil && !collect.over {
+		ticket.CacheScan(collect, collect.bytes)
+	}
+	return nil
+}
+
+// cachedScan is what a scan of a whole store keeps in the scan cache:
+// its rows, decoded and never modified (readers keep them as they are),
+// and the position they are at.
+type cachedScan struct {
+	rows   []catalog.Row
+	pos    string
+	parsed materialize.Position
+	// While collecting: the estimated memory of rows, and whether it
+	// passed limit (the scan is then not kept).
+	bytes, limit int64
+	over         bool
+}
+
+// add collects row, decoded from a stored value of n bytes.
+func (c *cachedScan) add(row catalog.Row, n int) {
+	if c.over {
+		return
+	}
+	// The values' share of the stored bytes (strings point into one copy
+	// of it), the slots and a boxed value each.
+	c.bytes += int64(n) + 24 + 32*int64(len(row))
+	if c.bytes > c.limit {
+		c.over, c.rows = true, nil
+		return
+	}
+	c.rows = append(c.rows, row)
 }
 
 // keyBounds returns the store keys a scan of the plan's key range

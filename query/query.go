@@ -180,11 +180,12 @@ func (o scanOp) run(env *eval.Env) ([]catalog.Row, error) { return env.Scope.Sna
 // (Scope.Read).
 type relationOp struct {
 	r    *planner.RelationRel
-	init []eval.Expr // r.Init's subqueries
+	scan *planner.PullPlan // r.ReadScan(), the same for the whole statement
+	init []eval.Expr       // r.Init's subqueries
 }
 
 func newRelationOp(r *planner.RelationRel) *relationOp {
-	o := &relationOp{r: r}
+	o := &relationOp{r: r, scan: r.ReadScan()}
 	for _, sub := range r.Init {
 		o.init = append(o.init, eval.Compile(sub))
 	}
@@ -209,7 +210,7 @@ func (r readOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return env.Scope.Read(env.Context(), r.o.r.Scan, init)
+	return env.Scope.Read(env.Context(), r.o.scan, init)
 }
 
 type valuesOp struct{}

@@ -106,6 +106,7 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 	f.Duration("heartbeat-interval", node.DefaultHeartbeatInterval, "how often a node sends heartbeats to the others (down after 5 missed)")
 	f.Duration("lag-report-interval", node.DefaultLagReportInterval, "how often a node sends its tasks' lags to the others")
 	f.Int("row-cache-mb", node.DefaultRowCacheMB, "MiB of memory for the rows point reads returned, served again without a storage read (0 turns it off)")
+	f.Int("scan-cache-mb", node.DefaultScanCacheMB, "MiB of memory for the decoded rows of view partitions that queries scanned whole, served again while the partition is unchanged (0 turns it off; needs the row cache)")
 	f.String("tls-cert", "", "PEM file with the Postgres server's TLS certificate chain (with --tls-key)")
 	f.String("tls-key", "", "PEM file with the private key of --tls-cert")
 	f.String("cluster-ca", "", "PEM file with the CA that signs the nodes' TLS certificates; peers' certificates are verified against it (needs --tls-cert)")
@@ -156,6 +157,13 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 		case rowCacheMB == 0:
 			rowCacheMB = -1 // node.Options: off
 		}
+		scanCacheMB := v.GetInt("scan-cache-mb")
+		switch {
+		case scanCacheMB < 0:
+			return fmt.Errorf("scan-cache-mb = %d: give a size in MiB, or 0 to turn the scan cache off", scanCacheMB)
+		case scanCacheMB == 0:
+			scanCacheMB = -1 // node.Options: off
+		}
 		var brokers []string // a string host:port,... or a config file's list
 		for _, bs := range v.GetStringSlice("brokers") {
 			for _, b := range strings.Split(bs, ",") {
@@ -186,6 +194,7 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 			HeartbeatInterval:     v.GetDuration("heartbeat-interval"),
 			LagReportInterval:     v.GetDuration("lag-report-interval"),
 			RowCacheMB:            rowCacheMB,
+			ScanCacheMB:           scanCacheMB,
 			TLSCert:               v.GetString("tls-cert"),
 			TLSKey:                v.GetString("tls-key"),
 			ClusterCA:             v.GetString("cluster-ca"),

@@ -135,12 +135,15 @@ func TestServeRefusesRemoteTrust(t *testing.T) {
 	}
 }
 
-// TestServeRefusesNegativeRowCache checks that --row-cache-mb below 0 is
-// refused at start, naming the setting and what to give instead.
-func TestServeRefusesNegativeRowCache(t *testing.T) {
-	_, err := execute([]string{"serve", "--row-cache-mb", "-1", "--data-dir", t.TempDir(), "--http-addr", "off"}, "")
-	if err == nil || !strings.Contains(err.Error(), "row-cache-mb = -1") || !strings.Contains(err.Error(), "0 to turn the row cache off") {
-		t.Fatalf("got %v", err)
+// TestServeRefusesNegativeCaches checks that --row-cache-mb or
+// --scan-cache-mb below 0 is refused at start, naming the setting and
+// what to give instead.
+func TestServeRefusesNegativeCaches(t *testing.T) {
+	for _, cache := range []string{"row", "scan"} {
+		_, err := execute([]string{"serve", "--" + cache + "-cache-mb", "-1", "--data-dir", t.TempDir(), "--http-addr", "off"}, "")
+		if err == nil || !strings.Contains(err.Error(), cache+"-cache-mb = -1") || !strings.Contains(err.Error(), "0 to turn the "+cache+" cache off") {
+			t.Fatalf("--%s-cache-mb -1: got %v", cache, err)
+		}
 	}
 }
 
