@@ -385,6 +385,9 @@ func (c *converter) expr(n ast.ExprNode) (Expr, error) {
 	case *ast.ParenthesesExpr:
 		return c.expr(n.Expr)
 	case *driver.ParamMarkerExpr:
+		if e, ok := c.tt.tails[n.Offset]; ok {
+			return e, nil
+		}
 		num, ok := c.tt.params[n.Offset]
 		if !ok {
 			return nil, internalErr("parameter at offset %d of %q has no $n", n.Offset, c.tt.sql)

@@ -61,6 +61,11 @@ type outItem struct {
 	// run is, for the placeholder of a folded run of constants
 	// (literals.go), 1 + the index of the run's token.
 	run int
+	// tail, for a ? item, is the parsed LIMIT or OFFSET of a
+	// parenthesized SELECT it stands for (nestedTail); tailNone: no
+	// limit (LIMIT ALL, or OFFSET alone).
+	tail     Expr
+	tailNone bool
 }
 
 // castInfo is a cast the rewrite turned into a function call.
@@ -89,6 +94,9 @@ type tidbText struct {
 	// runs maps the offset of a placeholder constant to the index of
 	// the folded run of constants it stands for (literals.go).
 	runs map[int]int
+	// tails maps the offset of a ? to the LIMIT or OFFSET it stands for
+	// (outItem.tail; nil: no limit).
+	tails map[int]Expr
 	// aliases are the FROM aliases the rewrite replaced by placeholders
 	// (basin__alias_N), because TiDB has no column alias lists.
 	aliases []aliasInfo
@@ -112,6 +120,12 @@ func buildWith(items []outItem, end token, aliases []aliasInfo) *tidbText {
 			b.WriteByte(' ')
 		}
 		tt.starts[k] = b.Len()
+		if it.tail != nil || it.tailNone {
+			if tt.tails == nil {
+				tt.tails = make(map[int]Expr)
+			}
+			tt.tails[b.Len()] = it.tail
+		}
 		if it.param != 0 {
 			if tt.params == nil {
 				tt.params = make(map[int]int)
@@ -421,6 +435,8 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		}
 	}
 	switch t.val {
+	case "limit", "offset", "fetch":
+		return rw.nestedTail(i, j)
 	case "cast":
 		if next.isOp("(") {
 			return rw.castCall(i, j)

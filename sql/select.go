@@ -205,6 +205,46 @@ func (sp *stmtParser) splitList(a, b int) [][2]int {
 	return append(items, [2]int{start, b})
 }
 
+// nestedTail rewrites the LIMIT, OFFSET and FETCH clauses of a
+// parenthesized SELECT, which start at toks[i] and end at the closing
+// parenthesis (before j): they are parsed as the statement's own are
+// (selectTail: in any order, OFFSET alone, LIMIT ALL, FETCH FIRST, each
+// value an expression) and handed to TiDB as "LIMIT ? OFFSET ?", whose
+// markers the converter replaces by what was parsed.
+func (rw *rewriter) nestedTail(i, j int) (int, error) {
+	toks := rw.sp.toks
+	end, depth := i, 0
+	for ; end < j; end++ {
+		t := toks[end]
+		if t.isOp("(") {
+			depth++
+		} else if t.isOp(")") {
+			if depth == 0 {
+				break
+			}
+			depth--
+		} else if depth == 0 && (t.isOp(";") || t.isWord("union") || t.isWord("intersect") || t.isWord("except")) {
+			break
+		}
+	}
+	var tail Select
+	if err := rw.sp.selectTail(&tail, i, end); err != nil {
+		return 0, err
+	}
+	rw.noteClause("limit")
+	t := toks[i]
+	if tail.Limit == nil && tail.Offset == nil {
+		return end, nil // LIMIT ALL
+	}
+	rw.addTok(t, "LIMIT", itemOther)
+	rw.add(outItem{text: "?", kind: itemOperand, orig: t.pos, origEnd: t.end, tail: tail.Limit, tailNone: tail.Limit == nil})
+	if tail.Offset != nil {
+		rw.addTok(t, "OFFSET", itemOther)
+		rw.add(outItem{text: "?", kind: itemOperand, orig: t.pos, origEnd: t.end, tail: tail.Offset})
+	}
+	return end, nil
+}
+
 // selectTail parses LIMIT, OFFSET and FETCH in toks[k:hi].
 func (sp *stmtParser) selectTail(sel *Select, k, hi int) error {
 	toks := sp.toks
