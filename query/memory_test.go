@@ -203,4 +203,18 @@ func TestSortLimitKeepsTopN(t *testing.T) {
 			t.Fatalf("ORDER BY x %% 2 LIMIT 600: row %d is %d, want %d (ties in arrival order)", i, x, 2*(i+1))
 		}
 	}
+	// A top-N equals the first rows of the full sort, with many ties
+	// and rows that arrive in every order relative to the kept ones.
+	for _, order := range []string{"(x * 7919) % 97 DESC", "(x * 7919) % 13, x % 5 DESC", "x % 3, (x * 31) % 1000"} {
+		full, err := collect("SELECT x FROM generate_series(1, 6000) x ORDER BY "+order, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 7, 600, 1500, 5999} {
+			got, err := collect(fmt.Sprintf("SELECT x FROM generate_series(1, 6000) x ORDER BY %s LIMIT %d", order, n), 0)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(full[:n]) {
+				t.Fatalf("ORDER BY %s LIMIT %d: %v, want the full sort's first rows", order, n, err)
+			}
+		}
+	}
 }

@@ -332,6 +332,11 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.kind == sql.JoinInner && len(o.equi) == 1 && len(left) < len(right) {
+		rows, err := o.innerBuildLeft(env, left, right)
+		release(env, lHeld+rHeld)
+		return rows, err
+	}
 	// temp is the build side's hash table and the match flags, out the
 	// joined rows.
 	var temp, out int64
@@ -458,6 +463,75 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 		}
 	}
 	release(env, lHeld+rHeld+temp)
+	return rows, nil
+}
+
+// innerBuildLeft is an inner join on one key column whose left side is
+// the smaller: its hash table is of the left rows, and the right rows
+// probe it, so the rows come out in the right side's order.
+func (o *joinOp) innerBuildLeft(env *eval.Env, left, right []catalog.Row) ([]catalog.Row, error) {
+	var temp, out int64
+	defer func() { release(env, temp) }()
+	li, ri := o.equi[0].LIdx, o.equi[0].RIdx
+	first := make(map[any]int, len(left))
+	next := make([]int, len(left))
+	size := make([]int64, len(left)) // of each left row
+	if err := charge(env, &temp, int64(len(left))*16, "join"); err != nil {
+		return nil, err
+	}
+	for i := len(left) - 1; i >= 0; i-- {
+		k := singleKey(left[i][li])
+		if k == nil {
+			continue
+		}
+		n := int64(40) // the map entry and the chain link
+		if str, ok := k.(string); ok {
+			n += int64(len(str))
+		}
+		if err := charge(env, &temp, n, "join"); err != nil {
+			return nil, err
+		}
+		next[i] = -1
+		if j, ok := first[k]; ok {
+			next[i] = j
+		}
+		first[k] = i
+		size[i] = eval.RowBytes(left[i])
+	}
+	var rows []catalog.Row
+	var arena rowArena
+	for _, r := range right {
+		k := singleKey(r[ri])
+		if k == nil {
+			continue
+		}
+		i, ok := first[k]
+		if !ok {
+			continue
+		}
+		rsize := eval.RowBytes(r)
+		for ; i >= 0; i = next[i] {
+			row := arena.row(o.lw + o.rw)[:0]
+			row = append(append(row, left[i]...), r...)
+			if o.on != nil {
+				ok, err := o.on(row, env)
+				if err != nil {
+					return nil, err
+				}
+				if !eval.Truthy(ok) {
+					continue
+				}
+			}
+			if err := charge(env, &out, size[i]+rsize, "join"); err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
+			if len(rows) > maxJoinRows {
+				return nil, pgerr.New(pgerr.ProgramLimitExceeded, "a join in this catalog query produces more than %d rows", maxJoinRows).
+					WithHint("Join the catalog relations on their keys (oid columns).")
+			}
+		}
+	}
 	return rows, nil
 }
 
@@ -599,6 +673,10 @@ type blockOp struct {
 	// keep is how many of the sorted rows are used (LIMIT + OFFSET, of
 	// the block's or, for the query's root, the query's); -1: all.
 	keep int64
+	// plainOutput is set when the select list reads columns and
+	// constants only, which cannot fail: a top-N may then skip a row
+	// its sort keys rule out without evaluating it.
+	plainOutput bool
 }
 
 // maxTopN is the largest LIMIT + OFFSET a sort keeps as a top-N.
@@ -651,8 +729,14 @@ func compileBlock(p *planner.BlockRel) *blockOp {
 	for _, w := range p.Windows {
 		o.wins = append(o.wins, compileWindow(w))
 	}
+	o.plainOutput = true
 	for _, e := range p.Output {
 		o.output = append(o.output, eval.Compile(e))
+		switch e.(type) {
+		case *planner.ColRef, *planner.Const:
+		default:
+			o.plainOutput = false
+		}
 	}
 	for _, k := range p.Order {
 		o.order = append(o.order, eval.Compile(k.Expr))
@@ -763,7 +847,27 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	// outHeld is what outs and seen hold.
 	var outHeld int64
+	// worst, once a top-N has cut outs to keep rows, is the sort keys of
+	// the last one kept: a later row whose keys do not sort before them
+	// cannot be among the first keep (ties keep their arrival order).
+	// With a select list that cannot fail, such a row is skipped before
+	// its output is evaluated, its keys evaluated into scratch.
+	var worst []any
+	var scratch []any
+	if bound >= 0 && o.plainOutput {
+		scratch = make([]any, len(o.order))
+	}
 	for seq, r := range rows {
+		if worst != nil {
+			for k, e := range o.order {
+				if scratch[k], err = e(r, env); err != nil {
+					return nil, err
+				}
+			}
+			if compareKeys(scratch, worst, p.Order) >= 0 {
+				continue
+			}
+		}
 		out, err := eval.EvalAll(o.output, r, env)
 		if err != nil {
 			return nil, err
@@ -779,7 +883,10 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 			}
 		}
 		var keys []any
-		if len(o.order) > 0 {
+		switch {
+		case worst != nil:
+			keys = slices.Clone(scratch)
+		case len(o.order) > 0:
 			if keys, err = eval.EvalAll(o.order, r, env); err != nil {
 				return nil, err
 			}
@@ -825,6 +932,9 @@ func (o *blockOp) run(env *eval.Env) ([]catalog.Row, error) {
 			}
 			clear(outs[o.keep:])
 			outs = outs[:o.keep]
+			if scratch != nil && len(outs) > 0 {
+				worst = outs[len(outs)-1].keys
+			}
 		}
 	}
 	a.record(p, "Project", len(rows), start)

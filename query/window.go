@@ -66,65 +66,131 @@ type winItem struct {
 // windows computes the window functions and appends their values. held
 // is what the result rows hold; the partitions are released.
 func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
-	vals := make([][]any, len(rows))
-	var temp int64 // the partitions and the values computed
+	nw := len(o.wins)
+	vals := make([]any, len(rows)*nw) // row i's values at vals[i*nw:]
+	var temp int64                     // the partitions and the values computed
 	for w, op := range o.wins {
-		parts := map[string][]*winItem{}
-		var partOrder []string
+		// The rows' items, ORDER BY values and arguments, each in one
+		// allocation for all the rows.
+		items := make([]winItem, len(rows))
+		nk, na := len(op.ord), len(op.args)
+		keySlab := make([]any, len(rows)*nk)
+		argSlab := make([]any, len(rows)*na)
+		// A partition is keyed by its one value where Go's == is SQL's
+		// (singleKey), else by the encoded values.
+		parts := map[any][]*winItem{}
+		var partOrder []any
 		for i, r := range rows {
-			pv, err := eval.EvalAll(op.part, r, env)
-			if err != nil {
+			var k any
+			if len(op.part) == 1 {
+				v, err := op.part[0](r, env)
+				if err != nil {
+					return nil, 0, err
+				}
+				if k = singleKey(v); k == nil {
+					k = nullPartition{}
+				}
+			} else {
+				pv, err := eval.EvalAll(op.part, r, env)
+				if err != nil {
+					return nil, 0, err
+				}
+				k = rowKey(pv)
+			}
+			it := &items[i]
+			it.idx = i
+			it.keys = keySlab[i*nk : (i+1)*nk : (i+1)*nk]
+			for j, e := range op.ord {
+				if it.keys[j], err = e(r, env); err != nil {
+					return nil, 0, err
+				}
+			}
+			it.args = argSlab[i*na : (i+1)*na : (i+1)*na]
+			for j, e := range op.args {
+				if it.args[j], err = e(r, env); err != nil {
+					return nil, 0, err
+				}
+			}
+			if err := charge(env, &temp, 80+eval.RowBytes(it.keys)+eval.RowBytes(it.args), "window functions"); err != nil {
 				return nil, 0, err
 			}
-			keys, err := eval.EvalAll(op.ord, r, env)
-			if err != nil {
-				return nil, 0, err
-			}
-			args, err := eval.EvalAll(op.args, r, env)
-			if err != nil {
-				return nil, 0, err
-			}
-			it := &winItem{idx: i, keys: keys, args: args}
-			k := rowKey(pv)
-			if err := charge(env, &temp, 80+eval.RowBytes(keys)+eval.RowBytes(args), "window functions"); err != nil {
-				return nil, 0, err
-			}
-			if _, ok := parts[k]; !ok {
-				if err := charge(env, &temp, keyBytes(k), "window functions"); err != nil {
+			part, ok := parts[k]
+			if !ok {
+				n := int64(16)
+				if s, ok := k.(string); ok {
+					n += keyBytes(s)
+				}
+				if err := charge(env, &temp, n, "window functions"); err != nil {
 					return nil, 0, err
 				}
 				partOrder = append(partOrder, k)
 			}
-			parts[k] = append(parts[k], it)
+			parts[k] = append(part, it)
 		}
 		result := make([]any, len(rows))
 		for _, k := range partOrder {
 			items := parts[k]
-			slices.SortFunc(items, func(x, y *winItem) int {
-				if c := compareKeys(x.keys, y.keys, op.call.Order); c != 0 {
-					return c
-				}
-				return cmp.Compare(x.idx, y.idx) // stable: ties keep the rows' order
-			})
+			sortWindowItems(items, op.call.Order)
 			if err := op.partition(items, rows, result, env); err != nil {
 				return nil, 0, err
 			}
 		}
 		for i := range rows {
-			vals[i] = append(vals[i], result[i])
+			vals[i*nw+w] = result[i]
 		}
 		a.record(o.plan, "Window "+strconv.Itoa(w), len(rows), start)
 	}
 	out := make([]catalog.Row, len(rows))
+	var arena rowArena
 	for i, r := range rows {
-		row := make(catalog.Row, 0, len(r)+len(vals[i]))
-		out[i] = append(append(row, r...), vals[i]...)
+		row := arena.row(len(r) + nw)[:0]
+		out[i] = append(append(row, r...), vals[i*nw:(i+1)*nw]...)
 		if err := charge(env, &held, eval.RowBytes(out[i]), "window functions"); err != nil {
 			return nil, 0, err
 		}
 	}
 	release(env, temp)
 	return out, held, nil
+}
+
+// nullPartition is the partition key of a NULL: NULLs are one partition,
+// as PARTITION BY groups them.
+type nullPartition struct{}
+
+// sortWindowItems sorts a partition's rows by the window's ORDER BY,
+// ties in the rows' order (a stable sort). One key whose values are all
+// integers, the usual ORDER BY total DESC, sorts on them as they are.
+func sortWindowItems(items []*winItem, order []planner.SortKey) {
+	if len(order) == 1 {
+		ints := true
+		for _, it := range items {
+			if _, ok := it.keys[0].(int64); !ok {
+				ints = false
+				break
+			}
+		}
+		if ints {
+			desc := order[0].Desc
+			slices.SortFunc(items, func(x, y *winItem) int {
+				a, b := x.keys[0].(int64), y.keys[0].(int64)
+				c := cmp.Compare(a, b)
+				if desc {
+					c = -c
+				}
+				if c != 0 {
+					return c
+				}
+				return cmp.Compare(x.idx, y.idx)
+			})
+			return
+		}
+	}
+	slices.SortFunc(items, func(x, y *winItem) int {
+		if c := compareKeys(x.keys, y.keys, order); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.idx, y.idx) // stable: ties keep the rows' order
+	})
 }
 
 // partition computes the function over one sorted partition, setting
