@@ -170,18 +170,28 @@ func sortWindowItems(items []*winItem, order []planner.SortKey) {
 			}
 		}
 		if ints {
+			type intItem struct {
+				k  int64
+				it *winItem
+			}
+			s := make([]intItem, len(items))
+			for j, it := range items {
+				s[j] = intItem{it.keys[0].(int64), it}
+			}
 			desc := order[0].Desc
-			slices.SortFunc(items, func(x, y *winItem) int {
-				a, b := x.keys[0].(int64), y.keys[0].(int64)
-				c := cmp.Compare(a, b)
+			slices.SortFunc(s, func(x, y intItem) int {
+				c := cmp.Compare(x.k, y.k)
 				if desc {
 					c = -c
 				}
 				if c != 0 {
 					return c
 				}
-				return cmp.Compare(x.idx, y.idx)
+				return cmp.Compare(x.it.idx, y.it.idx)
 			})
+			for j := range s {
+				items[j] = s[j].it
+			}
 			return
 		}
 	}
