@@ -302,6 +302,16 @@ func (b *binder) bindJoinColumn(e *sql.ColumnRef) (Scalar, error) {
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
 	if b.scope != nil {
+		// An unqualified column of a FULL JOIN ... USING is COALESCE of
+		// the two it merges, unless a nearer scope has the name.
+		for sc := b.scope; e.Table == "" && sc != nil; sc = sc.parent {
+			if m, ok := sc.full[strings.ToLower(e.Name)]; ok {
+				return b.bind(coalesceMerged(m, e.Pos))
+			}
+			if _, _, found, _ := sc.find(e); found {
+				break
+			}
+		}
 		s, _, err := b.scope.resolve(e)
 		return s, err
 	}

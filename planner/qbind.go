@@ -68,6 +68,10 @@ type scope struct {
 	// them (shared by a FROM clause's join scopes, like using).
 	using  map[string]bool
 	merged *[]mergedCol
+	// full maps the (lower-case) names of FULL JOIN ... USING columns
+	// to the two columns they merge: the name reads COALESCE of them,
+	// as in Postgres (shared like using).
+	full map[string][2]*sql.ColumnRef
 	// lateralRight is set by the planning of a FROM item that reads the
 	// columns of the items before it (LATERAL), to the alias of one of
 	// them: it is joined to them as a nested loop, run once per row of
@@ -92,6 +96,8 @@ type mergedCol struct {
 	join   int // the join's number among the FROM clause's USING joins
 	from   *sql.ColumnRef
 	merges [2]*sql.ColumnRef
+	// full is set for a FULL JOIN's column, which is COALESCE(merges).
+	full bool
 }
 
 // scopeItem is a FROM item as names see it.
@@ -627,7 +633,11 @@ func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error
 			}
 			if name := strings.ToLower(m.from.Name); !shown[name] {
 				shown[name] = true
-				out = append(out, sql.SelectItem{Expr: &sql.ColumnRef{Table: m.from.Table, Name: m.from.Name}, Text: m.from.Name})
+				var e sql.Expr = &sql.ColumnRef{Table: m.from.Table, Name: m.from.Name}
+				if m.full {
+					e = coalesceMerged(m.merges, m.merges[0].Pos)
+				}
+				out = append(out, sql.SelectItem{Expr: e, Alias: m.from.Name, Text: m.from.Name})
 			}
 		}
 		found := false
@@ -651,7 +661,7 @@ func expandScopeStar(items []sql.SelectItem, sc *scope) ([]sql.SelectItem, error
 
 // planFrom plans a FROM list: its items joined left to right.
 func (qp *queryPlanner) planFrom(from []sql.FromItem, parent *scope, lvl *level) (Rel, *scope, error) {
-	sc := &scope{parent: parent, level: lvl, using: map[string]bool{}, merged: new([]mergedCol)}
+	sc := &scope{parent: parent, level: lvl, using: map[string]bool{}, merged: new([]mergedCol), full: map[string][2]*sql.ColumnRef{}}
 	if len(from) == 0 {
 		return &ValuesRel{}, sc, nil
 	}
@@ -780,7 +790,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "WITHIN bounds a stream–stream join of a derived stream, not a query").WithPosition(it.Within.Pos).
 				WithHint("Create the join with CREATE STREAM ... AS SELECT ... JOIN ... WITHIN ..., or compare the times in WHERE.")
 		}
-		js := &scope{parent: parent, level: lvl, using: into.using, merged: into.merged}
+		js := &scope{parent: parent, level: lvl, using: into.using, merged: into.merged, full: into.full}
 		l, err := qp.planFromItem(it.Left, parent, lvl, js)
 		if err != nil {
 			return nil, err
@@ -798,18 +808,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 		js.lateralRight = ""
 		b := &binder{cols: js.cols, params: qp.params, scope: js, q: qp, clause: "JOIN conditions", exactSum: true}
 		on := it.On
-		if it.Kind == sql.JoinFull && len(it.Using) > 0 {
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported").WithPosition(it.Pos).
-				WithHint("Write the condition with ON, and COALESCE the two columns where you need the merged one.")
-		}
 		using := it.Using
 		if it.Natural {
 			// USING every column name both sides show, in the left
 			// side's order; none makes it a cross join (ON TRUE).
 			using = naturalColumns(js, len(l.Cols()))
-			if it.Kind == sql.JoinFull && len(using) > 0 {
-				return nil, pgerr.New(pgerr.FeatureNotSupported, "NATURAL FULL JOIN is not supported").WithPosition(it.Pos)
-			}
 			if len(using) == 0 && on == nil {
 				on = &sql.Literal{Value: true, Type: catalog.Boolean, Pos: it.Pos}
 			}
@@ -819,6 +822,10 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			joinNo = (*into.merged)[len(*into.merged)-1].join + 1
 		}
 		for _, u := range using {
+			if _, ok := into.full[strings.ToLower(u)]; ok {
+				return nil, pgerr.New(pgerr.FeatureNotSupported, "JOIN ... USING (%s) of a column a FULL JOIN ... USING merged is not supported", u).WithPosition(it.Pos).
+					WithHint("Write the condition with ON, comparing COALESCE of the merged columns.")
+			}
 			// A name an inner join already merged is one column.
 			mergedBefore := into.using[strings.ToLower(u)]
 			into.using[strings.ToLower(u)] = true
@@ -842,11 +849,18 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 				return nil, pgerr.New(pgerr.UndefinedColumn, "column %q specified in USING clause does not exist in both tables", u).WithPosition(it.Pos)
 			}
 			if into.merged != nil {
-				m := mergedCol{join: joinNo, from: lref, merges: [2]*sql.ColumnRef{lref, rref}}
+				m := mergedCol{join: joinNo, from: lref, merges: [2]*sql.ColumnRef{lref, rref}, full: it.Kind == sql.JoinFull}
 				if it.Kind == sql.JoinRight {
 					m.from = rref
 				}
 				*into.merged = append(*into.merged, m)
+			}
+			if it.Kind == sql.JoinFull {
+				if into.full == nil {
+					return nil, pgerr.New(pgerr.FeatureNotSupported, "FULL JOIN ... USING is not supported here").WithPosition(it.Pos).
+						WithHint("Write the condition with ON, and COALESCE the two columns where you need the merged one.")
+				}
+				into.full[strings.ToLower(u)] = [2]*sql.ColumnRef{lref, rref}
 			}
 			var eq sql.Expr = &sql.Binary{Op: "=", L: lref, R: rref, Pos: it.Pos}
 			if on != nil {
@@ -1102,4 +1116,10 @@ func (b *binder) recordFields(e Scalar) []catalog.Column {
 		}
 	}
 	return nil
+}
+
+// coalesceMerged is the column a FULL JOIN ... USING merges: the first
+// of its two columns that is not NULL.
+func coalesceMerged(m [2]*sql.ColumnRef, pos int) sql.Expr {
+	return &sql.Func{Name: "coalesce", Args: []sql.Expr{m[0], m[1]}, Pos: pos}
 }

@@ -256,8 +256,21 @@ func (b *binder) bindFrame(f *sql.Frame, order []SortKey) (*WindowFrame, error) 
 				off, err = b.coerce(off, catalog.BigInt, fb.Offset.Position(), "argument of ROWS")
 			case len(order) != 1:
 				return nil, bad("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
-			case order[0].Expr.Type().Numeric():
-				off, err = b.coerce(off, order[0].Expr.Type(), fb.Offset.Position(), "argument of RANGE")
+			case order[0].Expr.Type().Numeric() || rangeOverTime(order[0].Expr.Type()):
+				// A number's offset is a number; a timestamp's, a
+				// timestamptz's or a date's an interval, as Postgres's
+				// in_range functions take. A string constant is read as
+				// one.
+				want, t := order[0].Expr.Type(), off.Type()
+				if rangeOverTime(want) {
+					want = catalog.Interval
+				}
+				if k, ok := off.(*Const); !(ok && k.T == catalog.Varchar) && t != want && (!t.Numeric() || !want.Numeric()) {
+					err = pgerr.New(pgerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s and offset type %s", sqlName(order[0].Expr.Type()), sqlName(t)).
+						WithPosition(fb.Offset.Position()).WithHint("Cast the offset value to an appropriate type.")
+					break
+				}
+				off, err = b.coerce(off, want, fb.Offset.Position(), "argument of RANGE")
 			default:
 				err = pgerr.New(pgerr.FeatureNotSupported, "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s", sqlName(order[0].Expr.Type())).
 					WithPosition(f.Pos).WithHint("Offsets of numeric ORDER BY columns are; use ROWS, or an ORDER BY of a number such as extract(epoch FROM ts).")
@@ -286,4 +299,10 @@ func hasColumnRef(s Scalar) bool {
 		return x
 	})
 	return found
+}
+
+// rangeOverTime reports whether a RANGE frame ordered by a column of
+// type t takes interval offsets.
+func rangeOverTime(t catalog.Type) bool {
+	return t == catalog.Timestamp || t == catalog.TimestampTZ || t == catalog.Date
 }

@@ -410,7 +410,11 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 		if off == nil {
 			return 0, pgerr.New(pgerr.NullValueNotAllowedDataException, "frame %s offset must not be null", which)
 		}
-		if eval.Compare(off, int64(0)) < 0 {
+		var zero any = int64(0)
+		if _, ok := off.(catalog.IntervalVal); ok {
+			zero = catalog.IntervalVal{}
+		}
+		if eval.Compare(off, zero) < 0 {
 			if f.Range {
 				return 0, pgerr.New(pgerr.InvalidPrecedingOrFollowingSize, "invalid preceding or following size in window function")
 			}
@@ -427,7 +431,7 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 			}
 			return row(i + int(k) + 1), nil
 		}
-		return op.rangeBound(items, i, peerStart, peerEnd, off, preceding, isStart)
+		return op.rangeBound(items, i, peerStart, peerEnd, off, preceding, isStart, env)
 	}
 	if s, err = bound(f.Start, op.start, true); err != nil {
 		return 0, 0, err
@@ -446,7 +450,7 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 // plus (FOLLOWING) the offset, in the sort's direction; for an end
 // bound, the first row past it. A NULL current value's frame is its
 // peers (the other NULLs), and NULLs are outside every other frame.
-func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off any, preceding, isStart bool) (int, error) {
+func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off any, preceding, isStart bool, env *eval.Env) (int, error) {
 	key := op.call.Order[0]
 	cur := items[i].keys[0]
 	if cur == nil {
@@ -474,7 +478,25 @@ func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off 
 		op2 = "-"
 	}
 	t := key.Expr.Type()
-	target, err := eval.BinaryOp(op2, t, cur, off)
+	// asKey is what a key compares as: a date as the timestamp of its
+	// midnight, as Postgres adds an interval to a date.
+	asKey := func(v any) any { return v }
+	var target any
+	var err error
+	switch {
+	case t == catalog.Date:
+		asKey = func(v any) any {
+			if d, ok := v.(catalog.DateVal); ok {
+				return d.Time()
+			}
+			return v
+		}
+		target, err = eval.DatetimeOp(op2, catalog.Timestamp, asKey(cur), off, env.Location())
+	case t == catalog.Timestamp || t == catalog.TimestampTZ:
+		target, err = eval.DatetimeOp(op2, t, cur, off, env.Location())
+	default:
+		target, err = eval.BinaryOp(op2, t, cur, off)
+	}
 	if err != nil {
 		// Past the type's range: every row is on the near side.
 		if preceding {
@@ -483,7 +505,7 @@ func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off 
 		return hi, nil
 	}
 	before := func(v any) bool { // v sorts before target
-		c := eval.Compare(v, target)
+		c := eval.Compare(asKey(v), target)
 		if key.Desc {
 			c = -c
 		}

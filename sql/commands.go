@@ -510,7 +510,7 @@ func (sp *stmtParser) parseExplain(i int) (Statement, error) {
 	x.Summary = x.Analyze && summary != 0
 	t := sp.toks[j]
 	switch {
-	case t.isWord("select"), t.isWord("with"), t.isOp("("), t.isWord("insert"), t.isWord("create"):
+	case t.isWord("select"), t.isWord("with"), t.isOp("("), t.isWord("insert"), t.isWord("create"), t.isWord("values"):
 	default:
 		return nil, sp.syntaxErr(t)
 	}

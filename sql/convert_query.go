@@ -636,17 +636,30 @@ func (c *converter) frameBound(b ast.FrameBound) (FrameBound, error) {
 	if b.Unit != ast.TimeUnitInvalid {
 		return FrameBound{}, unsupported(0, "INTERVAL n unit frame offsets are not supported: write the offset as '1 day'::interval")
 	}
-	if _, ok := b.Expr.(*driver.ParamMarkerExpr); ok {
-		return FrameBound{}, c.unsupportedAt(b.Expr, "a parameter as a window frame offset is not supported")
+	if p, ok := b.Expr.(*driver.ParamMarkerExpr); ok {
+		// TiDB puts a frame offset's marker at the word after it.
+		k := min(p.Offset, len(c.tt.sql)) - 1
+		for k > 0 && c.tt.sql[k] == ' ' {
+			k--
+		}
+		e, ok := c.tt.tails[k]
+		if !ok {
+			return FrameBound{}, c.unsupportedAt(b.Expr, "a parameter as a window frame offset is not supported")
+		}
+		return frameOffset(b.Type, e), nil
 	}
 	off, err := c.expr(b.Expr)
 	if err != nil {
 		return FrameBound{}, err
 	}
-	if b.Type == ast.Preceding {
-		return FrameBound{Kind: OffsetPreceding, Offset: off}, nil
+	return frameOffset(b.Type, off), nil
+}
+
+func frameOffset(typ ast.BoundType, off Expr) FrameBound {
+	if typ == ast.Preceding {
+		return FrameBound{Kind: OffsetPreceding, Offset: off}
 	}
-	return FrameBound{Kind: OffsetFollowing, Offset: off}, nil
+	return FrameBound{Kind: OffsetFollowing, Offset: off}
 }
 
 // jsonOp converts x | basin__jsonop('op', y) back to x op y; ok is

@@ -162,6 +162,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseDeallocate(i)
 	case "with":
 		return sp.parseSelect(i, len(sp.toks)-1)
+	case "values":
+		return sp.parseValues(i)
 	case "update", "merge", "truncate", "copy":
 		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val)).
 			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table, DELETE writes tombstones to a table.")
@@ -181,7 +183,7 @@ var unsupportedStatements = map[string]bool{
 	"do": true, "execute": true, "fetch": true, "grant": true, "import": true,
 	"listen": true, "load": true, "lock": true, "move": true, "notify": true, "prepare": true,
 	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
-	"savepoint": true, "security": true, "unlisten": true, "vacuum": true, "values": true,
+	"savepoint": true, "security": true, "unlisten": true, "vacuum": true,
 	"table": true,
 }
 

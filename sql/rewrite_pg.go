@@ -673,12 +673,53 @@ func (rw *rewriter) windowSpec(open, j int) (int, error) {
 	for k := range saved {
 		rw.keywords[k] = true
 	}
-	err := rw.run(open, close+1)
+	err := rw.frameOffsets(open, close+1)
 	rw.keywords = saved
 	if err != nil {
 		return 0, err
 	}
 	return close + 1, nil
+}
+
+// frameOffsets rewrites toks[i:j], a window specification, handing each
+// frame offset (INTERVAL '1 hour', '1 day'::interval, 2 * 3, 5) to TiDB
+// as a ? marker standing for the offset parsed here (outItem.tail):
+// TiDB's grammar takes only numbers there.
+func (rw *rewriter) frameOffsets(i, j int) error {
+	toks := rw.sp.toks
+	from, depth := i, 0
+	start := -1 // after the last ROWS, RANGE, BETWEEN or AND at the spec's depth
+	for k := i; k < j; k++ {
+		t := toks[k]
+		switch {
+		case t.isOp("("):
+			depth++
+			continue
+		case t.isOp(")"):
+			depth--
+			continue
+		case depth != 1:
+			continue
+		case t.isWord("rows"), t.isWord("range"), t.isWord("between"), t.isWord("and"):
+			start = k + 1
+			continue
+		case !t.isWord("preceding") && !t.isWord("following"):
+			continue
+		}
+		if start < 0 || k-start < 1 || k-start == 1 && toks[start].isWord("unbounded") {
+			continue
+		}
+		off, err := rw.sp.parseExpr(start, k)
+		if err != nil {
+			return err
+		}
+		if err := rw.run(from, start); err != nil {
+			return err
+		}
+		rw.add(outItem{text: "?", kind: itemOperand, orig: toks[start].pos, origEnd: toks[k-1].end, tail: off})
+		from, start = k, -1
+	}
+	return rw.run(from, j)
 }
 
 // trimCall rewrites TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) to

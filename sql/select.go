@@ -205,6 +205,40 @@ func (sp *stmtParser) splitList(a, b int) [][2]int {
 	return append(items, [2]int{start, b})
 }
 
+// parseValues parses a VALUES statement, VALUES (...), (...) with an
+// ORDER BY, LIMIT, OFFSET or FETCH after its rows, which Postgres runs as
+// SELECT * FROM (VALUES ...) AS "*VALUES*" with that ORDER BY and
+// LIMIT: its columns are column1, column2, ... It is parsed as that
+// SELECT, whose added words stand at the VALUES keyword.
+func (sp *stmtParser) parseValues(i int) (Statement, error) {
+	toks := sp.toks
+	end, depth := i+1, 0
+scan:
+	for ; end < len(toks)-1; end++ {
+		t := toks[end]
+		switch {
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			depth--
+		case depth != 0:
+		case t.isWord("order") && toks[end+1].isWord("by"), t.isWord("limit"), t.isWord("offset"),
+			t.isWord("fetch"), t.isWord("for"), t.isWord("union"), t.isWord("intersect"), t.isWord("except"):
+			break scan
+		}
+	}
+	at := toks[i]
+	word := func(kind tokKind, val string) token { return token{kind: kind, val: val, pos: at.pos, end: at.pos} }
+	st := make([]token, 0, len(toks)+7)
+	st = append(st, toks[:i]...)
+	st = append(st, word(tokIdent, "select"), word(tokOp, "*"), word(tokIdent, "from"), word(tokOp, "("))
+	st = append(st, toks[i:end]...)
+	st = append(st, word(tokOp, ")"), word(tokIdent, "as"), word(tokQuotedIdent, "*VALUES*"))
+	st = append(st, toks[end:]...)
+	sp.toks = st
+	return sp.parseSelect(i, len(st)-1)
+}
+
 // nestedTail rewrites the LIMIT, OFFSET and FETCH clauses of a
 // parenthesized SELECT, which start at toks[i] and end at the closing
 // parenthesis (before j): they are parsed as the statement's own are
