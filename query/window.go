@@ -68,7 +68,7 @@ type winItem struct {
 func (o *blockOp) windows(rows []catalog.Row, env *eval.Env, a *Analysis, start time.Time) (_ []catalog.Row, held int64, err error) {
 	nw := len(o.wins)
 	vals := make([]any, len(rows)*nw) // row i's values at vals[i*nw:]
-	var temp int64                     // the partitions and the values computed
+	var temp int64                    // the partitions and the values computed
 	for w, op := range o.wins {
 		// The rows' items, ORDER BY values and arguments, each in one
 		// allocation for all the rows.
