@@ -419,6 +419,13 @@ func TestClusterForwardedReads(t *testing.T) {
 				if len(rows) != 1 || rows[0][0] != "700" || rows[0][1] != "700" || rows[0][2] == "1" {
 					t.Errorf("subqueries over per_id and by_region on %s: %v, want 700 rows, 700 orders, from 2 or more nodes", n.ID, rows)
 				}
+				// A join's reads need only the columns it names: one side
+				// of this one needs per_id's n, the other only its key,
+				// which is all a forwarded read of it sends.
+				rows = n.Query(t, "SELECT count(*), sum(q.n) FROM per_id p JOIN per_id q ON q.id = p.id")
+				if len(rows) != 1 || strings.Join(rows[0], "|") != "700|700" {
+					t.Errorf("a join of per_id to itself on %s: %v, want 700|700", n.ID, rows)
+				}
 			}
 			for region, w := range v.want {
 				rows := n.Query(t, "SELECT n, total FROM by_region WHERE region = $1", region)

@@ -109,8 +109,10 @@ type scopeItem struct {
 	// errors about its columns name it.
 	rel *catalog.Relation
 	// pseudo, for a basin relation, is its RelationRel.Pseudo: a
-	// reference to one of its pseudo-columns sets it.
+	// reference to one of its pseudo-columns sets it. used is its
+	// RelationRel.Used: a reference to a column marks it.
 	pseudo *bool
+	used   *[]bool
 }
 
 func (s *scope) add(alias string, cols []catalog.Column) {
@@ -138,6 +140,9 @@ func (s *scope) find(ref *sql.ColumnRef) (idx int, col catalog.Column, found boo
 			idx, col = it.start+i, c
 			if it.pseudo != nil && i >= len(it.rel.Schema.Columns) {
 				*it.pseudo = true
+			}
+			if it.used != nil && i < len(*it.used) {
+				(*it.used)[i] = true
 			}
 		}
 	}
@@ -727,10 +732,11 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 				return nil, err
 			}
 			into.add(alias, cols)
-			pseudo := new(bool)
-			into.items[len(into.items)-1].rel = r
-			into.items[len(into.items)-1].pseudo = pseudo
-			return &RelationRel{Rel: r, Scan: scan, Pseudo: pseudo}, nil
+			pseudo, used := new(bool), new([]bool)
+			*used = make([]bool, len(cols))
+			item := &into.items[len(into.items)-1]
+			item.rel, item.pseudo, item.used = r, pseudo, used
+			return &RelationRel{Rel: r, Scan: scan, Pseudo: pseudo, Used: used}, nil
 		}
 		t, err := qp.resolveTable(it)
 		if err != nil {
@@ -888,6 +894,7 @@ func (qp *queryPlanner) planFromItem(it sql.FromItem, parent *scope, lvl *level,
 			into.add(si.alias, si.cols)
 			into.items[len(into.items)-1].rel = si.rel
 			into.items[len(into.items)-1].pseudo = si.pseudo
+			into.items[len(into.items)-1].used = si.used
 		}
 		return j, nil
 	}

@@ -96,7 +96,7 @@ func (r *RelationRel) push(cond Scalar) (*RelationRel, Scalar) {
 		}
 		scan.Partition = partitionPin(r.Rel, f)
 	}
-	return &RelationRel{Rel: r.Rel, Scan: &scan, Init: init, Pseudo: r.Pseudo}, left
+	return &RelationRel{Rel: r.Rel, Scan: &scan, Init: init, Pseudo: r.Pseudo, Used: r.Used}, left
 }
 
 // initOnly reports whether c reads nothing but its row, constants,

@@ -79,21 +79,43 @@ type RelationRel struct {
 	// of a quiet partition may be served from the scan cache. Nil: the
 	// query may name them.
 	Pseudo *bool
+	// Used marks the columns of the relation's row the query names
+	// (set as the binder resolves them); the read needs only those
+	// (PullPlan.Needed: a partition read on another node sends NULL for
+	// the others). Nil: every column.
+	Used *[]bool
 }
 
 // ReadScan is the pull plan the relation's read runs: Scan, without the
 // pseudo-columns unless the query names them.
 func (r *RelationRel) ReadScan() *PullPlan {
-	if r.Pseudo == nil || *r.Pseudo || r.Rel.Kind == catalog.KindStream {
+	if r.Rel.Kind == catalog.KindStream {
 		return r.Scan
 	}
 	scan := *r.Scan
 	ncols := len(r.Rel.Schema.Columns)
-	scan.Output = slices.Clone(scan.Output)
-	for i := ncols; i < ncols+len(PseudoColumns) && i < len(scan.Output); i++ {
-		scan.Output[i] = &Const{T: scan.Output[i].Type()}
+	if r.Pseudo != nil && !*r.Pseudo {
+		scan.Output = slices.Clone(scan.Output)
+		for i := ncols; i < ncols+len(PseudoColumns) && i < len(scan.Output); i++ {
+			scan.Output[i] = &Const{T: scan.Output[i].Type()}
+		}
 	}
+	scan.Needed = r.needed()
 	return &scan
+}
+
+// needed returns which of the relation's columns the query names; nil
+// when it names them all (or Used is unknown).
+func (r *RelationRel) needed() []bool {
+	if r.Used == nil {
+		return nil
+	}
+	ncols := len(r.Rel.Schema.Columns)
+	used := *r.Used
+	if len(used) < ncols || !slices.Contains(used[:ncols], false) {
+		return nil
+	}
+	return slices.Clone(used[:ncols])
 }
 
 // InitRef is the value of a RelationRel's Init[I] in its Scan.
@@ -315,6 +337,18 @@ func (r *RelationRel) explain(b *strings.Builder, in string, ann Annotator) {
 	}
 	if scan.Filter != nil {
 		fmt.Fprintf(b, "%s  where %s (applied in the read)\n", in, scan.Filter)
+	}
+	if needed := r.needed(); needed != nil {
+		var cols []string
+		for i, c := range r.Rel.Schema.Columns {
+			if needed[i] {
+				cols = append(cols, c.Name)
+			}
+		}
+		if len(cols) == 0 {
+			cols = append(cols, "none")
+		}
+		fmt.Fprintf(b, "%s  needs columns %s\n", in, strings.Join(cols, ", "))
 	}
 	for i, sub := range r.Init {
 		fmt.Fprintf(b, "%s  InitPlan %s (run once, before the read)\n", in, &InitRef{I: i})
