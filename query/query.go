@@ -351,26 +351,10 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 		// One key column, the usual join: its values are the hash
 		// table's keys as they are, with no key text to build per row;
 		// a key's rows are a chain through next, in order.
-		first := make(map[any]int, len(right))
-		next := make([]int, len(right))
 		li, ri := o.equi[0].LIdx, o.equi[0].RIdx
-		for i := len(right) - 1; i >= 0; i-- {
-			k := singleKey(right[i][ri])
-			if k == nil {
-				continue
-			}
-			n := int64(40) // the map entry and the chain link
-			if str, ok := k.(string); ok {
-				n += int64(len(str))
-			}
-			if err := charge(env, &temp, n, "join"); err != nil {
-				return nil, err
-			}
-			next[i] = -1
-			if j, ok := first[k]; ok {
-				next[i] = j
-			}
-			first[k] = i
+		first, next, err := chainIndex(env, &temp, right, ri)
+		if err != nil {
+			return nil, err
 		}
 		var buf []int
 		candidates = func(l catalog.Row) []int {
@@ -466,21 +450,15 @@ func (o *joinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	return rows, nil
 }
 
-// innerBuildLeft is an inner join on one key column whose left side is
-// the smaller: its hash table is of the left rows, and the right rows
-// probe it, so the rows come out in the right side's order.
-func (o *joinOp) innerBuildLeft(env *eval.Env, left, right []catalog.Row) ([]catalog.Row, error) {
-	var temp, out int64
-	defer func() { release(env, temp) }()
-	li, ri := o.equi[0].LIdx, o.equi[0].RIdx
-	first := make(map[any]int, len(left))
-	next := make([]int, len(left))
-	size := make([]int64, len(left)) // of each left row
-	if err := charge(env, &temp, int64(len(left))*16, "join"); err != nil {
-		return nil, err
-	}
-	for i := len(left) - 1; i >= 0; i-- {
-		k := singleKey(left[i][li])
+// chainIndex is the hash table of a join on one key column, column c
+// of rows: its values as they are (singleKey) map to the first row of
+// each, and next chains a key's rows in order (-1 ends a chain). Rows
+// whose value is NULL are in no chain.
+func chainIndex(env *eval.Env, temp *int64, rows []catalog.Row, c int) (first map[any]int, next []int, err error) {
+	first = make(map[any]int, len(rows))
+	next = make([]int, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		k := singleKey(rows[i][c])
 		if k == nil {
 			continue
 		}
@@ -488,15 +466,35 @@ func (o *joinOp) innerBuildLeft(env *eval.Env, left, right []catalog.Row) ([]cat
 		if str, ok := k.(string); ok {
 			n += int64(len(str))
 		}
-		if err := charge(env, &temp, n, "join"); err != nil {
-			return nil, err
+		if err := charge(env, temp, n, "join"); err != nil {
+			return nil, nil, err
 		}
 		next[i] = -1
 		if j, ok := first[k]; ok {
 			next[i] = j
 		}
 		first[k] = i
-		size[i] = eval.RowBytes(left[i])
+	}
+	return first, next, nil
+}
+
+// innerBuildLeft is an inner join on one key column whose left side is
+// the smaller: its hash table is of the left rows, and the right rows
+// probe it, so the rows come out in the right side's order.
+func (o *joinOp) innerBuildLeft(env *eval.Env, left, right []catalog.Row) ([]catalog.Row, error) {
+	var temp, out int64
+	defer func() { release(env, temp) }()
+	li, ri := o.equi[0].LIdx, o.equi[0].RIdx
+	first, next, err := chainIndex(env, &temp, left, li)
+	if err != nil {
+		return nil, err
+	}
+	size := make([]int64, len(left)) // of each left row
+	if err := charge(env, &temp, int64(len(left))*8, "join"); err != nil {
+		return nil, err
+	}
+	for i, l := range left {
+		size[i] = eval.RowBytes(l)
 	}
 	var rows []catalog.Row
 	var arena rowArena
