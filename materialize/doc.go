@@ -125,6 +125,14 @@
 // costs the writer one atomic load per commit while nothing of it is
 // cached.
 //
+// Whole-store scans may keep what they made of a store (pull's decoded
+// rows) in the scan cache (scancache.go, Options.ScanCacheSize), which
+// rests on the same write gates: a scan takes a ScanTicket before its
+// snapshot, offers its result with CacheScan, kept only if no write
+// entered the store since the ticket, and a later scan's CachedScan
+// returns it only while none has. So a cached scan is the store's
+// contents at that instant, with the checkpoint the scan read.
+//
 // # Durability and errors
 //
 // Options.NoSync drops the fsync of commits (tests, benchmarks): a crash
