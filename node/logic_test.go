@@ -107,9 +107,17 @@ func TestLogic(t *testing.T) {
 						t.Fatalf("%s: the node's tasks did not apply all their input in time", d.Pos)
 					}
 					if d.Rewrite {
-						// Review what it wrote: a later stage may not
-						// have fetched its input's last records yet.
-						return run()
+						// A later stage may not have fetched its input's
+						// last records yet: take the answer once it has
+						// stayed the same for a second. Review it.
+						got, since := run(), time.Now()
+						poll.Cond(settleTimeout, func() bool {
+							if g := run(); g != got {
+								got, since = g, time.Now()
+							}
+							return time.Since(since) >= time.Second
+						})
+						return got
 					}
 					// A pipeline's later stage learns of its input's new
 					// end when it next fetches: read until the answer is
