@@ -74,6 +74,8 @@ type Relation struct {
 	// relation. It tells apart a relation from an older one of the same
 	// name, so state on disk is never confused between them.
 	Version int64 `json:"version"`
+	// Window is set for a windowed view (window.go).
+	Window *Window `json:"window,omitempty"`
 	// Halts are the losses of input the relation's tasks found (OpHalt),
 	// in the order found, with whether the operator accepted each.
 	Halts []Halt `json:"halts,omitempty"`

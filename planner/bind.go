@@ -111,6 +111,10 @@ type binder struct {
 	winLift func(Scalar, int) (Scalar, error)
 	// exactSum is set in queries (not views): sum(bigint) is numeric.
 	exactSum bool
+	// windowAt, when not 0, is the index in cols of WINDOWSTART (then
+	// WINDOWEND) of a windowed view (window.go), which unqualified names
+	// find before the relations of a join.
+	windowAt int
 }
 
 func (b *binder) bind(e sql.Expr) (Scalar, error) {
@@ -301,6 +305,13 @@ func (b *binder) bindJoinColumn(e *sql.ColumnRef) (Scalar, error) {
 }
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
+	if b.windowAt > 0 && e.Table == "" {
+		for i := b.windowAt; i < b.windowAt+2; i++ {
+			if strings.EqualFold(b.cols[i].Name, e.Name) {
+				return &ColRef{Idx: i, T: b.cols[i].Type, Name: b.cols[i].Name}, nil
+			}
+		}
+	}
 	if b.scope != nil {
 		// An unqualified column of a FULL JOIN ... USING is COALESCE of
 		// the two it merges, unless a nearer scope has the name.

@@ -633,6 +633,9 @@ func (e *PGCast) String() string { return fmt.Sprintf("CAST(%s AS %s)", e.X, e.T
 // parameters. Relation errors are 42P01 and column errors 42703, with
 // positions.
 func PlanSelect(cat *catalog.Catalog, s *sql.Select) (*PullPlan, error) {
+	if err := refuseWindow(s, "a query", false); err != nil {
+		return nil, err
+	}
 	p := &PullPlan{Limit: -1, Params: &Params{Types: map[int]catalog.Type{}}}
 	qp := &queryPlanner{cat: cat, params: p.Params}
 	top := *s

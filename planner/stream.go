@@ -167,6 +167,9 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 	if err := refuseRenamedColumns(sel.From, "a derived stream"); err != nil {
 		return nil, err
 	}
+	if err := refuseWindow(sel, "a derived stream", true); err != nil {
+		return nil, err
+	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a derived stream cannot aggregate").
 			WithHint("Aggregate into a table: CREATE TABLE %s AS SELECT ... GROUP BY ....", s.Name)
@@ -395,6 +398,9 @@ func PlanInsertSelect(cat *catalog.Catalog, s *sql.InsertSelect, name, text stri
 	}
 	sel := s.Select
 	if err := refuseRenamedColumns(sel.From, "a derived stream"); err != nil {
+		return nil, err
+	}
+	if err := refuseWindow(sel, "INSERT ... SELECT", true); err != nil {
 		return nil, err
 	}
 	if len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel) {

@@ -124,8 +124,11 @@ func (p *ViewPlan) String() string {
 			retract = "; retracting: a changed or deleted row is taken back, an empty group leaves"
 		}
 		fmt.Fprintf(&b, "  Aggregate group=[%s] aggs=[%s] (state in Pebble, changelog %s%s)\n", strings.Join(groups, ", "), strings.Join(aggs, ", "), "topic", retract)
+		if w := p.View.Window; w != nil {
+			fmt.Fprintf(&b, "  %s\n", describeWindow(w))
+		}
 		if p.Repartition {
-			fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(groups, ", "))
+			fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(groups[:p.UserGroups()], ", "))
 			if p.Retract {
 				fmt.Fprintf(&b, "  Changes of %s (each key's last row kept, old and new row sent)\n", p.Source.Name)
 			}
@@ -299,6 +302,19 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	p.View = view
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
+	if view.Window, err = viewWindow(sel, src, s.Name); err != nil {
+		return nil, err
+	}
+	groupBy := sel.GroupBy
+	if view.Window != nil {
+		if p.Join != nil {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "WINDOW over a join of tables is not supported").WithPosition(sel.Window.Pos).
+				WithHint("Window a stream, or a join whose first relation is a stream.")
+		}
+		if groupBy, err = windowGroups(b, groupBy, sel.Window.Pos); err != nil {
+			return nil, err
+		}
+	}
 	if p.Grouped {
 		// Over a table or a view, rows change and leave: the
 		// aggregates take them back.
@@ -307,11 +323,16 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "an aggregate view needs GROUP BY").
 				WithHint("A view is a table keyed by its GROUP BY columns.")
 		}
-		g, err := bindGrouped(b, sel.GroupBy, items, sel.Having)
+		g, err := bindGrouped(b, groupBy, items, sel.Having)
 		if err != nil {
 			return nil, err
 		}
 		p.GroupBy, p.Aggs, p.Having, p.Output = g.groupBy, g.aggs, g.having, g.output
+		if view.Window != nil {
+			if items, err = p.placeWindowColumns(items); err != nil {
+				return nil, err
+			}
+		}
 		if p.Join != nil {
 			for i, g := range p.GroupBy {
 				p.GroupBy[i] = p.Join.ChainKey(g)
@@ -336,6 +357,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	if err := markViewKeys(p, cols, items); err != nil {
 		return nil, err
 	}
+	if view.Window != nil {
+		p.markWindow(cols)
+	}
 	if err := checkKeyTypes(cols); err != nil {
 		return nil, err
 	}
@@ -343,18 +367,19 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	keys := view.Schema.KeyIndexes()
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka
-		if len(p.KeyGroup) > 1 || !kafkaKeys(cols) {
+		if len(p.PartitionKeyGroup()) > 1 || !kafkaKeys(cols) {
 			// A key of a type the Kafka serializers lack (DATE,
 			// INTERVAL, NUMERIC, ...) is written as JSON.
 			view.KeyFormat = FormatJSON
 		}
 	}
+	keys = view.PartitionKeyIndexes()
 	if len(keys) == 1 && view.KeyFormat == FormatKafka && !kafkaKeyType(cols[keys[0]].Type) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of view %s is %s, which key_format 'kafka' cannot hold", cols[keys[0]].Name, s.Name, cols[keys[0]].Type).
 			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
 	}
-	if len(p.KeyGroup) > 1 && view.KeyFormat == FormatKafka {
-		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(p.KeyGroup)).
+	if len(keys) > 1 && view.KeyFormat == FormatKafka {
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "view %s has %d key columns, but key_format 'kafka' holds one", s.Name, len(keys)).
 			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
 	}
 	if view.KeyFormat == FormatKafka && !kafkaKeys(cols) {
@@ -387,6 +412,10 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	if err := checkPublished(view, src); err != nil {
 		return nil, err
+	}
+	if view.Window != nil && PublishedTopic(view) != "" {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "a windowed view cannot publish to a topic yet").
+			WithHint("Leave out kafka_topic; read the view with SELECT.")
 	}
 	if !p.Repartition {
 		// Keyed and partitioned as its source, a view places its rows by
@@ -502,12 +531,23 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 	}
 	if p.Grouped {
 		used := make([]bool, len(p.GroupBy))
+		ng := p.UserGroups()
 		for i, o := range p.Output {
-			if ref, ok := o.(*ColRef); ok && ref.Idx < len(p.GroupBy) && !used[ref.Idx] {
-				used[ref.Idx] = true
-				cols[i].Key = true
-				p.KeyGroup = append(p.KeyGroup, ref.Idx)
+			ref, ok := o.(*ColRef)
+			if !ok || ref.Idx >= len(p.GroupBy) || used[ref.Idx] {
+				continue
 			}
+			switch {
+			case ref.Idx == ng && cols[i].Name != catalog.WindowStartName:
+				continue // WINDOWSTART AS other: a value column
+			case ref.Idx == ng+1 && p.View.Window != nil:
+				// WINDOWEND is no key: WINDOWSTART decides it.
+				used[ref.Idx] = used[ref.Idx] || cols[i].Name == catalog.WindowEndName
+				continue
+			}
+			used[ref.Idx] = true
+			cols[i].Key = true
+			p.KeyGroup = append(p.KeyGroup, ref.Idx)
 		}
 		for i, u := range used {
 			if !u {
@@ -581,11 +621,12 @@ func needsRepartition(p *ViewPlan) bool {
 		return false
 	}
 	srcKeys := p.Source.Schema.KeyIndexes()
-	if len(srcKeys) != len(p.KeyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
+	keyGroup := p.PartitionKeyGroup()
+	if len(srcKeys) != len(keyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
 		return true
 	}
-	viewKeys := p.View.Schema.KeyIndexes()
-	for i, g := range p.KeyGroup {
+	viewKeys := p.View.PartitionKeyIndexes()
+	for i, g := range keyGroup {
 		ref, ok := p.GroupBy[g].(*ColRef)
 		if !ok || ref.Idx != srcKeys[i] {
 			return true

@@ -637,11 +637,22 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 				}
 				key[i] = v
 			}
-			kb, err := codec.EncodeKey(key)
+			// A windowed view's window is no part of the record key
+			// its partition is found by (catalog.Relation.
+			// PartitionKeyIndexes): the partition key comes first.
+			kb, err := codec.EncodeKey(key[:len(codec.KeyIndex())])
 			if err != nil {
 				return nil, nil, err
 			}
-			if seen[string(kb)] {
+			sk := string(kb)
+			if rel.Window != nil {
+				wk, err := materialize.EncodeKey(nil, key)
+				if err != nil {
+					return nil, nil, err
+				}
+				sk = string(wk)
+			}
+			if seen[sk] {
 				continue
 			}
 			p := part.Partition(kb, rel.Partitions)
@@ -652,7 +663,7 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 				q.onePart[0], q.oneKeys[0], q.oneKey[0] = p, q.oneKey[:1], key
 				return q.onePart[:], q.oneKeys[:], nil
 			}
-			seen[string(kb)] = true
+			seen[sk] = true
 			if byPart[p] == nil {
 				parts = append(parts, p)
 			}

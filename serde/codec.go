@@ -35,6 +35,11 @@ func NewCodec(rel *catalog.Relation) *Codec {
 		}
 	}
 	for i, col := range rel.Schema.Columns {
+		if rel.WindowBound(i) {
+			// In a windowed view's record key, after the group's
+			// (WindowedKey), as ksqlDB writes them; never in the value.
+			continue
+		}
 		if col.Key {
 			c.keyCols = append(c.keyCols, col)
 			c.keyIdx = append(c.keyIdx, i)

@@ -186,6 +186,11 @@ type Select struct {
 	OrderBy      []OrderItem
 	Limit        Expr // nil: no limit
 	Offset       Expr // nil: no offset
+	// Window is ksqlDB's WINDOW clause of an aggregate over a stream
+	// (window.go); nil without one.
+	Window *StreamWindow
+	// Emit is the EMIT clause at the end of the query.
+	Emit EmitMode
 }
 
 // Table returns the relation of a FROM clause that names exactly one

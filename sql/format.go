@@ -288,6 +288,9 @@ func (f *formatter) selectStmt(s *Select) {
 			f.fromItem(it)
 		}
 	}
+	if s.Window != nil {
+		f.streamWindow(s.Window)
+	}
 	if s.Where != nil {
 		f.b.WriteString(" WHERE ")
 		f.expr(s.Where)
@@ -342,6 +345,12 @@ func (f *formatter) selectStmt(s *Select) {
 	if s.Offset != nil {
 		f.b.WriteString(" OFFSET ")
 		f.expr(s.Offset)
+	}
+	switch s.Emit {
+	case EmitChanges:
+		f.b.WriteString(" EMIT CHANGES")
+	case EmitFinal:
+		f.b.WriteString(" EMIT FINAL")
 	}
 }
 

@@ -34,6 +34,16 @@ type selectInfo struct {
 func (sp *stmtParser) parseSelect(lo, hi int) (*Select, error) {
 	toks := sp.toks
 	info := selectInfo{fromPos: -1}
+	var emit EmitMode
+	if hi-lo > 2 && toks[hi-2].isWord("emit") && (toks[hi-1].isWord("changes") || toks[hi-1].isWord("final")) {
+		emit = EmitChanges
+		if toks[hi-1].isWord("final") {
+			emit = EmitFinal
+		}
+		hi -= 2
+	}
+	skip := make(map[int]bool)
+	var window *StreamWindow
 	tail := hi
 	orderBy, groupBy := -1, -1
 	setOps := false
@@ -64,12 +74,21 @@ scan:
 		case t.val == "order" && toks[k+1].isWord("by"):
 			orderBy = k
 			clauses = append(clauses, k)
+		case t.val == "window" && info.fromPos >= 0 && sp.streamWindowStarts(k):
+			if window != nil {
+				return nil, sp.syntaxErr(t).WithHint("A query has one WINDOW clause.")
+			}
+			clauses = append(clauses, k)
+			var err error
+			if window, k, err = sp.streamWindow(k, skip); err != nil {
+				return nil, err
+			}
+			k-- // the loop's k++ moves past the clause
 		case t.val == "having" || t.val == "window":
 			clauses = append(clauses, k)
 		}
 	}
 
-	skip := make(map[int]bool)
 	if groupBy >= 0 && !setOps {
 		end := tail
 		for _, c := range clauses {
@@ -114,6 +133,7 @@ scan:
 	if err := sp.selectTail(sel, tail, hi); err != nil {
 		return nil, err
 	}
+	sel.Window, sel.Emit = window, emit
 	return sel, nil
 }
 

@@ -77,18 +77,19 @@ func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *source
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
 	}
-	for _, g := range plan.GroupBy {
+	// A windowed view's window is no part of the partition key: the
+	// view task finds the windows of a record.
+	for _, g := range plan.GroupBy[:plan.UserGroups()] {
 		t.group = append(t.group, eval.Compile(g))
 	}
-	for _, c := range plan.View.Schema.Columns {
-		if c.Key {
-			t.keyT = append(t.keyT, c.Type)
-			t.keyN = append(t.keyN, c.Name)
-		}
+	for _, i := range plan.View.PartitionKeyIndexes() {
+		c := plan.View.Schema.Columns[i]
+		t.keyT = append(t.keyT, c.Type)
+		t.keyN = append(t.keyN, c.Name)
 	}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
 	t.groups = make([]any, len(t.group))
-	t.key = make([]any, len(plan.KeyGroup))
+	t.key = make([]any, len(plan.PartitionKeyGroup()))
 	return t
 }
 
@@ -105,7 +106,7 @@ func (t *rekeyer) appendViewKey(dst []byte, row catalog.Row) (_ []byte, null boo
 			return dst, false, err
 		}
 	}
-	for i, g := range t.plan.KeyGroup {
+	for i, g := range t.plan.PartitionKeyGroup() {
 		t.key[i] = t.groups[g]
 	}
 	return serde.AppendKey(dst, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)

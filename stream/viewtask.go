@@ -92,6 +92,8 @@ type viewTask struct {
 	// cache holds the committed state of the groups last changed; run
 	// starts it empty.
 	cache groupCache
+	// win is set for a windowed view (window.go).
+	win *windower
 
 	// Scratch space of one record (process, apply) or one row's value
 	// (values): what it holds is dead once that is done. run is never
@@ -106,6 +108,7 @@ type viewTask struct {
 	aggRow     catalog.Row // groups and aggregate results (viewRow)
 	out        catalog.Row // the view row (viewRow)
 	stored     []any       // the values of a stored row (values)
+	starts     []int64     // the starts of a record's windows (applyWindowed)
 	changes    map[string]*pending
 	order      []*pending
 }
@@ -164,6 +167,11 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		t.agg = eval.NewAggregator(plan.Aggs)
 	}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
+	if w := plan.View.Window; w != nil {
+		// Then WINDOWSTART and WINDOWEND (planner.WindowInput).
+		t.win = newWindower(w, len(plan.Source.Schema.Columns), plan.UserGroups())
+		t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+3)[:len(plan.Source.Schema.Columns)+1]
+	}
 	t.keyVals = make([]any, len(t.codec.KeyIndex()))
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.KeyGroup))
@@ -197,7 +205,10 @@ type viewBatch struct {
 	next      materialize.Checkpoint
 	inputNext int64 // the input offset after the last record read
 	fwdNext   int64 // the same in the forwarding topic
-	changes   map[string]*pending
+	// streamTime and expireAt are a windowed view's stream time and
+	// next expiry pass (windower).
+	streamTime, expireAt int64
+	changes              map[string]*pending
 	order     []*pending
 	bad       []*kgo.Record
 	// forward are the misplaced records read, made for the partitions
@@ -214,7 +225,11 @@ type viewBatch struct {
 func (t *viewTask) newBatch(cp materialize.Checkpoint) *viewBatch {
 	clear(t.changes)
 	clear(t.order)
-	return &viewBatch{next: cp.Clone(), inputNext: -1, fwdNext: -1, changes: t.changes, order: t.order[:0]}
+	b := &viewBatch{next: cp.Clone(), inputNext: -1, fwdNext: -1, changes: t.changes, order: t.order[:0]}
+	if t.win != nil {
+		b.streamTime, b.expireAt = checkpointTimes(cp)
+	}
+	return b
 }
 
 func (b *viewBatch) newPending() *pending {
@@ -240,6 +255,11 @@ func (t *viewTask) run(ctx context.Context) error {
 		return err
 	}
 	t.reset(cp)
+	if t.win != nil {
+		if err := t.resetWindows(store, cp); err != nil {
+			return err
+		}
+	}
 	input := t.input
 	offs := map[string]map[int32]kgo.Offset{}
 	var guard inputGuard
@@ -333,6 +353,11 @@ func (t *viewTask) run(ctx context.Context) error {
 		if perr != nil {
 			return perr
 		}
+		if t.win != nil {
+			if err := t.finishWindows(store, b); err != nil {
+				return err
+			}
+		}
 		vals, err := t.values(b)
 		if err != nil {
 			return err
@@ -385,6 +410,11 @@ func (t *viewTask) commitEach(ctx context.Context, prod *kgo.Client, store *mate
 		b := t.newBatch(*cp)
 		if err = t.process(store, b, r); err != nil {
 			return
+		}
+		if t.win != nil {
+			if err = t.finishWindows(store, b); err != nil {
+				return
+			}
 		}
 		var vals [][]byte
 		if vals, err = t.values(b); err != nil {
@@ -813,6 +843,15 @@ func (t *viewTask) remove(store *materialize.Store, b *viewBatch, keyVals []any)
 }
 
 func (t *viewTask) apply(store *materialize.Store, b *viewBatch, row catalog.Row) error {
+	if t.win != nil {
+		return t.applyWindowed(store, b, row)
+	}
+	return t.applyGroups(store, b, row)
+}
+
+// applyGroups applies an input row to the view: to its group, or as a
+// row of an ungrouped view.
+func (t *viewTask) applyGroups(store *materialize.Store, b *viewBatch, row catalog.Row) error {
 	if !t.plan.Grouped {
 		out, err := eval.EvalAll(t.output, row, t.env)
 		if err != nil {
@@ -1048,6 +1087,10 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 	if b.fwdNext >= 0 {
 		setOffset(&b.next.Input, t.fwd, t.state.Partition, b.fwdNext)
 	}
+	if t.win != nil && b.streamTime != noTime {
+		setOffset(&b.next.Input, streamTimeIn, 0, b.streamTime)
+		setOffset(&b.next.Input, expiryIn, 0, b.expireAt)
+	}
 	vals := make([][]byte, len(b.order))
 	for i, e := range b.order {
 		if e.deleted || t.plan.Retract && t.agg.Empty(e.state) {
@@ -1065,6 +1108,7 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 				// count now 0): it is hidden until it holds again.
 				present, row = false, make(catalog.Row, len(t.plan.View.Schema.Columns))
 			}
+			present = present && !t.hidden(b, e)
 			state = e.state
 		}
 		buf := b.arena.bytes.begin()
@@ -1092,6 +1136,9 @@ func (t *viewTask) applyCommitted(store *materialize.Store, b *viewBatch, vals [
 	b.next.ChangelogOffset = changelogNext
 	if err := sb.Commit(b.next); err != nil {
 		return err
+	}
+	if t.win != nil {
+		t.windowsCommitted(b, vals)
 	}
 	if t.plan.Grouped {
 		for i, e := range b.order {
