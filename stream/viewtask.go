@@ -209,8 +209,8 @@ type viewBatch struct {
 	// next expiry pass (windower).
 	streamTime, expireAt int64
 	changes              map[string]*pending
-	order     []*pending
-	bad       []*kgo.Record
+	order                []*pending
+	bad                  []*kgo.Record
 	// forward are the misplaced records read, made for the partitions
 	// of their keys (placement).
 	forward []*kgo.Record
