@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -805,6 +806,8 @@ func (p *PullPlan) explainPull() string {
 		fmt.Fprintf(&b, "  Key lookups %s keys=(%s) (the partitions they hash to)\n", p.Rel.Name, strings.Join(ks, ", "))
 	case p.Partition != nil:
 		fmt.Fprintf(&b, "  Scan %s partition %s (one of %d partitions)\n", p.Rel.Name, p.Partition, p.Rel.Partitions)
+	case p.Range != nil && p.Range.OnePartition(p.Rel):
+		fmt.Fprintf(&b, "  Scan %s key range %s (one partition)\n", p.Rel.Name, p.Range.describe(p.Rel))
 	case p.Range != nil:
 		fmt.Fprintf(&b, "  Scan %s key range %s (%d partitions)\n", p.Rel.Name, p.Range.describe(p.Rel), p.Rel.Partitions)
 	default:
@@ -813,46 +816,67 @@ func (p *PullPlan) explainPull() string {
 	return b.String()
 }
 
-// KeyRange bounds the first key column of a scan: Lo and Hi are
-// constants or parameters of the column's type, nil when open.
+// KeyRange bounds a scan to a range of keys: those whose leading key
+// columns equal Prefix (one value each, in key order) and whose next key
+// column is between Lo and Hi. Prefix values, Lo and Hi are constants or
+// parameters of their column's type; Lo and Hi are nil when open.
 type KeyRange struct {
+	Prefix         []Scalar
 	Lo, Hi         Scalar
 	LoIncl, HiIncl bool
+}
+
+// OnePartition reports whether the range's prefix holds rel's whole
+// partition key, so that its keys are all in one partition: a windowed
+// view's group, whose windows are the range (catalog.Window).
+func (r *KeyRange) OnePartition(rel *catalog.Relation) bool {
+	n := len(rel.PartitionKeyIndexes())
+	return rel.Window != nil && n > 0 && len(r.Prefix) >= n
 }
 
 // describe shows r as EXPLAIN does: "(k >= $1 AND k < $2)", or
 // "(k = 'eu')" for a prefix.
 func (r *KeyRange) describe(rel *catalog.Relation) string {
-	col := rel.Schema.Columns[rel.Schema.KeyIndexes()[0]].Name
-	if r.Lo != nil && r.Lo == r.Hi {
-		return fmt.Sprintf("(%s = %s)", col, r.Lo)
-	}
+	keys := rel.Schema.KeyIndexes()
 	var parts []string
-	if r.Lo != nil {
-		parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: ">=", false: ">"}[r.LoIncl], r.Lo))
+	for i, v := range r.Prefix {
+		parts = append(parts, fmt.Sprintf("%s = %s", rel.Schema.Columns[keys[i]].Name, v))
 	}
-	if r.Hi != nil {
-		parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: "<=", false: "<"}[r.HiIncl], r.Hi))
+	if len(r.Prefix) < len(keys) {
+		col := rel.Schema.Columns[keys[len(r.Prefix)]].Name
+		if r.Lo != nil {
+			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: ">=", false: ">"}[r.LoIncl], r.Lo))
+		}
+		if r.Hi != nil {
+			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{true: "<=", false: "<"}[r.HiIncl], r.Hi))
+		}
 	}
 	return "(" + strings.Join(parts, " AND ") + ")"
 }
 
-// keyRange returns the bounds a top-level AND of filter puts on the
-// first key column of rel with =, <, <=, > and >= against constants or
-// parameters of the column's own type, nil if none. It is only where a
-// scan starts and stops: the filter still decides each row. Only types
-// whose key encoding orders as SQL compares them take part.
+// rangeKeyType reports whether key columns of type t take part in key
+// ranges: those whose key encoding orders (and equals) as SQL compares.
+func rangeKeyType(t catalog.Type) bool {
+	switch t {
+	case catalog.Int, catalog.BigInt, catalog.Varchar, catalog.Timestamp, catalog.TimestampTZ, catalog.Date:
+		return true
+	}
+	return false
+}
+
+// keyRange returns the range of keys a top-level AND of filter keeps
+// rel's scan in, nil if none: equalities (=) on the leading key columns
+// make its prefix, and =, <, <=, > and >= on the key column after them
+// its bounds, each against a constant or parameter of the column's own
+// type. It is only where a scan starts and stops: the filter still
+// decides each row.
 func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
 	keys := rel.Schema.KeyIndexes()
-	if len(keys) == 0 {
-		return nil
+	type bound struct {
+		op  string
+		val Scalar
 	}
-	switch rel.Schema.Columns[keys[0]].Type {
-	case catalog.Int, catalog.BigInt, catalog.Varchar, catalog.Timestamp, catalog.TimestampTZ, catalog.Date:
-	default:
-		return nil
-	}
-	var r KeyRange
+	bounds := make([][]bound, len(keys))
 	conjuncts(filter, func(c Scalar) {
 		b, ok := c.(*Binary)
 		if !ok {
@@ -862,10 +886,14 @@ func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
 		if _, isCol := col.(*ColRef); !isCol {
 			// 5 < k is k > 5.
 			col, val = val, col
-			op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<="}[op]
+			op = map[string]string{"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}[op]
 		}
 		ref, ok := col.(*ColRef)
-		if !ok || ref.Idx != keys[0] || val.Type() != ref.T {
+		if !ok || val.Type() != ref.T || !rangeKeyType(ref.T) {
+			return
+		}
+		k := slices.Index(keys, ref.Idx)
+		if k < 0 {
 			return
 		}
 		switch v := val.(type) {
@@ -878,21 +906,34 @@ func keyRange(rel *catalog.Relation, filter Scalar) *KeyRange {
 			return
 		}
 		switch op {
-		case "=":
-			// A composite key's first column pinned: the keys with
-			// that prefix (a key pinned whole is a lookup instead).
-			r.Lo, r.LoIncl, r.Hi, r.HiIncl = val, true, val, true
-		case ">", ">=":
-			if r.Lo == nil {
-				r.Lo, r.LoIncl = val, op == ">="
-			}
-		case "<", "<=":
-			if r.Hi == nil {
-				r.Hi, r.HiIncl = val, op == "<="
-			}
+		case "=", "<", "<=", ">", ">=":
+			bounds[k] = append(bounds[k], bound{op, val})
 		}
 	})
-	if r.Lo == nil && r.Hi == nil {
+	var r KeyRange
+	k := 0
+	for ; k < len(keys); k++ {
+		i := slices.IndexFunc(bounds[k], func(b bound) bool { return b.op == "=" })
+		if i < 0 {
+			break
+		}
+		r.Prefix = append(r.Prefix, bounds[k][i].val)
+	}
+	if k < len(keys) {
+		for _, b := range bounds[k] {
+			switch b.op {
+			case ">", ">=":
+				if r.Lo == nil {
+					r.Lo, r.LoIncl = b.val, b.op == ">="
+				}
+			case "<", "<=":
+				if r.Hi == nil {
+					r.Hi, r.HiIncl = b.val, b.op == "<="
+				}
+			}
+		}
+	}
+	if len(r.Prefix) == 0 && r.Lo == nil && r.Hi == nil {
 		return nil
 	}
 	return &r

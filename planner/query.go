@@ -330,6 +330,8 @@ func (r *RelationRel) explain(b *strings.Builder, in string, ann Annotator) {
 		line(b, in, ann, r, "", "Read %s %s: key lookups of %d keys (their partitions)", kind, r.Rel.Name, len(scan.LookupIn))
 	case scan.Partition != nil:
 		line(b, in, ann, r, "", "Read %s %s: partition %s (from its best replica)", kind, r.Rel.Name, scan.Partition)
+	case scan.Range != nil && scan.Range.OnePartition(r.Rel):
+		line(b, in, ann, r, "", "Read %s %s: key range %s (one partition, from its best replica)", kind, r.Rel.Name, scan.Range.describe(r.Rel))
 	case scan.Range != nil:
 		line(b, in, ann, r, "", "Read %s %s: key range %s (every partition, each from its best replica)", kind, r.Rel.Name, scan.Range.describe(r.Rel))
 	default:

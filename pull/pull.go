@@ -179,8 +179,10 @@ type PullCode struct {
 	having    eval.Expr
 	partition eval.Expr
 	lookups   [][]eval.Expr // Lookup, or the lists of LookupIn
-	// lo and hi are the bounds of a key range scan (plan.Range), nil
-	// when open.
+	// prefix, lo and hi are a key range scan's (plan.Range): the
+	// values of its leading key columns, and the bounds of the next,
+	// nil when open.
+	prefix []eval.Expr
 	lo, hi eval.Expr
 	// pseudo is set when the plan may read a pseudo-column (_partition,
 	// _served_by, ...): reads fill them in only then.
@@ -238,6 +240,9 @@ func CompilePull(plan *planner.PullPlan) *PullCode {
 		c.partition = eval.Compile(plan.Partition)
 	}
 	if r := plan.Range; r != nil {
+		for _, e := range r.Prefix {
+			c.prefix = append(c.prefix, eval.Compile(e))
+		}
 		if r.Lo != nil {
 			c.lo = eval.Compile(r.Lo)
 		}
@@ -676,6 +681,30 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 		}
 		return parts, keys, nil
 	}
+	if r := q.plan.Range; r != nil && r.OnePartition(rel) {
+		// A windowed view's group: its windows are in the partition of
+		// the group's key.
+		key := make([]any, len(rel.PartitionKeyIndexes()))
+		for i := range key {
+			v, err := q.code.prefix[i](nil, q.env)
+			if err != nil {
+				return nil, nil, err
+			}
+			if v == nil {
+				return nil, nil, nil // key = NULL matches nothing
+			}
+			key[i] = v
+		}
+		kb, err := serde.NewCodec(rel).EncodeKey(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		p := rel.PartitionerOf().Partition(kb, rel.Partitions)
+		if pin >= 0 && p != pin {
+			return nil, nil, nil
+		}
+		return []int32{p}, nil, nil
+	}
 	if pin >= 0 {
 		return []int32{pin}, nil, nil
 	}
@@ -1079,29 +1108,45 @@ func (q *Query) keyBounds() (lower, upper []byte, empty bool, err error) {
 	if r == nil {
 		return nil, nil, false, nil
 	}
+	var prefix []byte
+	for _, e := range q.code.prefix {
+		v, err := e(nil, q.env)
+		if v == nil || err != nil {
+			return nil, nil, v == nil && err == nil, err
+		}
+		if prefix, err = materialize.AppendKeyValue(prefix, v); err != nil {
+			return nil, nil, false, err
+		}
+	}
 	bound := func(e eval.Expr, after bool) ([]byte, bool, error) {
 		if e == nil {
-			return nil, false, nil
+			if prefix == nil {
+				return nil, false, nil
+			}
+			if after {
+				return materialize.PrefixEnd(prefix), false, nil
+			}
+			return prefix, false, nil
 		}
 		v, err := e(nil, q.env)
 		if v == nil || err != nil {
 			return nil, v == nil && err == nil, err
 		}
-		k, err := materialize.AppendKeyValue(nil, v)
+		k, err := materialize.AppendKeyValue(slices.Clip(prefix), v)
 		if err != nil {
 			return nil, false, err
 		}
 		if after {
-			// Past every key whose first column is v.
+			// Past every key whose column there is v.
 			k = materialize.PrefixEnd(k)
 		}
 		return k, false, nil
 	}
 	var none bool
-	if lower, none, err = bound(q.code.lo, !r.LoIncl); err != nil || none {
+	if lower, none, err = bound(q.code.lo, q.code.lo != nil && !r.LoIncl); err != nil || none {
 		return nil, nil, none, err
 	}
-	if upper, none, err = bound(q.code.hi, r.HiIncl); err != nil || none {
+	if upper, none, err = bound(q.code.hi, r.HiIncl || q.code.hi == nil); err != nil || none {
 		return nil, nil, none, err
 	}
 	return lower, upper, false, nil
