@@ -393,3 +393,85 @@ func toFloat(v any) float64 {
 	}
 	return math.NaN()
 }
+
+// Merge folds the state src of other rows into dst, as if Add had
+// folded them into dst too: the state of a session window that joins
+// two sessions (stream's windower). It is all or nothing, as Add is.
+// Merging is for an aggregator over a stream (NewAggregator).
+func (a *Aggregator) Merge(dst, src []any) error {
+	if a.retract {
+		return fmt.Errorf("merging the states of a retracting aggregator")
+	}
+	for i, s := range a.specs {
+		o := a.offsets[i]
+		if s.Func == "sum" && !a.multiset(s) && s.T != catalog.Decimal {
+			x, xok := dst[o].(int64)
+			y, yok := src[o].(int64)
+			if xok && yok {
+				if _, ok := addInt64(x, y); !ok {
+					return ErrOutOfRange
+				}
+			}
+		}
+	}
+	for i, s := range a.specs {
+		o := a.offsets[i]
+		if a.multiset(s) {
+			pairs := multisetPairs(src[o].(string))
+			set := dst[o].(string)
+			for k := 0; k < len(pairs); k += 2 {
+				set = multisetAdd(set, pairs[k], pairs[k+1].(int64))
+			}
+			dst[o] = set
+			continue
+		}
+		switch s.Func {
+		case "count":
+			dst[o] = dst[o].(int64) + src[o].(int64)
+		case "sum":
+			switch y := src[o].(type) {
+			case nil:
+			case int64:
+				switch x := dst[o].(type) {
+				case nil:
+					dst[o] = y
+				case int64:
+					var ok bool
+					if dst[o], ok = addInt64(x, y); !ok { // only when s.T is numeric
+						dst[o] = decimalSum(numeric.FromInt64(x), numeric.FromInt64(y), 1)
+					}
+				case *apd.Decimal:
+					dst[o] = decimalSum(x, numeric.FromInt64(y), 1)
+				}
+			case float64:
+				if x, ok := dst[o].(float64); ok {
+					dst[o] = x + y
+				} else {
+					dst[o] = y
+				}
+			case *apd.Decimal:
+				if x, ok := dst[o].(int64); ok {
+					dst[o] = decimalSum(numeric.FromInt64(x), y, 1)
+				} else {
+					dst[o] = decimalSum(dst[o], y, 1)
+				}
+			}
+		case "avg":
+			if s.T == catalog.Decimal {
+				dst[o] = decimalSum(dst[o], toDecimal(src[o]), 1)
+			} else {
+				dst[o] = dst[o].(float64) + toFloat(src[o])
+			}
+			dst[o+1] = dst[o+1].(int64) + src[o+1].(int64)
+		case "min":
+			if src[o] != nil && (dst[o] == nil || Compare(src[o], dst[o]) < 0) {
+				dst[o] = src[o]
+			}
+		case "max":
+			if src[o] != nil && (dst[o] == nil || Compare(src[o], dst[o]) > 0) {
+				dst[o] = src[o]
+			}
+		}
+	}
+	return nil
+}

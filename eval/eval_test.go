@@ -498,3 +498,88 @@ func TestRetractingSumOverflow(t *testing.T) {
 		t.Fatal("the group is not empty with no rows")
 	}
 }
+
+// TestAggregatorMerge folds random rows into three states, merges them
+// in turn (as session windows that join do) and checks the results
+// against one state that folded every row, for the sums of a view
+// (BIGINT) and of a query (NUMERIC) alike; a merge that overflows a
+// BIGINT sum fails with 22003 and leaves its state as it was.
+func TestAggregatorMerge(t *testing.T) {
+	p, err := planOver(t, "SELECT count(*), count(i), count(DISTINCT i), sum(i), avg(i), min(s), max(s), min(i), max(ts), count(DISTINCT s), sum(d), avg(d), sum(a) FROM r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	width := len(p.Input)
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, view := range []bool{false, true} {
+		specs := slices.Clone(p.Aggs)
+		if view {
+			for i := range specs {
+				if specs[i].Func == "sum" && specs[i].T == catalog.Decimal {
+					specs[i].T = catalog.BigInt
+				}
+			}
+		}
+		for trial := range 200 {
+			agg := NewAggregator(specs)
+			parts := [][]any{agg.Init(), agg.Init(), agg.Init()}
+			all := agg.Init()
+			for range rng.IntN(30) {
+				r := make(catalog.Row, width)
+				if rng.IntN(6) > 0 {
+					r[0] = int64(rng.IntN(2000) - 1000)
+				}
+				if rng.IntN(6) > 0 {
+					r[1] = int64(rng.IntN(20) - 10)
+				}
+				if rng.IntN(6) > 0 {
+					r[2] = float64(rng.IntN(100)) / 4
+				}
+				if rng.IntN(6) > 0 {
+					r[3] = string(rune('a' + rng.IntN(8)))
+				}
+				if rng.IntN(6) > 0 {
+					r[5] = t0.Add(time.Duration(rng.IntN(50)) * time.Minute)
+				}
+				if err := agg.Add(parts[rng.IntN(3)], r, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := agg.Add(all, r, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := parts[0]
+			for _, st := range parts[1:] {
+				if err := agg.Merge(got, st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g, w := agg.Results(nil, got), agg.Results(nil, all)
+			for i := range w {
+				if !sameValue(g[i], w[i]) {
+					t.Fatalf("view %v, trial %d: merged %s = %#v, folded %#v", view, trial, specs[i], g[i], w[i])
+				}
+			}
+		}
+	}
+	p, err = planOver(t, "SELECT count(*), sum(a) FROM r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Aggs[1].T = catalog.BigInt
+	agg := NewAggregator(p.Aggs)
+	x, y := agg.Init(), agg.Init()
+	row := func(v int64) catalog.Row { return catalog.Row{v, nil, nil, nil, nil, nil} }
+	if err := agg.Add(x, row(math.MaxInt64), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := agg.Add(y, row(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := agg.Merge(x, y); pgerr.CodeOf(err) != pgerr.NumericValueOutOfRange {
+		t.Fatalf("merging past BIGINT: %v", err)
+	}
+	if res := agg.Results(nil, x); res[0] != int64(1) || res[1] != int64(math.MaxInt64) {
+		t.Fatalf("after a failed merge: %v", res)
+	}
+}

@@ -16,10 +16,11 @@ import (
 )
 
 // TestWindowedViewRecompute writes random records to a stream, out of
-// order within the grace periods, and keeps three windowed views of it:
+// order within the grace periods, and keeps four windowed views of it:
 // a tumbling window grouped by the stream's key, a hopping window
 // grouped by another column (re-keyed, into another number of
-// partitions) and a tumbling window with EMIT FINAL. The node is closed
+// partitions), session windows, which records merge and split out of
+// order, and a tumbling window with EMIT FINAL. The node is closed
 // and started again twice, the second time without its state/, so the
 // view tasks restore their stores (and stream times) from their
 // changelogs. After every round each view equals the same grouping
@@ -46,10 +47,13 @@ func TestWindowedViewRecompute(t *testing.T) {
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE hop WITH (partitions = 2) AS SELECT g, windowstart, windowend, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 30 SECONDS, GRACE PERIOD 10 MINUTES) WHERE v <> 13 GROUP BY g`)
+	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi
+		FROM ev WINDOW SESSION (5 SECONDS, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE fin AS SELECT k, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 2 MINUTES) GROUP BY k EMIT FINAL`)
-	// tum and fin: 3 view tasks each; hop: 2, and 3 re-keying tasks.
-	const tasks = 11
+	// tum, ses and fin: 3 view tasks each; hop: 2, and 3 re-keying
+	// tasks.
+	const tasks = 14
 
 	queries := map[string][2]string{
 		"tum": {
@@ -61,6 +65,15 @@ func TestWindowedViewRecompute(t *testing.T) {
 			`SELECT g, ws, ws + 120000, count(*), sum(v)::bigint
 			   FROM (SELECT g, v, (ts / 30000) * 30000 - j * 30000 AS ws FROM ev CROSS JOIN generate_series(0, 3) AS j WHERE v <> 13) x
 			  GROUP BY g, ws`,
+		},
+		// A session starts at each record more than the gap after the
+		// one before it.
+		"ses": {
+			"SELECT k, windowstart, windowend, n, s, hi FROM ses",
+			`SELECT k, min(ts), max(ts), count(*), sum(v)::bigint, max(v)
+			   FROM (SELECT k, ts, v, sum(first) OVER (PARTITION BY k ORDER BY ts) AS session
+			           FROM (SELECT k, ts, v, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= 5000 THEN 0 ELSE 1 END AS first FROM ev) x) y
+			  GROUP BY k, session`,
 		},
 	}
 	// The final view's windows are the tumbling ones its partition's

@@ -92,8 +92,6 @@ func viewWindow(sel *sql.Select, src *catalog.Relation, view string) (*catalog.W
 		cw.Kind, cw.Advance = catalog.WindowHopping, w.Advance.Milliseconds()
 	default:
 		cw.Kind = catalog.WindowSession
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "WINDOW SESSION is not supported yet").WithPosition(w.Pos).
-			WithHint("Use WINDOW TUMBLING or WINDOW HOPPING.")
 	}
 	if w.HasGrace {
 		cw.Grace = w.Grace.Milliseconds()
@@ -102,6 +100,8 @@ func viewWindow(sel *sql.Select, src *catalog.Relation, view string) (*catalog.W
 		return pgerr.New(pgerr.InvalidParameterValue, format, args...).WithPosition(w.Pos)
 	}
 	switch {
+	case cw.Size <= 0 && cw.Kind == catalog.WindowSession:
+		return nil, bad("the gap of view %s's session window must be at least 1 millisecond", view)
 	case cw.Size <= 0:
 		return nil, bad("the size of view %s's window must be at least 1 millisecond", view)
 	case cw.Kind == catalog.WindowHopping && cw.Advance <= 0:
@@ -115,9 +115,9 @@ func viewWindow(sel *sql.Select, src *catalog.Relation, view string) (*catalog.W
 	cw.Retention = max(least, DefaultWindowRetention.Milliseconds())
 	if w.HasRetention {
 		if r := w.Retention.Milliseconds(); r < least {
-			return nil, bad("the retention of view %s's windows (%s) is less than their size plus grace period (%s)",
+			return nil, bad("the retention of view %s's windows (%s) is less than their size (a session's gap) plus grace period (%s)",
 				view, w.Retention, time.Duration(least)*time.Millisecond).
-				WithHint("A window stays until it has closed: make RETENTION at least SIZE plus GRACE PERIOD.")
+				WithHint("A window stays until it has closed: make RETENTION at least SIZE (or the session's gap) plus GRACE PERIOD.")
 		} else {
 			cw.Retention = r
 		}

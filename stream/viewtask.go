@@ -208,9 +208,12 @@ type viewBatch struct {
 	// streamTime and expireAt are a windowed view's stream time and
 	// next expiry pass (windower).
 	streamTime, expireAt int64
-	changes              map[string]*pending
-	order                []*pending
-	bad                  []*kgo.Record
+	// sessions are the sessions the batch has changed, by their
+	// group's encoded key (applySession).
+	sessions map[string][]*pending
+	changes  map[string]*pending
+	order    []*pending
+	bad      []*kgo.Record
 	// forward are the misplaced records read, made for the partitions
 	// of their keys (placement).
 	forward []*kgo.Record

@@ -9,6 +9,7 @@ package stream
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -85,9 +86,48 @@ func (w *windower) starts(dst []int64, ts int64) []int64 {
 }
 
 // closed reports whether the window ending at end has closed at stream
-// time st.
+// time st: no record can change it any more. A tumbling or hopping
+// window closes when stream time reaches its end plus the grace period;
+// a session, whose end is its last record's time, once stream time has
+// passed that by more than the gap and the grace period (a record
+// within the gap after it would extend it, if not late).
 func (w *windower) closed(end, st int64) bool {
-	return st != noTime && end <= st-w.w.Grace
+	if st == noTime {
+		return false
+	}
+	if w.w.Kind == catalog.WindowSession {
+		return end+w.w.Size < st-w.w.Grace
+	}
+	return end <= st-w.w.Grace
+}
+
+// expired reports whether the window from start to end is past its
+// retention at stream time st: a tumbling or hopping window once stream
+// time has passed its start by the retention, a session once stream
+// time is more than the retention past its end.
+func (w *windower) expired(start, end, st int64) bool {
+	if w.w.Kind == catalog.WindowSession {
+		return end+w.w.Retention < st
+	}
+	return start+w.w.Retention <= st
+}
+
+// windowEnd is the end of the stored window with key key and stored
+// value val (ncols columns).
+func (w *windower) storedEnd(key []any, val []byte, ncols int) (start, end int64, ok bool, err error) {
+	start, ok = key[len(key)-1].(int64)
+	if !ok {
+		return 0, 0, false, nil
+	}
+	if w.w.Kind != catalog.WindowSession {
+		return start, start + w.w.Size, true, nil
+	}
+	_, row, _, err := DecodeStored(val, ncols)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	end, ok = row[w.w.End].(int64)
+	return start, end, ok, nil
 }
 
 // checkpointTimes reads the stream time and next expiry pass of cp.
@@ -117,6 +157,9 @@ func (t *viewTask) applyWindowed(store *materialize.Store, b *viewBatch, row cat
 			"the record has no time (its timestamp column is NULL), so it falls in no window of view %s", t.plan.View.Name)
 	}
 	b.streamTime = max(b.streamTime, ts)
+	if w.w.Kind == catalog.WindowSession {
+		return t.applySession(store, b, row, ts)
+	}
 	t.starts = w.starts(t.starts[:0], ts)
 	applied := false
 	for _, s := range t.starts {
@@ -171,7 +214,7 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 			if err != nil {
 				return err
 			}
-			t.windowGroups(e, key)
+			t.windowGroups(e, key, end)
 		}
 		w.openMin = next // windows the batch adds come back through applyCommitted
 	}
@@ -179,19 +222,24 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 		return nil
 	}
 	b.expireAt = b.streamTime + max(w.w.Retention/16, 1)
-	bound := b.streamTime - w.w.Retention // windows starting at or before it go
 	it, err := store.NewIter(nil, nil)
 	if err != nil {
 		return err
 	}
 	var old [][]any
+	ncols := len(t.plan.View.Schema.Columns)
 	for ok := it.First(); ok; ok = it.Next() {
 		key, err := materialize.DecodeKey(it.Key())
 		if err != nil {
 			it.Close()
 			return fmt.Errorf("view %s: a window's key: %w", t.plan.View.Name, err)
 		}
-		if s, ok := key[len(key)-1].(int64); ok && s <= bound {
+		start, end, ok, err := w.storedEnd(key, it.Value(), ncols)
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("view %s: a stored window: %w", t.plan.View.Name, err)
+		}
+		if ok && w.expired(start, end, b.streamTime) {
 			old = append(old, key)
 		}
 	}
@@ -215,7 +263,8 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 		if len(e.groups) == 0 {
 			continue // found in the store: deleted above if old
 		}
-		if s, ok := e.groups[w.ng].(int64); ok && s <= bound {
+		start, _ := e.groups[w.ng].(int64)
+		if w.expired(start, w.windowEnd(e), b.streamTime) {
 			e.deleted, e.row = true, nil
 		}
 	}
@@ -226,7 +275,7 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 // record, from its key: each GROUP BY expression is a key column (the
 // planner has every one selected), then WINDOWSTART, whose window's
 // end is WINDOWEND.
-func (t *viewTask) windowGroups(e *pending, key []any) {
+func (t *viewTask) windowGroups(e *pending, key []any, end int64) {
 	if e.groups != nil {
 		return
 	}
@@ -234,9 +283,7 @@ func (t *viewTask) windowGroups(e *pending, key []any) {
 	for i, g := range t.plan.KeyGroup {
 		groups[g] = key[i]
 	}
-	if s, ok := groups[t.win.ng].(int64); ok {
-		groups[t.win.ng+1] = s + t.win.w.Size
-	}
+	groups[t.win.ng+1] = end
 	e.groups = groups
 }
 
@@ -282,19 +329,170 @@ func (t *viewTask) resetWindows(store *materialize.Store, cp materialize.Checkpo
 		return err
 	}
 	defer it.Close()
+	ncols := len(t.plan.View.Schema.Columns)
 	for ok := it.First(); ok; ok = it.Next() {
 		key, err := materialize.DecodeKey(it.Key())
 		if err != nil {
 			return fmt.Errorf("view %s: a window's key: %w", t.plan.View.Name, err)
 		}
-		s, ok := key[len(key)-1].(int64)
-		if !ok {
-			continue
+		_, end, ok, err := w.storedEnd(key, it.Value(), ncols)
+		if err != nil {
+			return fmt.Errorf("view %s: a stored window: %w", t.plan.View.Name, err)
 		}
-		if end := s + w.w.Size; !w.closed(end, st) {
+		if ok && !w.closed(end, st) {
 			w.open[string(it.Key())] = end
 			w.openMin = min(w.openMin, end)
 		}
 	}
 	return it.Error()
+}
+
+// applySession aggregates row, a record's input row at time ts, into
+// its session (WINDOW SESSION): the sessions of its group that end at
+// most the gap before ts and start at most the gap after it merge,
+// with the record, into one from the earliest start to the latest end
+// (a session's end is its last record's time), which replaces them:
+// each other one is deleted, a tombstone in the changelog. A record
+// whose merged session would end more than the grace period behind
+// stream time is late, and changes nothing.
+func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row catalog.Row, ts int64) error {
+	w := t.win
+	gap := w.w.Size
+	groups := t.groups
+	for i := range w.ng {
+		v, err := t.group[i](row, t.env)
+		if err != nil {
+			return err
+		}
+		groups[i] = v
+	}
+	// The group's key: the view key but WINDOWSTART.
+	keyGroup := t.plan.PartitionKeyGroup()
+	pk := make([]any, len(keyGroup))
+	for i, g := range keyGroup {
+		pk[i] = groups[g]
+	}
+	prefix, err := materialize.EncodeKey(nil, pk)
+	if err != nil {
+		return err
+	}
+	type session struct {
+		key        []any
+		start, end int64
+	}
+	var found []session
+	// In the store, from the latest session starting within the gap
+	// after ts back while they end within the gap before it: a group's
+	// sessions do not overlap, so ends fall as starts do. A session the
+	// batch has changed is the batch's.
+	hi, err := materialize.AppendKeyValue(slices.Clone(prefix), ts+gap)
+	if err != nil {
+		return err
+	}
+	it, err := store.NewIter(prefix, materialize.PrefixEnd(hi))
+	if err != nil {
+		return err
+	}
+	ncols := len(t.plan.View.Schema.Columns)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if _, mine := b.changes[string(it.Key())]; mine {
+			continue
+		}
+		key, err := materialize.DecodeKey(it.Key())
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("view %s: a session's key: %w", t.plan.View.Name, err)
+		}
+		start, end, ok, err := w.storedEnd(key, it.Value(), ncols)
+		if err != nil {
+			it.Close()
+			return fmt.Errorf("view %s: a stored session: %w", t.plan.View.Name, err)
+		}
+		if !ok {
+			continue
+		}
+		if end < ts-gap {
+			break
+		}
+		found = append(found, session{key, start, end})
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, e := range b.sessions[string(prefix)] {
+		if e.deleted || len(e.groups) == 0 {
+			continue
+		}
+		start, _ := e.groups[w.ng].(int64)
+		end, _ := e.groups[w.ng+1].(int64)
+		if start <= ts+gap && end >= ts-gap {
+			key, err := materialize.DecodeKey(e.key)
+			if err != nil {
+				return err
+			}
+			found = append(found, session{key, start, end})
+		}
+	}
+	start, end := ts, ts
+	for _, f := range found {
+		start, end = min(start, f.start), max(end, f.end)
+	}
+	if end < b.streamTime-w.w.Grace {
+		return pgerr.New(pgerr.DataException,
+			"the record is late for view %s: its session would end at %s, more than the grace period (%d ms) behind stream time %s",
+			t.plan.View.Name, formatMillis(end), w.w.Grace, formatMillis(b.streamTime))
+	}
+	// Nothing changes until the merged session is known to be good: a
+	// failure forgets what the lookups added to the batch.
+	n := len(b.order)
+	fail := func(err error) error {
+		for _, e := range b.order[n:] {
+			delete(b.changes, e.skey)
+		}
+		b.order = b.order[:n]
+		return err
+	}
+	merged := t.agg.Init()
+	olds := make([]*pending, 0, len(found))
+	for _, f := range found {
+		e, err := t.lookup(store, b, f.key)
+		if err != nil {
+			return fail(err)
+		}
+		if err := t.agg.Merge(merged, e.state); err != nil {
+			return fail(err)
+		}
+		olds = append(olds, e)
+	}
+	if err := t.agg.Add(merged, row, t.env); err != nil {
+		return fail(err)
+	}
+	groups[w.ng], groups[w.ng+1] = start, end
+	if t.rowCanFail {
+		if _, _, err := t.viewRow(&pending{groups: groups, state: merged}); err != nil {
+			return fail(err)
+		}
+	}
+	e, err := t.lookup(store, b, t.keyOf(row, groups))
+	if err != nil {
+		return fail(err)
+	}
+	for _, o := range olds {
+		if o != e {
+			o.deleted, o.row = true, nil
+		}
+	}
+	e.state, e.deleted = merged, false
+	t.setGroups(e, groups)
+	if !slices.Contains(b.sessions[string(prefix)], e) {
+		if b.sessions == nil {
+			b.sessions = map[string][]*pending{}
+		}
+		b.sessions[string(prefix)] = append(b.sessions[string(prefix)], e)
+	}
+	return nil
 }
