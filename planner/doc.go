@@ -57,7 +57,12 @@
 // join stage's, keyed by the join key (on the keys) or the left key (on
 // a foreign key); grouped by other
 // columns than its source's key, such a view regroups it through a
-// change stage (ViewPlan.Regroups). A derived stream may
+// change stage (ViewPlan.Regroups). A view of a stream with WINDOW
+// (window.go, catalog.Window) is a grouped view whose GROUP BY has two
+// more expressions, WINDOWSTART and WINDOWEND, read from two more
+// columns of its input row that the view task fills per window; its key
+// is the group's, then WINDOWSTART, and its partition key the group's
+// alone (ViewPlan.PartitionKeyGroup). A derived stream may
 // join a stream with a table (join.go, StreamJoin), with another stream
 // WITHIN a window (streamjoin.go), or three or more relations through a
 // chain of join stages (joinstage.go, StreamPlan.Stages); a view whose

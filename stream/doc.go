@@ -31,6 +31,13 @@
 //     transactional epoch), replays the changelog from its checkpoint to
 //     the end (restore), and resumes its input from the offsets of the
 //     last committed marker.
+//     A windowed view's task (window.go, windower) aggregates each
+//     record into the windows of record time it falls in (a session
+//     window merges the sessions it bridges), keeps its stream time in
+//     the checkpoint, skips late records into the processing log,
+//     deletes windows past their retention (tombstones in the
+//     changelog) and, with EMIT FINAL, keeps a window's row hidden
+//     until it closes.
 //   - streamTask (streamtask.go) writes a derived stream (CREATE STREAM
 //     ... AS SELECT), one per source partition: per batch, in one
 //     transaction, the derived records to the stream's topic, skipped
