@@ -794,7 +794,7 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 			// The cache keeps the committed state; this transaction
 			// changes a copy.
 			e.state = slices.Clone(e.cached.state)
-		} else if t.cache.complete {
+		} else if t.cache.complete || t.win != nil && t.win.absent(k) {
 			e.state = t.agg.Init() // not in the store either
 		} else {
 			v, ok, err := store.Get(k)

@@ -51,7 +51,19 @@ type windower struct {
 	// there are none.
 	open    map[string]int64
 	openMin int64
+	// latest maps a group (its encoded key without WINDOWSTART) to the
+	// latest start of a window of it the store may hold: none later is
+	// there, so a record opening a later window, as records in time
+	// order do, need not look for it in the store. latestAll is set
+	// while latest holds every group of the store (from a run that
+	// starts with an empty store, until latest grows past
+	// windowLatestMax and is dropped): a group it lacks has no windows.
+	latest    map[string]int64
+	latestAll bool
 }
+
+// windowLatestMax bounds windower.latest.
+const windowLatestMax = 1 << 17
 
 // expiryIn is the checkpoint entry (partition 0) that holds the stream
 // time of a windowed view's next expiry pass.
@@ -62,6 +74,62 @@ const noTime = math.MinInt64
 
 func newWindower(w *catalog.Window, ncols, ng int) *windower {
 	return &windower{w: w, ncols: ncols, ng: ng, openMin: math.MaxInt64}
+}
+
+// splitKey splits a tumbling or hopping window's encoded store key into
+// its group's and its start; ok is false for another key.
+func splitKey(k []byte) (group string, start int64, ok bool) {
+	n := len(k) - windowStartWidth
+	if n < 0 {
+		return "", 0, false
+	}
+	v, rest, err := materialize.DecodeKeyValue(k[n:])
+	start, ok = v.(int64)
+	if err != nil || len(rest) != 0 || !ok {
+		return "", 0, false
+	}
+	return string(k[:n]), start, true
+}
+
+// windowStartWidth is the length of an int64's key encoding, the last
+// in a window's key.
+var windowStartWidth = func() int {
+	b, _ := materialize.AppendKeyValue(nil, int64(0))
+	return len(b)
+}()
+
+// absent reports whether the store cannot hold the tumbling or hopping
+// window of encoded key k (windower.latest).
+func (w *windower) absent(k []byte) bool {
+	if w.w.Kind == catalog.WindowSession {
+		return false
+	}
+	group, start, ok := splitKey(k)
+	if !ok {
+		return false
+	}
+	if l, ok := w.latest[group]; ok {
+		return start > l
+	}
+	return w.latestAll
+}
+
+// noteLatest records that the store holds window k (windower.latest).
+func (w *windower) noteLatest(k []byte) {
+	if w.w.Kind == catalog.WindowSession {
+		return
+	}
+	group, start, ok := splitKey(k)
+	if !ok {
+		return
+	}
+	if l, ok := w.latest[group]; !ok || start > l {
+		if !ok && len(w.latest) >= windowLatestMax {
+			clear(w.latest)
+			w.latestAll = false
+		}
+		w.latest[group] = start
+	}
 }
 
 // floorDiv is a / b rounded down.
@@ -297,6 +365,11 @@ func (t *viewTask) hidden(b *viewBatch, e *pending) bool {
 // are open (EMIT FINAL).
 func (t *viewTask) windowsCommitted(b *viewBatch, vals [][]byte) {
 	w := t.win
+	for i, e := range b.order {
+		if vals[i] != nil {
+			w.noteLatest(e.key)
+		}
+	}
 	if !w.w.Final {
 		return
 	}
@@ -320,6 +393,7 @@ func (t *viewTask) windowsCommitted(b *viewBatch, vals [][]byte) {
 func (t *viewTask) resetWindows(store *materialize.Store, cp materialize.Checkpoint) error {
 	w := t.win
 	w.open, w.openMin = map[string]int64{}, math.MaxInt64
+	w.latest, w.latestAll = map[string]int64{}, cp.ChangelogOffset == 0
 	if !w.w.Final {
 		return nil
 	}
