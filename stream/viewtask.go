@@ -789,12 +789,22 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 	e := b.newPending()
 	e.key = b.arena.copy(k)
 	e.skey = string(k)
+	absent := false
+	if t.win != nil {
+		if absent, err = t.win.absent(store, k); err != nil {
+			return nil, err
+		}
+	}
 	if t.plan.Grouped {
-		if e.cached = t.cache.get(e.skey); e.cached != nil {
+		if absent {
+			// A window later than its group's latest: in neither the
+			// cache nor the store.
+			e.state = t.agg.Init()
+		} else if e.cached = t.cache.get(e.skey); e.cached != nil {
 			// The cache keeps the committed state; this transaction
 			// changes a copy.
 			e.state = slices.Clone(e.cached.state)
-		} else if t.cache.complete || t.win != nil && t.win.absent(k) {
+		} else if t.cache.complete {
 			e.state = t.agg.Init() // not in the store either
 		} else {
 			v, ok, err := store.Get(k)

@@ -78,17 +78,17 @@ func newWindower(w *catalog.Window, ncols, ng int) *windower {
 
 // splitKey splits a tumbling or hopping window's encoded store key into
 // its group's and its start; ok is false for another key.
-func splitKey(k []byte) (group string, start int64, ok bool) {
+func splitKey(k []byte) (group []byte, start int64, ok bool) {
 	n := len(k) - windowStartWidth
 	if n < 0 {
-		return "", 0, false
+		return nil, 0, false
 	}
 	v, rest, err := materialize.DecodeKeyValue(k[n:])
 	start, ok = v.(int64)
 	if err != nil || len(rest) != 0 || !ok {
-		return "", 0, false
+		return nil, 0, false
 	}
-	return string(k[:n]), start, true
+	return k[:n], start, true
 }
 
 // windowStartWidth is the length of an int64's key encoding, the last
@@ -98,23 +98,46 @@ var windowStartWidth = func() int {
 	return len(b)
 }()
 
-// absent reports whether the store cannot hold the tumbling or hopping
-// window of encoded key k (windower.latest).
-func (w *windower) absent(k []byte) bool {
+// absent reports whether store cannot hold the tumbling or hopping
+// window of encoded key k (windower.latest). A group latest does not
+// hold yet is looked for once, its latest window read from the store.
+func (w *windower) absent(store *materialize.Store, k []byte) (bool, error) {
 	if w.w.Kind == catalog.WindowSession {
-		return false
+		return false, nil
 	}
 	group, start, ok := splitKey(k)
 	if !ok {
-		return false
+		return false, nil
 	}
-	if l, ok := w.latest[group]; ok {
-		return start > l
+	if l, ok := w.latest[string(group)]; ok {
+		return start > l, nil
 	}
-	return w.latestAll
+	if w.latestAll {
+		return true, nil
+	}
+	it, err := store.NewIter(group, materialize.PrefixEnd(group))
+	if err != nil {
+		return false, err
+	}
+	l := int64(math.MinInt64) // no window yet
+	if it.Last() {
+		if _, s, ok := splitKey(it.Key()); ok {
+			l = s
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return false, err
+	}
+	if err := it.Close(); err != nil {
+		return false, err
+	}
+	w.setLatest(group, l)
+	return start > l, nil
 }
 
-// noteLatest records that the store holds window k (windower.latest).
+// noteLatest records that the store holds window k (windower.latest),
+// of a group latest holds or, with latestAll, had no windows.
 func (w *windower) noteLatest(k []byte) {
 	if w.w.Kind == catalog.WindowSession {
 		return
@@ -123,13 +146,21 @@ func (w *windower) noteLatest(k []byte) {
 	if !ok {
 		return
 	}
-	if l, ok := w.latest[group]; !ok || start > l {
-		if !ok && len(w.latest) >= windowLatestMax {
-			clear(w.latest)
-			w.latestAll = false
-		}
-		w.latest[group] = start
+	l, known := w.latest[string(group)]
+	switch {
+	case known && start > l, !known && w.latestAll:
+		w.setLatest(group, start)
 	}
+}
+
+// setLatest sets the latest window start of group, dropping every other
+// group's when latest is full.
+func (w *windower) setLatest(group []byte, start int64) {
+	if _, ok := w.latest[string(group)]; !ok && len(w.latest) >= windowLatestMax {
+		clear(w.latest)
+		w.latestAll = false
+	}
+	w.latest[string(group)] = start
 }
 
 // floorDiv is a / b rounded down.
