@@ -289,6 +289,7 @@ func (m *memberBalancer) Balance(map[string]int32) kgo.IntoSyncAssignment {
 // every member the whole map.
 func (m *memberBalancer) BalanceOrError(map[string]int32) (kgo.IntoSyncAssignment, error) {
 	b := m.b
+	start := time.Now()
 	tasks, err := b.cfg.Tasks()
 	if err != nil {
 		return nil, fmt.Errorf("ha: balancing generation %d: listing tasks: %w", m.info.Generation, err)
@@ -330,7 +331,8 @@ func (m *memberBalancer) BalanceOrError(map[string]int32) (kgo.IntoSyncAssignmen
 		warmups += len(nt.Warmup)
 	}
 	b.log.Info("balanced group", "generation", a.Generation, "members", len(members), "tasks", len(tasks),
-		"warmups", warmups, "standby_shortfall", len(a.Shortfall), "follow_up", a.NeedsFollowUp)
+		"warmups", warmups, "standby_shortfall", len(a.Shortfall), "follow_up", a.NeedsFollowUp,
+		"took", time.Since(start).Round(time.Millisecond))
 	if len(a.Shortfall) > 0 {
 		b.log.Warn("too few nodes for the standby replicas wanted", "tasks_short", len(a.Shortfall), "nodes", len(members))
 	}

@@ -240,9 +240,11 @@
 // EXPLAIN SELECT on any node prints Route's decision for every
 // partition: the candidates in order, the chosen one, the rejected ones
 // and why. GET /clusterStatus shows what Liveness says of each peer and
-// the age of its last lag report. The leader logs "balanced group" with the generation, member, task and
-// warm-up counts and whether a follow-up is due; a shortfall is a
-// warning. Nodes log the rebalances they request and why. The group is a
+// the age of its last lag report. The leader logs "balanced group" with
+// the generation, member, task and warm-up counts, whether a follow-up is
+// due and how long balancing took (the leader must send its SyncGroup
+// within its session timeout, or the broker drops it from the group); a
+// shortfall is a warning. Nodes log the rebalances they request and why. The group is a
 // consumer group named by the cluster: kadm or kafka-consumer-groups
 // --describe --members shows its members and instance ids. To replay a
 // decision, feed the members' offsets, the tasks and the previous map to

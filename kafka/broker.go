@@ -154,7 +154,8 @@ type Broker struct {
 	ln      atomic.Pointer[retryListener]
 	limited atomic.Pointer[connlimit.Listener]
 
-	// sessions ends the sessions of members that died in a join (see
+	// sessions keeps group members waiting for an answer in the group,
+	// and ends the sessions of members that died in a join (see
 	// sessionKeeper), until stopSessions.
 	sessions     *sessionKeeper
 	stopSessions context.CancelFunc
@@ -352,8 +353,10 @@ func (b *Broker) unlock() error {
 }
 
 // sessionCheckInterval is how often the broker looks for group members
-// whose session should have timed out (sessionKeeper).
-const sessionCheckInterval = 250 * time.Millisecond
+// whose session should have timed out, and for members waiting for an
+// answer that need a heartbeat (sessionKeeper): well under a third of the
+// shortest session timeout allowed by default (500 ms).
+const sessionCheckInterval = 100 * time.Millisecond
 
 // lockDataDir creates dir if needed and takes an exclusive lock on a file
 // in it, so that two brokers never write the same log. The lock is an OS

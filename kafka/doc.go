@@ -26,11 +26,21 @@
 // Acknowledged writes are in the OS page cache, so they survive SIGKILL;
 // BrokerOptions.SyncWrites makes them survive power loss too.
 //
-// Group sessions: kfake keeps a member that died before its JoinGroup was
-// answered in the group for good, with the tasks its generation gave it.
-// The broker's sessionKeeper (sessions.go) watches the group requests and
-// removes such a member once a newer generation has run for twice its
-// session timeout, as Kafka's coordinator would have.
+// Group sessions: kfake's coordinator ends sessions where Kafka's would
+// not, and keeps some that Kafka's would end. It times out a member while
+// it holds the member's JoinGroup or SyncGroup (Kafka counts a member
+// waiting for an answer as alive) and then never answers that request,
+// so the member's client hangs until its request timeout (30-40 s for a
+// basin node) and rejoins as a new member, starting another rebalance;
+// any join phase or leader's SyncGroup slower than a session timeout did
+// it, and a leader that died took its followers with it. And it keeps a
+// member that died before its JoinGroup was answered in the group for
+// good, with the tasks its generation gave it. The broker's
+// sessionKeeper (sessions.go) watches the group requests and the groups'
+// state: it heartbeats on behalf of every member waiting for an answer,
+// and removes a member dead since its JoinGroup once a newer generation
+// has run for twice its session timeout, as Kafka's coordinator would
+// have.
 //
 // The broker listens on BrokerOptions.Addr and advertises
 // AdvertisedHost, because clients connect to the address in metadata
