@@ -24,6 +24,13 @@ import (
 //	sum             [sum int64|float64|nil]
 //	avg             [sum float64, n int64]
 //	min, max        [v]
+//	stddev, var...  [n int64, Sx float64, Sxx float64]
+//	bool_and/or     [trues int64, falses int64]
+//
+// The statistical aggregates (stddev, stddev_samp, stddev_pop,
+// variance, var_samp, var_pop) keep Postgres's float8 state: the count,
+// the sum and the sum of squared differences from the mean, updated by
+// the Youngs–Cramer method as the pull queries' are (query/aggfuncs.go).
 //
 // A retracting aggregator (NewRetractingAggregator, over a table or a
 // view, whose rows change and leave) keeps what taking a row back needs:
@@ -34,6 +41,10 @@ import (
 //	sum             [low int64|sum float64|nil, high int64, non-NULL n int64]
 //	avg             [sum float64, n int64]
 //	min, max        [values multiset]
+//	stddev, var...  [n int64, Sx float64, Sxx float64], taken back by the
+//	                inverse of the update (rounding may leave the last
+//	                digits of a group that lost rows unlike a recompute's)
+//	bool_and/or     [trues int64, falses int64]
 //
 // An integer sum is kept in 128 bits (low and high words), so that taking
 // rows back in another order than they came never overflows on the way;
@@ -79,12 +90,98 @@ func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
 
 func (a *Aggregator) stateWidth(fn string) int {
 	switch {
-	case fn == "sum" && a.retract:
+	case fn == "sum" && a.retract, statAgg(fn):
 		return 3
-	case fn == "avg":
+	case fn == "avg", boolAgg(fn):
 		return 2
 	}
 	return 1
+}
+
+// statAgg reports whether fn is a statistical aggregate.
+func statAgg(fn string) bool {
+	switch fn {
+	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
+		return true
+	}
+	return false
+}
+
+// boolAgg reports whether fn is bool_and, bool_or or every.
+func boolAgg(fn string) bool { return fn == "bool_and" || fn == "bool_or" || fn == "every" }
+
+// addStat folds x into a statistical aggregate's state [n, Sx, Sxx], or
+// with sign -1 takes it back out (the update's inverse).
+func addStat(st []any, x float64, sign int64) {
+	n, sx, sxx := st[0].(int64), st[1].(float64), st[2].(float64)
+	if sign < 0 {
+		// Sxx was Sxx' + tmp²/(n(n-1)) with tmp = x·n - Sx.
+		if n <= 1 {
+			st[0], st[1], st[2] = int64(0), float64(0), float64(0)
+			return
+		}
+		tmp := x*float64(n) - sx
+		sxx -= tmp * tmp / (float64(n) * float64(n-1))
+		st[0], st[1], st[2] = n-1, sx-x, max(sxx, 0)
+		return
+	}
+	n++
+	sx += x
+	if n > 1 {
+		tmp := x*float64(n) - sx
+		sxx += tmp * tmp / (float64(n) * float64(n-1))
+	}
+	st[0], st[1], st[2] = n, sx, sxx
+}
+
+// mergeStat folds the statistical state src into dst (Postgres's
+// float8_combine).
+func mergeStat(dst, src []any) {
+	n1, sx1, sxx1 := dst[0].(int64), dst[1].(float64), dst[2].(float64)
+	n2, sx2, sxx2 := src[0].(int64), src[1].(float64), src[2].(float64)
+	switch {
+	case n2 == 0:
+		return
+	case n1 == 0:
+		copy(dst, src)
+		return
+	}
+	n := float64(n1 + n2)
+	tmp := sx1/float64(n1) - sx2/float64(n2)
+	dst[0], dst[1], dst[2] = n1+n2, sx1+sx2, sxx1+sxx2+float64(n1)*float64(n2)*tmp*tmp/n
+}
+
+// statResult is a statistical aggregate's value from its state: NULL
+// without rows (or with one, for the sample's).
+func statResult(fn string, st []any) any {
+	n, sxx := float64(st[0].(int64)), st[2].(float64)
+	pop := fn == "stddev_pop" || fn == "var_pop"
+	if n == 0 || !pop && n == 1 {
+		return nil
+	}
+	v := sxx / (n - 1)
+	if pop {
+		v = sxx / n
+	}
+	v = max(v, 0)
+	switch fn {
+	case "stddev", "stddev_samp", "stddev_pop":
+		return math.Sqrt(v)
+	}
+	return v
+}
+
+// boolResult is bool_and's (every's) or bool_or's value from its state
+// [trues, falses]: NULL without a non-NULL value.
+func boolResult(fn string, st []any) any {
+	trues, falses := st[0].(int64), st[1].(int64)
+	switch {
+	case trues+falses == 0:
+		return nil
+	case fn == "bool_or":
+		return trues > 0
+	}
+	return falses == 0
 }
 
 // multiset reports whether aggregate s keeps a multiset of its values.
@@ -114,6 +211,10 @@ func (a *Aggregator) Init() []any {
 			st[o], st[o+1] = float64(0), int64(0)
 		case s.Func == "sum" && a.retract:
 			st[o+1], st[o+2] = int64(0), int64(0)
+		case statAgg(s.Func):
+			st[o], st[o+1], st[o+2] = int64(0), float64(0), float64(0)
+		case boolAgg(s.Func):
+			st[o], st[o+1] = int64(0), int64(0)
 		}
 	}
 	return st
@@ -190,6 +291,18 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 			sum128(st[o:o+3], v, 1)
 			continue
 		}
+		switch {
+		case statAgg(s.Func):
+			addStat(st[o:o+3], toFloat(v), 1)
+			continue
+		case boolAgg(s.Func):
+			if v == true {
+				st[o] = st[o].(int64) + 1
+			} else {
+				st[o+1] = st[o+1].(int64) + 1
+			}
+			continue
+		}
 		switch s.Func {
 		case "count":
 			st[o] = st[o].(int64) + 1
@@ -261,6 +374,18 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 		}
 		if a.multiset(s) {
 			st[o] = multisetAdd(st[o].(string), v, -1)
+			continue
+		}
+		switch {
+		case statAgg(s.Func):
+			addStat(st[o:o+3], toFloat(v), -1)
+			continue
+		case boolAgg(s.Func):
+			if v == true {
+				st[o] = st[o].(int64) - 1
+			} else {
+				st[o+1] = st[o+1].(int64) - 1
+			}
 			continue
 		}
 		switch s.Func {
@@ -360,6 +485,14 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 			dst = append(dst, sumResult(st[o:o+3]))
 			continue
 		}
+		switch {
+		case statAgg(s.Func):
+			dst = append(dst, statResult(s.Func, st[o:o+3]))
+			continue
+		case boolAgg(s.Func):
+			dst = append(dst, boolResult(s.Func, st[o:o+2]))
+			continue
+		}
 		switch s.Func {
 		case "sum":
 			if x, ok := st[o].(int64); ok && s.T == catalog.Decimal {
@@ -423,6 +556,14 @@ func (a *Aggregator) Merge(dst, src []any) error {
 				set = multisetAdd(set, pairs[k], pairs[k+1].(int64))
 			}
 			dst[o] = set
+			continue
+		}
+		switch {
+		case statAgg(s.Func):
+			mergeStat(dst[o:o+3], src[o:o+3])
+			continue
+		case boolAgg(s.Func):
+			dst[o], dst[o+1] = dst[o].(int64)+src[o].(int64), dst[o+1].(int64)+src[o+1].(int64)
 			continue
 		}
 		switch s.Func {

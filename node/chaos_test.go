@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -125,6 +126,15 @@ func TestChaos(t *testing.T) {
 	// standbys, with the view's tasks) writes the matched pairs to an
 	// internal stream.
 	n0.Exec(t, "CREATE TABLE refunds_by_region AS SELECT p.region, COUNT(*) AS n, SUM(r.amount) AS total FROM payments p JOIN refunds r WITHIN 1 MINUTE GRACE PERIOD 1 DAY ON p.pid = r.pid GROUP BY p.region")
+	// Windowed views of the payments, by region (re-keyed, so each
+	// view partition reads all four payment partitions, out of time
+	// order): one-second tumbling windows, and sessions of payments
+	// at most 40 ms apart. The grace periods are a day: no payment is
+	// late, so the windows are exact whatever order they come in.
+	n0.Exec(t, "CREATE TABLE pay_seconds AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM payments WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 DAY) GROUP BY region")
+	n0.Exec(t, "CREATE TABLE pay_sessions AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM payments WINDOW SESSION (40 MILLISECONDS, GRACE PERIOD 1 DAY) GROUP BY region")
+	waitPlacedView(t, c, n0, "pay_seconds", 4, 1)
+	waitPlacedView(t, c, n0, "pay_sessions", 4, 1)
 	waitPlacedView(t, c, n0, "refunded", 4, 1)
 	waitPlacedView(t, c, n0, "refunded_by_region", 4, 1)
 	waitPlacedView(t, c, n0, "refunds_by_region", 4, 1)
@@ -140,6 +150,8 @@ func TestChaos(t *testing.T) {
 	accounts := map[int64]string{}
 	balances := map[int64]int64{}
 	refunded := map[string][2]int64{}
+	type payment struct{ at, amount int64 }
+	payTimes := map[string][]payment{} // by region
 	next := int64(0)
 	base := time.Now().Add(-time.Hour)
 	produce := func() {
@@ -173,6 +185,7 @@ func TestChaos(t *testing.T) {
 				pkey := binary.BigEndian.AppendUint64(nil, uint64(next))
 				pv, _ := json.Marshal(map[string]any{"region": region, "amount": amount})
 				pays = append(pays, &kgo.Record{Key: pkey, Value: pv, Timestamp: at, Partition: kafka.PartitionerMurmur2.Partition(pkey, 4)})
+				payTimes[region] = append(payTimes[region], payment{at.UnixMilli(), amount})
 				if rng.IntN(2) == 0 {
 					refund := 1 + rng.Int64N(50)
 					rv, _ := json.Marshal(map[string]any{"pid": next, "amount": refund})
@@ -218,7 +231,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "balance_regions", "refunded_by_region", "refunds_by_region"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "balance_regions", "refunded_by_region", "refunds_by_region", "pay_seconds", "pay_sessions"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -305,6 +318,31 @@ func TestChaos(t *testing.T) {
 	checkView(t, c, "balance_regions", "SELECT id, amount, region, n FROM balance_regions WHERE _partition = %d", chained)
 	checkView(t, c, "refunded_by_region", "SELECT region, n, total FROM refunded_by_region WHERE _partition = %d", countSum(refunded))
 	checkView(t, c, "refunds_by_region", "SELECT region, n, total FROM refunds_by_region WHERE _partition = %d", countSum(refunded))
+	// The windows, computed from every payment: a second's, and the
+	// sessions, each starting at a payment more than 40 ms after the
+	// one before it in its region.
+	var seconds, sessions []string
+	for region, ps := range payTimes {
+		slices.SortFunc(ps, func(a, b payment) int { return cmp.Compare(a.at, b.at) })
+		bySecond := map[int64][2]int64{}
+		for _, p := range ps {
+			w := bySecond[p.at/1000*1000]
+			bySecond[p.at/1000*1000] = [2]int64{w[0] + 1, w[1] + p.amount}
+		}
+		for start, w := range bySecond {
+			seconds = append(seconds, fmt.Sprintf("%s|%d|%d|%d|%d", region, start, start+1000, w[0], w[1]))
+		}
+		for i := 0; i < len(ps); {
+			j, total := i, int64(0)
+			for ; j < len(ps) && (j == i || ps[j].at-ps[j-1].at <= 40); j++ {
+				total += ps[j].amount
+			}
+			sessions = append(sessions, fmt.Sprintf("%s|%d|%d|%d|%d", region, ps[i].at, ps[j-1].at, j-i, total))
+			i = j
+		}
+	}
+	checkView(t, c, "pay_seconds", "SELECT region, windowstart, windowend, n, total FROM pay_seconds WHERE _partition = %d", seconds)
+	checkView(t, c, "pay_sessions", "SELECT region, windowstart, windowend, n, total FROM pay_sessions WHERE _partition = %d", sessions)
 }
 
 // countSum renders key → (count, sum) as the rows of a view.

@@ -47,7 +47,7 @@ func TestWindowedViewRecompute(t *testing.T) {
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE hop WITH (partitions = 2) AS SELECT g, windowstart, windowend, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 30 SECONDS, GRACE PERIOD 10 MINUTES) WHERE v <> 13 GROUP BY g`)
-	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi
+	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi, stddev_samp(v) AS sd, bool_or(v < 0) AS neg
 		FROM ev WINDOW SESSION (5 SECONDS, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE fin AS SELECT k, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 2 MINUTES) GROUP BY k EMIT FINAL`)
@@ -69,8 +69,8 @@ func TestWindowedViewRecompute(t *testing.T) {
 		// A session starts at each record more than the gap after the
 		// one before it.
 		"ses": {
-			"SELECT k, windowstart, windowend, n, s, hi FROM ses",
-			`SELECT k, min(ts), max(ts), count(*), sum(v)::bigint, max(v)
+			"SELECT k, windowstart, windowend, n, s, hi, round(sd::numeric, 6), neg FROM ses",
+			`SELECT k, min(ts), max(ts), count(*), sum(v)::bigint, max(v), round(stddev_samp(v)::numeric, 6), bool_or(v < 0)
 			   FROM (SELECT k, ts, v, sum(first) OVER (PARTITION BY k ORDER BY ts) AS session
 			           FROM (SELECT k, ts, v, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= 5000 THEN 0 ELSE 1 END AS first FROM ev) x) y
 			  GROUP BY k, session`,

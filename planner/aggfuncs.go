@@ -28,6 +28,17 @@ var orderedSetAggs = map[string]bool{"percentile_cont": true, "percentile_disc":
 // isAnyAggregate reports whether name is an aggregate in some engine.
 func isAnyAggregate(name string) bool { return IsAggregate(name) || queryAggregates[name] }
 
+// ViewAggregate reports whether a view keeps aggregate name as rows
+// arrive (and leave), besides count, sum, avg, min and max (IsAggregate):
+// eval.Aggregator's.
+func ViewAggregate(name string) bool {
+	switch name {
+	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every":
+		return true
+	}
+	return false
+}
+
 // checkAggSyntax rejects the aggregate clauses on a call of a function
 // that is no aggregate, and the aggregates a view cannot maintain.
 func (b *binder) checkAggSyntax(e *sql.Func) error {
@@ -45,13 +56,13 @@ func (b *binder) checkAggSyntax(e *sql.Func) error {
 	if what != "" && !isAnyAggregate(e.Name) && e.Over == nil {
 		return pgerr.New(pgerr.WrongObjectType, "%s specified, but %s is not an aggregate function", what, e.Name).WithPosition(e.Pos)
 	}
-	if b.q == nil && e.Over == nil && (queryAggregates[e.Name] || isAnyAggregate(e.Name) && (e.Filter != nil || len(e.OrderBy) > 0)) {
+	if b.q == nil && e.Over == nil && (queryAggregates[e.Name] && !ViewAggregate(e.Name) || isAnyAggregate(e.Name) && (e.Filter != nil || len(e.OrderBy) > 0 || e.WithinGroup)) {
 		name := e.Name
-		if !queryAggregates[e.Name] {
+		if !queryAggregates[e.Name] || ViewAggregate(e.Name) {
 			name += " with " + what
 		}
 		return pgerr.New(pgerr.FeatureNotSupported, "aggregate %s is not supported in a view", name).WithPosition(e.Pos).
-			WithHint("A view keeps count, sum, avg, min and max as rows arrive; pull queries over the view compute the others.")
+			WithHint("A view keeps count, sum, avg, min, max, the stddev and variance family, bool_and and bool_or as rows arrive; pull queries over the view compute the others.")
 	}
 	return nil
 }

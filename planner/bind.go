@@ -852,7 +852,7 @@ func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
 	} else if e.Over != nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "window functions are not supported here").WithPosition(e.Pos)
 	}
-	if IsAggregate(e.Name) {
+	if IsAggregate(e.Name) || b.q == nil && ViewAggregate(e.Name) {
 		return b.bindAggregate(e)
 	}
 	args := make([]Scalar, len(e.Args))

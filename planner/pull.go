@@ -209,7 +209,7 @@ func hasAggregate(s *sql.Select) bool {
 	for _, it := range s.Items {
 		if it.Expr != nil {
 			walk(it.Expr, func(e sql.Expr) {
-				if f, ok := e.(*sql.Func); ok && IsAggregate(f.Name) {
+				if f, ok := e.(*sql.Func); ok && f.Over == nil && (IsAggregate(f.Name) || ViewAggregate(f.Name)) {
 					found = true
 				}
 			})
