@@ -364,7 +364,6 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	view.Schema.Columns = cols
-	keys := view.Schema.KeyIndexes()
 	if view.KeyFormat == "" {
 		view.KeyFormat = FormatKafka
 		if len(p.PartitionKeyGroup()) > 1 || !kafkaKeys(cols) {
@@ -373,7 +372,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			view.KeyFormat = FormatJSON
 		}
 	}
-	keys = view.PartitionKeyIndexes()
+	keys := view.PartitionKeyIndexes()
 	if len(keys) == 1 && view.KeyFormat == FormatKafka && !kafkaKeyType(cols[keys[0]].Type) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of view %s is %s, which key_format 'kafka' cannot hold", cols[keys[0]].Name, s.Name, cols[keys[0]].Type).
 			WithHint("Use WITH (key_format = 'json'), or leave key_format out.")
