@@ -619,12 +619,25 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 		lookup()
 	}
 	t.Logf("SIGKILL %s (%d actives); reading on %s", victim.ID, actives, reader.ID)
+	readThroughKill(t, victim, reader, lookup)
+	for range 20 {
+		lookup()
+	}
+	t.Logf("%d lookups, %d failed", lookups, failures)
+	if failures > 0 {
+		t.Fatalf("%d of %d lookups failed or were wrong; first: %v", failures, lookups, firstErr)
+	}
+}
+
+// readThroughKill kills victim with SIGKILL and calls read again and
+// again, through the failure detection and the failover, until reader's
+// SHOW TASKS places no task on the victim any more (at most 30 s).
+func readThroughKill(t *testing.T, victim, reader *testcluster.Node, read func()) {
+	t.Helper()
 	victim.Kill()
-	// Through the failure detection and the failover: until the group
-	// has moved the victim's tasks, and some more.
 	deadline := time.Now().Add(30 * time.Second)
 	for moved := false; !moved; {
-		lookup()
+		read()
 		rows, err := showTasks(t, reader)
 		if err == nil {
 			moved = true
@@ -637,13 +650,6 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the victim's tasks did not move within 30s")
 		}
-	}
-	for range 20 {
-		lookup()
-	}
-	t.Logf("%d lookups, %d failed", lookups, failures)
-	if failures > 0 {
-		t.Fatalf("%d of %d lookups failed or were wrong; first: %v", failures, lookups, firstErr)
 	}
 }
 
