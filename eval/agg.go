@@ -55,6 +55,9 @@ import (
 type Aggregator struct {
 	specs []planner.AggSpec
 	args  []Expr
+	// args2 are the second arguments the aggregator reads: ROWTIME of
+	// latest_by_offset and earliest_by_offset; nil elsewhere.
+	args2 []Expr
 	// offsets[i] is where aggregate i's state starts.
 	offsets []int
 	width   int
@@ -83,6 +86,11 @@ func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
 		} else {
 			a.args = append(a.args, nil)
 		}
+		if offsetAgg(s.Func) {
+			a.args2 = append(a.args2, Compile(s.Arg2))
+		} else {
+			a.args2 = append(a.args2, nil)
+		}
 		a.width += a.stateWidth(s.Func)
 	}
 	return a
@@ -90,7 +98,7 @@ func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
 
 func (a *Aggregator) stateWidth(fn string) int {
 	switch {
-	case fn == "sum" && a.retract, statAgg(fn):
+	case fn == "sum" && a.retract, statAgg(fn), offsetAgg(fn):
 		return 3
 	case fn == "avg", boolAgg(fn):
 		return 2
@@ -106,6 +114,10 @@ func statAgg(fn string) bool {
 	}
 	return false
 }
+
+// offsetAgg reports whether fn is latest_by_offset or
+// earliest_by_offset, whose state is [value, ROWTIME, seen int64].
+func offsetAgg(fn string) bool { return fn == "latest_by_offset" || fn == "earliest_by_offset" }
 
 // boolAgg reports whether fn is bool_and, bool_or or every.
 func boolAgg(fn string) bool { return fn == "bool_and" || fn == "bool_or" || fn == "every" }
@@ -215,6 +227,8 @@ func (a *Aggregator) Init() []any {
 			st[o], st[o+1], st[o+2] = int64(0), float64(0), float64(0)
 		case boolAgg(s.Func):
 			st[o], st[o+1] = int64(0), int64(0)
+		case offsetAgg(s.Func):
+			st[o+2] = int64(0)
 		}
 	}
 	return st
@@ -280,6 +294,19 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 			continue
 		}
 		v := vals[i]
+		if offsetAgg(s.Func) {
+			if v == nil && !s.KeepNulls {
+				continue
+			}
+			if s.Func == "latest_by_offset" || st[o+2].(int64) == 0 {
+				ts, err := a.args2[i](row, env)
+				if err != nil {
+					return err // before st changes: ROWTIME is a column
+				}
+				st[o], st[o+1], st[o+2] = v, ts, int64(1)
+			}
+			continue
+		}
 		if v == nil {
 			continue // aggregates skip NULLs
 		}
@@ -492,6 +519,9 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 		case boolAgg(s.Func):
 			dst = append(dst, boolResult(s.Func, st[o:o+2]))
 			continue
+		case offsetAgg(s.Func):
+			dst = append(dst, st[o])
+			continue
 		}
 		switch s.Func {
 		case "sum":
@@ -565,6 +595,18 @@ func (a *Aggregator) Merge(dst, src []any) error {
 		case boolAgg(s.Func):
 			dst[o], dst[o+1] = dst[o].(int64)+src[o].(int64), dst[o+1].(int64)+src[o+1].(int64)
 			continue
+		case offsetAgg(s.Func):
+			// Of two sessions' values, the later record's (latest) or
+			// the earlier's (earliest), by ROWTIME: offsets of records
+			// that may come from several partitions do not compare.
+			if src[o+2].(int64) == 0 {
+				continue
+			}
+			later := timeOf(src[o+1]) >= timeOf(dst[o+1])
+			if dst[o+2].(int64) == 0 || later == (s.Func == "latest_by_offset") {
+				copy(dst[o:o+3], src[o:o+3])
+			}
+			continue
 		}
 		switch s.Func {
 		case "count":
@@ -615,4 +657,13 @@ func (a *Aggregator) Merge(dst, src []any) error {
 		}
 	}
 	return nil
+}
+
+// timeOf is a ROWTIME of an offset aggregate's state, the least time for
+// NULL.
+func timeOf(v any) int64 {
+	if t, ok := v.(int64); ok {
+		return t
+	}
+	return math.MinInt64
 }

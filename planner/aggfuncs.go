@@ -36,7 +36,64 @@ func ViewAggregate(name string) bool {
 	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every":
 		return true
 	}
-	return false
+	return offsetAgg(name)
+}
+
+// offsetAgg reports whether name is ksqlDB's latest_by_offset or
+// earliest_by_offset.
+func offsetAgg(name string) bool { return name == "latest_by_offset" || name == "earliest_by_offset" }
+
+// bindOffsetAgg binds latest_by_offset(x [, ignore_nulls]) or
+// earliest_by_offset(x [, ignore_nulls]) in a view: the value of the
+// group's last (or first) record read, NULLs skipped unless
+// ignore_nulls is false, as ksqlDB's. Its Arg2 is ROWTIME, which orders
+// the values of sessions that merge.
+func (b *binder) bindOffsetAgg(e *sql.Func) (Scalar, error) {
+	if e.Star || e.Distinct || len(e.Args) < 1 || len(e.Args) > 2 {
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes a column and, optionally, whether to ignore NULLs: %s(x [, ignore_nulls])", e.Name, e.Name).WithPosition(e.Pos)
+	}
+	spec := AggSpec{Func: e.Name}
+	b.inAgg = true
+	arg, err := b.bind(e.Args[0])
+	if err == nil {
+		spec.Arg2, err = b.bind(&sql.ColumnRef{Name: RowtimeColumn.Name, Pos: e.Pos})
+	}
+	var ignore Scalar
+	if err == nil && len(e.Args) == 2 {
+		ignore, err = b.bind(e.Args[1])
+	}
+	b.inAgg = false
+	if err != nil {
+		return nil, err
+	}
+	if ignore != nil {
+		var v, isBool bool
+		if k, ok := ignore.(*Const); ok {
+			v, isBool = k.V.(bool)
+		}
+		if !isBool {
+			return nil, pgerr.New(pgerr.InvalidParameterValue, "the second argument of %s must be true or false", e.Name).WithPosition(e.Args[1].Position())
+		}
+		spec.KeepNulls = !v
+	}
+	spec.Arg, spec.T = arg, arg.Type()
+	if spec.T == catalog.Unknown {
+		spec.T = catalog.Varchar
+	}
+	*b.aggs = append(*b.aggs, spec)
+	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil
+}
+
+// refuseRetractedAggs refuses the aggregates a view over a table cannot
+// take rows back out of.
+func refuseRetractedAggs(aggs []AggSpec, src *catalog.Relation) error {
+	for _, a := range aggs {
+		if offsetAgg(a.Func) {
+			return pgerr.New(pgerr.FeatureNotSupported, "%s aggregates a stream, and %s is a %s", a.Func, src.Name, strings.ToLower(string(src.Kind))).
+				WithHint("A table's rows change in place: group them and read the values with max(...) or a join instead.")
+		}
+	}
+	return nil
 }
 
 // checkAggSyntax rejects the aggregate clauses on a call of a function

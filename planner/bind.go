@@ -22,8 +22,13 @@ type AggSpec struct {
 	Func string
 	// Arg is the bound argument over the input row; nil for COUNT(*).
 	Arg Scalar
-	// Arg2 is string_agg's delimiter.
+	// Arg2 is string_agg's delimiter; for latest_by_offset and
+	// earliest_by_offset (views), the record's ROWTIME, by which the
+	// sessions that merge order their values.
 	Arg2 Scalar
+	// KeepNulls is set for latest_by_offset(x, false) and
+	// earliest_by_offset(x, false): a NULL x counts as a value.
+	KeepNulls bool
 	// Distinct aggregates distinct values only (catalog queries).
 	Distinct bool
 	T        catalog.Type
@@ -53,7 +58,12 @@ func (a AggSpec) String() string {
 		d = "DISTINCT "
 	}
 	args := a.Arg.String()
-	if a.Arg2 != nil {
+	switch {
+	case offsetAgg(a.Func):
+		if a.KeepNulls {
+			args += ", false"
+		}
+	case a.Arg2 != nil:
 		args += ", " + a.Arg2.String()
 	}
 	return a.Func + "(" + d + args + aggClauses(a) + ")"
@@ -886,6 +896,9 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	}
 	if orderedSetAggs[e.Name] || e.WithinGroup {
 		return b.bindOrderedSet(e)
+	}
+	if offsetAgg(e.Name) {
+		return b.bindOffsetAgg(e)
 	}
 	spec := AggSpec{Func: e.Name, Distinct: e.Distinct}
 	if e.Name == "count_distinct" {

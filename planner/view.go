@@ -328,6 +328,11 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, err
 		}
 		p.GroupBy, p.Aggs, p.Having, p.Output = g.groupBy, g.aggs, g.having, g.output
+		if p.Retract {
+			if err := refuseRetractedAggs(p.Aggs, src); err != nil {
+				return nil, err
+			}
+		}
 		if view.Window != nil {
 			if items, err = p.placeWindowColumns(items); err != nil {
 				return nil, err
