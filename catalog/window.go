@@ -30,6 +30,13 @@ type Window struct {
 	// WINDOWEND.
 	Start int `json:"start"`
 	End   int `json:"end"`
+	// Bound is the type of the window's bounds: BIGINT milliseconds
+	// (WINDOW, or TUMBLE and HOP over ROWTIME; 0 in the catalog of an
+	// older version), or TIMESTAMP or TIMESTAMPTZ (TUMBLE and HOP over
+	// such a time column). Names are their names when not WINDOWSTART
+	// and WINDOWEND.
+	Bound Type      `json:"bound,omitempty"`
+	Names [2]string `json:"names,omitempty"`
 }
 
 // Window kinds.

@@ -49,11 +49,13 @@ func TestWindowedViewRecompute(t *testing.T) {
 		FROM ev WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 30 SECONDS, GRACE PERIOD 10 MINUTES) WHERE v <> 13 GROUP BY g`)
 	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi, stddev_samp(v) AS sd, bool_or(v < 0) AS neg
 		FROM ev WINDOW SESSION (5 SECONDS, GRACE PERIOD 10 MINUTES) GROUP BY k`)
+	c.exec(`CREATE TABLE hopf AS SELECT g, window_start, count(*) AS n, max(v) AS hi
+		FROM HOP(ev, ts, INTERVAL '20 seconds', INTERVAL '1 minute') GROUP BY g, window_start`)
 	c.exec(`CREATE TABLE fin AS SELECT k, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 2 MINUTES) GROUP BY k EMIT FINAL`)
 	// tum, ses and fin: 3 view tasks each; hop: 2, and 3 re-keying
-	// tasks.
-	const tasks = 14
+	// tasks; hopf: 3, and 3 re-keying tasks.
+	const tasks = 20
 
 	queries := map[string][2]string{
 		"tum": {
@@ -64,6 +66,13 @@ func TestWindowedViewRecompute(t *testing.T) {
 			"SELECT g, windowstart, windowend, n, s FROM hop",
 			`SELECT g, ws, ws + 120000, count(*), sum(v)::bigint
 			   FROM (SELECT g, v, (ts / 30000) * 30000 - j * 30000 AS ws FROM ev CROSS JOIN generate_series(0, 3) AS j WHERE v <> 13) x
+			  GROUP BY g, ws`,
+		},
+		// HOP, the table function: the same windows, nothing late.
+		"hopf": {
+			"SELECT g, window_start, n, hi FROM hopf",
+			`SELECT g, ws, count(*), max(v)
+			   FROM (SELECT g, v, (ts / 20000) * 20000 - j * 20000 AS ws FROM ev CROSS JOIN generate_series(0, 2) AS j) x
 			  GROUP BY g, ws`,
 		},
 		// A session starts at each record more than the gap after the

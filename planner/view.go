@@ -68,6 +68,9 @@ type ViewPlan struct {
 	// Marks are, for a view of a stream's join, how the position
 	// markers of the joined stream it reads compose.
 	Marks *Marks
+
+	// winNames names a windowed view's window bounds (window.go).
+	winNames windowNames
 }
 
 // PositionSource is a topic a view's positions are in. All is set when
@@ -228,6 +231,18 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		return nil, err
 	}
 	sel := s.Select
+	names := ksqlWindowNames
+	wf, err := windowTableFunc(cat, sel)
+	if err != nil {
+		return nil, err
+	}
+	if wf != nil {
+		// TUMBLE or HOP: the same query over the stream, with WINDOW.
+		if sel, err = wf.tableFuncSelect(sel); err != nil {
+			return nil, err
+		}
+		names = windowNames{tableFuncStart, tableFuncEnd, wf.bound}
+	}
 	if err := refuseRenamedColumns(sel.From, "a view"); err != nil {
 		return nil, err
 	}
@@ -301,9 +316,17 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		view.Sources = joined
 	}
 	p.View = view
+	p.winNames = names
 	p.Grouped = len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregate(sel)
 	if view.Window, err = viewWindow(sel, src, s.Name); err != nil {
 		return nil, err
+	}
+	if wf != nil {
+		// No record is late and no window expires: the view is its
+		// query's answer over every record.
+		view.Window.Grace, view.Window.Retention = unboundedMs, unboundedMs
+		view.Window.Bound = wf.bound
+		view.Window.Names = [2]string{tableFuncStart, tableFuncEnd}
 	}
 	groupBy := sel.GroupBy
 	if view.Window != nil {
@@ -311,7 +334,7 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "WINDOW over a join of tables is not supported").WithPosition(sel.Window.Pos).
 				WithHint("Window a stream, or a join whose first relation is a stream.")
 		}
-		if groupBy, err = windowGroups(b, groupBy, sel.Window.Pos); err != nil {
+		if groupBy, err = windowGroups(b, groupBy, names, sel.Window.Pos); err != nil {
 			return nil, err
 		}
 	}
@@ -542,16 +565,19 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 				continue
 			}
 			switch {
-			case ref.Idx == ng && cols[i].Name != catalog.WindowStartName:
+			case ref.Idx == ng && p.View.Window != nil && cols[i].Name != p.winNames.start:
 				continue // WINDOWSTART AS other: a value column
 			case ref.Idx == ng+1 && p.View.Window != nil:
 				// WINDOWEND is no key: WINDOWSTART decides it.
-				used[ref.Idx] = used[ref.Idx] || cols[i].Name == catalog.WindowEndName
+				used[ref.Idx] = used[ref.Idx] || cols[i].Name == p.winNames.end
 				continue
 			}
 			used[ref.Idx] = true
 			cols[i].Key = true
 			p.KeyGroup = append(p.KeyGroup, ref.Idx)
+		}
+		if p.View.Window != nil && p.winNames.start == tableFuncStart {
+			used[ng+1] = true // window_end need not be selected
 		}
 		for i, u := range used {
 			if !u {

@@ -34,11 +34,21 @@ const DefaultWindowGrace = 24 * time.Hour
 // and grace).
 const DefaultWindowRetention = 24 * time.Hour
 
-// windowColumns are WINDOWSTART and WINDOWEND, as the input row of a
-// windowed view has them after ROWTIME.
-var windowColumns = []catalog.Column{
-	{Name: catalog.WindowStartName, Type: catalog.BigInt},
-	{Name: catalog.WindowEndName, Type: catalog.BigInt},
+// windowNames are the names of a windowed view's window bounds, as
+// its input row has them after ROWTIME and its columns name them:
+// WINDOWSTART and WINDOWEND, or TUMBLE's and HOP's window_start and
+// window_end (tumble.go).
+type windowNames struct {
+	start, end string
+	// bound is their type: BIGINT milliseconds, or the time column's.
+	bound catalog.Type
+}
+
+var ksqlWindowNames = windowNames{catalog.WindowStartName, catalog.WindowEndName, catalog.BigInt}
+
+// columns are the window's columns of the input row.
+func (n windowNames) columns() []catalog.Column {
+	return []catalog.Column{{Name: n.start, Type: n.bound}, {Name: n.end, Type: n.bound}}
 }
 
 // refuseWindow refuses the WINDOW and EMIT clauses in a query that is
@@ -127,18 +137,18 @@ func viewWindow(sel *sql.Select, src *catalog.Relation, view string) (*catalog.W
 
 // windowGroups appends WINDOWSTART and WINDOWEND to the GROUP BY of a
 // windowed view, refusing them there as the user's.
-func windowGroups(b *binder, groupBy []sql.Expr, pos int) ([]sql.Expr, error) {
+func windowGroups(b *binder, groupBy []sql.Expr, names windowNames, pos int) ([]sql.Expr, error) {
 	for _, g := range groupBy {
 		if ref, ok := g.(*sql.ColumnRef); ok && ref.Table == "" &&
-			(strings.EqualFold(ref.Name, catalog.WindowStartName) || strings.EqualFold(ref.Name, catalog.WindowEndName)) {
+			(strings.EqualFold(ref.Name, names.start) || strings.EqualFold(ref.Name, names.end)) {
 			return nil, pgerr.New(pgerr.GroupingError, "a windowed view is grouped by its window already").WithPosition(ref.Pos).
 				WithHint("Leave %s out of GROUP BY; select it to show it.", strings.ToUpper(ref.Name))
 		}
 	}
 	b.windowAt = len(b.cols)
-	b.cols = append(b.cols, windowColumns...)
+	b.cols = append(b.cols, names.columns()...)
 	return append(groupBy[:len(groupBy):len(groupBy)],
-		&sql.ColumnRef{Name: catalog.WindowStartName, Pos: pos}, &sql.ColumnRef{Name: catalog.WindowEndName, Pos: pos}), nil
+		&sql.ColumnRef{Name: names.start, Pos: pos}, &sql.ColumnRef{Name: names.end, Pos: pos}), nil
 }
 
 // placeWindowColumns puts WINDOWSTART and WINDOWEND in the select list
@@ -158,26 +168,34 @@ func (p *ViewPlan) placeWindowColumns(items []sql.SelectItem) ([]sql.SelectItem,
 		switch {
 		case ref.Idx < ng:
 			last = i
-		case ref.Idx == ng && name == catalog.WindowStartName && at[0] < 0:
+		case ref.Idx == ng && name == p.winNames.start && at[0] < 0:
 			at[0] = i
-		case ref.Idx == ng+1 && name == catalog.WindowEndName && at[1] < 0:
+		case ref.Idx == ng+1 && name == p.winNames.end && at[1] < 0:
 			at[1] = i
 		}
 	}
 	if at[0] >= 0 && at[0] < last {
-		return nil, pgerr.New(pgerr.InvalidTableDefinition, "WINDOWSTART of view %s comes before a GROUP BY column in its select list", p.View.Name).
+		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s of view %s comes before a GROUP BY column in its select list", strings.ToUpper(p.winNames.start), p.View.Name).
 			WithPosition(items[at[0]].Expr.Position()).
-			WithHint("A windowed view is keyed by its GROUP BY columns, then WINDOWSTART: select WINDOWSTART after them.")
+			WithHint("A windowed view is keyed by its GROUP BY columns, then %s: select it after them.", strings.ToUpper(p.winNames.start))
+	}
+	if p.winNames.start == tableFuncStart {
+		// TUMBLE and HOP: the view's columns are its select list's.
+		if at[0] < 0 {
+			return nil, pgerr.New(pgerr.GroupingError, "window_start must be in the select list of view %s", p.View.Name).
+				WithHint("A view over TUMBLE or HOP is keyed by its GROUP BY columns, window_start last: select it after them.")
+		}
+		return items, nil
 	}
 	insert := last + 1
 	if at[0] >= 0 {
 		insert = at[0] + 1
 	}
-	for k, name := range []string{catalog.WindowStartName, catalog.WindowEndName} {
+	for k, name := range []string{p.winNames.start, p.winNames.end} {
 		if at[k] >= 0 {
 			continue
 		}
-		ref := &ColRef{Idx: ng + k, T: catalog.BigInt, Name: name}
+		ref := &ColRef{Idx: ng + k, T: p.winNames.bound, Name: name}
 		items = append(items[:insert:insert], append([]sql.SelectItem{{Expr: &sql.ColumnRef{Name: name}}}, items[insert:]...)...)
 		p.Output = append(p.Output[:insert:insert], append([]Scalar{ref}, p.Output[insert:]...)...)
 		insert++
@@ -189,11 +207,12 @@ func (p *ViewPlan) placeWindowColumns(items []sql.SelectItem) ([]sql.SelectItem,
 // columns, once they are decided.
 func (p *ViewPlan) markWindow(cols []catalog.Column) {
 	w := p.View.Window
+	w.Start, w.End = -1, -1
 	for i, c := range cols {
 		switch c.Name {
-		case catalog.WindowStartName:
+		case p.winNames.start:
 			w.Start = i
-		case catalog.WindowEndName:
+		case p.winNames.end:
 			w.End = i
 		}
 	}
@@ -229,7 +248,13 @@ func describeWindow(w *catalog.Window) string {
 	default:
 		fmt.Fprintf(&b, "Window tumbling size %s", ms(w.Size))
 	}
-	fmt.Fprintf(&b, ", grace period %s, retention %s, over ROWTIME", ms(w.Grace), ms(w.Retention))
+	bounded := func(n int64) string {
+		if n >= unboundedMs {
+			return "unbounded"
+		}
+		return ms(n).String()
+	}
+	fmt.Fprintf(&b, ", grace period %s, retention %s, over ROWTIME", bounded(w.Grace), bounded(w.Retention))
 	if w.Final {
 		b.WriteString("; EMIT FINAL: each window shows once it has closed")
 	}

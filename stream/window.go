@@ -46,6 +46,9 @@ type windower struct {
 	// ng is the number of the query's own GROUP BY expressions: the
 	// group values of WINDOWSTART and WINDOWEND are at ng and ng+1.
 	ng int
+	// startWidth is the length of a window start's key encoding, the
+	// last value of a window's key.
+	startWidth int
 	// open maps the store key of each window not yet closed (EMIT
 	// FINAL) to its end; openMin is the least of them, MaxInt64 when
 	// there are none.
@@ -73,30 +76,48 @@ const expiryIn = "\x00expiry"
 const noTime = math.MinInt64
 
 func newWindower(w *catalog.Window, ncols, ng int) *windower {
-	return &windower{w: w, ncols: ncols, ng: ng, openMin: math.MaxInt64}
+	ww := &windower{w: w, ncols: ncols, ng: ng, openMin: math.MaxInt64}
+	b, _ := materialize.AppendKeyValue(nil, ww.bound(0))
+	ww.startWidth = len(b)
+	return ww
+}
+
+// bound is a window bound at ms milliseconds as the view's columns
+// hold it: BIGINT milliseconds, or a TIMESTAMP or TIMESTAMPTZ (TUMBLE
+// and HOP over such a time column).
+func (w *windower) bound(ms int64) any {
+	switch w.w.Bound {
+	case catalog.Timestamp, catalog.TimestampTZ:
+		return time.UnixMilli(ms).UTC()
+	}
+	return ms
+}
+
+// boundMillis reads a window bound as milliseconds.
+func boundMillis(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case time.Time:
+		return x.UnixMilli(), true
+	}
+	return 0, false
 }
 
 // splitKey splits a tumbling or hopping window's encoded store key into
 // its group's and its start; ok is false for another key.
-func splitKey(k []byte) (group []byte, start int64, ok bool) {
-	n := len(k) - windowStartWidth
+func (w *windower) splitKey(k []byte) (group []byte, start int64, ok bool) {
+	n := len(k) - w.startWidth
 	if n < 0 {
 		return nil, 0, false
 	}
 	v, rest, err := materialize.DecodeKeyValue(k[n:])
-	start, ok = v.(int64)
+	start, ok = boundMillis(v)
 	if err != nil || len(rest) != 0 || !ok {
 		return nil, 0, false
 	}
 	return k[:n], start, true
 }
-
-// windowStartWidth is the length of an int64's key encoding, the last
-// in a window's key.
-var windowStartWidth = func() int {
-	b, _ := materialize.AppendKeyValue(nil, int64(0))
-	return len(b)
-}()
 
 // absent reports whether store cannot hold the tumbling or hopping
 // window of encoded key k (windower.latest). A group latest does not
@@ -105,7 +126,7 @@ func (w *windower) absent(store *materialize.Store, k []byte) (bool, error) {
 	if w.w.Kind == catalog.WindowSession {
 		return false, nil
 	}
-	group, start, ok := splitKey(k)
+	group, start, ok := w.splitKey(k)
 	if !ok {
 		return false, nil
 	}
@@ -121,7 +142,7 @@ func (w *windower) absent(store *materialize.Store, k []byte) (bool, error) {
 	}
 	l := int64(math.MinInt64) // no window yet
 	if it.Last() {
-		if _, s, ok := splitKey(it.Key()); ok {
+		if _, s, ok := w.splitKey(it.Key()); ok {
 			l = s
 		}
 	}
@@ -142,7 +163,7 @@ func (w *windower) noteLatest(k []byte) {
 	if w.w.Kind == catalog.WindowSession {
 		return
 	}
-	group, start, ok := splitKey(k)
+	group, start, ok := w.splitKey(k)
 	if !ok {
 		return
 	}
@@ -214,7 +235,7 @@ func (w *windower) expired(start, end, st int64) bool {
 // windowEnd is the end of the stored window with key key and stored
 // value val (ncols columns).
 func (w *windower) storedEnd(key []any, val []byte, ncols int) (start, end int64, ok bool, err error) {
-	start, ok = key[len(key)-1].(int64)
+	start, ok = boundMillis(key[len(key)-1])
 	if !ok {
 		return 0, 0, false, nil
 	}
@@ -266,7 +287,7 @@ func (t *viewTask) applyWindowed(store *materialize.Store, b *viewBatch, row cat
 		if w.closed(end, b.streamTime) {
 			continue
 		}
-		row[n+1], row[n+2] = s, end
+		row[n+1], row[n+2] = w.bound(s), w.bound(end)
 		if err := t.applyGroups(store, b, row); err != nil {
 			return err
 		}
@@ -286,7 +307,7 @@ func formatMillis(ms int64) string {
 
 // windowEnd is the end of the window of changed row e.
 func (w *windower) windowEnd(e *pending) int64 {
-	end, _ := e.groups[w.ng+1].(int64)
+	end, _ := boundMillis(e.groups[w.ng+1])
 	return end
 }
 
@@ -362,7 +383,7 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 		if len(e.groups) == 0 {
 			continue // found in the store: deleted above if old
 		}
-		start, _ := e.groups[w.ng].(int64)
+		start, _ := boundMillis(e.groups[w.ng])
 		if w.expired(start, w.windowEnd(e), b.streamTime) {
 			e.deleted, e.row = true, nil
 		}
@@ -382,7 +403,7 @@ func (t *viewTask) windowGroups(e *pending, key []any, end int64) {
 	for i, g := range t.plan.KeyGroup {
 		groups[g] = key[i]
 	}
-	groups[t.win.ng+1] = end
+	groups[t.win.ng+1] = t.win.bound(end)
 	e.groups = groups
 }
 
