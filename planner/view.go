@@ -109,7 +109,14 @@ func (p *ViewPlan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Sink %s (%d partitions, key %s)\n", p.View.Name, p.View.Partitions, keyNames(p.View))
 	if topic := PublishedTopic(p.View); topic != "" {
-		fmt.Fprintf(&b, "  Publish rows to topic %s (upserts and tombstones, key_format %s, value_format json)\n", topic, p.View.KeyFormat)
+		windowed := ""
+		if w := p.View.Window; w != nil {
+			windowed = ", the key followed by the window's start (8 bytes, big-endian milliseconds) as ksqlDB's"
+			if w.Kind == catalog.WindowSession {
+				windowed = ", the key followed by the session's end and start (8 bytes each, big-endian milliseconds) as ksqlDB's"
+			}
+		}
+		fmt.Fprintf(&b, "  Publish rows to topic %s (upserts and tombstones, key_format %s%s, value_format json)\n", topic, p.View.KeyFormat, windowed)
 	}
 	if p.Grouped {
 		if p.Having != nil {
@@ -439,10 +446,6 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 	}
 	if err := checkPublished(view, src); err != nil {
 		return nil, err
-	}
-	if view.Window != nil && PublishedTopic(view) != "" {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a windowed view cannot publish to a topic yet").
-			WithHint("Leave out kafka_topic; read the view with SELECT.")
 	}
 	if !p.Repartition {
 		// Keyed and partitioned as its source, a view places its rows by

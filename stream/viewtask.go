@@ -196,6 +196,14 @@ type pending struct {
 	cached  *cachedGroup // what the cache holds of the group; nil if nothing
 	row     catalog.Row
 	deleted bool
+	// expired is set for a window deleted past its retention, which a
+	// published topic is not told of (windower).
+	expired bool
+	// pubEnd is, for a session the store held when the batch began
+	// (pubEndSet), its end then: a published topic has it under a key
+	// with that end, which a changed end or a merge retracts.
+	pubEnd    int64
+	pubEndSet bool
 }
 
 // viewBatch is the work of one transaction: the input position it
@@ -1037,11 +1045,10 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 	}
 	if t.pub != "" {
 		for i, e := range b.order {
-			rec, err := t.published(e, vals[i])
-			if err != nil {
+			var err error
+			if recs, err = t.published(recs, b, e, vals[i]); err != nil {
 				return abort(err)
 			}
-			recs = append(recs, rec)
 		}
 	}
 	recs = append(recs, b.bad...)
@@ -1065,7 +1072,37 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 // row left the view (deleted, or a group whose HAVING is false). It goes
 // in the transaction of the changelog's records, so a consumer reading
 // committed records sees each change once.
-func (t *viewTask) published(e *pending, val []byte) (*kgo.Record, error) {
+//
+// A windowed view's record keys are ksqlDB's (windowedKey); a window
+// deleted past its retention, or still hidden by EMIT FINAL, publishes
+// nothing. A session's key has its end: one whose end changed, or that
+// merged into another, retracts the key it was published under with a
+// tombstone first (sessionTombstone). The records are appended to recs.
+func (t *viewTask) published(recs []*kgo.Record, b *viewBatch, e *pending, val []byte) ([]*kgo.Record, error) {
+	rec, err := t.publishedRecord(b, e, val)
+	if err != nil {
+		return recs, err
+	}
+	if t.win != nil && t.win.w.Kind == catalog.WindowSession {
+		var tomb *kgo.Record
+		if tomb, err = t.sessionTombstone(e); err != nil {
+			return recs, err
+		}
+		if tomb != nil {
+			recs = append(recs, tomb)
+		}
+		if rec != nil && e.deleted {
+			return recs, nil // merged away: its key was retracted, if published
+		}
+	}
+	if rec != nil {
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// publishedRecord is what published writes of e, nil for nothing.
+func (t *viewTask) publishedRecord(b *viewBatch, e *pending, val []byte) (*kgo.Record, error) {
 	rec := &kgo.Record{Topic: t.pub, Partition: t.state.Partition}
 	var row catalog.Row
 	if val != nil {
@@ -1077,16 +1114,27 @@ func (t *viewTask) published(e *pending, val []byte) (*kgo.Record, error) {
 			row = r
 		}
 	}
+	if t.win != nil && (e.expired || row == nil && val != nil && t.hidden(b, e)) {
+		return nil, nil
+	}
 	var err error
 	if row != nil {
 		rec.Key, rec.Value, err = t.pubCodec.Encode(row)
+		if err == nil && t.win != nil {
+			rec.Key, err = t.windowedKey(rec.Key, e)
+		}
 		return rec, err
 	}
 	keyVals, err := materialize.DecodeKey(e.key)
 	if err != nil {
 		return nil, err
 	}
-	rec.Key, err = t.pubCodec.EncodeKey(keyVals)
+	if t.win != nil {
+		keyVals = keyVals[:len(keyVals)-1] // the window is after the key
+	}
+	if rec.Key, err = t.pubCodec.EncodeKey(keyVals); err == nil && t.win != nil {
+		rec.Key, err = t.windowedKey(rec.Key, e)
+	}
 	return rec, err
 }
 

@@ -7,10 +7,13 @@ package stream
 // it has closed (see windower).
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -375,7 +378,7 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 		if err != nil {
 			return err
 		}
-		e.deleted, e.row = true, nil
+		e.deleted, e.row, e.expired = true, nil, true
 	}
 	// And the batch's own: a later record may have moved stream time
 	// past them.
@@ -385,7 +388,7 @@ func (t *viewTask) finishWindows(store *materialize.Store, b *viewBatch) error {
 		}
 		start, _ := boundMillis(e.groups[w.ng])
 		if w.expired(start, w.windowEnd(e), b.streamTime) {
-			e.deleted, e.row = true, nil
+			e.deleted, e.row, e.expired = true, nil, true
 		}
 	}
 	return nil
@@ -507,6 +510,7 @@ func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row cata
 		start, end int64
 	}
 	var found []session
+	stored := 0 // found[:stored] are from the store
 	// In the store, from the latest session starting within the gap
 	// after ts back while they end within the gap before it: a group's
 	// sessions do not overlap, so ends fall as starts do. A session the
@@ -549,6 +553,7 @@ func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row cata
 	if err := it.Close(); err != nil {
 		return err
 	}
+	stored = len(found)
 	for _, e := range b.sessions[string(prefix)] {
 		if e.deleted || len(e.groups) == 0 {
 			continue
@@ -594,6 +599,13 @@ func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row cata
 		}
 		olds = append(olds, e)
 	}
+	for i, o := range olds {
+		// Its bounds, and those it was published under.
+		t.windowGroups(o, found[i].key, found[i].end)
+		if i < stored && !o.pubEndSet {
+			o.pubEnd, o.pubEndSet = found[i].end, true
+		}
+	}
 	if err := t.agg.Add(merged, row, t.env); err != nil {
 		return fail(err)
 	}
@@ -621,4 +633,51 @@ func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row cata
 		b.sessions[string(prefix)] = append(b.sessions[string(prefix)], e)
 	}
 	return nil
+}
+
+// windowedKey appends to key, the record key of window e's group in the
+// view's key_format, the window as ksqlDB (Kafka Streams' windowed
+// serdes) writes it: the start, 8 bytes big-endian milliseconds, or for
+// a session its end then its start.
+func (t *viewTask) windowedKey(key []byte, e *pending) ([]byte, error) {
+	w := t.win
+	var start, end int64
+	ok := len(e.groups) > w.ng+1
+	if ok {
+		var ok1, ok2 bool
+		start, ok1 = boundMillis(e.groups[w.ng])
+		end, ok2 = boundMillis(e.groups[w.ng+1])
+		ok = ok1 && ok2
+	}
+	if !ok {
+		return nil, fmt.Errorf("view %s: a window without its bounds", t.plan.View.Name)
+	}
+	if w.w.Kind == catalog.WindowSession {
+		key = binary.BigEndian.AppendUint64(key, uint64(end))
+	}
+	return binary.BigEndian.AppendUint64(key, uint64(start)), nil
+}
+
+// sessionTombstone is the tombstone of the key session e was published
+// under when the batch began, if it had one and that key no longer
+// holds it (its end changed, or it merged into another); nil otherwise.
+func (t *viewTask) sessionTombstone(e *pending) (*kgo.Record, error) {
+	if t.win.w.Final {
+		return nil, nil // a session shows once closed, when nothing changes it
+	}
+	if !e.pubEndSet || !e.deleted && len(e.groups) > t.win.ng+1 && t.win.windowEnd(e) == e.pubEnd {
+		return nil, nil
+	}
+	keyVals, err := materialize.DecodeKey(e.key)
+	if err != nil {
+		return nil, err
+	}
+	start, _ := boundMillis(keyVals[len(keyVals)-1])
+	key, err := t.pubCodec.EncodeKey(keyVals[:len(keyVals)-1])
+	if err != nil {
+		return nil, err
+	}
+	key = binary.BigEndian.AppendUint64(key, uint64(e.pubEnd))
+	key = binary.BigEndian.AppendUint64(key, uint64(start))
+	return &kgo.Record{Topic: t.pub, Partition: t.state.Partition, Key: key}, nil
 }
