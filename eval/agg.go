@@ -334,28 +334,7 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 		case "count":
 			st[o] = st[o].(int64) + 1
 		case "sum":
-			switch x := v.(type) {
-			case int64:
-				switch sum := st[o].(type) {
-				case nil:
-					st[o] = x
-				case int64:
-					var ok bool
-					if st[o], ok = addInt64(x, sum); !ok { // only when s.T is numeric
-						st[o] = decimalSum(numeric.FromInt64(sum), numeric.FromInt64(x), 1)
-					}
-				case *apd.Decimal:
-					st[o] = decimalSum(sum, numeric.FromInt64(x), 1)
-				}
-			case float64:
-				if st[o] == nil {
-					st[o] = x
-				} else {
-					st[o] = st[o].(float64) + x
-				}
-			case *apd.Decimal:
-				st[o] = decimalSum(st[o], x, 1)
-			}
+			st[o] = sumAdd(st[o], v)
 		case "avg":
 			if s.T == catalog.Decimal {
 				st[o] = decimalSum(st[o], toDecimal(v), 1)
@@ -612,33 +591,7 @@ func (a *Aggregator) Merge(dst, src []any) error {
 		case "count":
 			dst[o] = dst[o].(int64) + src[o].(int64)
 		case "sum":
-			switch y := src[o].(type) {
-			case nil:
-			case int64:
-				switch x := dst[o].(type) {
-				case nil:
-					dst[o] = y
-				case int64:
-					var ok bool
-					if dst[o], ok = addInt64(x, y); !ok { // only when s.T is numeric
-						dst[o] = decimalSum(numeric.FromInt64(x), numeric.FromInt64(y), 1)
-					}
-				case *apd.Decimal:
-					dst[o] = decimalSum(x, numeric.FromInt64(y), 1)
-				}
-			case float64:
-				if x, ok := dst[o].(float64); ok {
-					dst[o] = x + y
-				} else {
-					dst[o] = y
-				}
-			case *apd.Decimal:
-				if x, ok := dst[o].(int64); ok {
-					dst[o] = decimalSum(numeric.FromInt64(x), y, 1)
-				} else {
-					dst[o] = decimalSum(dst[o], y, 1)
-				}
-			}
+			dst[o] = sumAdd(dst[o], src[o])
 		case "avg":
 			if s.T == catalog.Decimal {
 				dst[o] = decimalSum(dst[o], toDecimal(src[o]), 1)
@@ -666,4 +619,36 @@ func timeOf(v any) int64 {
 		return t
 	}
 	return math.MinInt64
+}
+
+// sumAdd returns a sum's state plus v, a value or another sum of the
+// same aggregate (nil: none). An integer sum past BIGINT goes on as a
+// numeric, where the aggregate's type is numeric; a view's BIGINT sum
+// has been checked not to overflow before.
+func sumAdd(sum, v any) any {
+	switch x := v.(type) {
+	case int64:
+		switch s := sum.(type) {
+		case nil:
+			return x
+		case int64:
+			if r, ok := addInt64(x, s); ok {
+				return r
+			}
+			return decimalSum(numeric.FromInt64(s), numeric.FromInt64(x), 1)
+		case *apd.Decimal:
+			return decimalSum(s, numeric.FromInt64(x), 1)
+		}
+	case float64:
+		if s, ok := sum.(float64); ok {
+			return s + x
+		}
+		return x
+	case *apd.Decimal:
+		if s, ok := sum.(int64); ok {
+			return decimalSum(numeric.FromInt64(s), x, 1)
+		}
+		return decimalSum(sum, x, 1)
+	}
+	return sum
 }
