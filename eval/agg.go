@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"strings"
 	"math"
 	"math/bits"
 
@@ -198,7 +199,7 @@ func boolResult(fn string, st []any) any {
 
 // multiset reports whether aggregate s keeps a multiset of its values.
 func (a *Aggregator) multiset(s planner.AggSpec) bool {
-	return s.Distinct || a.retract && (s.Func == "min" || s.Func == "max")
+	return s.Distinct || a.retract && (s.Func == "min" || s.Func == "max") || s.Func == "string_agg"
 }
 
 // Width is the number of state values.
@@ -484,6 +485,8 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 				dst = append(dst, multisetEnd(set, false))
 			case "max":
 				dst = append(dst, multisetEnd(set, true))
+			case "string_agg":
+				dst = append(dst, stringAgg(set, s))
 			}
 			continue
 		}
@@ -651,4 +654,32 @@ func sumAdd(sum, v any) any {
 		return decimalSum(sum, x, 1)
 	}
 	return sum
+}
+
+// stringAgg is a view's string_agg of the multiset set: its values in
+// their order, each as often as it came, joined by the aggregate's
+// constant delimiter (the planner allows no other in a view); NULL when
+// there are none.
+func stringAgg(set string, s planner.AggSpec) any {
+	pairs := multisetPairs(set)
+	if len(pairs) == 0 {
+		return nil
+	}
+	sep := ""
+	if k, ok := s.Arg2.(*planner.Const); ok {
+		sep, _ = k.V.(string)
+	}
+	var b strings.Builder
+	first := true
+	for i := 0; i < len(pairs); i += 2 {
+		v, _ := pairs[i].(string)
+		for n := pairs[i+1].(int64); n > 0; n-- {
+			if !first {
+				b.WriteString(sep)
+			}
+			first = false
+			b.WriteString(v)
+		}
+	}
+	return b.String()
 }

@@ -409,7 +409,7 @@ func TestRetractingAggregator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Aggs = append(p.Aggs, viewAggs(t, "stddev_samp(i), var_pop(d), stddev_pop(d), variance(i), bool_and(b), bool_or(b), every(b)")...)
+	p.Aggs = append(p.Aggs, viewAggs(t, "stddev_samp(i), var_pop(d), stddev_pop(d), variance(i), bool_and(b), bool_or(b), every(b), string_agg(s, '-')")...)
 	width := len(p.Input)
 	agg := NewRetractingAggregator(p.Aggs)
 	rng := rand.New(rand.NewPCG(4, 5))
@@ -534,7 +534,7 @@ func TestAggregatorMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Aggs = append(p.Aggs, viewAggs(t, "stddev(i), var_samp(d), stddev_pop(i), var_pop(d), bool_and(b), bool_or(b)")...)
+	p.Aggs = append(p.Aggs, viewAggs(t, "stddev(i), var_samp(d), stddev_pop(i), var_pop(d), bool_and(b), bool_or(b), string_agg(s, ', ')")...)
 	width := len(p.Input)
 	rng := rand.New(rand.NewPCG(8, 9))
 	for _, view := range []bool{false, true} {

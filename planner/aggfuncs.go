@@ -33,7 +33,7 @@ func isAnyAggregate(name string) bool { return IsAggregate(name) || queryAggrega
 // eval.Aggregator's.
 func ViewAggregate(name string) bool {
 	switch name {
-	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every":
+	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every", "string_agg":
 		return true
 	}
 	return offsetAgg(name)

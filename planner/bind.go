@@ -969,6 +969,10 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 		if spec.Arg2, err = b.coerce(spec.Arg2, catalog.Varchar, e.Pos, "string_agg"); err != nil {
 			return nil, err
 		}
+		if _, ok := spec.Arg2.(*Const); !ok && b.q == nil {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "the delimiter of string_agg in a view must be a constant").WithPosition(e.Args[1].Position()).
+				WithHint("A view keeps the group's values and joins them with one delimiter.")
+		}
 		spec.T = catalog.Varchar
 	case "array_agg":
 		t := spec.Arg.Type()
