@@ -2,9 +2,9 @@ package eval
 
 import (
 	"fmt"
-	"strings"
 	"math"
 	"math/bits"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 
