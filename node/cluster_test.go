@@ -593,10 +593,7 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	c, v, placed := startClusterView(t, 3, "2s", 700)
 	// Kill the node with the most actives; read from another.
 	victim, actives := mostActives(c, placed)
-	reader := c.Node(1)
-	if reader == victim {
-		reader = c.Node(2)
-	}
+	reader := otherNode(c, victim)
 	conn := reader.Conn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -627,6 +624,14 @@ func TestClusterKeyLookupsThroughAKill(t *testing.T) {
 	if failures > 0 {
 		t.Fatalf("%d of %d lookups failed or were wrong; first: %v", failures, lookups, firstErr)
 	}
+}
+
+// otherNode is a node of c's first two that is not victim.
+func otherNode(c *testcluster.Cluster, victim *testcluster.Node) *testcluster.Node {
+	if c.Node(1) == victim {
+		return c.Node(2)
+	}
+	return c.Node(1)
 }
 
 // readThroughKill kills victim with SIGKILL and calls read again and

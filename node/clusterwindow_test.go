@@ -51,10 +51,7 @@ func TestClusterWindowedReadsThroughAKill(t *testing.T) {
 	})
 
 	victim, actives := mostActives(c, placed)
-	reader := c.Node(1)
-	if reader == victim {
-		reader = c.Node(2)
-	}
+	reader := otherNode(c, victim)
 	conn := reader.Conn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -31,15 +31,7 @@ import (
 func TestWindowedViewRecompute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	dir := t.TempDir()
-	start := func() *Node {
-		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" })
-	}
+	start, _, dir := restartableIn(t)
 	n := start()
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	c.exec("CREATE STREAM ev (k VARCHAR KEY, g VARCHAR, v BIGINT, ts BIGINT) WITH (partitions = 3, timestamp = 'ts')")
