@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"cmp"
 	"flag"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // compareSQL is the reference order of key tuples: SQL semantics, written
@@ -86,6 +89,23 @@ func sameValue(a, b any, exactSign bool) bool {
 	case time.Time:
 		bt, ok := b.(time.Time)
 		return ok && a.Equal(bt) && bt.Location() == time.UTC
+	case []any:
+		ba, ok := b.([]any)
+		if !ok || len(a) != len(ba) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], ba[i], exactSign) {
+				return false
+			}
+		}
+		return true
+	case []byte:
+		bb, ok := b.([]byte)
+		return ok && bytes.Equal(a, bb)
+	case *apd.Decimal:
+		bd, ok := b.(*apd.Decimal)
+		return ok && a.Cmp(bd) == 0 && a.Exponent == bd.Exponent
 	}
 	return a == b
 }

@@ -30,6 +30,9 @@ import (
 //	                    sign, display scale, base-10000 digits), which
 //	                    keeps the value's scale
 //
+// and the tags of blobenc.go (uuid, json, bytea), arrayenc.go (arrays)
+// and datetime.go (date, time, interval).
+//
 // It is self-describing (no schema needed to decode, so a row written
 // before an ALTER still decodes), compact (small ints and current
 // timestamps take a few bytes) and cheap: encoding does not allocate
@@ -74,6 +77,11 @@ func rowSizeHint(vals []any) int {
 
 // AppendRow appends the encoding of vals to dst.
 func AppendRow(dst []byte, vals []any) ([]byte, error) {
+	return appendRow(dst, vals, 0)
+}
+
+// appendRow is AppendRow of a row that is an array nested depth deep.
+func appendRow(dst []byte, vals []any, depth int) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(vals)))
 	for i, v := range vals {
 		switch v := v.(type) {
@@ -115,6 +123,12 @@ func AppendRow(dst []byte, vals []any) ([]byte, error) {
 			out, ok := appendRowBlob(dst, v)
 			if !ok {
 				out, ok = appendRowDatetime(dst, v)
+			}
+			if !ok {
+				var err error
+				if out, ok, err = appendRowArray(dst, v, depth); err != nil {
+					return out, fmt.Errorf("row column %d: %w", i, err)
+				}
 			}
 			if !ok {
 				return dst, fmt.Errorf("row column %d: %w: %T", i, ErrUnsupportedType, v)
@@ -162,6 +176,12 @@ func DecodeRowPrefix(dst []any, b []byte, limit int) ([]any, error) {
 // decodeRow decodes the first limit values of a row, every value when
 // limit is negative.
 func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
+	return decodeRowDepth(dst, b, limit, 0)
+}
+
+// decodeRowDepth is decodeRow of a row that is an array nested depth
+// deep.
+func decodeRowDepth(dst []any, b []byte, limit, depth int) ([]any, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
 		return nil, fmt.Errorf("%w: bad row header", ErrBadEncoding)
@@ -255,6 +275,13 @@ func decodeRow(dst []any, b []byte, limit int) ([]any, error) {
 			}
 			dst = append(dst, d)
 			b = b[k+int(l):]
+		case rowArray:
+			a, n, err := decodeRowArray(b, i, depth)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, a)
+			b = b[n:]
 		default:
 			v, n, ok, err := decodeRowBlob(tag, b, i)
 			if !ok {
@@ -290,8 +317,8 @@ const (
 	RowFloat
 	RowString
 	RowTime
-	// RowOther is a value of another type (DATE, TIME, INTERVAL), boxed
-	// in Value.
+	// RowOther is a value of another type (DATE, TIME, INTERVAL, an
+	// array), boxed in Value.
 	RowOther
 	// RowDecimal is a numeric: Bytes holds it in Postgres's binary form.
 	RowDecimal
@@ -308,7 +335,7 @@ type RowValue struct {
 	Time  time.Time
 	// Tag is a RowBlob's row tag (blobenc.go).
 	Tag byte
-	// Value is a RowOther's value (a date, time or interval).
+	// Value is a RowOther's value (a date, time, interval or array).
 	Value any
 }
 
@@ -390,6 +417,13 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 			}
 			v.Kind, v.Bytes = RowDecimal, b[k:k+int(l)]
 			b = b[k+int(l):]
+		case rowArray:
+			a, n, err := decodeRowArray(b, i, 0)
+			if err != nil {
+				return int(i), err
+			}
+			v.Kind, v.Value = RowOther, a
+			b = b[n:]
 		default:
 			if x, k, ok, err := decodeRowDatetime(tag, b); ok {
 				if err != nil {

@@ -102,6 +102,7 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add(mustRow(f, nil, true, false, int64(-3), 1.5, "a\x00b", time.Unix(1700000000, 5), time.Unix(1700000000, 5000)))
 	f.Add(mustRow(f, math.NaN(), "日本", int64(math.MinInt64)))
+	f.Add(mustRow(f, []any{int64(1), nil, []any{"a"}}, []any{}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		vals, err := DecodeRow(b)
 		if err != nil {
