@@ -33,7 +33,10 @@ func isAnyAggregate(name string) bool { return IsAggregate(name) || queryAggrega
 // eval.Aggregator's.
 func ViewAggregate(name string) bool {
 	switch name {
-	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every", "string_agg":
+	case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every", "string_agg", "array_agg":
+		return true
+	}
+	if _, ok := libraryAggs[name]; ok {
 		return true
 	}
 	return offsetAgg(name)
@@ -43,14 +46,15 @@ func ViewAggregate(name string) bool {
 // earliest_by_offset.
 func offsetAgg(name string) bool { return name == "latest_by_offset" || name == "earliest_by_offset" }
 
-// bindOffsetAgg binds latest_by_offset(x [, ignore_nulls]) or
-// earliest_by_offset(x [, ignore_nulls]) in a view: the value of the
-// group's last (or first) record read, NULLs skipped unless
+// bindOffsetAgg binds latest_by_offset(x [, n] [, ignore_nulls]) or
+// earliest_by_offset(x [, n] [, ignore_nulls]) in a view: the value of
+// the group's last (or first) record read, or with n an array of the
+// last (first) n values, oldest first; NULLs skipped unless
 // ignore_nulls is false, as ksqlDB's. Its Arg2 is ROWTIME, which orders
 // the values of sessions that merge.
 func (b *binder) bindOffsetAgg(e *sql.Func) (Scalar, error) {
-	if e.Star || e.Distinct || len(e.Args) < 1 || len(e.Args) > 2 {
-		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes a column and, optionally, whether to ignore NULLs: %s(x [, ignore_nulls])", e.Name, e.Name).WithPosition(e.Pos)
+	if e.Star || e.Distinct || len(e.Args) < 1 || len(e.Args) > 3 {
+		return nil, pgerr.New(pgerr.UndefinedFunction, "function %s takes a column, optionally a count and whether to ignore NULLs: %s(x [, n] [, ignore_nulls])", e.Name, e.Name).WithPosition(e.Pos)
 	}
 	spec := AggSpec{Func: e.Name}
 	b.inAgg = true
@@ -58,13 +62,33 @@ func (b *binder) bindOffsetAgg(e *sql.Func) (Scalar, error) {
 	if err == nil {
 		spec.Arg2, err = b.bind(&sql.ColumnRef{Name: RowtimeColumn.Name, Pos: e.Pos})
 	}
-	var ignore Scalar
-	if err == nil && len(e.Args) == 2 {
-		ignore, err = b.bind(e.Args[1])
+	var ignore, count Scalar
+	for i := 1; err == nil && i < len(e.Args); i++ {
+		var s Scalar
+		if s, err = b.bind(e.Args[i]); err != nil {
+			break
+		}
+		switch {
+		case i == 1 && len(e.Args) == 3:
+			count = s
+		case i == 1:
+			if k, ok := s.(*Const); ok && k.T != catalog.Boolean {
+				count = s
+			} else {
+				ignore = s
+			}
+		default:
+			ignore = s
+		}
 	}
 	b.inAgg = false
 	if err != nil {
 		return nil, err
+	}
+	if count != nil {
+		if spec.N, err = constCount(e, count, 1); err != nil {
+			return nil, err
+		}
 	}
 	if ignore != nil {
 		var v, isBool bool
@@ -72,13 +96,19 @@ func (b *binder) bindOffsetAgg(e *sql.Func) (Scalar, error) {
 			v, isBool = k.V.(bool)
 		}
 		if !isBool {
-			return nil, pgerr.New(pgerr.InvalidParameterValue, "the second argument of %s must be true or false", e.Name).WithPosition(e.Args[1].Position())
+			return nil, pgerr.New(pgerr.InvalidParameterValue, "the last argument of %s, whether to ignore NULLs, must be true or false", e.Name).WithPosition(e.Args[len(e.Args)-1].Position())
 		}
 		spec.KeepNulls = !v
 	}
 	spec.Arg, spec.T = arg, arg.Type()
 	if spec.T == catalog.Unknown {
 		spec.T = catalog.Varchar
+	}
+	if spec.N > 0 {
+		if spec.T.Subscriptable() {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "%s of arrays with a count is not supported", e.Name).WithPosition(e.Pos)
+		}
+		spec.T = catalog.ArrayOf(spec.T)
 	}
 	*b.aggs = append(*b.aggs, spec)
 	return &aggSlot{i: len(*b.aggs) - 1, t: spec.T}, nil

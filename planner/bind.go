@@ -29,6 +29,10 @@ type AggSpec struct {
 	// KeepNulls is set for latest_by_offset(x, false) and
 	// earliest_by_offset(x, false): a NULL x counts as a value.
 	KeepNulls bool
+	// N is topk's and topkdistinct's k, and latest_by_offset's and
+	// earliest_by_offset's n (0 for their one-value form, whose value
+	// is not an array).
+	N int64
 	// Distinct aggregates distinct values only (catalog queries).
 	Distinct bool
 	T        catalog.Type
@@ -58,6 +62,9 @@ func (a AggSpec) String() string {
 		d = "DISTINCT "
 	}
 	args := a.Arg.String()
+	if a.N > 0 {
+		args += ", " + strconv.FormatInt(a.N, 10)
+	}
 	switch {
 	case offsetAgg(a.Func):
 		if a.KeepNulls {
@@ -912,6 +919,9 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 	if e.Name == "string_agg" || isObjectAgg(e.Name) {
 		nargs = 2
 	}
+	if n, ok := libraryAggs[e.Name]; ok {
+		nargs = n
+	}
 	switch {
 	case e.Star:
 		if e.Name != "count" {
@@ -974,15 +984,10 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 				WithHint("A view keeps the group's values and joins them with one delimiter.")
 		}
 		spec.T = catalog.Varchar
-	case "array_agg":
-		t := spec.Arg.Type()
-		if t == catalog.Unknown {
-			t = catalog.Varchar
+	case "array_agg", "collect_list", "collect_set", "topk", "topkdistinct", "histogram", "corr", "correlation", "covar_pop", "covar_samp":
+		if err := b.typeLibraryAgg(e, &spec); err != nil {
+			return nil, err
 		}
-		if t.Subscriptable() {
-			return nil, pgerr.New(pgerr.FeatureNotSupported, "array_agg of arrays is not supported").WithPosition(e.Pos)
-		}
-		spec.T = catalog.ArrayOf(t)
 	case "bool_and", "bool_or", "every":
 		var err error
 		if spec.Arg, err = b.coerce(spec.Arg, catalog.Boolean, e.Pos, e.Name); err != nil {
