@@ -53,12 +53,19 @@ import (
 //
 // A multiset is a string holding the row encoding of its distinct values
 // in order, each followed by its count (multiset.go).
+//
+// The aggregate library's states (array_agg, collect_list, topk,
+// histogram, corr, ...) are in libagg.go.
 type Aggregator struct {
 	specs []planner.AggSpec
 	args  []Expr
 	// args2 are the second arguments the aggregator reads: ROWTIME of
-	// latest_by_offset and earliest_by_offset; nil elsewhere.
+	// latest_by_offset and earliest_by_offset, X of corr and the
+	// covariances; nil elsewhere.
 	args2 []Expr
+	// pairs is set when an aggregate reads two arguments of a row
+	// (corr and the covariances).
+	pairs bool
 	// offsets[i] is where aggregate i's state starts.
 	offsets []int
 	width   int
@@ -87,8 +94,9 @@ func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
 		} else {
 			a.args = append(a.args, nil)
 		}
-		if offsetAgg(s.Func) {
+		if offsetAgg(s.Func) || pairAgg(s.Func) {
 			a.args2 = append(a.args2, Compile(s.Arg2))
+			a.pairs = a.pairs || pairAgg(s.Func)
 		} else {
 			a.args2 = append(a.args2, nil)
 		}
@@ -99,6 +107,8 @@ func newAggregator(specs []planner.AggSpec, retract bool) *Aggregator {
 
 func (a *Aggregator) stateWidth(fn string) int {
 	switch {
+	case pairAgg(fn):
+		return 6
 	case fn == "sum" && a.retract, statAgg(fn), offsetAgg(fn):
 		return 3
 	case fn == "avg", boolAgg(fn):
@@ -119,6 +129,12 @@ func statAgg(fn string) bool {
 // offsetAgg reports whether fn is latest_by_offset or
 // earliest_by_offset, whose state is [value, ROWTIME, seen int64].
 func offsetAgg(fn string) bool { return fn == "latest_by_offset" || fn == "earliest_by_offset" }
+
+// keepsNulls reports whether aggregate fn keeps NULL values (array_agg,
+// collect_list and collect_set do, as Postgres's array_agg does).
+func keepsNulls(fn string) bool {
+	return fn == "array_agg" || fn == "collect_list" || fn == "collect_set"
+}
 
 // boolAgg reports whether fn is bool_and, bool_or or every.
 func boolAgg(fn string) bool { return fn == "bool_and" || fn == "bool_or" || fn == "every" }
@@ -199,7 +215,7 @@ func boolResult(fn string, st []any) any {
 
 // multiset reports whether aggregate s keeps a multiset of its values.
 func (a *Aggregator) multiset(s planner.AggSpec) bool {
-	return s.Distinct || a.retract && (s.Func == "min" || s.Func == "max") || s.Func == "string_agg"
+	return s.Distinct || a.retract && (s.Func == "min" || s.Func == "max") || s.Func == "string_agg" || a.libraryMultiset(s)
 }
 
 // Width is the number of state values.
@@ -214,8 +230,13 @@ func (a *Aggregator) Init() []any {
 	for i, s := range a.specs {
 		o := a.offsets[i]
 		switch {
-		case a.multiset(s):
+		case a.multiset(s), a.listAgg(s):
 			st[o] = ""
+			if offsetAgg(s.Func) {
+				st[o+2] = int64(0)
+			}
+		case pairAgg(s.Func):
+			st[o], st[o+1], st[o+2], st[o+3], st[o+4], st[o+5] = int64(0), 0.0, 0.0, 0.0, 0.0, 0.0
 		case s.Func == "count":
 			st[o] = int64(0)
 		case s.Func == "avg" && s.T == catalog.Decimal:
@@ -258,6 +279,27 @@ func (a *Aggregator) argValues(buf []any, row catalog.Row, env *Env) ([]any, err
 	return vals, nil
 }
 
+// secondValues evaluates the second arguments of corr and the
+// covariances over row into buf (nil for the other aggregates), so that
+// an error leaves the state unchanged.
+func (a *Aggregator) secondValues(buf []any, row catalog.Row, env *Env) ([]any, error) {
+	if !a.pairs {
+		return nil, nil
+	}
+	vals := buf[:0]
+	for i, s := range a.specs {
+		var v any
+		if pairAgg(s.Func) {
+			var err error
+			if v, err = a.args2[i](row, env); err != nil {
+				return nil, err
+			}
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
+}
+
 // Add folds one input row into st. It is all or nothing: when an
 // argument fails to evaluate or an aggregate fails (overflow), st is
 // unchanged, so a record skipped for a data error leaves no trace.
@@ -267,8 +309,12 @@ func (a *Aggregator) argValues(buf []any, row catalog.Row, env *Env) ([]any, err
 // (a BIGINT SUM's overflow) is checked before st is changed rather than
 // on a copy of st.
 func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
-	var buf [8]any
+	var buf, buf2 [8]any
 	vals, err := a.argValues(buf[:0:min(len(buf), len(a.specs))], row, env)
+	if err != nil {
+		return err
+	}
+	xs, err := a.secondValues(buf2[:0:min(len(buf2), len(a.specs))], row, env)
 	if err != nil {
 		return err
 	}
@@ -299,6 +345,14 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 			if v == nil && !s.KeepNulls {
 				continue
 			}
+			if s.N > 0 {
+				ts, err := a.args2[i](row, env)
+				if err != nil {
+					return err // before st changes: ROWTIME is a column
+				}
+				addLibrary(s, st[o:o+1], v, ts)
+				continue
+			}
 			if s.Func == "latest_by_offset" || st[o+2].(int64) == 0 {
 				ts, err := a.args2[i](row, env)
 				if err != nil {
@@ -308,11 +362,20 @@ func (a *Aggregator) Add(st []any, row catalog.Row, env *Env) error {
 			}
 			continue
 		}
-		if v == nil {
+		if v == nil && !keepsNulls(s.Func) {
 			continue // aggregates skip NULLs
 		}
-		if a.multiset(s) {
+		switch {
+		case a.listAgg(s):
+			addLibrary(s, st[o:o+1], v, nil)
+			continue
+		case a.multiset(s):
 			st[o] = multisetAdd(st[o].(string), v, 1)
+			continue
+		case pairAgg(s.Func):
+			if xs[i] != nil {
+				addPair(st[o:o+6], toFloat(v), toFloat(xs[i]), 1)
+			}
 			continue
 		}
 		if s.Func == "sum" && a.retract {
@@ -363,8 +426,12 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 	if !a.retract {
 		return fmt.Errorf("eval: retracting from an aggregator that cannot")
 	}
-	var buf [8]any
+	var buf, buf2 [8]any
 	vals, err := a.argValues(buf[:0:min(len(buf), len(a.specs))], row, env)
+	if err != nil {
+		return err
+	}
+	xs, err := a.secondValues(buf2[:0:min(len(buf2), len(a.specs))], row, env)
 	if err != nil {
 		return err
 	}
@@ -376,7 +443,7 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 			continue
 		}
 		v := vals[i]
-		if v == nil {
+		if v == nil && !keepsNulls(s.Func) {
 			continue
 		}
 		if a.multiset(s) {
@@ -384,6 +451,11 @@ func (a *Aggregator) Retract(st []any, row catalog.Row, env *Env) error {
 			continue
 		}
 		switch {
+		case pairAgg(s.Func):
+			if xs[i] != nil {
+				addPair(st[o:o+6], toFloat(v), toFloat(xs[i]), -1)
+			}
+			continue
 		case statAgg(s.Func):
 			addStat(st[o:o+3], toFloat(v), -1)
 			continue
@@ -487,7 +559,13 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 				dst = append(dst, multisetEnd(set, true))
 			case "string_agg":
 				dst = append(dst, stringAgg(set, s))
+			default:
+				dst = append(dst, multisetResult(s, set))
 			}
+			continue
+		}
+		if a.listAgg(s) {
+			dst = append(dst, listResult(s, st[o].(string)))
 			continue
 		}
 		if s.Func == "sum" && a.retract {
@@ -495,6 +573,9 @@ func (a *Aggregator) Results(dst []any, st []any) []any {
 			continue
 		}
 		switch {
+		case pairAgg(s.Func):
+			dst = append(dst, pairResult(s.Func, st[o:o+6]))
+			continue
 		case statAgg(s.Func):
 			dst = append(dst, statResult(s.Func, st[o:o+3]))
 			continue
@@ -571,6 +652,12 @@ func (a *Aggregator) Merge(dst, src []any) error {
 			continue
 		}
 		switch {
+		case a.listAgg(s):
+			mergeLibrary(s, dst[o:o+1], src[o:o+1])
+			continue
+		case pairAgg(s.Func):
+			mergePair(dst[o:o+6], src[o:o+6])
+			continue
 		case statAgg(s.Func):
 			mergeStat(dst[o:o+3], src[o:o+3])
 			continue

@@ -17,9 +17,9 @@ import (
 // whose count reaches 0 leaves).
 func multisetAdd(set string, v any, n int64) string {
 	pairs := multisetPairs(set)
-	i := sort.Search(len(pairs)/2, func(i int) bool { return Compare(pairs[2*i], v) >= 0 })
+	i := sort.Search(len(pairs)/2, func(i int) bool { return CompareNullable(pairs[2*i], v, false) >= 0 })
 	switch {
-	case i < len(pairs)/2 && Compare(pairs[2*i], v) == 0:
+	case i < len(pairs)/2 && CompareNullable(pairs[2*i], v, false) == 0:
 		c := pairs[2*i+1].(int64) + n
 		if c <= 0 {
 			pairs = append(pairs[:2*i], pairs[2*i+2:]...)
