@@ -294,11 +294,15 @@ func jsonbScalar(x catalog.JSONText, t catalog.Type) (any, error) {
 	return n, nil
 }
 
-// checkKeyTypes refuses json and jsonb key columns: their values have
-// no key encoding (equal jsonb values may be written differently, and
-// json has no equality at all).
+// checkKeyTypes refuses json, jsonb and array key columns: their values
+// have no key encoding (equal jsonb values may be written differently,
+// json has no equality at all, and arrays are a view's aggregates).
 func checkKeyTypes(cols []catalog.Column) error {
 	for _, c := range cols {
+		if c.Key && c.Type.Subscriptable() {
+			return pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, sqlName(c.Type)).
+				WithHint("Key by a column of another type, or by an expression such as array_to_string(%s, ',').", c.Name)
+		}
 		if c.Key && isJSONType(c.Type) {
 			return pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, sqlName(c.Type)).
 				WithHint("Key by a column of another type, or by an expression such as (%s->>'id').", c.Name)

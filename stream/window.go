@@ -7,6 +7,7 @@ package stream
 // it has closed (see windower).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -587,17 +588,27 @@ func (t *viewTask) applySession(store *materialize.Store, b *viewBatch, row cata
 		b.order = b.order[:n]
 		return err
 	}
+	// The sessions merge in time order, then the record is added, as
+	// Kafka Streams merges sessions: the lists of collect_list and
+	// array_agg hold the earlier session's values first. found is
+	// ordered latest first from the store, then the batch's in no
+	// order.
+	order := make([]int, len(found))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(found[x].start, found[y].start) })
 	merged := t.agg.Init()
-	olds := make([]*pending, 0, len(found))
-	for _, f := range found {
-		e, err := t.lookup(store, b, f.key)
+	olds := make([]*pending, len(found))
+	for _, i := range order {
+		e, err := t.lookup(store, b, found[i].key)
 		if err != nil {
 			return fail(err)
 		}
 		if err := t.agg.Merge(merged, e.state); err != nil {
 			return fail(err)
 		}
-		olds = append(olds, e)
+		olds[i] = e
 	}
 	for i, o := range olds {
 		// Its bounds, and those it was published under.
