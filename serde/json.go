@@ -932,9 +932,38 @@ func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, er
 		if pgcodec.IsDatetime(t) {
 			break
 		}
+		if t.IsArray() {
+			if a, ok := v.([]any); ok {
+				return appendJSONArray(buf, t.Elem(), name, a)
+			}
+			break
+		}
 		return nil, fmt.Errorf("exec: column %q has type %s, which cannot be written as JSON", name, t)
 	}
 	return nil, badGoValue(name, t, v)
+}
+
+// appendJSONArray writes an array column's value (a view's array_agg or
+// collect_list) as a JSON array of its elements, each written as a
+// column of the element type would be; a nested array's elements are
+// arrays.
+func appendJSONArray(buf []byte, elem catalog.Type, name string, a []any) ([]byte, error) {
+	buf = append(buf, '[')
+	for i, x := range a {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if sub, ok := x.([]any); ok {
+			buf, err = appendJSONArray(buf, elem, name, sub)
+		} else {
+			buf, err = appendJSONValue(buf, elem, name, x)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, ']'), nil
 }
 
 // appendJSONFloat writes f as encoding/json does, and the non-finite

@@ -680,3 +680,18 @@ func TestJSONBlobColumns(t *testing.T) {
 		t.Errorf("uuid key = %v, %v", back, err)
 	}
 }
+
+// A view's array columns (array_agg, collect_list, topk) are written as
+// JSON arrays of their elements.
+func TestSerdeEncodesArrays(t *testing.T) {
+	cols := []catalog.Column{col("tags", catalog.ArrayOf(catalog.Varchar)), col("ns", catalog.ArrayOf(catalog.BigInt)), col("none", catalog.ArrayOf(catalog.Double)), col("empty", catalog.ArrayOf(catalog.Int))}
+	b, err := encodeJSONValue(cols, []any{[]any{"a", nil, `q"`}, []any{int64(3), int64(-1)}, nil, []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"tags":["a",null,"q\""],"ns":[3,-1],"none":null,"empty":[]}`; string(b) != want {
+		t.Fatalf("encoded %s, want %s", b, want)
+	}
+	_, err = encodeJSONValue(cols[1:2], []any{[]any{"x"}})
+	checkErr(t, err, pgerr.InternalError, `exec: column "ns": a string is not a BIGINT value`)
+}
