@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +25,11 @@ func TestTableAggregationRecompute(t *testing.T) {
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	c.exec("CREATE TABLE accounts (id BIGINT PRIMARY KEY, region VARCHAR, tier BIGINT, balance BIGINT) WITH (partitions = 3)")
 	views := map[string]string{
-		"CREATE TABLE by_region WITH (partitions = 2) AS SELECT region, COUNT(*) AS n, SUM(balance) AS total, MIN(balance) AS low, MAX(balance) AS high, COUNT(DISTINCT tier) AS tiers FROM accounts WHERE balance > -50 GROUP BY region": "SELECT region, n, total, low, high, tiers FROM by_region",
-		"CREATE TABLE by_tier AS SELECT tier, region, COUNT(*) AS n, AVG(balance) AS mean FROM accounts GROUP BY tier, region HAVING COUNT(*) > 1":                                                                                        "SELECT tier, region, n, mean FROM by_tier",
-		"CREATE TABLE per_id AS SELECT id, SUM(balance) AS total, COUNT(*) AS n FROM accounts GROUP BY id":                                                                                                                                "SELECT id, total, n FROM per_id",
-		"CREATE TABLE spread AS SELECT tier, STDDEV_SAMP(balance) AS sd, VAR_POP(balance) AS vp, BOOL_AND(balance > 0) AS all_pos, BOOL_OR(region = 'eu') AS any_eu FROM accounts GROUP BY tier":                                          "SELECT tier, round(sd::numeric, 6), round(vp::numeric, 6), all_pos, any_eu FROM spread",
+		"CREATE TABLE by_region WITH (partitions = 2) AS SELECT region, COUNT(*) AS n, SUM(balance) AS total, MIN(balance) AS low, MAX(balance) AS high, COUNT(DISTINCT tier) AS tiers FROM accounts WHERE balance > -50 GROUP BY region":      "SELECT region, n, total, low, high, tiers FROM by_region",
+		"CREATE TABLE by_tier AS SELECT tier, region, COUNT(*) AS n, AVG(balance) AS mean FROM accounts GROUP BY tier, region HAVING COUNT(*) > 1":                                                                                             "SELECT tier, region, n, mean FROM by_tier",
+		"CREATE TABLE per_id AS SELECT id, SUM(balance) AS total, COUNT(*) AS n FROM accounts GROUP BY id":                                                                                                                                     "SELECT id, total, n FROM per_id",
+		"CREATE TABLE spread AS SELECT tier, STDDEV_SAMP(balance) AS sd, VAR_POP(balance) AS vp, BOOL_AND(balance > 0) AS all_pos, BOOL_OR(region = 'eu') AS any_eu FROM accounts GROUP BY tier":                                               "SELECT tier, round(sd::numeric, 6), round(vp::numeric, 6), all_pos, any_eu FROM spread",
+		"CREATE TABLE lib AS SELECT region, ARRAY_AGG(tier) AS tiers, COLLECT_SET(tier) AS tierset, TOPK(balance, 2) AS top2, TOPKDISTINCT(tier, 2) AS top2t, HISTOGRAM(tier) AS hist, CORR(balance, tier) AS r FROM accounts GROUP BY region": "SELECT region, tiers, tierset, top2, top2t, hist, round(r::numeric, 6) FROM lib",
 	}
 	// A query's sum(bigint) is numeric, as Postgres's; a view's is
 	// bigint: the recomputation casts, to compare values.
@@ -38,6 +40,12 @@ func TestTableAggregationRecompute(t *testing.T) {
 		// A float statistic taken back can differ from a recompute in
 		// its last digits: compared to six places.
 		"SELECT tier, round(sd::numeric, 6), round(vp::numeric, 6), all_pos, any_eu FROM spread": "SELECT tier, round(STDDEV_SAMP(balance)::numeric, 6), round(VAR_POP(balance)::numeric, 6), BOOL_AND(balance > 0), BOOL_OR(region = 'eu') FROM accounts GROUP BY tier",
+		// Over a table the arrays are in value order, NULLs last; the
+		// pull engine computes topk, topkdistinct and histogram on its
+		// own (query/), the histogram also by jsonb_object_agg.
+		"SELECT region, tiers, tierset, top2, top2t, hist, round(r::numeric, 6) FROM lib": "SELECT region, ARRAY_AGG(tier ORDER BY tier), ARRAY_AGG(DISTINCT tier ORDER BY tier), " +
+			"TOPK(balance, 2), TOPKDISTINCT(tier, 2), coalesce(jsonb_object_agg(tier, n) FILTER (WHERE tier IS NOT NULL), '{}'), round(CORR(balance, tier)::numeric, 6) " +
+			"FROM (SELECT region, tier, balance, count(*) OVER (PARTITION BY region, tier) AS n FROM accounts) a GROUP BY region",
 	}
 	for create := range views {
 		c.exec(create)
@@ -46,20 +54,24 @@ func TestTableAggregationRecompute(t *testing.T) {
 	regions := []string{"eu", "us", "apac", "latam"}
 	for round := range 16 {
 		if round == 8 {
-			waitTasks(t, n, 23)
+			waitTasks(t, n, 29)
 			if err := n.Close(); err != nil {
 				t.Fatal(err)
 			}
 			n = start()
 			c.conn = connect(t, n.PGAddr())
 			// Back in the group, the node holds its tasks again: 3
-			// table partitions, 2+3+3 view partitions and 3+3 change
-			// stages.
-			waitTasks(t, n, 23)
+			// table partitions, 2+3+3+3+3 view partitions and 3+3+3+3
+			// change stages.
+			waitTasks(t, n, 29)
 		}
 		var vals []string
 		for range 50 {
-			vals = append(vals, fmt.Sprintf("(%d, '%s', %d, %d)", rng.IntN(80), regions[rng.IntN(len(regions))], rng.IntN(4), rng.IntN(200)-60))
+			tier := strconv.Itoa(rng.IntN(4))
+			if rng.IntN(8) == 0 {
+				tier = "NULL"
+			}
+			vals = append(vals, fmt.Sprintf("(%d, '%s', %s, %d)", rng.IntN(80), regions[rng.IntN(len(regions))], tier, rng.IntN(200)-60))
 		}
 		c.exec("INSERT INTO accounts VALUES " + strings.Join(vals, ", "))
 		for range 8 {
