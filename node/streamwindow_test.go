@@ -35,11 +35,12 @@ func TestWindowedViewRecompute(t *testing.T) {
 	n := start()
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	c.exec("CREATE STREAM ev (k VARCHAR KEY, g VARCHAR, v BIGINT, ts BIGINT) WITH (partitions = 3, timestamp = 'ts')")
-	c.exec(`CREATE TABLE tum AS SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi
+	c.exec(`CREATE TABLE tum AS SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi, collect_list(g) AS gs, topkdistinct(v, 2) AS top2
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE hop WITH (partitions = 2) AS SELECT g, windowstart, windowend, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW HOPPING (SIZE 2 MINUTES, ADVANCE BY 30 SECONDS, GRACE PERIOD 10 MINUTES) WHERE v <> 13 GROUP BY g`)
-	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi, stddev_samp(v) AS sd, bool_or(v < 0) AS neg
+	c.exec(`CREATE TABLE ses AS SELECT k, count(*) AS n, sum(v) AS s, max(v) AS hi, stddev_samp(v) AS sd, bool_or(v < 0) AS neg,
+		       topk(v, 3) AS top3, histogram(g) AS hist, corr(v, ts) AS r
 		FROM ev WINDOW SESSION (5 SECONDS, GRACE PERIOD 10 MINUTES) GROUP BY k`)
 	c.exec(`CREATE TABLE hopf AS SELECT g, window_start, count(*) AS n, max(v) AS hi
 		FROM HOP(ev, ts, INTERVAL '20 seconds', INTERVAL '1 minute') GROUP BY g, window_start`)
@@ -51,8 +52,8 @@ func TestWindowedViewRecompute(t *testing.T) {
 
 	queries := map[string][2]string{
 		"tum": {
-			"SELECT k, windowstart, windowend, n, s, lo, hi FROM tum",
-			"SELECT k, (ts / 60000) * 60000 AS ws, (ts / 60000) * 60000 + 60000, count(*), sum(v)::bigint, min(v), max(v) FROM ev GROUP BY k, ws",
+			"SELECT k, windowstart, windowend, n, s, lo, hi, cardinality(gs), top2 FROM tum",
+			"SELECT k, (ts / 60000) * 60000 AS ws, (ts / 60000) * 60000 + 60000, count(*), sum(v)::bigint, min(v), max(v), count(*), topkdistinct(v, 2) FROM ev GROUP BY k, ws",
 		},
 		"hop": {
 			"SELECT g, windowstart, windowend, n, s FROM hop",
@@ -70,10 +71,11 @@ func TestWindowedViewRecompute(t *testing.T) {
 		// A session starts at each record more than the gap after the
 		// one before it.
 		"ses": {
-			"SELECT k, windowstart, windowend, n, s, hi, round(sd::numeric, 6), neg FROM ses",
-			`SELECT k, min(ts), max(ts), count(*), sum(v)::bigint, max(v), round(stddev_samp(v)::numeric, 6), bool_or(v < 0)
-			   FROM (SELECT k, ts, v, sum(first) OVER (PARTITION BY k ORDER BY ts) AS session
-			           FROM (SELECT k, ts, v, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= 5000 THEN 0 ELSE 1 END AS first FROM ev) x) y
+			"SELECT k, windowstart, windowend, n, s, hi, round(sd::numeric, 6), neg, top3, hist, round(r::numeric, 6) FROM ses",
+			`SELECT k, min(ts), max(ts), count(*), sum(v)::bigint, max(v), round(stddev_samp(v)::numeric, 6), bool_or(v < 0),
+			        topk(v, 3), histogram(g), round(corr(v, ts)::numeric, 6)
+			   FROM (SELECT k, ts, v, g, sum(first) OVER (PARTITION BY k ORDER BY ts) AS session
+			           FROM (SELECT k, ts, v, g, CASE WHEN ts - lag(ts) OVER (PARTITION BY k ORDER BY ts) <= 5000 THEN 0 ELSE 1 END AS first FROM ev) x) y
 			  GROUP BY k, session`,
 		},
 	}
