@@ -149,7 +149,7 @@ func (b *binder) checkAggSyntax(e *sql.Func) error {
 			name += " with " + what
 		}
 		return pgerr.New(pgerr.FeatureNotSupported, "aggregate %s is not supported in a view", name).WithPosition(e.Pos).
-			WithHint("A view keeps count, sum, avg, min, max, the stddev and variance family, bool_and and bool_or as rows arrive; pull queries over the view compute the others.")
+			WithHint("A view keeps count, sum, avg, min, max, the stddev and variance family, bool_and, bool_or, string_agg, array_agg, corr, the covariances and ksqlDB's aggregates as rows arrive; pull queries over the view compute the others.")
 	}
 	return nil
 }
