@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestChaos(t *testing.T) {
 	// at most 40 ms apart. The grace periods are a day: no payment is
 	// late, so the windows are exact whatever order they come in.
 	n0.Exec(t, "CREATE TABLE pay_seconds AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM payments WINDOW TUMBLING (SIZE 1 SECOND, GRACE PERIOD 1 DAY) GROUP BY region")
-	n0.Exec(t, "CREATE TABLE pay_sessions AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM payments WINDOW SESSION (40 MILLISECONDS, GRACE PERIOD 1 DAY) GROUP BY region")
+	n0.Exec(t, "CREATE TABLE pay_sessions AS SELECT region, COUNT(*) AS n, SUM(amount) AS total, TOPK(amount, 2) AS top2 FROM payments WINDOW SESSION (40 MILLISECONDS, GRACE PERIOD 1 DAY) GROUP BY region")
 	waitPlacedView(t, c, n0, "pay_seconds", 4, 1)
 	waitPlacedView(t, c, n0, "pay_sessions", 4, 1)
 	waitPlacedView(t, c, n0, "refunded", 4, 1)
@@ -334,15 +335,23 @@ func TestChaos(t *testing.T) {
 		}
 		for i := 0; i < len(ps); {
 			j, total := i, int64(0)
+			var amounts []int64
 			for ; j < len(ps) && (j == i || ps[j].at-ps[j-1].at <= 40); j++ {
 				total += ps[j].amount
+				amounts = append(amounts, ps[j].amount)
 			}
-			sessions = append(sessions, fmt.Sprintf("%s|%d|%d|%d|%d", region, ps[i].at, ps[j-1].at, j-i, total))
+			// TOPK(amount, 2): the two greatest, greatest first.
+			slices.SortFunc(amounts, func(a, b int64) int { return cmp.Compare(b, a) })
+			var top []string
+			for _, a := range amounts[:min(2, len(amounts))] {
+				top = append(top, strconv.FormatInt(a, 10))
+			}
+			sessions = append(sessions, fmt.Sprintf("%s|%d|%d|%d|%d|{%s}", region, ps[i].at, ps[j-1].at, j-i, total, strings.Join(top, ",")))
 			i = j
 		}
 	}
 	checkView(t, c, "pay_seconds", "SELECT region, windowstart, windowend, n, total FROM pay_seconds WHERE _partition = %d", seconds)
-	checkView(t, c, "pay_sessions", "SELECT region, windowstart, windowend, n, total FROM pay_sessions WHERE _partition = %d", sessions)
+	checkView(t, c, "pay_sessions", "SELECT region, windowstart, windowend, n, total, top2 FROM pay_sessions WHERE _partition = %d", sessions)
 }
 
 // countSum renders key → (count, sum) as the rows of a view.
