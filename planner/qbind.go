@@ -414,6 +414,9 @@ func (qp *queryPlanner) planBlock(s *sql.Select, parent *scope, lvl *level) (*Bl
 	}
 	blk.In, blk.Filter = optimizeJoins(blk.In, blk.Filter)
 	blk.In, blk.Filter = pushIntoReads(blk.In, blk.Filter)
+	if err := checkOffsetAggs(s, blk.In); err != nil {
+		return nil, err
+	}
 	b.clause = ""
 	items, err := expandScopeStar(s.Items, sc)
 	if err != nil {
@@ -590,6 +593,53 @@ func containsScalar(list []Scalar, e Scalar) bool {
 		}
 	}
 	return false
+}
+
+// checkOffsetAggs refuses latest_by_offset and earliest_by_offset in a
+// block that does not read one stream. They take a group's values in
+// the order the block reads them, which over a stream is its records'
+// (offset order within each partition). A table's or view's rows have
+// no offsets: a scan reads them partition by partition in key order, so
+// the "latest" would be the greatest key's; and a join's or subquery's
+// rows come in no order at all. Views refuse them over tables too
+// (refuseRetractedAggs).
+func checkOffsetAggs(s *sql.Select, in Rel) error {
+	var call *sql.Func
+	var err error
+	selectExprs(s, func(e sql.Expr) {
+		walkQuery(e, func(x sql.Expr) bool {
+			if f, ok := x.(*sql.Func); ok && offsetAgg(f.Name) {
+				if call == nil {
+					call = f
+				}
+				// Their binding (bindOffsetAgg, shared with views) takes
+				// no FILTER or ORDER BY: refuse them rather than ignore
+				// them.
+				if err == nil && (f.Filter != nil || len(f.OrderBy) > 0) {
+					what, hint := "FILTER", "Filter the records with WHERE."
+					if f.Filter == nil {
+						what, hint = "ORDER BY", "The values are taken in the order the records are read: use array_agg(x ORDER BY ...) for another order."
+					}
+					err = pgerr.New(pgerr.FeatureNotSupported, "%s with %s is not supported", f.Name, what).WithPosition(f.Pos).WithHint("%s", hint)
+				}
+			}
+			_, sub := x.(*sql.Subquery)
+			return !sub // a subquery's aggregates are its own block's
+		})
+	})
+	if call == nil || err != nil {
+		return err
+	}
+	hint := "A table's or view's rows have no offsets: order the values, as in (array_agg(x ORDER BY k DESC))[1]."
+	if r, ok := in.(*RelationRel); ok {
+		if r.Rel.Kind == catalog.KindStream {
+			return nil
+		}
+		return pgerr.New(pgerr.FeatureNotSupported, "%s aggregates a stream, and %s is a %s", call.Name, r.Rel.Name, strings.ToLower(string(r.Rel.Kind))).
+			WithPosition(call.Pos).WithHint("%s", hint)
+	}
+	return pgerr.New(pgerr.FeatureNotSupported, "%s aggregates the records of one stream, in the order they are read; this query reads no single stream", call.Name).
+		WithPosition(call.Pos).WithHint("%s", hint)
 }
 
 // hasQueryAggregate reports whether the select list calls an aggregate

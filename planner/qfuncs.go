@@ -127,9 +127,12 @@ var catalogFuncs = map[string]qfuncSig{
 }
 
 // queryAggregates are the aggregates catalog queries have besides
-// count, sum, avg, min and max.
+// count, sum, avg, min and max. ksqlDB's latest_by_offset and
+// earliest_by_offset are among them over a stream only
+// (checkOffsetAggs).
 var queryAggregates = map[string]bool{
 	"string_agg": true, "array_agg": true, "bool_and": true, "bool_or": true, "every": true,
+	"latest_by_offset": true, "earliest_by_offset": true,
 }
 
 // srfSig binds a set-returning function: it converts the arguments and
@@ -303,6 +306,22 @@ func procList() []catalog.FunctionInfo {
 	agg("bool_and", 16, 16)
 	agg("bool_or", 16, 16)
 	agg("every", 16, 16)
+	// The aggregate library (libaggs.go): anyelement in, anyarray out.
+	for _, name := range []string{"corr", "covar_pop", "covar_samp", "correlation"} {
+		agg(name, 701, 701, 701)
+	}
+	agg("collect_list", 2277, 2283)
+	agg("collect_set", 2277, 2283)
+	agg("topk", 2277, 2283, 23)
+	agg("topkdistinct", 2277, 2283, 23)
+	agg("histogram", 3802, 25)
+	agg("count_distinct", 20, 2276)
+	for _, name := range []string{"latest_by_offset", "earliest_by_offset"} {
+		agg(name, 2283, 2283)
+		agg(name, 2283, 2283, 16)
+		agg(name, 2277, 2283, 23)
+		agg(name, 2277, 2283, 23, 16)
+	}
 	for _, name := range []string{"row_number", "rank", "dense_rank"} {
 		fns = append(fns, catalog.FunctionInfo{Name: name, Kind: "w", RetType: 20})
 	}

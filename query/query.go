@@ -1060,12 +1060,12 @@ func (o *blockOp) accumulate(states []*aggState, r catalog.Row, env *eval.Env, t
 			}
 			continue
 		}
-		n := st.n
+		n, kept := st.n, st.keptBytes()
 		if err := st.add(v, v2); err != nil {
 			return err
 		}
 		if st.n > n {
-			if err := charge(env, temp, aggBytes(st, v, v2), "GROUP BY"); err != nil {
+			if err := charge(env, temp, aggBytes(st, v, v2)+st.keptBytes()-kept, "GROUP BY"); err != nil {
 				return err
 			}
 		}
@@ -1202,6 +1202,9 @@ type aggState struct {
 	vals  []any
 	b     any
 	seen  map[string]bool
+	// lib is the state of the aggregate library's functions
+	// (aggfuncs.go); nil for the others.
+	lib *libAgg
 }
 
 // groupingMask is GROUPING(...)'s value in a group of the grouping set
@@ -1224,10 +1227,19 @@ func newAggState(spec planner.AggSpec) *aggState {
 	if spec.Distinct {
 		st.seen = map[string]bool{}
 	}
+	if libAggregate(spec.Func) {
+		st.lib = &libAgg{}
+		if spec.Func == "collect_set" || spec.Func == "histogram" {
+			st.lib.idx = map[string]int{}
+		}
+	}
 	return st
 }
 
 func (st *aggState) add(v, v2 any) error {
+	if st.lib != nil {
+		return st.addLib(v, v2)
+	}
 	if v == nil && !planner.AggKeepsNulls(st.spec.Func) {
 		return nil
 	}
@@ -1333,6 +1345,9 @@ func (st *aggState) add(v, v2 any) error {
 }
 
 func (st *aggState) result() any {
+	if st.lib != nil {
+		return st.libResult()
+	}
 	switch st.spec.Func {
 	case "count":
 		return st.n
