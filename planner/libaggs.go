@@ -35,16 +35,6 @@ func pairAgg(fn string) bool {
 	return false
 }
 
-// arrayAgg reports whether fn's value is an array of its argument's
-// values.
-func arrayAgg(fn string) bool {
-	switch fn {
-	case "array_agg", "collect_list", "collect_set", "topk", "topkdistinct":
-		return true
-	}
-	return false
-}
-
 // typeLibraryAgg types one of the library's aggregates, whose arguments
 // spec holds, bound: spec.T and, for topk and topkdistinct, spec.N.
 func (b *binder) typeLibraryAgg(e *sql.Func, spec *AggSpec) error {
