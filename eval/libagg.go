@@ -77,7 +77,7 @@ func listValues(list string) []any {
 	}
 	vals, err := materialize.DecodeRow([]byte(list))
 	if err != nil {
-		panic(err) // written by setList
+		panic(err) // written by setList, listAppend or multisetAdd
 	}
 	return vals
 }

@@ -41,17 +41,9 @@ func multisetAdd(set string, v any, n int64) string {
 	return string(b)
 }
 
-// multisetPairs decodes set into value, count, value, count, ...
-func multisetPairs(set string) []any {
-	if set == "" {
-		return nil
-	}
-	pairs, err := materialize.DecodeRow([]byte(set))
-	if err != nil {
-		panic(err) // written by multisetAdd
-	}
-	return pairs
-}
+// multisetPairs decodes set into value, count, value, count, ...: the
+// list (libagg.go) of them.
+func multisetPairs(set string) []any { return listValues(set) }
 
 // multisetLen is the number of distinct values in set.
 func multisetLen(set string) int { return len(multisetPairs(set)) / 2 }
