@@ -27,7 +27,8 @@ type Window struct {
 	// Final is EMIT FINAL: a window shows only once it has closed.
 	Final bool `json:"final,omitempty"`
 	// Start and End are the schema indexes of WINDOWSTART and
-	// WINDOWEND.
+	// WINDOWEND; End is -1 when the view has no such column (TUMBLE and
+	// HOP without window_end selected, date buckets).
 	Start int `json:"start"`
 	End   int `json:"end"`
 	// Bound is the type of the window's bounds: BIGINT milliseconds
@@ -37,6 +38,16 @@ type Window struct {
 	// and WINDOWEND.
 	Bound Type      `json:"bound,omitempty"`
 	Names [2]string `json:"names,omitempty"`
+	// Offset is where a tumbling or hopping window's starts are
+	// counted from, in milliseconds since the epoch: they are Offset
+	// plus a multiple of Step (0 before date buckets: the epoch).
+	Offset int64 `json:"offset_ms,omitempty"`
+	// Bucket is set for a date bucket of a view's GROUP BY (date_trunc
+	// or date_bin of the record time, planner's datebucket.go): the
+	// GROUP BY expression is the start column's value, and a record
+	// whose time is NULL counts in the group of a NULL bucket, as it
+	// does in the grouping, rather than being late.
+	Bucket bool `json:"bucket,omitempty"`
 }
 
 // Window kinds.
@@ -53,7 +64,7 @@ const (
 )
 
 // Step is how far apart the starts of a tumbling or hopping window's
-// windows are.
+// windows are (counted from Offset).
 func (w *Window) Step() int64 {
 	if w.Kind == WindowHopping {
 		return w.Advance
@@ -63,6 +74,8 @@ func (w *Window) Step() int64 {
 
 // PartitionKeyIndexes are the key columns whose values place a row in a
 // partition: all of KeyIndexes, except WINDOWSTART of a windowed view.
+// A windowed view keyed by WINDOWSTART alone has none: its rows are all
+// in the one partition of the empty key (the null record key's).
 func (r *Relation) PartitionKeyIndexes() []int {
 	ks := r.Schema.KeyIndexes()
 	if r.Window != nil && len(ks) > 0 && ks[len(ks)-1] == r.Window.Start {

@@ -16,11 +16,13 @@ import (
 )
 
 // TestWindowedViewRecompute writes random records to a stream, out of
-// order within the grace periods, and keeps four windowed views of it:
+// order within the grace periods, and keeps windowed views of it:
 // a tumbling window grouped by the stream's key, a hopping window
 // grouped by another column (re-keyed, into another number of
 // partitions), session windows, which records merge and split out of
-// order, and a tumbling window with EMIT FINAL. The node is closed
+// order, a tumbling window with EMIT FINAL, and date buckets (GROUP BY
+// date_bin and date_trunc of the same records' times as TIMESTAMPs, some
+// NULL, in a second stream), one keyed by its bucket alone. The node is closed
 // and started again twice, the second time without its state/, so the
 // view tasks restore their stores (and stream times) from their
 // changelogs. After every round each view equals the same grouping
@@ -46,9 +48,19 @@ func TestWindowedViewRecompute(t *testing.T) {
 		FROM HOP(ev, ts, INTERVAL '20 seconds', INTERVAL '1 minute') GROUP BY g, window_start`)
 	c.exec(`CREATE TABLE fin AS SELECT k, count(*) AS n, sum(v) AS s
 		FROM ev WINDOW TUMBLING (SIZE 1 MINUTE, GRACE PERIOD 2 MINUTES) GROUP BY k EMIT FINAL`)
+	c.exec("CREATE STREAM evt (k VARCHAR KEY, v BIGINT, at TIMESTAMP) WITH (partitions = 3, timestamp = 'at')")
+	c.exec(`CREATE TABLE bins AS SELECT date_bin(INTERVAL '45 seconds', at, TIMESTAMP '2023-11-14 22:13:05') AS b, count(*) AS n, sum(v) AS s
+		FROM evt GROUP BY 1`)
+	c.exec(`CREATE TABLE mins AS SELECT k, date_trunc('minute', at) AS m, count(*) AS n, max(v) AS hi
+		FROM evt GROUP BY k, m`)
+	if plan := strings.Join(c.rows(`EXPLAIN CREATE TABLE x AS SELECT date_bin(INTERVAL '45 seconds', at, TIMESTAMP '2023-11-14 22:13:05') AS b, count(*)
+		FROM evt GROUP BY 1`), "\n"); !strings.Contains(plan, "Window tumbling size 45s offset 20s") {
+		t.Fatalf("bins is not a tumbling window from 22:13:05:\n%s", plan)
+	}
 	// tum, ses and fin: 3 view tasks each; hop: 2, and 3 re-keying
-	// tasks; hopf: 3, and 3 re-keying tasks.
-	const tasks = 20
+	// tasks; hopf: 3, and 3 re-keying tasks; bins: 3, and 3 re-keying
+	// tasks; mins: 3.
+	const tasks = 29
 
 	queries := map[string][2]string{
 		"tum": {
@@ -67,6 +79,15 @@ func TestWindowedViewRecompute(t *testing.T) {
 			`SELECT g, ws, count(*), max(v)
 			   FROM (SELECT g, v, (ts / 20000) * 20000 - j * 20000 AS ws FROM ev CROSS JOIN generate_series(0, 2) AS j) x
 			  GROUP BY g, ws`,
+		},
+		// Date buckets: the plain grouping's rows, a NULL time's too.
+		"bins": {
+			"SELECT b, n, s FROM bins",
+			"SELECT date_bin(INTERVAL '45 seconds', at, TIMESTAMP '2023-11-14 22:13:05'), count(*), sum(v)::bigint FROM evt GROUP BY 1",
+		},
+		"mins": {
+			"SELECT k, m, n, hi FROM mins",
+			"SELECT k, date_trunc('minute', at), count(*), max(v) FROM evt GROUP BY 1, 2",
 		},
 		// A session starts at each record more than the gap after the
 		// one before it.
@@ -121,7 +142,7 @@ func TestWindowedViewRecompute(t *testing.T) {
 		}
 	}
 	for round := range 6 {
-		var vals []string
+		var vals, tvals []string
 		for range 150 {
 			// Time moves on about a second a record, and a record is up
 			// to 80 seconds behind: within every grace period, so no
@@ -134,8 +155,14 @@ func TestWindowedViewRecompute(t *testing.T) {
 			p := kafka.Partition([]byte(k), 3)
 			streamTime[p] = max(streamTime[p], ts)
 			vals = append(vals, fmt.Sprintf("('%s', '%s', %d, %d)", k, g, v, ts))
+			at := time.UnixMilli(ts).UTC().Format("'2006-01-02 15:04:05.000'")
+			if rng.IntN(50) == 0 {
+				at = "NULL"
+			}
+			tvals = append(tvals, fmt.Sprintf("('%s', %d, %s)", k, v, at))
 		}
 		c.exec("INSERT INTO ev VALUES " + strings.Join(vals, ", "))
+		c.exec("INSERT INTO evt VALUES " + strings.Join(tvals, ", "))
 		if round == 2 || round == 4 {
 			// Closed with the round's records perhaps not applied, the
 			// node restores the views' stores and reads on: after round

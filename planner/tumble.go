@@ -179,9 +179,11 @@ func constDuration(e sql.Expr, fn string) (time.Duration, error) {
 }
 
 // tableFuncSelect rewrites sel, whose FROM is f's TUMBLE or HOP, into
-// the same query over the stream with a WINDOW clause: its GROUP BY,
-// which must name window_start, loses window_start and window_end,
-// which the window groups by.
+// the same query over the stream with a WINDOW clause. Its GROUP BY must
+// name window_start; windowGroups takes window_start and window_end out
+// of it, which the window groups by. The view may be grouped by nothing
+// else: keyed by window_start alone, its rows are all in the partition of
+// the empty key (catalog.Relation.PartitionKeyIndexes).
 func (f *windowFunc) tableFuncSelect(sel *sql.Select) (*sql.Select, error) {
 	if sel.Window != nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "a view over TUMBLE or HOP has no WINDOW clause").WithPosition(sel.Window.Pos).
@@ -190,28 +192,16 @@ func (f *windowFunc) tableFuncSelect(sel *sql.Select) (*sql.Select, error) {
 	out := *sel
 	out.From = []sql.FromItem{f.from}
 	out.Window = f.window
-	out.GroupBy = nil
 	grouped := false
 	for _, g := range sel.GroupBy {
-		if ref, ok := g.(*sql.ColumnRef); ok {
-			switch strings.ToLower(ref.Name) {
-			case tableFuncStart:
-				grouped = true
-				continue
-			case tableFuncEnd:
-				continue
-			}
+		if ref, ok := g.(*sql.ColumnRef); ok && strings.EqualFold(ref.Name, tableFuncStart) {
+			grouped = true
 		}
-		out.GroupBy = append(out.GroupBy, g)
 	}
 	if !grouped {
 		return nil, pgerr.New(pgerr.GroupingError, "a view over %s groups by window_start", map[sql.WindowKind]string{sql.WindowTumbling: "TUMBLE", sql.WindowHopping: "HOP"}[f.window.Kind]).
 			WithPosition(f.window.Pos).
 			WithHint("Add window_start to GROUP BY: the view keeps one row per group and window.")
-	}
-	if len(out.GroupBy) == 0 {
-		return nil, pgerr.New(pgerr.FeatureNotSupported, "a view over a window function needs a GROUP BY column besides window_start").WithPosition(f.window.Pos).
-			WithHint("Group by a column of the stream too (a constant one if need be): the view is partitioned by it.")
 	}
 	return &out, nil
 }

@@ -233,6 +233,14 @@ func streamJoin(cat *catalog.Catalog, join *sql.Join) bool {
 // plan's View is the relation to record (Version unset until the command
 // is applied).
 func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPlan, error) {
+	if p := planBucketView(cat, s, text); p != nil {
+		return p, nil // windowed by a date bucket of its GROUP BY (datebucket.go)
+	}
+	return planView(cat, s, text, nil)
+}
+
+// planView plans the view, windowed by bucket when it is set.
+func planView(cat *catalog.Catalog, s *sql.CreateTableAs, text string, bucket *dateBucket) (*ViewPlan, error) {
 	opts, err := checkOptions(s.With, viewOptions, "table")
 	if err != nil {
 		return nil, err
@@ -248,7 +256,10 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		if sel, err = wf.tableFuncSelect(sel); err != nil {
 			return nil, err
 		}
-		names = windowNames{tableFuncStart, tableFuncEnd, wf.bound}
+		names = windowNames{start: tableFuncStart, end: tableFuncEnd, bound: wf.bound}
+	}
+	if bucket != nil {
+		sel, names = bucket.windowSelect(sel), bucket.names()
 	}
 	if err := refuseRenamedColumns(sel.From, "a view"); err != nil {
 		return nil, err
@@ -334,6 +345,9 @@ func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPla
 		view.Window.Grace, view.Window.Retention = unboundedMs, unboundedMs
 		view.Window.Bound = wf.bound
 		view.Window.Names = [2]string{tableFuncStart, tableFuncEnd}
+	}
+	if bucket != nil {
+		bucket.setWindow(view.Window)
 	}
 	groupBy := sel.GroupBy
 	if view.Window != nil {
@@ -579,7 +593,7 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 			cols[i].Key = true
 			p.KeyGroup = append(p.KeyGroup, ref.Idx)
 		}
-		if p.View.Window != nil && p.winNames.start == tableFuncStart {
+		if p.View.Window != nil && p.winNames.selectedOnly() {
 			used[ng+1] = true // window_end need not be selected
 		}
 		for i, u := range used {
@@ -655,6 +669,11 @@ func needsRepartition(p *ViewPlan) bool {
 	}
 	srcKeys := p.Source.Schema.KeyIndexes()
 	keyGroup := p.PartitionKeyGroup()
+	if len(keyGroup) == 0 {
+		// A windowed view keyed by its window alone: its rows are in the
+		// partition of the empty key, where every record must go.
+		return p.View.Partitions > 1
+	}
 	if len(srcKeys) != len(keyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
 		return true
 	}

@@ -37,18 +37,33 @@ const DefaultWindowRetention = 24 * time.Hour
 // windowNames are the names of a windowed view's window bounds, as
 // its input row has them after ROWTIME and its columns name them:
 // WINDOWSTART and WINDOWEND, or TUMBLE's and HOP's window_start and
-// window_end (tumble.go).
+// window_end (tumble.go). A date bucket's (datebucket.go) start is the
+// bucket's column, its end none; its input row names them bucketStart
+// and bucketEnd.
 type windowNames struct {
 	start, end string
 	// bound is their type: BIGINT milliseconds, or the time column's.
 	bound catalog.Type
+	// bucket is set for a date bucket of GROUP BY, which is the
+	// window's start.
+	bucket *dateBucket
 }
 
-var ksqlWindowNames = windowNames{catalog.WindowStartName, catalog.WindowEndName, catalog.BigInt}
+var ksqlWindowNames = windowNames{start: catalog.WindowStartName, end: catalog.WindowEndName, bound: catalog.BigInt}
 
 // columns are the window's columns of the input row.
 func (n windowNames) columns() []catalog.Column {
+	if n.bucket != nil {
+		return []catalog.Column{{Name: bucketStart, Type: n.bound}, {Name: bucketEnd, Type: n.bound}}
+	}
 	return []catalog.Column{{Name: n.start, Type: n.bound}, {Name: n.end, Type: n.bound}}
+}
+
+// selectedOnly reports whether the window's bounds are the view's
+// columns only where its select list has them (TUMBLE and HOP, date
+// buckets), not placed by the planner as WINDOWSTART and WINDOWEND are.
+func (n windowNames) selectedOnly() bool {
+	return n.start == tableFuncStart || n.bucket != nil
 }
 
 // refuseWindow refuses the WINDOW and EMIT clauses in a query that is
@@ -136,19 +151,35 @@ func viewWindow(sel *sql.Select, src *catalog.Relation, view string) (*catalog.W
 }
 
 // windowGroups appends WINDOWSTART and WINDOWEND to the GROUP BY of a
-// windowed view, refusing them there as the user's.
+// windowed view, refusing them there as the user's. TUMBLE's and HOP's
+// window_start and window_end, and a date bucket, which the user's
+// GROUP BY has, move there; a date bucket's start is the bucket.
 func windowGroups(b *binder, groupBy []sql.Expr, names windowNames, pos int) ([]sql.Expr, error) {
-	for _, g := range groupBy {
-		if ref, ok := g.(*sql.ColumnRef); ok && ref.Table == "" &&
-			(strings.EqualFold(ref.Name, names.start) || strings.EqualFold(ref.Name, names.end)) {
+	out := make([]sql.Expr, 0, len(groupBy)+2)
+	for i, g := range groupBy {
+		ref, isRef := g.(*sql.ColumnRef)
+		switch {
+		case names.bucket != nil:
+			if names.bucket.groups[i] {
+				continue
+			}
+		case names.start == tableFuncStart:
+			if isRef && (strings.EqualFold(ref.Name, names.start) || strings.EqualFold(ref.Name, names.end)) {
+				continue
+			}
+		case isRef && ref.Table == "" && (strings.EqualFold(ref.Name, names.start) || strings.EqualFold(ref.Name, names.end)):
 			return nil, pgerr.New(pgerr.GroupingError, "a windowed view is grouped by its window already").WithPosition(ref.Pos).
 				WithHint("Leave %s out of GROUP BY; select it to show it.", strings.ToUpper(ref.Name))
 		}
+		out = append(out, g)
 	}
 	b.windowAt = len(b.cols)
 	b.cols = append(b.cols, names.columns()...)
-	return append(groupBy[:len(groupBy):len(groupBy)],
-		&sql.ColumnRef{Name: names.start, Pos: pos}, &sql.ColumnRef{Name: names.end, Pos: pos}), nil
+	var start sql.Expr = &sql.ColumnRef{Name: names.start, Pos: pos}
+	if names.bucket != nil {
+		start = names.bucket.expr
+	}
+	return append(out, start, &sql.ColumnRef{Name: names.end, Pos: pos}), nil
 }
 
 // placeWindowColumns puts WINDOWSTART and WINDOWEND in the select list
@@ -164,7 +195,10 @@ func (p *ViewPlan) placeWindowColumns(items []sql.SelectItem) ([]sql.SelectItem,
 		if !ok {
 			continue
 		}
-		name := strings.ToLower(itemName(items[i]))
+		name := itemName(items[i])
+		if p.winNames.bucket == nil {
+			name = strings.ToLower(name)
+		}
 		switch {
 		case ref.Idx < ng:
 			last = i
@@ -179,8 +213,9 @@ func (p *ViewPlan) placeWindowColumns(items []sql.SelectItem) ([]sql.SelectItem,
 			WithPosition(items[at[0]].Expr.Position()).
 			WithHint("A windowed view is keyed by its GROUP BY columns, then %s: select it after them.", strings.ToUpper(p.winNames.start))
 	}
-	if p.winNames.start == tableFuncStart {
-		// TUMBLE and HOP: the view's columns are its select list's.
+	if p.winNames.selectedOnly() {
+		// TUMBLE and HOP, date buckets: the view's columns are its
+		// select list's.
 		if at[0] < 0 {
 			return nil, pgerr.New(pgerr.GroupingError, "window_start must be in the select list of view %s", p.View.Name).
 				WithHint("A view over TUMBLE or HOP is keyed by its GROUP BY columns, window_start last: select it after them.")
@@ -247,6 +282,9 @@ func describeWindow(w *catalog.Window) string {
 		fmt.Fprintf(&b, "Window session gap %s", ms(w.Size))
 	default:
 		fmt.Fprintf(&b, "Window tumbling size %s", ms(w.Size))
+	}
+	if w.Offset != 0 {
+		fmt.Fprintf(&b, " offset %s", ms(w.Offset))
 	}
 	bounded := func(n int64) string {
 		if n >= unboundedMs {

@@ -115,6 +115,14 @@ func (w *windower) splitKey(k []byte) (group []byte, start int64, ok bool) {
 	if n < 0 {
 		return nil, 0, false
 	}
+	if w.w.Bucket {
+		// A NULL bucket's key ends in no start, and its tail may still
+		// read as one: read the key whole.
+		vals, err := materialize.DecodeKey(k)
+		if err != nil || len(vals) == 0 || vals[len(vals)-1] == nil {
+			return nil, 0, false
+		}
+	}
 	v, rest, err := materialize.DecodeKeyValue(k[n:])
 	start, ok = boundMillis(v)
 	if err != nil || len(rest) != 0 || !ok {
@@ -200,10 +208,10 @@ func floorDiv(a, b int64) int64 {
 // starts appends the starts of the windows time ts falls in to dst, in
 // increasing order.
 func (w *windower) starts(dst []int64, ts int64) []int64 {
-	size, step := w.w.Size, w.w.Step()
+	size, step, off := w.w.Size, w.w.Step(), w.w.Offset
 	// The first window to hold ts starts at the least multiple of step
-	// above ts - size.
-	for s := floorDiv(ts-size, step)*step + step; s <= ts; s += step {
+	// (counted from the offset) above ts - size.
+	for s := floorDiv(ts-off-size, step)*step + step + off; s <= ts; s += step {
 		dst = append(dst, s)
 	}
 	return dst
@@ -276,6 +284,12 @@ func (t *viewTask) applyWindowed(store *materialize.Store, b *viewBatch, row cat
 	}
 	row = row[:n+3]
 	ts, ok := row[n].(int64)
+	if !ok && w.w.Bucket && row[n] == nil {
+		// A date bucket of NULL, as the grouping has it: the GROUP BY
+		// expression gives the start, and no window is late.
+		row[n+1], row[n+2] = nil, nil
+		return t.applyGroups(store, b, row)
+	}
 	if !ok {
 		return pgerr.New(pgerr.NullValueNotAllowedDataException,
 			"the record has no time (its timestamp column is NULL), so it falls in no window of view %s", t.plan.View.Name)
