@@ -62,7 +62,11 @@
 // more expressions, WINDOWSTART and WINDOWEND, read from two more
 // columns of its input row that the view task fills per window; its key
 // is the group's, then WINDOWSTART, and its partition key the group's
-// alone (ViewPlan.PartitionKeyGroup). A derived stream may
+// alone (ViewPlan.PartitionKeyGroup); TUMBLE and HOP in FROM
+// (tumble.go) and a date_trunc or date_bin bucket of the record time in
+// GROUP BY (datebucket.go) are the same tumbling or hopping window. The
+// aggregates a view keeps are bound here for both engines (bind.go,
+// aggfuncs.go, libaggs.go) and kept by eval.Aggregator. A derived stream may
 // join a stream with a table (join.go, StreamJoin), with another stream
 // WITHIN a window (streamjoin.go), or three or more relations through a
 // chain of join stages (joinstage.go, StreamPlan.Stages); a view whose

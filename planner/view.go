@@ -138,7 +138,11 @@ func (p *ViewPlan) String() string {
 			fmt.Fprintf(&b, "  %s\n", describeWindow(w))
 		}
 		if p.Repartition {
-			fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(groups[:p.UserGroups()], ", "))
+			if by := groups[:p.UserGroups()]; len(by) > 0 {
+				fmt.Fprintf(&b, "  Repartition by [%s]\n", strings.Join(by, ", "))
+			} else {
+				b.WriteString("  Repartition into one partition (the window's group has no other column)\n")
+			}
 			if p.Retract {
 				fmt.Fprintf(&b, "  Changes of %s (each key's last row kept, old and new row sent)\n", p.Source.Name)
 			}
