@@ -53,8 +53,13 @@ func positiveInt(v string) error {
 
 var sourceOptions = map[string]option{
 	"kafka_topic":  {},
-	"value_format": {check: oneOf(FormatJSON)},
-	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
+	"value_format": {check: checkValueFormat},
+	"key_format":   {check: checkKeyFormat},
+	// value_delimiter separates a DELIMITED value's fields;
+	// wrap_single_value = false makes a JSON value of one column the
+	// column's value itself (formats.go).
+	"value_delimiter":   {check: checkDelimiter},
+	"wrap_single_value": {check: checkBool},
 	"partitions":   {check: positiveInt},
 	"partitioner": {check: func(v string) error {
 		_, err := catalog.PartitionerName(v)
@@ -196,6 +201,9 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 			return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of %s %s is %s, which key_format 'kafka' cannot hold", c.Name, what, s.Name, c.Type).
 				WithHint("Use WITH (key_format = 'json'), or a key of type VARCHAR, BIGINT, INTEGER, DOUBLE, BOOLEAN, TIMESTAMP, UUID or BYTEA.")
 		}
+	}
+	if err := checkFormats(r, opts, what); err != nil {
+		return nil, err
 	}
 	if err := checkTimestamp(r, what); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package serde
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/basindb/basin/catalog"
@@ -23,6 +24,13 @@ type Codec struct {
 	// timeLayout the Go layout of its timestamp_format, for a VARCHAR.
 	timeIdx    int
 	timeLayout string
+	// valueFormat is the relation's value_format (valueformats.go):
+	// json, delimited or kafka; delim is a DELIMITED value's delimiter;
+	// unwrapped is set for a JSON value that is its single value
+	// column's value (wrap_single_value = false).
+	valueFormat string
+	delim       rune
+	unwrapped   bool
 }
 
 // NewCodec returns the codec of rel's records.
@@ -34,6 +42,12 @@ func NewCodec(rel *catalog.Relation) *Codec {
 			c.timeLayout, _ = TimeLayout(f) // checked at CREATE
 		}
 	}
+	c.valueFormat = strings.ToLower(rel.ValueFormat)
+	if c.valueFormat == "" {
+		c.valueFormat = valueFormatJSON
+	}
+	c.delim, _ = DelimiterRune(rel.Options["value_delimiter"]) // checked at CREATE
+	c.unwrapped = c.valueFormat == valueFormatJSON && strings.EqualFold(rel.Options["wrap_single_value"], "false")
 	for i, col := range rel.Schema.Columns {
 		if rel.WindowBound(i) {
 			// In a windowed view's record key, after the group's
@@ -68,7 +82,7 @@ func (c *Codec) Decode(key, value []byte) (row catalog.Row, keyVals []any, err e
 		return nil, keyVals, nil
 	}
 	row = make(catalog.Row, len(c.rel.Schema.Columns))
-	if err := decodeJSONValueInto(row, c.valIdx, c.valCols, value); err != nil {
+	if err := c.decodeValue(row, value); err != nil {
 		return nil, keyVals, err
 	}
 	for i, k := range c.keyIdx {
@@ -90,7 +104,46 @@ func (c *Codec) DecodeInto(row catalog.Row, key, value []byte) (tombstone bool, 
 	if value == nil {
 		return true, nil
 	}
-	return false, decodeJSONValueInto(row, c.valIdx, c.valCols, value)
+	return false, c.decodeValue(row, value)
+}
+
+// decodeValue decodes a record value in the relation's value format into
+// row's value columns.
+func (c *Codec) decodeValue(row catalog.Row, value []byte) error {
+	switch {
+	case c.valueFormat == valueFormatDelimited:
+		return decodeDelimited(row, c.valIdx, c.valCols, c.delim, value)
+	case c.valueFormat == valueFormatKafka && len(c.valCols) == 1:
+		v, err := decodeKafkaScalar(c.valCols[0], "value", value)
+		row[c.valIdx[0]] = v
+		return err
+	case c.unwrapped && len(c.valCols) == 1:
+		return decodeUnwrapped(row, c.valIdx, c.valCols[0], value)
+	case c.valueFormat != valueFormatJSON:
+		return fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
+	}
+	return decodeJSONValueInto(row, c.valIdx, c.valCols, value)
+}
+
+// encodeValue encodes the values of the value columns in the relation's
+// value format.
+func (c *Codec) encodeValue(vals []any) ([]byte, error) {
+	switch {
+	case c.valueFormat == valueFormatDelimited:
+		return encodeDelimited(c.valCols, c.delim, vals)
+	case c.valueFormat == valueFormatKafka && len(c.valCols) == 1:
+		if vals[0] == nil {
+			// Kafka's serializers write a null as a null value, which
+			// is a tombstone: an empty value is as near as a row can be.
+			return nil, pgerr.New(pgerr.NotNullViolation, "value column %q of %s is NULL, which value_format 'kafka' cannot write (a null value is a tombstone)", c.valCols[0].Name, c.rel.Name)
+		}
+		return appendKafkaScalar(nil, "value", c.valCols[0].Type, c.valCols[0].Name, vals[0])
+	case c.unwrapped && len(c.valCols) == 1:
+		return appendJSONValue(nil, c.valCols[0].Type, c.valCols[0].Name, vals[0])
+	case c.valueFormat != valueFormatJSON:
+		return nil, fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
+	}
+	return encodeJSONValue(c.valCols, vals)
 }
 
 // KeyRow returns a row of the relation with only its key columns set,
@@ -121,7 +174,7 @@ func (c *Codec) Encode(row catalog.Row) (key, value []byte, err error) {
 	for i, v := range c.valIdx {
 		vv[i] = row[v]
 	}
-	value, err = encodeJSONValue(c.valCols, vv)
+	value, err = c.encodeValue(vv)
 	return key, value, err
 }
 

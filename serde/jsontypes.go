@@ -81,7 +81,7 @@ func appendJSONBlob(buf []byte, t catalog.Type, name string, v any) ([]byte, err
 }
 
 // appendKafkaKeyBlob is appendKafkaKey for uuid and bytea keys.
-func appendKafkaKeyBlob(dst []byte, t catalog.Type, name string, v any) ([]byte, error) {
+func appendKafkaKeyBlob(dst []byte, part string, t catalog.Type, name string, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case []byte:
 		if t == catalog.Bytea {
@@ -93,23 +93,23 @@ func appendKafkaKeyBlob(dst []byte, t catalog.Type, name string, v any) ([]byte,
 		}
 	}
 	if t == catalog.JSONB || t == catalog.JSON {
-		return dst, pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", name, t)
+		return dst, pgerr.New(pgerr.FeatureNotSupported, "%s column %q has type %s, which %s_format 'kafka' cannot hold", part, name, t, part)
 	}
 	return dst, badGoValue(name, t, v)
 }
 
 // decodeKafkaKeyBlob is decodeKafkaKey for uuid and bytea keys.
-func decodeKafkaKeyBlob(c catalog.Column, b []byte) (any, error) {
+func decodeKafkaKeyBlob(c catalog.Column, part string, b []byte) (any, error) {
 	switch c.Type {
 	case catalog.Bytea:
 		return append([]byte{}, b...), nil
 	case catalog.UUID:
 		u, err := pgcodec.ParseUUID(string(b))
 		if err != nil {
-			return nil, pgerr.New(pgerr.DataException, "key column %q: key %s is not a UUID", c.Name, snippet(b)).
-				WithHint("key_format 'kafka' reads a UUID key as its text, as Kafka's UUIDSerializer writes it.")
+			return nil, pgerr.New(pgerr.DataException, "%s column %q: %s %s is not a UUID", part, c.Name, part, snippet(b)).
+				WithHint("%s_format 'kafka' reads a UUID %s as its text, as Kafka's UUIDSerializer writes it.", part, part)
 		}
 		return u, nil
 	}
-	return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, c.Type)
+	return nil, pgerr.New(pgerr.FeatureNotSupported, "%s column %q has type %s, which %s_format 'kafka' cannot hold", part, c.Name, c.Type, part)
 }

@@ -97,6 +97,12 @@ func AppendKey(dst []byte, format string, types []catalog.Type, names []string, 
 }
 
 func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, error) {
+	return appendKafkaScalar(dst, "key", t, name, v)
+}
+
+// appendKafkaScalar writes v as Kafka's serializer for its type does:
+// a KAFKA-format key, or value (part says which).
+func appendKafkaScalar(dst []byte, part string, t catalog.Type, name string, v any) ([]byte, error) {
 	switch t {
 	case catalog.Varchar:
 		if s, ok := v.(string); ok {
@@ -105,7 +111,7 @@ func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, err
 	case catalog.Int:
 		if i, ok := v.(int64); ok {
 			if i < math.MinInt32 || i > math.MaxInt32 {
-				return dst, pgerr.New(pgerr.NumericValueOutOfRange, "key column %q: %d is out of range for INTEGER", name, i)
+				return dst, pgerr.New(pgerr.NumericValueOutOfRange, "%s column %q: %d is out of range for INTEGER", part, name, i)
 			}
 			return binary.BigEndian.AppendUint32(dst, uint32(int32(i))), nil
 		}
@@ -129,13 +135,13 @@ func appendKafkaKey(dst []byte, t catalog.Type, name string, v any) ([]byte, err
 			return binary.BigEndian.AppendUint64(dst, uint64(ts.UnixMilli())), nil
 		}
 	case catalog.Decimal:
-		return dst, pgerr.New(pgerr.FeatureNotSupported, "key column %q is NUMERIC, which key_format 'kafka' cannot hold", name).
-			WithHint("Use key_format = 'json' for a NUMERIC key.")
+		return dst, pgerr.New(pgerr.FeatureNotSupported, "%s column %q is NUMERIC, which %s_format 'kafka' cannot hold", part, name, part).
+			WithHint("Use %s_format = 'json' for a NUMERIC %s.", part, part)
 	default:
 		if isBlobType(t) {
-			return appendKafkaKeyBlob(dst, t, name, v)
+			return appendKafkaKeyBlob(dst, part, t, name, v)
 		}
-		return dst, fmt.Errorf("exec: key column %q has type %s, which cannot be serialized", name, t)
+		return dst, fmt.Errorf("exec: %s column %q has type %s, which cannot be serialized", part, name, t)
 	}
 	return dst, badGoValue(name, t, v)
 }
@@ -217,16 +223,20 @@ func setCol(dst []any, idx []int, i int, v any) {
 	}
 }
 
-func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
+func decodeKafkaKey(c catalog.Column, b []byte) (any, error) { return decodeKafkaScalar(c, "key", b) }
+
+// decodeKafkaScalar reads a value as Kafka's serializer for column c's
+// type writes it: a KAFKA-format key, or value (part says which).
+func decodeKafkaScalar(c catalog.Column, part string, b []byte) (any, error) {
 	want := func(n int, what string) error {
 		return pgerr.New(pgerr.DataException,
-			"key column %q: expected %d bytes (%s), found %d bytes", c.Name, n, what, len(b)).
-			WithHint("key_format 'kafka' reads a %s key as Kafka's serializers write it; is the key written in another format?", c.Type)
+			"%s column %q: expected %d bytes (%s), found %d bytes", part, c.Name, n, what, len(b)).
+			WithHint("%s_format 'kafka' reads a %s %s as Kafka's serializers write it; is the %s written in another format?", part, c.Type, part, part)
 	}
 	switch c.Type {
 	case catalog.Varchar:
 		if !utf8.Valid(b) {
-			return nil, pgerr.New(pgerr.DataException, "key column %q: key is not valid UTF-8 (%s)", c.Name, snippet(b))
+			return nil, pgerr.New(pgerr.DataException, "%s column %q: %s is not valid UTF-8 (%s)", part, c.Name, part, snippet(b))
 		}
 		return string(b), nil
 	case catalog.Int:
@@ -254,7 +264,7 @@ func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
 		case 1:
 			return true, nil
 		}
-		return nil, pgerr.New(pgerr.DataException, "key column %q: BOOLEAN key byte is %d, want 0 or 1", c.Name, b[0])
+		return nil, pgerr.New(pgerr.DataException, "%s column %q: BOOLEAN %s byte is %d, want 0 or 1", part, c.Name, part, b[0])
 	case catalog.Timestamp:
 		if len(b) != 8 {
 			return nil, want(8, "big-endian 64-bit epoch milliseconds")
@@ -262,7 +272,7 @@ func decodeKafkaKey(c catalog.Column, b []byte) (any, error) {
 		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC(), nil
 	}
 	if isBlobType(c.Type) {
-		return decodeKafkaKeyBlob(c, b)
+		return decodeKafkaKeyBlob(c, part, b)
 	}
-	return nil, fmt.Errorf("exec: key column %q has type %s, which cannot be deserialized", c.Name, c.Type)
+	return nil, fmt.Errorf("exec: %s column %q has type %s, which cannot be deserialized", part, c.Name, c.Type)
 }
