@@ -60,7 +60,7 @@ var sourceOptions = map[string]option{
 	// column's value itself (formats.go).
 	"value_delimiter":   {check: checkDelimiter},
 	"wrap_single_value": {check: checkBool},
-	"partitions":   {check: positiveInt},
+	"partitions":        {check: positiveInt},
 	"partitioner": {check: func(v string) error {
 		_, err := catalog.PartitionerName(v)
 		return err
