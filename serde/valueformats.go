@@ -97,6 +97,10 @@ func decodeDelimited(dst []any, idx []int, cols []catalog.Column, delim rune, b 
 			raw = appendJSONString(nil, f)
 		}
 		v, cerr := decodeJSONColumn(raw, cols[i])
+		if cerr != nil && cerr.code == pgerr.InvalidTextRepresentation {
+			// The field's text, not the JSON string it was read as.
+			return pgerr.New(cerr.code, "DELIMITED field %d (column %q): %s is not a valid %s", i+1, cols[i].Name, snippet([]byte(f)), cols[i].TypeString())
+		}
 		if cerr != nil {
 			return cerr.wrap("DELIMITED field %d (column %q)", i+1, cols[i].Name)
 		}
