@@ -66,6 +66,11 @@
 //     from the key, the others from the value, each at its place in the
 //     row, into a row a task reuses (DecodeInto) or a new one.
 //
+//   - valueformats.go: the value formats besides a JSON object:
+//     DELIMITED (CSV fields in column order, value_delimiter), KAFKA (one
+//     column, as Kafka's serializers write it: the kafka key format's
+//     encodings) and unwrapped JSON (wrap_single_value = false).
+//
 // A new format (Avro, Protobuf, a schema registry's framing) belongs in a
 // new file here, behind Codec: callers see only rows and record bytes.
 //
