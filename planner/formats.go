@@ -88,3 +88,16 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 	}
 	return nil
 }
+
+// formatOptions are the options of rel that say how its records are
+// written besides its formats (value_delimiter, wrap_single_value): what
+// a query writing into rel's topic (INSERT INTO ... SELECT) needs.
+func formatOptions(rel *catalog.Relation) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"value_delimiter", "wrap_single_value"} {
+		if v, ok := rel.Options[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -16,7 +16,7 @@ import (
 //	source ─► filter ─► project ─► [re-key by PARTITION BY] ─► the stream's topic
 //
 // Filter, Output and PartitionBy are bound over the source record
-// (RecordInput: its columns, then ROWTIME).
+// (SourceInput: its columns, then ROWTIME, ROWPARTITION and ROWOFFSET).
 type StreamPlan struct {
 	Stream *catalog.Relation
 	Source *catalog.Relation
@@ -36,6 +36,10 @@ type StreamPlan struct {
 	// Source. Their streams are named when the query starts
 	// (catalog.Relation.StageOf).
 	Stages []*StreamPlan
+	// Coords is set when the input row has the source record's
+	// coordinates, ROWPARTITION and ROWOFFSET, after ROWTIME
+	// (SourceInput): the plan reads one stream, without a join.
+	Coords bool
 	// Rekey is set when a record goes to the partition its key's bytes
 	// hash to (the stream's partitioner) rather than to the partition
 	// of the source record: under PARTITION BY, with another partition
@@ -149,16 +153,35 @@ func (p *StreamPlan) sourceString() string {
 
 // streamOptions are the WITH options of CREATE STREAM ... AS SELECT.
 var streamOptions = map[string]option{
-	"kafka_topic":  {},
-	"partitions":   {check: positiveInt},
-	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
-	"value_format": {check: oneOf(FormatJSON)},
+	"kafka_topic":       {},
+	"partitions":        {check: positiveInt},
+	"key_format":        {check: oneOf(FormatKafka, FormatJSON)},
+	"value_format":      {check: checkValueFormat},
+	"value_delimiter":   {check: checkDelimiter},
+	"wrap_single_value": {check: checkBool},
 }
 
 // PlanStream plans CREATE STREAM ... AS SELECT against cat. The returned
 // plan's Stream is the relation to record (Version unset until the
 // command is applied).
 func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*StreamPlan, error) {
+	p, err := planStream(cat, s, text)
+	if err != nil {
+		return nil, err
+	}
+	// The value format the stream's records are written in (formats.go),
+	// checked against its columns once they are known.
+	rel := p.Stream
+	if f := strings.ToLower(rel.Options["value_format"]); f != "" {
+		rel.ValueFormat = f
+	}
+	if err := checkFormats(rel, rel.Options, "stream"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func planStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*StreamPlan, error) {
 	opts, err := checkOptions(s.With, streamOptions, "stream")
 	if err != nil {
 		return nil, err
@@ -192,8 +215,8 @@ func PlanStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 		return nil, pgerr.New(pgerr.InsufficientPrivilege, "a derived stream cannot read %s", src.Name).WithPosition(from.Pos).
 			WithHint("Read the processing log with SELECT.")
 	}
-	p := &StreamPlan{Source: src, KeyColumn: -1}
-	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+	p := &StreamPlan{Source: src, KeyColumn: -1, Coords: true}
+	b := &binder{cols: SourceInput(src), rel: src.Name, alias: from.Alias}
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)
 	if err != nil {
 		return nil, err
@@ -424,8 +447,8 @@ func PlanInsertSelect(cat *catalog.Catalog, s *sql.InsertSelect, name, text stri
 			WithPosition(from.Pos).
 			WithHint("The records of %s flow into %s: read a stream they do not reach.", target.Name, src.Name)
 	}
-	p := &StreamPlan{Source: src, KeyColumn: -1, Rekey: true}
-	b := &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+	p := &StreamPlan{Source: src, KeyColumn: -1, Rekey: true, Coords: true}
+	b := &binder{cols: SourceInput(src), rel: src.Name, alias: from.Alias}
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)
 	if err != nil {
 		return nil, err
@@ -480,6 +503,7 @@ func PlanInsertSelect(cat *catalog.Catalog, s *sql.InsertSelect, name, text stri
 		Name: name, Kind: catalog.KindInsert, Schema: target.Schema, Topic: target.Topic, Partitions: target.Partitions,
 		KeyFormat: target.KeyFormat, ValueFormat: target.ValueFormat, Partitioner: target.Partitioner,
 		SQL: text, Sources: []string{strings.ToLower(src.Name)}, Tasks: src.Partitions, Into: strings.ToLower(target.Name),
+		Options: formatOptions(target),
 	}
 	return p, nil
 }
