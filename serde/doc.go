@@ -70,9 +70,15 @@
 //     DELIMITED (CSV fields in column order, value_delimiter), KAFKA (one
 //     column, as Kafka's serializers write it: the kafka key format's
 //     encodings) and unwrapped JSON (wrap_single_value = false).
+//   - avro.go: Avro values in the schema registry's wire format (a zero
+//     byte, the writer schema's id, the record): the schema of a list of
+//     columns (AvroSchema), writing (AppendAvro) and reading by the
+//     writer's schema, field by name (DecodeAvro). Not yet a value_format
+//     of the Codec: the registry client and the schema lookups that
+//     declaring a stream over a registry's topic needs are to come.
 //
-// A new format (Avro, Protobuf, a schema registry's framing) belongs in a
-// new file here, behind Codec: callers see only rows and record bytes.
+// A new format (Protobuf, JSON Schema) belongs in a new file here, behind
+// Codec: callers see only rows and record bytes.
 //
 // # Errors
 //
