@@ -2,8 +2,8 @@ package serde
 
 import (
 	"context"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 

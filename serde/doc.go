@@ -55,6 +55,7 @@
 //
 //   - key.go: the key formats (EncodeKey, AppendKey, and the decoding a
 //     Codec does), the Kafka serializers' encodings.
+//
 //   - json.go: JSON values, and the scalars and objects of JSON keys. A
 //     value is decoded in one pass over the bytes (scanJSONFields),
 //     matching field names to columns without a map; what that scan does
@@ -62,6 +63,7 @@
 //     beyond ASCII, fields matching a column ambiguously) goes through
 //     encoding/json, which makes every error, so both paths decode and
 //     fail alike.
+//
 //   - codec.go: Codec, a relation's records as rows: the key columns
 //     from the key, the others from the value, each at its place in the
 //     row, into a row a task reuses (DecodeInto) or a new one.
@@ -70,6 +72,7 @@
 //     DELIMITED (CSV fields in column order, value_delimiter), KAFKA (one
 //     column, as Kafka's serializers write it: the kafka key format's
 //     encodings) and unwrapped JSON (wrap_single_value = false).
+//
 //   - avro.go: Avro values in the schema registry's wire format (a zero
 //     byte, the writer schema's id, the record): the schema of a list of
 //     columns (AvroSchema), writing (AppendAvro) and reading by the
