@@ -316,9 +316,23 @@ func (b *binder) bindJoinColumn(e *sql.ColumnRef) (Scalar, error) {
 		if !known {
 			return nil, pgerr.New(pgerr.UndefinedTable, "missing FROM-clause entry for table %q", e.Table).WithPosition(e.Pos)
 		}
+	}
+	if isRecordCoord(e.Name) {
+		// A join's stages re-send records: the coordinates a join
+		// task reads are not those of the stream's topic.
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s is not supported in a join", strings.ToUpper(e.Name)).WithPosition(e.Pos).
+			WithHint("Derive a stream that keeps it as a column (CREATE STREAM s2 AS SELECT ROWPARTITION AS part, ROWOFFSET AS off, * FROM s) and join that.")
+	}
+	if e.Table != "" {
 		return nil, pgerr.New(pgerr.UndefinedColumn, "column %s.%s does not exist", e.Table, e.Name).WithPosition(e.Pos)
 	}
 	return nil, pgerr.New(pgerr.UndefinedColumn, "column %q does not exist", e.Name).WithPosition(e.Pos)
+}
+
+// coordsHint is the hint of ROWPARTITION or ROWOFFSET named over rel,
+// a table's or a view's rows, which keep no record coordinates.
+func coordsHint(err *pgerr.Error, rel string) *pgerr.Error {
+	return err.WithHint("ROWPARTITION and ROWOFFSET are the partition and offset of a stream's records: a query over the stream reads them (CREATE TABLE ... AS SELECT ..., ROWOFFSET AS off FROM stream ...), but %s's rows keep only its columns.", rel)
 }
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
@@ -373,6 +387,8 @@ func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
 	switch {
 	case b.noRowtime && strings.EqualFold(e.Name, RowtimeColumn.Name):
 		err.WithHint("ROWTIME is the time of a stream's or table's records: a persistent query reads it (CREATE TABLE ... AS SELECT ..., ROWTIME AS ts), but %s's stores keep only its columns.", b.rel)
+	case b.rel != "" && isRecordCoord(e.Name):
+		coordsHint(err, b.rel)
 	case b.rel != "":
 		err.WithHint("%s has columns %s.", b.rel, columnList(b.cols))
 	}

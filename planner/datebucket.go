@@ -122,7 +122,7 @@ func findDateBucket(cat *catalog.Catalog, s *sql.CreateTableAs) *dateBucket {
 		// or read as another view's source): it stays one.
 		return nil
 	}
-	input := RecordInput(src)
+	input := SourceInput(src)
 	for _, c := range input {
 		if c.Name == bucketStart || c.Name == bucketEnd {
 			return nil

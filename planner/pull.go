@@ -30,10 +30,40 @@ var PseudoColumns = []catalog.Column{
 // stores do not keep it.
 var RowtimeColumn = catalog.Column{Name: "rowtime", Type: catalog.BigInt, Hidden: true}
 
+// RowPartitionColumn and RowOffsetColumn are ROWPARTITION and
+// ROWOFFSET, ksqlDB's coordinates of a stream's record: the Kafka
+// partition and offset of the record in the stream's topic. A
+// persistent query that reads one stream reads them on every record
+// (SourceInput), as does a SELECT from a stream; a re-keyed record
+// keeps its source record's. A table's or view's stores do not keep
+// them, nor does a join's stream (its stages re-send records).
+var (
+	RowPartitionColumn = catalog.Column{Name: "rowpartition", Type: catalog.Int, Hidden: true}
+	RowOffsetColumn    = catalog.Column{Name: "rowoffset", Type: catalog.BigInt, Hidden: true}
+)
+
 // RecordInput is the row a persistent query's expressions read from a
 // record of src: its columns, then ROWTIME.
 func RecordInput(src *catalog.Relation) []catalog.Column {
 	return append(append(make([]catalog.Column, 0, len(src.Schema.Columns)+1), src.Schema.Columns...), RowtimeColumn)
+}
+
+// SourceInput is the row a persistent query over the one relation src
+// reads from its records: RecordInput, then, for a stream, ROWPARTITION
+// and ROWOFFSET (the plan's Coords). Columns of src named so come
+// first, and so hide them.
+func SourceInput(src *catalog.Relation) []catalog.Column {
+	in := RecordInput(src)
+	if src.Kind == catalog.KindStream {
+		in = append(in, RowPartitionColumn, RowOffsetColumn)
+	}
+	return in
+}
+
+// isRecordCoord reports whether name is ROWPARTITION or ROWOFFSET (any
+// case).
+func isRecordCoord(name string) bool {
+	return strings.EqualFold(name, RowPartitionColumn.Name) || strings.EqualFold(name, RowOffsetColumn.Name)
 }
 
 // Indexes of the pseudo-columns after a relation's own columns.

@@ -131,6 +131,9 @@ func (s *scope) find(ref *sql.ColumnRef) (idx int, col catalog.Column, found boo
 			if !strings.EqualFold(c.Name, ref.Name) {
 				continue
 			}
+			if it.rel != nil && i >= len(it.rel.Schema.Columns) && hasColumn(it.cols[:len(it.rel.Schema.Columns)], ref.Name) {
+				continue // a stream's column named ROWPARTITION or ROWOFFSET hides the pseudo-column
+			}
 			if idx >= 0 {
 				if s.using[strings.ToLower(ref.Name)] {
 					return idx, col, true, nil
@@ -147,6 +150,11 @@ func (s *scope) find(ref *sql.ColumnRef) (idx int, col catalog.Column, found boo
 		}
 	}
 	return idx, col, idx >= 0, nil
+}
+
+// hasColumn reports whether cols has a column named name (any case).
+func hasColumn(cols []catalog.Column, name string) bool {
+	return slices.ContainsFunc(cols, func(c catalog.Column) bool { return strings.EqualFold(c.Name, name) })
 }
 
 // resolve binds a column reference in s or an enclosing scope.
@@ -212,6 +220,9 @@ func (s *scope) unresolved(ref *sql.ColumnRef) error {
 	}
 	if in.rel.Materialized() && strings.EqualFold(ref.Name, RowtimeColumn.Name) {
 		return err.WithHint("ROWTIME is the time of a stream's or table's records: a persistent query reads it (CREATE TABLE ... AS SELECT ..., ROWTIME AS ts), but %s's stores keep only its columns.", in.rel.Name)
+	}
+	if in.rel.Materialized() && isRecordCoord(ref.Name) {
+		return coordsHint(err, in.rel.Name)
 	}
 	return err.WithHint("%s has columns %s.", in.rel.Name, columnList(in.cols))
 }

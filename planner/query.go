@@ -65,7 +65,7 @@ type ScanRel struct {
 // partition from the best replica within the session's bounds, as any
 // pull query's, once per statement however often the query reads it. Its
 // row is the relation's columns, then the pseudo-columns (and ROWTIME,
-// for a stream), which * leaves out.
+// ROWPARTITION and ROWOFFSET, for a stream), which * leaves out.
 type RelationRel struct {
 	Rel  *catalog.Relation
 	Scan *PullPlan
@@ -154,7 +154,7 @@ func relationShape(rel *catalog.Relation) *scanShape {
 	}
 	s := &scanShape{input: append(append([]catalog.Column{}, rel.Schema.Columns...), PseudoColumns...)}
 	if rel.Kind == catalog.KindStream {
-		s.input = append(s.input, RowtimeColumn)
+		s.input = append(s.input, RowtimeColumn, RowPartitionColumn, RowOffsetColumn)
 	}
 	for i, c := range s.input {
 		s.output = append(s.output, &ColRef{Idx: i, T: c.Type, Name: c.Name})

@@ -40,6 +40,12 @@ type ViewPlan struct {
 	// are the join stages that derive the joined stream, as a derived
 	// stream's (StreamPlan.Stages); Source is the last one's stream.
 	Stages []*StreamPlan
+	// Coords is set when the input row has the source stream's record
+	// coordinates, ROWPARTITION and ROWOFFSET, after ROWTIME
+	// (SourceInput): the view reads one stream. A re-keyed record's are
+	// its source record's, which its repartition record's source header
+	// carries.
+	Coords bool
 
 	// KeyGroup maps each key column of the view (in schema order) to its
 	// GroupBy index (grouped views) or to its source column index
@@ -315,7 +321,8 @@ func planView(cat *catalog.Catalog, s *sql.CreateTableAs, text string, bucket *d
 				return nil, err
 			}
 		}
-		b = &binder{cols: RecordInput(src), rel: src.Name, alias: from.Alias}
+		b = &binder{cols: SourceInput(src), rel: src.Name, alias: from.Alias}
+		p.Coords = src.Kind == catalog.KindStream
 	}
 	src := p.Source
 	items, err := bindRecordFilter(b, sel, src, &p.Filter)

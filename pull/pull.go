@@ -1574,11 +1574,15 @@ func (q *Query) scanStream(ctx context.Context) error {
 			if err != nil || row == nil {
 				return // bad records are the processing log's business
 			}
-			full := make(catalog.Row, len(q.plan.Input)) // columns, pseudo-columns, ROWTIME
+			// The columns, the pseudo-columns, then ROWTIME, ROWPARTITION
+			// and ROWOFFSET (planner.relationShape).
+			full := make(catalog.Row, len(q.plan.Input))
 			copy(full, row)
+			rec := ncols + len(planner.PseudoColumns)
 			// A time that does not match the stream's timestamp_format
 			// reads as NULL here; persistent queries log the record.
-			full[len(full)-1], _ = codec.Rowtime(row, r.Timestamp)
+			full[rec], _ = codec.Rowtime(row, r.Timestamp)
+			full[rec+1], full[rec+2] = int64(r.Partition), r.Offset
 			full[ncols+planner.PseudoPartition] = int64(r.Partition)
 			full[ncols+planner.PseudoServedBy] = q.rt.Node()
 			full[ncols+planner.PseudoRole] = ha.RoleActive.String()

@@ -87,7 +87,7 @@ func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *source
 		t.keyT = append(t.keyT, c.Type)
 		t.keyN = append(t.keyN, c.Name)
 	}
-	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
+	t.row = make(catalog.Row, recordWidth(plan.Source, plan.Coords)) // planner.SourceInput
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.PartitionKeyGroup()))
 	return t
@@ -233,13 +233,16 @@ func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 // nil when the filter drops it.
 func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	row := t.row
-	ncols := len(row) - 1
+	ncols := len(t.plan.Source.Schema.Columns)
 	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 	if err != nil || tombstone {
 		return nil, err
 	}
 	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
 		return nil, err
+	}
+	if t.plan.Coords {
+		setCoords(row, ncols, t.sp, r.Offset)
 	}
 	if t.filter != nil {
 		keep, err := t.filter(row, t.env)
@@ -262,7 +265,10 @@ func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	}
 	buf = a.bytes.begin()
 	start = len(buf)
-	if buf, err = materialize.AppendRow(buf, row); err != nil {
+	// The columns and ROWTIME: the view task takes ROWPARTITION and
+	// ROWOFFSET from the source header, as repartition records of
+	// versions before them need.
+	if buf, err = materialize.AppendRow(buf, row[:ncols+1]); err != nil {
 		return nil, err
 	}
 	v := a.bytes.end(buf, start)

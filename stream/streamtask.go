@@ -52,8 +52,9 @@ type streamTask struct {
 	// maxRecord is the largest record the stream's topic takes
 	// (Runtime.recordLimit); 0 means no limit is known.
 	maxRecord int
-	// Scratch space of one record: its row (columns, then ROWTIME) and
-	// the row it derives.
+	// Scratch space of one record: its row (columns, ROWTIME, then
+	// ROWPARTITION and ROWOFFSET with the plan's Coords) and the row it
+	// derives.
 	row, derived catalog.Row
 	// route is set for the routing stage of a stream–table join
 	// (planner.StreamJoin.Route): the task sends each record as it is
@@ -83,7 +84,7 @@ func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *stream
 	for _, o := range plan.Output {
 		t.output = append(t.output, eval.Compile(o))
 	}
-	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1)
+	t.row = make(catalog.Row, recordWidth(plan.Source, plan.Coords))
 	t.derived = make(catalog.Row, len(plan.Output))
 	return t
 }
@@ -244,13 +245,16 @@ func (t *streamTask) run(ctx context.Context) error {
 func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 	plan := t.plan
 	ncols := len(t.src.Schema.Columns)
-	row := t.row[:ncols+1]
+	row := t.row
 	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 	if err != nil || tombstone {
 		return nil, err
 	}
 	if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
 		return nil, err
+	}
+	if len(row) > ncols+1 {
+		setCoords(row, ncols, r.Partition, r.Offset)
 	}
 	if t.route {
 		return t.routed(r, row)

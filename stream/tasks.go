@@ -47,6 +47,23 @@ func hasHeader(r *kgo.Record, key string) ([]byte, bool) {
 	return nil, false
 }
 
+// recordWidth is the length of a persistent query's input row from a
+// record of src: its columns and ROWTIME, then, with coords (the plan's
+// Coords), ROWPARTITION and ROWOFFSET (planner.SourceInput).
+func recordWidth(src *catalog.Relation, coords bool) int {
+	if coords {
+		return len(src.Schema.Columns) + 3
+	}
+	return len(src.Schema.Columns) + 1
+}
+
+// setCoords sets ROWPARTITION and ROWOFFSET of row, the input row of a
+// record of a source with ncols columns: the record's partition and
+// offset in the source's topic.
+func setCoords(row catalog.Row, ncols int, partition int32, offset int64) {
+	row[ncols+1], row[ncols+2] = int64(partition), offset
+}
+
 func encodeSrc(partition int32, offset int64) []byte {
 	b := binary.BigEndian.AppendUint32(nil, uint32(partition))
 	return binary.BigEndian.AppendUint64(b, uint64(offset))

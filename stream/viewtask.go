@@ -166,11 +166,12 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 	case plan.Grouped:
 		t.agg = eval.NewAggregator(plan.Aggs)
 	}
-	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1) // the columns, then ROWTIME (planner.RecordInput)
+	width := recordWidth(plan.Source, plan.Coords) // planner.SourceInput
+	t.row = make(catalog.Row, width)
 	if w := plan.View.Window; w != nil {
 		// Then WINDOWSTART and WINDOWEND (planner.WindowInput).
-		t.win = newWindower(w, len(plan.Source.Schema.Columns), plan.UserGroups())
-		t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+3)[:len(plan.Source.Schema.Columns)+1]
+		t.win = newWindower(w, len(plan.Source.Schema.Columns), width, plan.UserGroups())
+		t.row = make(catalog.Row, width+2)[:width]
 	}
 	t.keyVals = make([]any, len(t.codec.KeyIndex()))
 	t.groups = make([]any, len(t.group))
@@ -565,10 +566,17 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		if row, err = materialize.DecodeRowInto(t.row, r.Value); err != nil {
 			return fmt.Errorf("undecodable repartition record at %s/%d@%d: %w", t.input, p, r.Offset, err)
 		}
-		if n := len(plan.Source.Schema.Columns); len(row) == n {
+		n := len(plan.Source.Schema.Columns)
+		if len(row) == n {
 			// Re-keyed by a version before ROWTIME: the record's time.
 			rowtime, _ := t.codec.Rowtime(row, r.Timestamp) // it re-keyed the record, so it read the time
 			row = append(row, rowtime)
+		}
+		if plan.Coords {
+			// The source record's coordinates, which the re-keying
+			// task sent in the source header: ksqlDB's ROWPARTITION
+			// and ROWOFFSET are those of the stream's topic.
+			row = append(row[:n+1], int64(sp), off)
 		}
 		t.row = row
 	} else {
@@ -588,7 +596,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 			}
 		}
 		ncols := len(plan.Source.Schema.Columns)
-		row = t.row[:ncols+1]
+		row = t.row[:recordWidth(plan.Source, plan.Coords)]
 		tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
 		if err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
@@ -597,6 +605,10 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		if row[ncols], err = t.codec.Rowtime(row, r.Timestamp); err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
+		}
+		if plan.Coords {
+			// src: a forwarded record's are its source record's.
+			setCoords(row, ncols, src.Partition, src.Offset)
 		}
 		if !forwarded {
 			if q, misplaced := t.place.owner(r.Key, row); misplaced {

@@ -45,8 +45,10 @@ import (
 type windower struct {
 	w *catalog.Window
 	// ncols is the number of the source's columns: ROWTIME is at ncols
-	// in the input row, WINDOWSTART and WINDOWEND after it.
-	ncols int
+	// in the input row. WINDOWSTART and WINDOWEND are at at and at+1,
+	// after ROWTIME (and ROWPARTITION and ROWOFFSET, when the view reads
+	// them: planner.SourceInput).
+	ncols, at int
 	// ng is the number of the query's own GROUP BY expressions: the
 	// group values of WINDOWSTART and WINDOWEND are at ng and ng+1.
 	ng int
@@ -79,8 +81,8 @@ const expiryIn = "\x00expiry"
 // noTime is the stream time of a task that has read no record yet.
 const noTime = math.MinInt64
 
-func newWindower(w *catalog.Window, ncols, ng int) *windower {
-	ww := &windower{w: w, ncols: ncols, ng: ng, openMin: math.MaxInt64}
+func newWindower(w *catalog.Window, ncols, at, ng int) *windower {
+	ww := &windower{w: w, ncols: ncols, at: at, ng: ng, openMin: math.MaxInt64}
 	b, _ := materialize.AppendKeyValue(nil, ww.bound(0))
 	ww.startWidth = len(b)
 	return ww
@@ -278,16 +280,16 @@ func checkpointTimes(cp materialize.Checkpoint) (st, expireAt int64) {
 // windows still open, in b.
 func (t *viewTask) applyWindowed(store *materialize.Store, b *viewBatch, row catalog.Row) error {
 	w := t.win
-	n := w.ncols
-	if cap(row) < n+3 {
-		row = append(row[:n+1], nil, nil)
+	n, at := w.ncols, w.at
+	if cap(row) < at+2 {
+		row = append(row[:at], nil, nil)
 	}
-	row = row[:n+3]
+	row = row[:at+2]
 	ts, ok := row[n].(int64)
 	if !ok && w.w.Bucket && row[n] == nil {
 		// A date bucket of NULL, as the grouping has it: the GROUP BY
 		// expression gives the start, and no window is late.
-		row[n+1], row[n+2] = nil, nil
+		row[at], row[at+1] = nil, nil
 		return t.applyGroups(store, b, row)
 	}
 	if !ok {
@@ -305,7 +307,7 @@ func (t *viewTask) applyWindowed(store *materialize.Store, b *viewBatch, row cat
 		if w.closed(end, b.streamTime) {
 			continue
 		}
-		row[n+1], row[n+2] = w.bound(s), w.bound(end)
+		row[at], row[at+1] = w.bound(s), w.bound(end)
 		if err := t.applyGroups(store, b, row); err != nil {
 			return err
 		}

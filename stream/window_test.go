@@ -29,7 +29,7 @@ func TestWindowStarts(t *testing.T) {
 		{catalog.Window{Kind: catalog.WindowTumbling, Size: 900_000, Offset: 420_000}, 420_000, []int64{420_000}},
 		{catalog.Window{Kind: catalog.WindowTumbling, Size: 900_000, Offset: 420_000}, -900_001, []int64{-1_380_000}},
 	} {
-		w := newWindower(&c.w, 0, 0)
+		w := newWindower(&c.w, 0, 1, 0)
 		if got := w.starts(nil, c.ts); !slices.Equal(got, c.want) {
 			t.Errorf("%+v at %d: windows start at %v, want %v", c.w, c.ts, got, c.want)
 		}
