@@ -94,6 +94,13 @@ func setList(vals []any) string {
 	return string(b)
 }
 
+// listLen is the number of values in list, read from its count
+// without decoding them.
+func listLen(list string) uint64 {
+	n, _ := binary.Uvarint([]byte(list))
+	return n
+}
+
 // listAppend returns list with v after its values, without decoding
 // them: the count in front grows and v's encoding goes at the end.
 func listAppend(list string, v any) string {
@@ -131,7 +138,7 @@ func addLibrary(s planner.AggSpec, st []any, v, ts any) {
 		}
 		st[0] = setList(vals)
 	case "earliest_by_offset":
-		if len(list) == 0 || len(listValues(list)) < 2*int(s.N) {
+		if listLen(list) < 2*uint64(s.N) {
 			st[0] = listAppend(listAppend(list, v), ts)
 		}
 	}

@@ -2,8 +2,6 @@ package eval
 
 import (
 	"sort"
-
-	"github.com/basindb/basin/materialize"
 )
 
 // A multiset of an aggregate's values (COUNT(DISTINCT x), and MIN and MAX
@@ -31,14 +29,7 @@ func multisetAdd(set string, v any, n int64) string {
 		copy(pairs[2*i+2:], pairs[2*i:])
 		pairs[2*i], pairs[2*i+1] = v, n
 	}
-	if len(pairs) == 0 {
-		return ""
-	}
-	b, err := materialize.EncodeRow(pairs)
-	if err != nil {
-		panic(err) // the values are a column's, which the row encoding holds
-	}
-	return string(b)
+	return setList(pairs)
 }
 
 // multisetPairs decodes set into value, count, value, count, ...: the
