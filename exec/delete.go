@@ -34,7 +34,7 @@ func (s *Session) deleteStmt(ctx context.Context, st *sql.Delete, w ResultWriter
 	if err != nil {
 		return err
 	}
-	codec := serde.NewCodec(rel)
+	codec := serde.NewCodec(rel, s.e.Runtime.Registry())
 	part := rel.PartitionerOf()
 	wrote := materialize.Position{}
 	recs := make([]*kgo.Record, 0, 64)

@@ -444,7 +444,7 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 			idx = append(idx, i)
 		}
 	}
-	codec := serde.NewCodec(rel)
+	codec := serde.NewCodec(rel, s.e.Runtime.Registry())
 	part := rel.PartitionerOf()
 	env := s.env()
 	recs := make([]*kgo.Record, 0, len(st.Rows))
@@ -510,8 +510,14 @@ func (s *Session) createSource(ctx context.Context, st *sql.CreateSource, text s
 		_ = w.Notice(&pgerr.Error{Severity: "NOTICE", Code: pgerr.DuplicateTable, Message: fmt.Sprintf("relation %q already exists, skipping", st.Name)})
 		return w.Complete(tag)
 	}
+	if err := s.inferColumns(ctx, st); err != nil {
+		return err
+	}
 	rel, err := planner.PlanCreateSource(s.e.Catalog, st, text)
 	if err != nil {
+		return err
+	}
+	if err := s.checkRegistry(rel); err != nil {
 		return err
 	}
 	want := rel.Partitions
@@ -661,6 +667,9 @@ func (s *Session) createStream(ctx context.Context, st *sql.CreateStreamAs, text
 	}
 	plan, err := planner.PlanStream(s.e.Catalog, st, text)
 	if err != nil {
+		return err
+	}
+	if err := s.checkRegistry(plan.Stream); err != nil {
 		return err
 	}
 	for _, r := range s.e.Catalog.List(catalog.KindStream, catalog.KindTable) {

@@ -35,6 +35,7 @@ import (
 	"github.com/basindb/basin/pgwire"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/pull"
+	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
 )
@@ -137,8 +138,18 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		RowCacheSize: int64(max(opts.RowCacheMB, 0)) << 20, ScanCacheSize: int64(max(opts.ScanCacheMB, 0)) << 20}); err != nil {
 		return nil, err
 	}
+	var reg *serde.Registry
+	if opts.SchemaRegistry != "" {
+		ro, err := opts.registryOptions()
+		if err != nil {
+			return nil, err
+		}
+		if reg, err = serde.NewRegistry(ro); err != nil {
+			return nil, err
+		}
+	}
 	if n.rt, err = stream.NewRuntime(stream.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
-		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt}); err != nil {
+		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt, Registry: reg}); err != nil {
 		return nil, err
 	}
 	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log}, kafka.ProducerOpts()...); err != nil {

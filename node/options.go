@@ -1,16 +1,19 @@
 package node
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/basindb/basin/pgwire"
+	"github.com/basindb/basin/serde"
 )
 
 // Options configure a node. Every field has a flag, a BASIN_* environment
@@ -145,6 +148,26 @@ type Options struct {
 	// needs the row cache. Default DefaultScanCacheMB; negative turns it
 	// off.
 	ScanCacheMB int
+	// SchemaRegistry is the URL of the Confluent-compatible schema
+	// registry of the registry formats (value_format 'avro'), or several
+	// separated by commas (--schema-registry). Empty (the default): no
+	// registry, and statements naming such a format are refused.
+	SchemaRegistry string
+	// SchemaRegistryUser and SchemaRegistryPassword are the registry's
+	// HTTP basic authentication (--schema-registry-user; the password,
+	// like cluster-secret, has no flag: config-file key
+	// schema-registry-password or BASIN_SCHEMA_REGISTRY_PASSWORD).
+	SchemaRegistryUser     string
+	SchemaRegistryPassword string
+	// SchemaRegistryCA is a PEM file with the CA certificate(s) an https
+	// registry's certificate is verified against
+	// (--schema-registry-ca); empty: the system's roots.
+	SchemaRegistryCA string
+	// SchemaRegistryCert and SchemaRegistryKey are a PEM client
+	// certificate and its key for a registry that asks for one
+	// (--schema-registry-cert, --schema-registry-key).
+	SchemaRegistryCert string
+	SchemaRegistryKey  string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -265,7 +288,73 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%s = %v: give a positive duration, such as 500ms or 6s", c.flag, c.d)
 		}
 	}
+	if err := o.validateRegistry(); err != nil {
+		return err
+	}
 	return o.validateAuth()
+}
+
+// validateRegistry checks the schema registry settings.
+func (o *Options) validateRegistry() error {
+	if o.SchemaRegistry == "" {
+		for _, s := range []struct{ flag, v string }{
+			{"--schema-registry-user", o.SchemaRegistryUser}, {"--schema-registry-ca", o.SchemaRegistryCA},
+			{"--schema-registry-cert", o.SchemaRegistryCert}, {"--schema-registry-key", o.SchemaRegistryKey},
+		} {
+			if s.v != "" {
+				return fmt.Errorf("%s is a setting of the schema registry: give --schema-registry URL too", s.flag)
+			}
+		}
+		return nil
+	}
+	_, err := o.registryOptions()
+	return err
+}
+
+// registryOptions returns the serde options of the schema registry
+// settings.
+func (o *Options) registryOptions() (serde.RegistryOptions, error) {
+	ro := serde.RegistryOptions{User: o.SchemaRegistryUser, Password: o.SchemaRegistryPassword}
+	for _, u := range strings.Split(o.SchemaRegistry, ",") {
+		u = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(u), "/"))
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return ro, fmt.Errorf("--schema-registry %q: give an http:// or https:// URL, such as http://localhost:8081", u)
+		}
+		if pu.User != nil {
+			return ro, fmt.Errorf("--schema-registry %q: give the user in --schema-registry-user and the password in BASIN_SCHEMA_REGISTRY_PASSWORD, not in the URL (a command line is visible to every local user)", pu.Redacted())
+		}
+		ro.URLs = append(ro.URLs, u)
+	}
+	if o.SchemaRegistryPassword != "" && o.SchemaRegistryUser == "" {
+		return ro, errors.New("schema-registry-password needs --schema-registry-user")
+	}
+	if (o.SchemaRegistryCert == "") != (o.SchemaRegistryKey == "") {
+		return ro, errors.New("--schema-registry-cert and --schema-registry-key go together: give both files, or neither")
+	}
+	if o.SchemaRegistryCA == "" && o.SchemaRegistryCert == "" {
+		return ro, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.SchemaRegistryCA != "" {
+		pem, err := os.ReadFile(o.SchemaRegistryCA)
+		if err != nil {
+			return ro, fmt.Errorf("reading the schema registry's CA (--schema-registry-ca): %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return ro, fmt.Errorf("--schema-registry-ca %s holds no PEM certificate", o.SchemaRegistryCA)
+		}
+	}
+	if o.SchemaRegistryCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.SchemaRegistryCert, o.SchemaRegistryKey)
+		if err != nil {
+			return ro, fmt.Errorf("--schema-registry-cert and --schema-registry-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	ro.TLS = cfg
+	return ro, nil
 }
 
 // validateAuth checks the TLS and authentication settings together.

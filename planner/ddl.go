@@ -60,7 +60,12 @@ var sourceOptions = map[string]option{
 	// column's value itself (formats.go).
 	"value_delimiter":   {check: checkDelimiter},
 	"wrap_single_value": {check: checkBool},
-	"partitions":        {check: positiveInt},
+	// value_schema_id names the registry schema an avro value is
+	// written with; value_schema_full_name the name of the one basin
+	// registers.
+	"value_schema_id":        {check: checkSchemaID},
+	"value_schema_full_name": {check: checkFullName},
+	"partitions":             {check: positiveInt},
 	"partitioner": {check: func(v string) error {
 		_, err := catalog.PartitionerName(v)
 		return err

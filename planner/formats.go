@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/basindb/basin/catalog"
@@ -18,17 +19,40 @@ import (
 const (
 	FormatDelimited = "delimited"
 	FormatNone      = "none"
+	FormatAvro      = "avro"
 )
 
 // The checks of the format options.
 var (
-	checkValueFormat = oneOf(FormatJSON, FormatDelimited, FormatKafka)
+	checkValueFormat = oneOf(FormatJSON, FormatDelimited, FormatKafka, FormatAvro)
 	checkKeyFormat   = oneOf(FormatKafka, FormatJSON, FormatNone)
 )
 
 func checkDelimiter(v string) error {
 	if _, ok := serde.DelimiterRune(v); !ok || v == "" {
 		return fmt.Errorf("must be one character other than a quote or a line break, or TAB or SPACE")
+	}
+	return nil
+}
+
+// checkSchemaID checks value_schema_id: a registry's schema id.
+func checkSchemaID(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 32); err != nil || n <= 0 {
+		return fmt.Errorf("must be a schema id of the schema registry, a positive integer")
+	}
+	return nil
+}
+
+// checkFullName checks value_schema_full_name: an Avro full name
+// (dotted names of letters, digits and underscores, none starting with a
+// digit).
+func checkFullName(v string) error {
+	for _, part := range strings.Split(v, ".") {
+		if part == "" || part[0] >= '0' && part[0] <= '9' || strings.ContainsFunc(part, func(r rune) bool {
+			return !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			return fmt.Errorf("must be a dotted Avro name, such as com.example.Order")
+		}
 	}
 	return nil
 }
@@ -63,8 +87,23 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 	if _, ok := opts["value_delimiter"]; ok && r.ValueFormat != FormatDelimited {
 		return bad("value_delimiter is for value_format 'delimited', and %s %s's is '%s'", what, r.Name, r.ValueFormat)
 	}
+	_, hasID := opts["value_schema_id"]
+	_, hasName := opts["value_schema_full_name"]
+	if (hasID || hasName) && !serde.RegistryFormat(r.ValueFormat) {
+		return bad("value_schema_id and value_schema_full_name are for the schema registry's formats, and %s %s's value_format is '%s'", what, r.Name, r.ValueFormat)
+	}
+	if hasID && hasName {
+		return bad("value_schema_id names the schema, and value_schema_full_name the one basin would register: give one of them")
+	}
 	wrap, hasWrap := opts["wrap_single_value"]
 	switch r.ValueFormat {
+	case FormatAvro:
+		if hasWrap && strings.EqualFold(wrap, "false") {
+			return pgerr.New(pgerr.FeatureNotSupported, "value_format 'avro' of %s %s always wraps its columns in a record: wrap_single_value = false is not supported", what, r.Name)
+		}
+		if _, err := serde.AvroSchema(serde.DefaultAvroName, vals); err != nil {
+			return pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be written in value_format 'avro': %v", what, r.Name, err)
+		}
 	case FormatDelimited:
 		if hasWrap && strings.EqualFold(wrap, "true") {
 			return bad("value_format 'delimited' never wraps its values: wrap_single_value must be false or left out")
@@ -94,7 +133,7 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 // a query writing into rel's topic (INSERT INTO ... SELECT) needs.
 func formatOptions(rel *catalog.Relation) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{"value_delimiter", "wrap_single_value"} {
+	for _, k := range []string{"value_delimiter", "wrap_single_value", "value_schema_id", "value_schema_full_name"} {
 		if v, ok := rel.Options[k]; ok {
 			out[k] = v
 		}

@@ -159,6 +159,11 @@ var streamOptions = map[string]option{
 	"value_format":      {check: checkValueFormat},
 	"value_delimiter":   {check: checkDelimiter},
 	"wrap_single_value": {check: checkBool},
+	// value_schema_id names the registry schema an avro value is
+	// written with; value_schema_full_name the name of the one basin
+	// registers.
+	"value_schema_id":        {check: checkSchemaID},
+	"value_schema_full_name": {check: checkFullName},
 }
 
 // PlanStream plans CREATE STREAM ... AS SELECT against cat. The returned

@@ -613,7 +613,7 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 		if query != nil && query.Rel == rel {
 			codec, _ = query.Handles(q.rt.DB())
 		} else {
-			codec = serde.NewCodec(rel)
+			codec = serde.NewCodec(rel, q.rt.Registry())
 		}
 		// One key, the common case, needs no sets.
 		var byPart map[int32][][]any
@@ -695,7 +695,7 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 			}
 			key[i] = v
 		}
-		kb, err := serde.NewCodec(rel).EncodeKey(key)
+		kb, err := serde.NewCodec(rel, q.rt.Registry()).EncodeKey(key)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -1547,7 +1547,7 @@ func (q *Query) scanStream(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	codec := serde.NewCodec(rel)
+	codec := serde.NewCodec(rel, q.rt.Registry())
 	ncols := len(rel.Schema.Columns)
 	done := make(map[int32]bool)
 	for remaining > 0 {
@@ -1571,6 +1571,11 @@ func (q *Query) scanStream(ctx context.Context) error {
 				return
 			}
 			row, _, err := codec.Decode(r.Key, r.Value)
+			if serde.Unavailable(err) {
+				// Not a bad record: one the scan cannot read now.
+				ierr = err
+				return
+			}
 			if err != nil || row == nil {
 				return // bad records are the processing log's business
 			}

@@ -1,9 +1,15 @@
 package serde
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -31,11 +37,22 @@ type Codec struct {
 	valueFormat string
 	delim       rune
 	unwrapped   bool
+	// reg is the schema registry of the registry formats (nil without
+	// one); writer the schema values are written with, found or
+	// registered at the first write (registry.go).
+	reg    *Registry
+	writer struct {
+		sync.Mutex
+		ws *writerSchema
+		id int
+	}
 }
 
-// NewCodec returns the codec of rel's records.
-func NewCodec(rel *catalog.Relation) *Codec {
-	c := &Codec{rel: rel, timeIdx: -1}
+// NewCodec returns the codec of rel's records. reg is the schema
+// registry the registry formats (avro) read and write schemas in; nil
+// when the node has none, which makes each of their records an error.
+func NewCodec(rel *catalog.Relation, reg *Registry) *Codec {
+	c := &Codec{rel: rel, timeIdx: -1, reg: reg}
 	if name, ok := rel.Options["timestamp"]; ok {
 		c.timeIdx = rel.Schema.Index(name)
 		if f, ok := rel.Options["timestamp_format"]; ok {
@@ -119,6 +136,16 @@ func (c *Codec) decodeValue(row catalog.Row, value []byte) error {
 		return err
 	case c.unwrapped && len(c.valCols) == 1:
 		return decodeUnwrapped(row, c.valIdx, c.valCols[0], value)
+	case c.valueFormat == valueFormatAvro:
+		id, err := AvroSchemaID(value)
+		if err != nil {
+			return err
+		}
+		ws, err := c.readerSchema(int(id))
+		if err != nil {
+			return err
+		}
+		return DecodeAvro(row, c.valIdx, c.valCols, ws.avro, value)
 	case c.valueFormat != valueFormatJSON:
 		return fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
 	}
@@ -140,6 +167,12 @@ func (c *Codec) encodeValue(vals []any) ([]byte, error) {
 		return appendKafkaScalar(nil, "value", c.valCols[0].Type, c.valCols[0].Name, vals[0])
 	case c.unwrapped && len(c.valCols) == 1:
 		return appendJSONValue(nil, c.valCols[0].Type, c.valCols[0].Name, vals[0])
+	case c.valueFormat == valueFormatAvro:
+		ws, id, err := c.writerSchema()
+		if err != nil {
+			return nil, err
+		}
+		return AppendAvro(nil, ws.avro, uint32(id), c.valCols, vals)
 	case c.valueFormat != valueFormatJSON:
 		return nil, fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
 	}
@@ -212,3 +245,132 @@ func (c *Codec) Rowtime(row catalog.Row, ts time.Time) (any, error) {
 	}
 	return nil, nil
 }
+
+// registry returns the codec's registry, or the error of a relation in a
+// registry format on a node without one.
+func (c *Codec) registry() (*Registry, error) {
+	if c.reg == nil {
+		return nil, NoRegistryError(strings.ToLower(string(c.rel.Kind)), c.rel.Name, c.valueFormat)
+	}
+	return c.reg, nil
+}
+
+// NoRegistryError is the error of a relation of a registry format (what
+// kind, named name) where no schema registry is configured.
+func NoRegistryError(what, name, format string) error {
+	return pgerr.New(pgerr.ObjectNotInPrerequisiteState, "value_format '%s' of %s %s needs a schema registry, and basin was started without one", format, what, name).
+		WithHint("Start basin with --schema-registry URL (docs/configuration.md).")
+}
+
+// readerSchema returns the writer schema of a record of the relation,
+// by the id in it.
+func (c *Codec) readerSchema(id int) (*writerSchema, error) {
+	reg, err := c.registry()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := reg.schemaByID(id)
+	if err != nil {
+		return nil, err
+	}
+	if ws.typ != c.schemaType() {
+		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "the record's schema id %d is a %s schema, and %s %s is value_format '%s'", id, ws.typ, strings.ToLower(string(c.rel.Kind)), c.rel.Name, c.valueFormat)
+	}
+	return ws, nil
+}
+
+// schemaType is the registry schema type of the codec's value format.
+func (c *Codec) schemaType() sr.SchemaType { return schemaTypeOf(c.valueFormat) }
+
+// DefaultAvroName is the full name of the Avro record schemas basin
+// registers when value_schema_full_name does not name one: ksqlDB's.
+const DefaultAvroName = "io.confluent.ksql.avro_schemas.KsqlDataSourceSchema"
+
+// writerSchema returns the schema the codec writes values with, and its
+// id: value_schema_id's, or the schema of the value columns registered
+// under the topic's value subject.
+func (c *Codec) writerSchema() (*writerSchema, int, error) {
+	c.writer.Lock()
+	defer c.writer.Unlock()
+	if c.writer.ws != nil {
+		return c.writer.ws, c.writer.id, nil
+	}
+	reg, err := c.registry()
+	if err != nil {
+		return nil, 0, err
+	}
+	var ws *writerSchema
+	var id int
+	if s, ok := c.rel.Options["value_schema_id"]; ok {
+		id, _ = strconv.Atoi(s) // checked at CREATE
+		if ws, err = c.readerSchema(id); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		name := c.rel.Options["value_schema_full_name"]
+		if name == "" {
+			name = DefaultAvroName
+		}
+		text, err := AvroSchema(name, c.valCols)
+		if err != nil {
+			return nil, 0, err
+		}
+		ws = &writerSchema{typ: sr.TypeAvro, text: text}
+		if ws.avro, err = avro.Parse(text); err != nil {
+			return nil, 0, fmt.Errorf("exec: the Avro schema of %s: %w", c.rel.Name, err)
+		}
+		if id, err = reg.register(context.Background(), ValueSubject(c.OutputTopic()), sr.TypeAvro, text); err != nil {
+			return nil, 0, err
+		}
+	}
+	c.writer.ws, c.writer.id = ws, id
+	return ws, id, nil
+}
+
+// OutputTopic is the topic the codec's records are written to: a
+// stream's or table's own, a view's kafka_topic.
+func (c *Codec) OutputTopic() string {
+	if c.rel.Kind == catalog.KindView {
+		if t := c.rel.Options["kafka_topic"]; t != "" {
+			return t
+		}
+	}
+	return c.rel.Topic
+}
+
+// PrepareWrite readies the codec to write records: for a registry
+// format it finds the schema value_schema_id names, or registers the
+// value columns' schema under the topic's value subject, so that a
+// statement that will write records fails now if the registry refuses
+// the schema (incompatible with the subject's) or cannot be reached.
+func (c *Codec) PrepareWrite() error {
+	if !RegistryFormat(c.valueFormat) {
+		return nil
+	}
+	_, _, err := c.writerSchema()
+	return err
+}
+
+// Warm fetches the writer schema of record value value, in a registry
+// format, unless the codec has it: a task calls it for every record it
+// fetched before it decodes any, so that a registry that cannot be
+// reached fails the batch (the error is Unavailable), to be tried again,
+// rather than the records being skipped as bad. Any other problem is
+// left for the decoding to report.
+func (c *Codec) Warm(value []byte) error {
+	if c.reg == nil || value == nil || !RegistryFormat(c.valueFormat) {
+		return nil
+	}
+	id, err := AvroSchemaID(value)
+	if err != nil {
+		return nil
+	}
+	if _, err := c.reg.schemaByID(int(id)); Unavailable(err) {
+		return err
+	}
+	return nil
+}
+
+// Registered reports whether the codec's value format keeps its schemas
+// in a schema registry.
+func (c *Codec) Registered() bool { return RegistryFormat(c.valueFormat) }

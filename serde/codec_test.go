@@ -43,7 +43,7 @@ func TestCodecRecords(t *testing.T) {
 		{recordRels[3], `1704164645678`, `{"total":"NaN"}`, catalog.Row{ts("2024-01-02 03:04:05.678"), math.NaN()}},
 		{recordRels[4], `sku-1`, `{"qty":4}`, catalog.Row{int64(4), "sku-1"}},
 	} {
-		c := NewCodec(tc.rel)
+		c := NewCodec(tc.rel, nil)
 		var key []byte
 		if tc.key != "" {
 			key = []byte(tc.key)
@@ -113,7 +113,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	}
 	codecs := make([]*Codec, len(recordRels))
 	for i, rel := range recordRels {
-		codecs[i] = NewCodec(rel)
+		codecs[i] = NewCodec(rel, nil)
 	}
 	f.Fuzz(func(t *testing.T, rel uint8, key, value []byte, tombstone bool) {
 		c := codecs[int(rel)%len(codecs)]

@@ -36,6 +36,7 @@ const (
 	valueFormatJSON      = "json"
 	valueFormatDelimited = "delimited"
 	valueFormatKafka     = "kafka"
+	valueFormatAvro      = "avro"
 )
 
 // DelimiterRune returns the delimiter a value_delimiter names: one

@@ -17,6 +17,7 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
+	"github.com/basindb/basin/serde"
 )
 
 // headerRetract is, on a repartition record of a change task, the row
@@ -160,6 +161,9 @@ func (t *changeTask) run(ctx context.Context) error {
 			return &t.ends.ends[sp]
 		})
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

@@ -68,8 +68,8 @@ type joinTask struct {
 
 func newJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *joinTask {
 	j := plan.Join
-	t := &joinTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), tcodec: serde.NewCodec(j.Table),
-		out: serde.NewCodec(plan.Stream), part: plan.Stream.PartitionerOf(), key: eval.Compile(j.Key), env: &eval.Env{},
+	t := &joinTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source, rt.opts.Registry), tcodec: serde.NewCodec(j.Table, rt.opts.Registry),
+		out: serde.NewCodec(plan.Stream, rt.opts.Registry), part: plan.Stream.PartitionerOf(), key: eval.Compile(j.Key), env: &eval.Env{},
 		input: plan.Source.Topic, table: j.Table.Topic, fwd: j.Table.RepartitionTopic(rt.opts.Cluster)}
 	t.place = newPlacement(j.Table, t.tcodec, ts.Partition)
 	if j.Table.Kind == catalog.KindView {
@@ -158,6 +158,14 @@ func (t *joinTask) run(ctx context.Context) error {
 			return &tableEnd
 		})
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec {
+			if r.Topic == t.input || r.Topic == t.fwd {
+				return t.codec
+			}
+			return t.tcodec
+		}); err != nil {
 			return err
 		}
 		if topic, q, next, back := guard.check(fetches); back {

@@ -72,7 +72,7 @@ type rekeyer struct {
 }
 
 func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *sourceEnds) rekeyer {
-	t := rekeyer{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
+	t := rekeyer{rt: rt, plan: plan, sp: ts.Partition, state: ts, ends: ends, codec: serde.NewCodec(plan.Source, rt.opts.Registry), env: &eval.Env{},
 		out: plan.View.RepartitionTopic(rt.opts.Cluster)}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
@@ -152,6 +152,9 @@ func (t *rekeyTask) run(ctx context.Context) error {
 	for {
 		fetches, ok, err := rt.poll(ctx, cons, &t.ends.ends[t.sp])
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

@@ -56,6 +56,9 @@ type RuntimeOptions struct {
 	// its input partition lost records it had applied (halts.go); nil
 	// records nothing (the task stops only while the loss shows).
 	Halt func(ctx context.Context, relation string, h catalog.Halt) error
+	// Registry is the schema registry of the registry formats (avro);
+	// nil for none.
+	Registry *serde.Registry
 }
 
 func (o *RuntimeOptions) ensureDefaults() {
@@ -119,6 +122,7 @@ type PersistentQuery struct {
 	// Rekey are the re-keying tasks of a view, by source partition.
 	Rekey  []*TaskState
 	slots  []*slot // Tasks, then Rekey
+	reg    *serde.Registry
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -137,7 +141,7 @@ type PersistentQuery struct {
 // Handles returns the relation's record codec and its stores' handles.
 func (q *PersistentQuery) Handles(db *materialize.DB) (*serde.Codec, []*materialize.Store) {
 	q.handlesOnce.Do(func() {
-		q.codec = serde.NewCodec(q.Rel)
+		q.codec = serde.NewCodec(q.Rel, q.reg)
 		name := q.Rel.StoreName()
 		q.stores = make([]*materialize.Store, q.Rel.Partitions)
 		for p := range q.stores {
@@ -508,7 +512,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	if err != nil {
 		return err
 	}
-	q := &PersistentQuery{Rel: rel}
+	q := &PersistentQuery{Rel: rel, reg: rt.opts.Registry}
 	for p := int32(0); p < rel.Partitions; p++ {
 		ts := rt.newTaskState(p)
 		q.Tasks = append(q.Tasks, ts)
@@ -652,7 +656,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 	if err != nil {
 		return err
 	}
-	q := &PersistentQuery{Rel: rel, Plan: plan}
+	q := &PersistentQuery{Rel: rel, Plan: plan, reg: rt.opts.Registry}
 	for i, st := range plan.Stages {
 		var err error
 		if st.Join.Within != nil {
@@ -1040,3 +1044,7 @@ func (rt *Runtime) EnsurePublished(ctx context.Context, view *catalog.Relation, 
 	}
 	return nil
 }
+
+// Registry returns the schema registry of the registry formats, nil when
+// the node has none.
+func (rt *Runtime) Registry() *serde.Registry { return rt.opts.Registry }

@@ -97,10 +97,10 @@ const streamTimeIn = "\x00streamtime"
 func newStreamJoinTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamJoinTask {
 	j := plan.Join
 	w := j.Within
-	t := &streamJoinTask{rt: rt, plan: plan, join: j, state: ts, out: serde.NewCodec(plan.Stream), part: plan.Stream.PartitionerOf(),
+	t := &streamJoinTask{rt: rt, plan: plan, join: j, state: ts, out: serde.NewCodec(plan.Stream, rt.opts.Registry), part: plan.Stream.PartitionerOf(),
 		env: &eval.Env{}, repart: plan.Stream.RepartitionTopic(rt.opts.Cluster), changelog: plan.Stream.ChangelogTopic(rt.opts.Cluster)}
 	for i, rel := range []*catalog.Relation{plan.Source, j.Table} {
-		s := &streamSide{rel: rel, codec: serde.NewCodec(rel), input: rel.Topic, width: len(planner.RecordInput(rel))}
+		s := &streamSide{rel: rel, codec: serde.NewCodec(rel, rt.opts.Registry), input: rel.Topic, width: len(planner.RecordInput(rel))}
 		if i == 0 {
 			s.key, s.back, s.ahead, s.outer = eval.Compile(j.Key), w.Before, w.After, j.Left
 			if j.Route {
@@ -220,6 +220,9 @@ func (t *streamJoinTask) run(ctx context.Context) error {
 			return &ends[len(ends)-1]
 		})
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec { return t.sides[t.sideOf(r)].codec }); err != nil {
 			return err
 		}
 		lag(cp)

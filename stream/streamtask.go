@@ -76,7 +76,7 @@ type streamTask struct {
 }
 
 func newStreamTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
-	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), out: serde.NewCodec(plan.Stream),
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source, rt.opts.Registry), out: serde.NewCodec(plan.Stream, rt.opts.Registry),
 		part: plan.Stream.PartitionerOf(), env: &eval.Env{}, src: plan.Source}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
@@ -96,8 +96,8 @@ func newRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamT
 	if plan.Join.Within != nil {
 		parts = plan.Join.Parts
 	}
-	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
-		route: true, key: eval.Compile(plan.Join.Key), tblCodec: serde.NewCodec(parts), parts: parts, src: plan.Source}
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source, rt.opts.Registry), env: &eval.Env{},
+		route: true, key: eval.Compile(plan.Join.Key), tblCodec: serde.NewCodec(parts, rt.opts.Registry), parts: parts, src: plan.Source}
 	t.row = make(catalog.Row, len(plan.Source.Schema.Columns)+1)
 	return t
 }
@@ -106,8 +106,8 @@ func newRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamT
 // right stream for one of its partitions.
 func newRightRouteTask(rt *Runtime, plan *planner.StreamPlan, ts *TaskState) *streamTask {
 	j := plan.Join
-	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(j.Table), env: &eval.Env{},
-		route: true, key: eval.Compile(j.RightKey), tblCodec: serde.NewCodec(j.Parts), parts: j.Parts, src: j.Table, right: true}
+	t := &streamTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(j.Table, rt.opts.Registry), env: &eval.Env{},
+		route: true, key: eval.Compile(j.RightKey), tblCodec: serde.NewCodec(j.Parts, rt.opts.Registry), parts: j.Parts, src: j.Table, right: true}
 	t.row = make(catalog.Row, len(j.Table.Schema.Columns)+1)
 	return t
 }
@@ -177,6 +177,9 @@ func (t *streamTask) run(ctx context.Context) error {
 	for {
 		fetches, ok, err := rt.poll(ctx, cons, &t.state.inputEnd)
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {
@@ -350,7 +353,7 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 	rel := plan.Stream
 	ctx, cancel := context.WithTimeout(rt.ctx, 30*time.Second)
 	defer cancel()
-	q := &PersistentQuery{Rel: rel, Stream: plan}
+	q := &PersistentQuery{Rel: rel, Stream: plan, reg: rt.opts.Registry}
 	// A join of three or more relations: each join stage writes an
 	// internal stream, named after rel, that the next one reads.
 	for i, st := range plan.Stages {

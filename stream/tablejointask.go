@@ -104,7 +104,7 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 		s := &joinSide{rel: rel, topic: joinInput(rt, j, i), rows: j.Views[i] != nil, positions: j.Views[i],
 			places: map[int32]*placement{}, prefix: []byte{prefixLeft, prefixRight}[i]}
 		if !s.rows {
-			s.codec, s.fwd = serde.NewCodec(rel), rel.RepartitionTopic(rt.opts.Cluster)
+			s.codec, s.fwd = serde.NewCodec(rel, rt.opts.Registry), rel.RepartitionTopic(rt.opts.Cluster)
 		}
 		place := func(q int32) *placement {
 			if s.rows {
@@ -122,7 +122,7 @@ func newTableJoinTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *table
 		t.sides[i] = s
 	}
 	if j.Replaced {
-		codec, part := serde.NewCodec(j.Left), j.Left.PartitionerOf()
+		codec, part := serde.NewCodec(j.Left, rt.opts.Registry), j.Left.PartitionerOf()
 		t.home = func(k any) (int32, error) {
 			kb, err := codec.EncodeKey([]any{k})
 			return part.Partition(kb, j.Left.Partitions), err
@@ -340,6 +340,14 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 			return &otherEnd
 		})
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec {
+			if s, _ := t.side(r.Topic); s != nil && !s.rows {
+				return s.codec
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

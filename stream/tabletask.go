@@ -123,7 +123,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		return err
 	}
 	defer cons.Close()
-	codec := serde.NewCodec(t.rel)
+	codec := serde.NewCodec(t.rel, t.rt.opts.Registry)
 	place := newPlacement(t.rel, codec, p)
 	t.state.inputNext.Store(cp.ChangelogOffset)
 	t.state.fwdNext.Store(cp.Input[t.fwd][p])
@@ -138,6 +138,9 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 	for {
 		fetches, ok, err := t.rt.pollInputs(ctx, cons, t.state, t.fwd)
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return codec }); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

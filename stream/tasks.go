@@ -16,6 +16,7 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/serde"
 )
 
 // Record headers basin's internal topics use.
@@ -568,4 +569,23 @@ func (rt *Runtime) resumeInputs(ctx context.Context, rel *catalog.Relation, name
 	}
 	cons, err := rt.consumerOf(name, offs, noReset)
 	return cons, guard, err
+}
+
+// warmSchemas fetches the writer schemas of the fetched records of the
+// records whose codec (codecOf; nil for none) is a schema registry format
+// before any record is decoded (serde.Codec.Warm). A registry that
+// cannot be reached fails the batch, and the task tries it again from
+// its checkpoint, showing the error in SHOW TASKS meanwhile, rather than
+// skip records it will be able to read.
+func warmSchemas(fetches kgo.Fetches, codecOf func(r *kgo.Record) *serde.Codec) error {
+	var err error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if err != nil {
+			return
+		}
+		if c := codecOf(r); c != nil && c.Registered() {
+			err = c.Warm(r.Value)
+		}
+	})
+	return err
 }

@@ -114,7 +114,7 @@ type viewTask struct {
 }
 
 func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
-	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source), env: &eval.Env{},
+	t := &viewTask{rt: rt, plan: plan, state: ts, codec: serde.NewCodec(plan.Source, rt.opts.Registry), env: &eval.Env{},
 		input: plan.Source.Topic, srcTopic: plan.Source.Topic}
 	switch {
 	case plan.Regroups():
@@ -137,7 +137,7 @@ func newViewTask(rt *Runtime, plan *planner.ViewPlan, ts *TaskState) *viewTask {
 		t.place = newPlacement(plan.View, t.codec, ts.Partition)
 	}
 	if t.pub = planner.PublishedTopic(plan.View); t.pub != "" {
-		t.pubCodec = serde.NewCodec(plan.View)
+		t.pubCodec = serde.NewCodec(plan.View, rt.opts.Registry)
 	}
 	if plan.Filter != nil {
 		t.filter = eval.Compile(plan.Filter)
@@ -341,6 +341,14 @@ func (t *viewTask) run(ctx context.Context) error {
 	for {
 		fetches, ok, err := rt.pollInputs(ctx, cons, t.state, t.fwd)
 		if !ok {
+			return err
+		}
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec {
+			if t.overView || t.plan.Repartition {
+				return nil // rows basin encoded, not source records
+			}
+			return t.codec
+		}); err != nil {
 			return err
 		}
 		if t.sourcesBehind(cp.Position) {

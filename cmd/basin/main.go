@@ -84,8 +84,9 @@ without, alone on an embedded Kafka-compatible broker (--broker-addr).
 
 Each setting is a flag, a BASIN_* environment variable or a key of the
 config file (--config); the first set wins, in that order, then the default.
-users and cluster-secret have no flag: they are config-file keys or
-BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
+users, cluster-secret and schema-registry-password have no flag: they are
+config-file keys or BASIN_USERS (a JSON object), BASIN_CLUSTER_SECRET and
+BASIN_SCHEMA_REGISTRY_PASSWORD.`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
@@ -114,6 +115,11 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 	f.String("auth", "trust", "Postgres authentication: trust (loopback only), scram, or password (cleartext, TLS only); "+
 		"users come from the config file's users: map")
 	f.Bool("allow-trust-remote", false, "allow --auth trust on a --pg-addr that is not loopback")
+	f.String("schema-registry", "", "URL of the Confluent-compatible schema registry of value_format 'avro' (several: comma-separated)")
+	f.String("schema-registry-user", "", "user of the schema registry's basic authentication (the password: BASIN_SCHEMA_REGISTRY_PASSWORD)")
+	f.String("schema-registry-ca", "", "PEM file with the CA an https schema registry's certificate is verified against (default: the system's)")
+	f.String("schema-registry-cert", "", "PEM client certificate for a schema registry that asks for one (with --schema-registry-key)")
+	f.String("schema-registry-key", "", "PEM private key of --schema-registry-cert")
 	f.Bool("pprof", false, "serve Go's profiles under /debug/pprof/ on --http-addr")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.String("config", "", "config file (YAML, TOML or JSON) with the same keys as the flags")
@@ -176,35 +182,41 @@ BASIN_USERS (a JSON object) and BASIN_CLUSTER_SECRET.`,
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		n, err := node.Start(ctx, node.Options{
-			DataDir:               v.GetString("data-dir"),
-			PGAddr:                v.GetString("pg-addr"),
-			HTTPAddr:              v.GetString("http-addr"),
-			Brokers:               brokers,
-			BrokerAddr:            brokerAddr,
-			BrokerAddrFallback:    !isSet(cmd, v, "broker-addr"),
-			NodeID:                v.GetString("node-id"),
-			Cluster:               v.GetString("cluster"),
-			DefaultPartitions:     v.GetInt("default-partitions"),
-			MaxConnections:        v.GetInt("max-connections"),
-			StandbyReplicas:       v.GetInt("standby-replicas"),
-			AcceptableRecoveryLag: v.GetInt64("acceptable-recovery-lag"),
-			MaxWarmups:            v.GetInt("max-warmups"),
-			ProbingInterval:       v.GetDuration("probing-interval"),
-			SessionTimeout:        v.GetDuration("session-timeout"),
-			HeartbeatInterval:     v.GetDuration("heartbeat-interval"),
-			LagReportInterval:     v.GetDuration("lag-report-interval"),
-			RowCacheMB:            rowCacheMB,
-			ScanCacheMB:           scanCacheMB,
-			TLSCert:               v.GetString("tls-cert"),
-			TLSKey:                v.GetString("tls-key"),
-			ClusterCA:             v.GetString("cluster-ca"),
-			RequireTLS:            v.GetBool("require-tls"),
-			Auth:                  v.GetString("auth"),
-			Users:                 users,
-			ClusterSecret:         v.GetString("cluster-secret"),
-			AllowTrustRemote:      v.GetBool("allow-trust-remote"),
-			Pprof:                 v.GetBool("pprof"),
-			Logger:                log,
+			DataDir:                v.GetString("data-dir"),
+			PGAddr:                 v.GetString("pg-addr"),
+			HTTPAddr:               v.GetString("http-addr"),
+			Brokers:                brokers,
+			BrokerAddr:             brokerAddr,
+			BrokerAddrFallback:     !isSet(cmd, v, "broker-addr"),
+			NodeID:                 v.GetString("node-id"),
+			Cluster:                v.GetString("cluster"),
+			DefaultPartitions:      v.GetInt("default-partitions"),
+			MaxConnections:         v.GetInt("max-connections"),
+			StandbyReplicas:        v.GetInt("standby-replicas"),
+			AcceptableRecoveryLag:  v.GetInt64("acceptable-recovery-lag"),
+			MaxWarmups:             v.GetInt("max-warmups"),
+			ProbingInterval:        v.GetDuration("probing-interval"),
+			SessionTimeout:         v.GetDuration("session-timeout"),
+			HeartbeatInterval:      v.GetDuration("heartbeat-interval"),
+			LagReportInterval:      v.GetDuration("lag-report-interval"),
+			RowCacheMB:             rowCacheMB,
+			ScanCacheMB:            scanCacheMB,
+			TLSCert:                v.GetString("tls-cert"),
+			TLSKey:                 v.GetString("tls-key"),
+			ClusterCA:              v.GetString("cluster-ca"),
+			RequireTLS:             v.GetBool("require-tls"),
+			Auth:                   v.GetString("auth"),
+			Users:                  users,
+			ClusterSecret:          v.GetString("cluster-secret"),
+			AllowTrustRemote:       v.GetBool("allow-trust-remote"),
+			Pprof:                  v.GetBool("pprof"),
+			SchemaRegistry:         v.GetString("schema-registry"),
+			SchemaRegistryUser:     v.GetString("schema-registry-user"),
+			SchemaRegistryPassword: v.GetString("schema-registry-password"),
+			SchemaRegistryCA:       v.GetString("schema-registry-ca"),
+			SchemaRegistryCert:     v.GetString("schema-registry-cert"),
+			SchemaRegistryKey:      v.GetString("schema-registry-key"),
+			Logger:                 log,
 		})
 		if err != nil {
 			return err

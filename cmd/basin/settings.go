@@ -28,7 +28,7 @@ import (
 // config-file key and a BASIN_* variable only (passwords on a command
 // line are visible to every local user).
 var noFlagKeys = map[string][]string{
-	"serve": {"users", "cluster-secret"},
+	"serve": {"users", "cluster-secret", "schema-registry-password"},
 }
 
 var envReplacer = strings.NewReplacer("-", "_", ".", "_")
@@ -110,9 +110,9 @@ func checkConfig(cmd *cobra.Command, path string, values map[string]any) error {
 			case k == "users" && !isMap:
 				return fmt.Errorf("config file %s: users: %s is not valid: users takes a map of user name to password or SCRAM verifier",
 					path, show(raw))
-			case k == "cluster-secret":
+			case k == "cluster-secret" || k == "schema-registry-password":
 				if _, ok := raw.(string); !ok {
-					return fmt.Errorf("config file %s: cluster-secret: %s is not valid: cluster-secret takes a string; quote it", path, show(raw))
+					return fmt.Errorf("config file %s: %s: %s is not valid: %s takes a string; quote it", path, k, show(raw), k)
 				}
 			}
 		default:

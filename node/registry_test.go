@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/basindb/basin/internal/poll"
+	"github.com/basindb/basin/internal/srfake"
+	"github.com/basindb/basin/kafka"
+)
+
+// TestAvroWithSchemaRegistry declares a stream over an Avro topic with no
+// columns: they come from the latest schema registered for the topic's
+// values. Records written by another producer under two versions of the
+// schema (the second adds an optional field) both read; a view over the
+// stream and a derived Avro stream run, and the derived topic is read
+// back by a registry-aware consumer. While the registry is down, records
+// of a schema basin has not seen wait (the query shows the error in SHOW
+// QUERIES) and none is lost; a record naming a schema id the registry
+// does not have goes to the processing log.
+func TestAvroWithSchemaRegistry(t *testing.T) {
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := `{"type":"record","name":"Order","namespace":"shop","fields":[
+		{"name":"qty","type":"int"},
+		{"name":"customer","type":"string"},
+		{"name":"note","type":["null","string"],"default":null},
+		{"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}}]}`
+	v2 := `{"type":"record","name":"Order","namespace":"shop","fields":[
+		{"name":"qty","type":"int"},
+		{"name":"customer","type":"string"},
+		{"name":"note","type":["null","string"],"default":null},
+		{"name":"placed","type":{"type":"long","logicalType":"timestamp-millis"}},
+		{"name":"coupon","type":["null","string"],"default":null}]}`
+	register := func(text string) int {
+		t.Helper()
+		ss, err := cl.CreateSchema(ctx, "orders-value", sr.Schema{Schema: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss.ID
+	}
+	frame := func(id int, text string, rec map[string]any) string {
+		t.Helper()
+		body, err := avro.Marshal(avro.MustParse(text), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), body...))
+	}
+	id1 := register(v1)
+	c.exec(`CREATE STREAM orders (id VARCHAR KEY) WITH (kafka_topic = 'orders', value_format = 'avro', partitions = 1)`)
+	waitQuery(t, c.conn, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'orders' ORDER BY ordinal_position`,
+		"id|text\nqty|integer\ncustomer|text\nnote|text\nplaced|timestamp without time zone\n")
+	c.exec(`CREATE TABLE by_customer AS SELECT customer, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY customer`)
+	c.exec(`CREATE STREAM big WITH (kafka_topic = 'big_orders', value_format = 'avro') AS SELECT id, customer, qty, placed FROM orders WHERE qty > 2`)
+
+	placed := time.UnixMilli(1700000000000).UTC()
+	id2 := register(v2)
+	produceRaw(t, n.Brokers(), "orders",
+		[2]string{"o1", frame(id1, v1, map[string]any{"qty": 3, "customer": "ann", "note": "gift", "placed": placed})},
+		[2]string{"o2", frame(id2, v2, map[string]any{"qty": 1, "customer": "bob", "note": nil, "placed": placed, "coupon": "X1"})},
+		[2]string{"o3", frame(9999, v1, map[string]any{"qty": 5, "customer": "ann", "note": nil, "placed": placed})})
+	waitQuery(t, c.conn, `SELECT customer, qty, n FROM by_customer ORDER BY customer`, "ann|3|1\nbob|1|1\n")
+	waitQuery(t, c.conn, `SELECT id, customer, note, placed FROM orders ORDER BY id`, "o1|ann|gift|2023-11-14 22:13:20\no2|bob|NULL|2023-11-14 22:13:20\n")
+	waitQuery(t, c.conn, `SELECT DISTINCT source_offset, error FROM basin_processing_log ORDER BY source_offset`,
+		"2|schema registry: schema id 9999: Schema 9999 not found (error 40403)\n")
+
+	// A third version, whose records come later.
+	v3 := strings.Replace(v2, `{"name":"coupon"`, `{"name":"channel","type":["null","string"],"default":null},{"name":"coupon"`, 1)
+	id3 := register(v3)
+
+	// INSERT writes basin's schema of the columns, registered under the
+	// same subject (compatible with the producer's).
+	c.exec(`INSERT INTO orders (id, qty, customer, placed) VALUES ('o4', 4, 'cy', TIMESTAMP '2024-01-02 03:04:05')`)
+	waitQuery(t, c.conn, `SELECT customer, qty, n FROM by_customer ORDER BY customer`, "ann|3|1\nbob|1|1\ncy|4|1\n")
+
+	// The derived stream's topic, as a registry-aware consumer reads it.
+	waitQuery(t, c.conn, `SELECT id, qty FROM big ORDER BY id`, "o1|3\no4|4\n")
+	got := consumeAvro(t, ctx, n.Brokers(), cl, "big_orders", 2)
+	if want := "o1 ann 3 2023-11-14T22:13:20Z; o4 cy 4 2024-01-02T03:04:05Z"; got != want {
+		t.Errorf("big_orders reads as %q, want %q", got, want)
+	}
+	if vs, err := cl.SubjectVersions(ctx, "big_orders-value"); err != nil || len(vs) != 1 {
+		t.Errorf("big_orders-value has versions %v (%v)", vs, err)
+	}
+
+	// The registry goes down while records of a schema basin has not
+	// seen arrive: the queries wait, with the error in SHOW QUERIES.
+	reg.SetDown(true)
+	produceRaw(t, n.Brokers(), "orders",
+		[2]string{"o5", frame(id3, v3, map[string]any{"qty": 7, "customer": "bob", "note": nil, "placed": placed, "channel": "web", "coupon": nil})})
+	if !poll.Cond(30*time.Second, func() bool {
+		for _, r := range c.rows(`SHOW QUERIES`) {
+			if strings.Contains(r, " by_customer ") && strings.Contains(r, " ERROR ") && strings.Contains(r, "schema registry unavailable: schema id") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("SHOW QUERIES while the registry is down: %q", c.rows(`SHOW QUERIES`))
+	}
+	reg.SetDown(false)
+	waitQuery(t, c.conn, `SELECT customer, qty, n FROM by_customer ORDER BY customer`, "ann|3|1\nbob|8|2\ncy|4|1\n")
+	waitQuery(t, c.conn, `SELECT DISTINCT source_offset FROM basin_processing_log`, "2\n")
+}
+
+// consumeAvro reads the first n records of topic as a consumer with a
+// registry client does: the writer schema by the id in each record.
+func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int) string {
+	t.Helper()
+	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var out []string
+	for len(out) < n {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var h sr.ConfluentHeader
+			id, body, err := h.DecodeID(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := cl.SchemaByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]any
+			if err := avro.Unmarshal(avro.MustParse(s.Schema), body, &rec); err != nil {
+				t.Fatal(err)
+			}
+			var f []string
+			for _, k := range []string{"customer", "qty", "placed"} {
+				v := rec[k]
+				if m, ok := v.(map[string]any); ok {
+					for _, x := range m {
+						v = x
+					}
+				}
+				if tm, ok := v.(time.Time); ok {
+					v = tm.UTC().Format(time.RFC3339)
+				}
+				f = append(f, fmt.Sprint(v))
+			}
+			out = append(out, string(r.Key)+" "+strings.Join(f, " "))
+		})
+	}
+	return strings.Join(out, "; ")
+}
