@@ -59,8 +59,8 @@ import (
 //	              writes it; NaN and ±Infinity cannot be written
 //	NUMERIC       confluent.type.Decimal, each value with its own scale
 //	TIMESTAMP     google.protobuf.Timestamp (to the microsecond), and
-//	              TIMESTAMPTZ the same
-//	DATE          google.type.Date
+//	              TIMESTAMPTZ the same; years 1 to 9999, the type's range
+//	DATE          google.type.Date, years 1 to 9999
 //	TIME          google.type.TimeOfDay
 //	UUID          optional string (the UUID's text)
 //	BYTEA         optional bytes

@@ -92,9 +92,12 @@ const (
 // google/protobuf/wrappers.proto's: a scalar in field 1, "value", so
 // that proto3 could tell it unset.
 func isProtoWrapper(md protoreflect.MessageDescriptor) bool {
-	n := md.FullName()
-	return md.ParentFile() != nil && md.ParentFile().Package() == "google.protobuf" &&
-		strings.HasSuffix(string(n), "Value") && md.Fields().Len() == 1 && md.Fields().Get(0).Name() == "value"
+	if md.ParentFile() == nil || md.ParentFile().Package() != "google.protobuf" ||
+		!strings.HasSuffix(string(md.Name()), "Value") || md.Fields().Len() != 1 {
+		return false
+	}
+	f := md.Fields().Get(0)
+	return f.Name() == "value" && f.Cardinality() != protoreflect.Repeated && f.Message() == nil
 }
 
 // builtinProtoFiles compiles builtinProtoSources once.
@@ -125,9 +128,14 @@ var builtinProtoFiles = sync.OnceValues(func() (map[string]protoreflect.FileDesc
 func setProtoMessage(msg protoreflect.Message, c catalog.Column, v any) (ok bool, err error) {
 	md := msg.Descriptor()
 	fields := md.Fields()
+	// The fields are set by name and of whatever integer kind the
+	// schema gives them: a copy of these types of another shape must not
+	// make Set panic.
 	setInt := func(name string, n int64) {
-		if fd := fields.ByName(protoreflect.Name(name)); fd != nil {
-			msg.Set(fd, protoreflect.ValueOfInt32(int32(n)))
+		if fd := fields.ByName(protoreflect.Name(name)); fd != nil && !fd.IsList() {
+			if x, ok := protoIntValue(fd.Kind(), n); ok {
+				msg.Set(fd, x)
+			}
 		}
 	}
 	switch md.FullName() {
@@ -139,9 +147,7 @@ func setProtoMessage(msg protoreflect.Message, c catalog.Column, v any) (ok bool
 		if y := ts.UTC().Year(); y < 1 || y > 9999 {
 			return true, pgerr.New(pgerr.DatetimeFieldOverflow, "column %q: %s is out of range for a Protobuf timestamp (years 1 to 9999)", c.Name, ts.UTC().Format(time.RFC3339Nano))
 		}
-		if fd := fields.ByName("seconds"); fd != nil {
-			msg.Set(fd, protoreflect.ValueOfInt64(ts.Unix()))
-		}
+		setInt("seconds", ts.Unix())
 		setInt("nanos", int64(ts.Nanosecond()))
 		return true, nil
 	case protoDate:
@@ -180,11 +186,11 @@ func setProtoMessage(msg protoreflect.Message, c catalog.Column, v any) (ok bool
 		if d.Negative {
 			unscaled.Neg(unscaled)
 		}
-		if fd := fields.ByName("value"); fd != nil {
+		if fd := fields.ByName("value"); fd != nil && fd.Kind() == protoreflect.BytesKind && !fd.IsList() {
 			msg.Set(fd, protoreflect.ValueOfBytes(appendTwosComplement(nil, unscaled)))
 		}
-		if fd := fields.ByName("precision"); fd != nil && c.Precision > 0 {
-			msg.Set(fd, protoreflect.ValueOfUint32(uint32(c.Precision)))
+		if c.Precision > 0 {
+			setInt("precision", int64(c.Precision))
 		}
 		setInt("scale", int64(-d.Exponent))
 		return true, nil
@@ -199,6 +205,22 @@ func setProtoMessage(msg protoreflect.Message, c catalog.Column, v any) (ok bool
 		return true, nil
 	}
 	return false, nil
+}
+
+// protoIntValue is n as a value of integer kind k; ok is false for
+// another kind. n is in range for the fields it is used for.
+func protoIntValue(k protoreflect.Kind, n int64) (v protoreflect.Value, ok bool) {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(int32(n)), true
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(n), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(uint32(n)), true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(uint64(n)), true
+	}
+	return protoreflect.Value{}, false
 }
 
 // appendTwosComplement appends x as the big-endian two's complement
@@ -243,7 +265,7 @@ func protoMessageValue(msg protoreflect.Message) (v any, ok bool, err error) {
 	md := msg.Descriptor()
 	fields := md.Fields()
 	getInt := func(name string) int64 {
-		if fd := fields.ByName(protoreflect.Name(name)); fd != nil && isProtoInteger(fd.Kind()) {
+		if fd := fields.ByName(protoreflect.Name(name)); fd != nil && !fd.IsList() && isProtoInteger(fd.Kind()) {
 			return protoInt(msg.Get(fd), fd.Kind())
 		}
 		return 0
@@ -272,7 +294,7 @@ func protoMessageValue(msg protoreflect.Message) (v any, ok bool, err error) {
 		return d, true, nil
 	case protoDecimal:
 		var raw []byte
-		if fd := fields.ByName("value"); fd != nil && fd.Kind() == protoreflect.BytesKind {
+		if fd := fields.ByName("value"); fd != nil && !fd.IsList() && fd.Kind() == protoreflect.BytesKind {
 			raw = msg.Get(fd).Bytes()
 		}
 		scale := getInt("scale")
