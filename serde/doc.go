@@ -80,8 +80,32 @@
 //     of the Codec: the registry client and the schema lookups that
 //     declaring a stream over a registry's topic needs are to come.
 //
-// A new format (Protobuf, JSON Schema) belongs in a new file here, behind
-// Codec: callers see only rows and record bytes.
+//   - protobuf.go: Protobuf values, in the schema registry's wire format
+//     (PROTOBUF: the zero byte and schema id, then the message indexes
+//     that name the message in the schema's file, then the message) and
+//     bare (PROTOBUF_NOSR). The .proto text of a list of columns
+//     (ProtobufSchema, ksqlDB's types), compiling a registry's schema text
+//     into descriptors with protocompile (ParseProtobufSchema: well-known
+//     imports and the files the registry provides; references not yet),
+//     writing (AppendProtobuf, AppendProtobufNoSR) and reading a message
+//     with dynamicpb, field by name, through Avro's lenient conversions
+//     (DecodeProtobuf, DecodeProtobufNoSR). protobuf_types.go has the
+//     message types that carry one value (Timestamp, Date, TimeOfDay,
+//     confluent's Decimal, the wrappers) and the sources of the files the
+//     registry provides without a reference.
+//
+//   - jsonschema.go: JSON_SR, the JSON value format's object behind the
+//     registry's five bytes: the JSON Schema of a list of columns
+//     (JSONSchema, with ksqlDB's Connect annotations), writing
+//     (AppendJSONSR) and reading (DecodeJSONSR, without validating against
+//     the schema, as ksqlDB), and SchemaID, the id of any of the three
+//     framed formats.
+//
+// Not yet value_formats of the Codec either: the registry client and the
+// schema lookups are to come, and a reader keeps each writer schema's
+// parsed form by id (compiling a .proto is far costlier than a record).
+// A new format belongs in a new file here, behind Codec: callers see only
+// rows and record bytes.
 //
 // # Errors
 //
@@ -103,10 +127,11 @@
 // key bytes a producer would. They depend on nothing of the engine, so
 // they are tested and fuzzed by themselves: serde_test.go and
 // codec_test.go, and the fuzz targets FuzzDecodeJSONValue, FuzzDecodeKey,
-// FuzzDecodeJSONFields (the one-pass scan against encoding/json) and
+// FuzzDecodeJSONFields (the one-pass scan against encoding/json),
 // FuzzDecodeRecord (whole records through a Codec for several schemas:
 // nothing panics, every error has a SQLSTATE, and what decodes encodes
-// to a record that decodes to the same row), with their corpus under
+// to a record that decodes to the same row), FuzzDecodeAvro,
+// FuzzDecodeProtobuf and FuzzDecodeJSONSR, with their corpus under
 // testdata/fuzz.
 //
 // What a store holds is not a record format: a stored value is
@@ -116,6 +141,7 @@
 // (types, columns, relations), internal/pgerr (SQLSTATE errors), pgcodec
 // (the text forms of dates, times and intervals), internal/numeric and
 // internal/jsonb (exact numbers and embedded JSON) besides the standard
-// library; it must not import materialize, exec, planner or
-// node.
+// library and the formats' own libraries (hamba/avro, protocompile and
+// google.golang.org/protobuf); it must not import materialize, exec,
+// planner or node.
 package serde

@@ -89,7 +89,12 @@
 //     older releases of the real registry do; recent ones send 40901.
 //     Clients go by the HTTP status.
 //   - Protobuf and JSON schemas are not parsed (JSON only has to be valid
-//     JSON) and their compatibility is not checked, see above.
+//     JSON) and their compatibility is not checked, see above: any
+//     schema of the subject's type is compatible, under every level. A
+//     .proto's imports are not resolved, so one importing the files the
+//     real registry provides without a reference (google/protobuf/*,
+//     google/type/*, confluent/meta.proto, confluent/type/decimal.proto)
+//     registers as there, and so does one importing anything else.
 //   - SetDown's 503 is what a proxy in front of a dead registry sends; the
 //     real registry itself answers 50001-50003 with HTTP 500 when its
 //     store is unavailable.

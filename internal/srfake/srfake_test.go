@@ -232,6 +232,60 @@ func TestSchemaTypes(t *testing.T) {
 	}
 }
 
+// TestProtobufAndJSONSchemas registers .proto texts as producers write
+// them (imports of well-known files, nested types, options) and JSON
+// Schemas, and evolves both under FULL_TRANSITIVE: the registry does not
+// parse either, so every schema of the subject's type is compatible,
+// even one a real registry would refuse (a field's type changed).
+func TestProtobufAndJSONSchemas(t *testing.T) {
+	e := start(t, srfake.WithCompatibility("FULL_TRANSITIVE"))
+	v1 := `syntax = "proto3";
+package shop.v1;
+
+import "google/protobuf/timestamp.proto";
+import "confluent/meta.proto";
+
+message Order {
+  message Line { string sku = 1; }
+  string customer = 1 [(confluent.field_meta) = { doc: "who" }];
+  google.protobuf.Timestamp placed = 2;
+  repeated Line lines = 3;
+}
+`
+	v2 := strings.Replace(v1, "repeated Line lines = 3;", "repeated Line lines = 3;\n  optional string coupon = 4;", 1)
+	retyped := strings.Replace(v1, "string customer = 1", "int64 customer = 1", 1)
+	var ids []int
+	for _, text := range []string{v1, v2, retyped} {
+		if res, err := e.cl.CheckCompatibility(e.ctx, "orders-value", -1, sr.Schema{Schema: text, Type: sr.TypeProtobuf}); err != nil || !res.Is {
+			t.Fatalf("check = %+v, %v", res, err)
+		}
+		id, err := e.cl.RegisterSchema(e.ctx, "orders-value", sr.Schema{Schema: text, Type: sr.TypeProtobuf}, -1, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// The text comes back as registered, and only surrounding whitespace
+	// is insignificant to its identity.
+	if s, err := e.cl.SchemaByID(e.ctx, ids[0]); err != nil || s.Schema != v1 || s.Type != sr.TypeProtobuf {
+		t.Fatalf("v1 = %+v, %v", s, err)
+	}
+	if id, err := e.cl.RegisterSchema(e.ctx, "orders-value", sr.Schema{Schema: "\n" + v2 + "  ", Type: sr.TypeProtobuf}, -1, -1); err != nil || id != ids[1] {
+		t.Fatalf("v2 again: id %d, %v; want %d", id, err, ids[1])
+	}
+	if vs, err := e.cl.SubjectVersions(e.ctx, "orders-value"); err != nil || len(vs) != 3 {
+		t.Fatalf("versions %v, %v", vs, err)
+	}
+
+	j1 := `{"type":"object","properties":{"qty":{"oneOf":[{"type":"null"},{"type":"integer"}]}}}`
+	j2 := `{"type":"object","properties":{"qty":{"type":"string"}},"required":["qty"]}`
+	for _, text := range []string{j1, j2} {
+		if _, err := e.cl.RegisterSchema(e.ctx, "counts-value", sr.Schema{Schema: text, Type: sr.TypeJSON}, -1, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestReferences(t *testing.T) {
 	e := start(t)
 	address := `{"type":"record","name":"Address","namespace":"shop","fields":[{"name":"city","type":"string"}]}`
