@@ -8,9 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/srfake"
@@ -73,6 +77,8 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 		"id|text\nqty|integer\ncustomer|text\nnote|text\nplaced|timestamp without time zone\n")
 	c.exec(`CREATE TABLE by_customer AS SELECT customer, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY customer`)
 	c.exec(`CREATE STREAM big WITH (kafka_topic = 'big_orders', value_format = 'avro') AS SELECT id, customer, qty, placed FROM orders WHERE qty > 2`)
+	c.exec(`CREATE STREAM big_pb WITH (kafka_topic = 'big_pb', value_format = 'protobuf') AS SELECT id, customer, qty, placed FROM orders WHERE qty > 2`)
+	c.exec(`CREATE STREAM big_js WITH (kafka_topic = 'big_js', value_format = 'json_sr') AS SELECT id, customer, qty, placed FROM orders WHERE qty > 2`)
 
 	placed := time.UnixMilli(1700000000000).UTC()
 	id2 := register(v2)
@@ -103,6 +109,19 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 	if vs, err := cl.SubjectVersions(ctx, "big_orders-value"); err != nil || len(vs) != 1 {
 		t.Errorf("big_orders-value has versions %v (%v)", vs, err)
 	}
+	// The derived Protobuf stream, as a consumer with a registry client
+	// and the reference Protobuf libraries reads it.
+	got = consumeProtobuf(t, ctx, n.Brokers(), cl, "big_pb", 2)
+	if want := `o1 customer:"ann" qty:3 placed:{seconds:1700000000}; o4 customer:"cy" qty:4 placed:{seconds:1704164645}`; got != want {
+		t.Errorf("big_pb reads as %q, want %q", got, want)
+	}
+	// A stream declared over it takes its columns from the registry too.
+	c.exec(`CREATE STREAM big_pb_in (id VARCHAR KEY) WITH (kafka_topic = 'big_pb', value_format = 'protobuf')`)
+	waitQuery(t, c.conn, `SELECT id, customer, qty, placed FROM big_pb_in ORDER BY id`, "o1|ann|3|2023-11-14 22:13:20\no4|cy|4|2024-01-02 03:04:05\n")
+	c.exec(`CREATE STREAM big_js_in WITH (kafka_topic = 'big_js', value_format = 'json_sr')`)
+	waitQuery(t, c.conn, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'big_js_in' ORDER BY ordinal_position`,
+		"customer|text\nqty|integer\nplaced|timestamp without time zone\n")
+	waitQuery(t, c.conn, `SELECT customer, qty, placed FROM big_js_in ORDER BY 1`, "ann|3|2023-11-14 22:13:20\ncy|4|2024-01-02 03:04:05\n")
 
 	// The registry goes down while records of a schema basin has not
 	// seen arrive: the queries wait, with the error in SHOW QUERIES.
@@ -168,6 +187,60 @@ func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Cli
 				f = append(f, fmt.Sprint(v))
 			}
 			out = append(out, string(r.Key)+" "+strings.Join(f, " "))
+		})
+	}
+	return strings.Join(out, "; ")
+}
+
+// consumeProtobuf reads the first n records of topic as a consumer with
+// a registry client does: the writer schema by the id in each record,
+// compiled by protocompile, the message by the indexes after the id, and
+// the record read with dynamicpb; each record as its key and the
+// message's text.
+func consumeProtobuf(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int) string {
+	t.Helper()
+	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var out []string
+	for len(out) < n {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var h sr.ConfluentHeader
+			id, rest, err := h.DecodeID(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx, body, err := h.DecodeIndex(rest, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := cl.SchemaByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+				Accessor: protocompile.SourceAccessorFromMap(map[string]string{"value.proto": s.Schema})})}
+			files, err := comp.Compile(ctx, "value.proto")
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := files[0].Messages().Get(idx[0])
+			m := dynamicpb.NewMessage(md)
+			if err := proto.Unmarshal(body, m); err != nil {
+				t.Fatal(err)
+			}
+			text, err := prototext.MarshalOptions{}.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(r.Key)+" "+strings.Join(strings.Fields(string(text)), " "))
 		})
 	}
 	return strings.Join(out, "; ")

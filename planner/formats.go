@@ -20,11 +20,14 @@ const (
 	FormatDelimited = "delimited"
 	FormatNone      = "none"
 	FormatAvro      = "avro"
+	FormatProtobuf  = "protobuf"
+	FormatProtoNoSR = "protobuf_nosr"
+	FormatJSONSR    = "json_sr"
 )
 
 // The checks of the format options.
 var (
-	checkValueFormat = oneOf(FormatJSON, FormatDelimited, FormatKafka, FormatAvro)
+	checkValueFormat = oneOf(FormatJSON, FormatDelimited, FormatKafka, FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR)
 	checkKeyFormat   = oneOf(FormatKafka, FormatJSON, FormatNone)
 )
 
@@ -97,12 +100,21 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 	}
 	wrap, hasWrap := opts["wrap_single_value"]
 	switch r.ValueFormat {
-	case FormatAvro:
+	case FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR:
 		if hasWrap && strings.EqualFold(wrap, "false") {
-			return pgerr.New(pgerr.FeatureNotSupported, "value_format 'avro' of %s %s always wraps its columns in a record: wrap_single_value = false is not supported", what, r.Name)
+			return pgerr.New(pgerr.FeatureNotSupported, "value_format '%s' of %s %s always wraps its columns in a record: wrap_single_value = false is not supported", r.ValueFormat, what, r.Name)
 		}
-		if _, err := serde.AvroSchema(serde.DefaultAvroName, vals); err != nil {
-			return pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be written in value_format 'avro': %v", what, r.Name, err)
+		var err error
+		switch r.ValueFormat {
+		case FormatAvro:
+			_, err = serde.AvroSchema(serde.DefaultAvroName, vals)
+		case FormatJSONSR:
+			_, err = serde.JSONSchema(serde.DefaultAvroName, vals)
+		default:
+			_, err = serde.ProtobufSchema(serde.DefaultAvroName, vals)
+		}
+		if err != nil {
+			return pgerr.New(pgerr.FeatureNotSupported, "%s %s cannot be written in value_format '%s': %v", what, r.Name, r.ValueFormat, err)
 		}
 	case FormatDelimited:
 		if hasWrap && strings.EqualFold(wrap, "true") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -146,6 +147,25 @@ func (c *Codec) decodeValue(row catalog.Row, value []byte) error {
 			return err
 		}
 		return DecodeAvro(row, c.valIdx, c.valCols, ws.avro, value)
+	case c.valueFormat == valueFormatProtobuf:
+		id, err := SchemaID(value)
+		if err != nil {
+			return err
+		}
+		ws, err := c.readerSchema(int(id))
+		if err != nil {
+			return err
+		}
+		return DecodeProtobuf(row, c.valIdx, c.valCols, ws.proto, value)
+	case c.valueFormat == valueFormatProtoNoSR:
+		md, err := c.noSRMessage()
+		if err != nil {
+			return err
+		}
+		return DecodeProtobufNoSR(row, c.valIdx, c.valCols, md, value)
+	case c.valueFormat == valueFormatJSONSR:
+		// Read as JSON is, by field name: the schema adds nothing.
+		return DecodeJSONSR(row, c.valIdx, c.valCols, value)
 	case c.valueFormat != valueFormatJSON:
 		return fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
 	}
@@ -173,6 +193,24 @@ func (c *Codec) encodeValue(vals []any) ([]byte, error) {
 			return nil, err
 		}
 		return AppendAvro(nil, ws.avro, uint32(id), c.valCols, vals)
+	case c.valueFormat == valueFormatProtobuf:
+		ws, id, err := c.writerSchema()
+		if err != nil {
+			return nil, err
+		}
+		return AppendProtobuf(nil, ws.md, uint32(id), c.valCols, vals)
+	case c.valueFormat == valueFormatProtoNoSR:
+		md, err := c.noSRMessage()
+		if err != nil {
+			return nil, err
+		}
+		return AppendProtobufNoSR(nil, md, c.valCols, vals)
+	case c.valueFormat == valueFormatJSONSR:
+		_, id, err := c.writerSchema()
+		if err != nil {
+			return nil, err
+		}
+		return AppendJSONSR(nil, uint32(id), c.valCols, vals)
 	case c.valueFormat != valueFormatJSON:
 		return nil, fmt.Errorf("exec: value format %q of %s %s with %d value columns", c.valueFormat, strings.ToLower(string(c.rel.Kind)), c.rel.Name, len(c.valCols))
 	}
@@ -306,25 +344,80 @@ func (c *Codec) writerSchema() (*writerSchema, int, error) {
 		if ws, err = c.readerSchema(id); err != nil {
 			return nil, 0, err
 		}
+		if ws.typ == sr.TypeProtobuf {
+			w := *ws // the registry's, shared
+			ws = &w
+			if ws.md = c.protoMessage(ws.proto); ws.md == nil {
+				return nil, 0, pgerr.New(pgerr.InvalidParameterValue, "schema id %d of %s has no message %s", id, c.rel.Name, c.rel.Options["value_schema_full_name"])
+			}
+		}
 	} else {
 		name := c.rel.Options["value_schema_full_name"]
 		if name == "" {
 			name = DefaultAvroName
 		}
-		text, err := AvroSchema(name, c.valCols)
+		ws = &writerSchema{typ: c.schemaType()}
+		var err error
+		switch ws.typ {
+		case sr.TypeProtobuf:
+			if ws.text, err = ProtobufSchema(name, c.valCols); err == nil {
+				if ws.proto, err = ParseProtobufSchema(ws.text); err == nil {
+					ws.md = ws.proto.Messages().Get(0)
+				}
+			}
+		case sr.TypeJSON:
+			ws.text, err = JSONSchema(name, c.valCols)
+		default:
+			if ws.text, err = AvroSchema(name, c.valCols); err == nil {
+				ws.avro, err = avro.Parse(ws.text)
+			}
+		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("exec: the %s schema of %s: %w", ws.typ, c.rel.Name, err)
 		}
-		ws = &writerSchema{typ: sr.TypeAvro, text: text}
-		if ws.avro, err = avro.Parse(text); err != nil {
-			return nil, 0, fmt.Errorf("exec: the Avro schema of %s: %w", c.rel.Name, err)
-		}
-		if id, err = reg.register(context.Background(), ValueSubject(c.OutputTopic()), sr.TypeAvro, text); err != nil {
+		if id, err = reg.register(context.Background(), ValueSubject(c.OutputTopic()), ws.typ, ws.text); err != nil {
 			return nil, 0, err
 		}
 	}
 	c.writer.ws, c.writer.id = ws, id
 	return ws, id, nil
+}
+
+// protoMessage is the message of Protobuf file fd values are written as:
+// the one value_schema_full_name names, else the first.
+func (c *Codec) protoMessage(fd protoreflect.FileDescriptor) protoreflect.MessageDescriptor {
+	if fd == nil || fd.Messages().Len() == 0 {
+		return nil
+	}
+	name := c.rel.Options["value_schema_full_name"]
+	if name == "" {
+		return fd.Messages().Get(0)
+	}
+	for i := range fd.Messages().Len() {
+		if md := fd.Messages().Get(i); string(md.FullName()) == name || string(md.Name()) == name {
+			return md
+		}
+	}
+	return nil
+}
+
+// noSRMessage is the message of a PROTOBUF_NOSR value: the one of
+// ProtobufSchema for the value columns, made once.
+func (c *Codec) noSRMessage() (protoreflect.MessageDescriptor, error) {
+	c.writer.Lock()
+	defer c.writer.Unlock()
+	if c.writer.ws == nil {
+		name := c.rel.Options["value_schema_full_name"]
+		if name == "" {
+			name = DefaultAvroName
+		}
+		md, err := ProtobufDescriptor(name, c.valCols)
+		if err != nil {
+			return nil, fmt.Errorf("exec: the Protobuf schema of %s: %w", c.rel.Name, err)
+		}
+		c.writer.ws = &writerSchema{typ: sr.TypeProtobuf, md: md}
+	}
+	return c.writer.ws.md, nil
 }
 
 // OutputTopic is the topic the codec's records are written to: a
@@ -358,8 +451,8 @@ func (c *Codec) PrepareWrite() error {
 // rather than the records being skipped as bad. Any other problem is
 // left for the decoding to report.
 func (c *Codec) Warm(value []byte) error {
-	if c.reg == nil || value == nil || !RegistryFormat(c.valueFormat) {
-		return nil
+	if c.reg == nil || value == nil || !RegistryFormat(c.valueFormat) || c.valueFormat == valueFormatJSONSR {
+		return nil // JSON_SR reads without its schema
 	}
 	id, err := AvroSchemaID(value)
 	if err != nil {

@@ -102,7 +102,9 @@ func jsonSchemaType(t catalog.Type, precision, scale int) (string, error) {
 		return `{"type":"number","title":"org.apache.kafka.connect.data.Decimal","connect.version":1,"connect.type":"bytes","connect.parameters":{"scale":"` +
 			strconv.Itoa(scale) + `","connect.decimal.precision":"` + strconv.Itoa(precision) + `"}}`, nil
 	case catalog.Timestamp:
-		return `{"type":"number"}`, nil
+		// Epoch milliseconds, as Kafka Connect's Timestamp (a number:
+		// the microseconds are a fraction).
+		return `{"type":"number","title":"org.apache.kafka.connect.data.Timestamp","connect.version":1}`, nil
 	case catalog.TimestampTZ:
 		return format("date-time"), nil
 	case catalog.Date:

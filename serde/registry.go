@@ -12,6 +12,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -53,11 +54,15 @@ type missing struct {
 	err error
 }
 
-// writerSchema is a schema of the registry, parsed.
+// writerSchema is a schema of the registry, parsed: an Avro schema, a
+// Protobuf file (and for writing, its message md) or a JSON Schema,
+// which is kept as text (JSON_SR reads by field name, as JSON does).
 type writerSchema struct {
-	typ  sr.SchemaType
-	text string
-	avro avro.Schema
+	typ   sr.SchemaType
+	text  string
+	avro  avro.Schema
+	proto protoreflect.FileDescriptor
+	md    protoreflect.MessageDescriptor
 }
 
 // RegistryOptions say how to reach a schema registry.
@@ -199,6 +204,18 @@ func (r *Registry) parse(s sr.Schema) (*writerSchema, error) {
 			return nil, pgerr.New(pgerr.InvalidSchemaDefinition, "the registry's Avro schema does not parse: %v", err)
 		}
 		ws.avro = a
+	case sr.TypeProtobuf:
+		if len(s.References) > 0 {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "the registry's Protobuf schema imports other subjects' schemas (references), which basin does not read yet")
+		}
+		fd, err := ParseProtobufSchema(s.Schema)
+		if err != nil {
+			return nil, err
+		}
+		ws.proto = fd
+		if fd.Messages().Len() > 0 {
+			ws.md = fd.Messages().Get(0)
+		}
 	}
 	return ws, nil
 }
@@ -293,6 +310,17 @@ func (r *Registry) ValueColumns(ctx context.Context, format, topic string, id in
 	if want := schemaTypeOf(format); ws.typ != want {
 		return nil, "", pgerr.New(pgerr.InvalidParameterValue, "the registry's schema of topic %s is %s, and value_format is '%s'", topic, ws.typ, format)
 	}
+	switch ws.typ {
+	case sr.TypeProtobuf:
+		if ws.md == nil {
+			return nil, "", pgerr.New(pgerr.InvalidSchemaDefinition, "the registry's Protobuf schema of topic %s has no message", topic)
+		}
+		cols, err = ProtobufColumns(ws.md)
+		return cols, string(ws.md.FullName()), err
+	case sr.TypeJSON:
+		cols, err = JSONSchemaColumns(ws.text)
+		return cols, "", err
+	}
 	if n, ok := ws.avro.(avro.NamedSchema); ok {
 		name = n.FullName()
 	}
@@ -304,7 +332,7 @@ func (r *Registry) ValueColumns(ctx context.Context, format, topic string, id in
 // in a schema registry.
 func RegistryFormat(f string) bool {
 	switch strings.ToLower(f) {
-	case valueFormatAvro:
+	case valueFormatAvro, valueFormatProtobuf, valueFormatJSONSR:
 		return true
 	}
 	return false
@@ -312,5 +340,11 @@ func RegistryFormat(f string) bool {
 
 // schemaTypeOf is the registry's schema type of format f.
 func schemaTypeOf(f string) sr.SchemaType {
+	switch strings.ToLower(f) {
+	case valueFormatProtobuf:
+		return sr.TypeProtobuf
+	case valueFormatJSONSR:
+		return sr.TypeJSON
+	}
 	return sr.TypeAvro
 }

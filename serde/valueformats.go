@@ -37,6 +37,9 @@ const (
 	valueFormatDelimited = "delimited"
 	valueFormatKafka     = "kafka"
 	valueFormatAvro      = "avro"
+	valueFormatProtobuf  = "protobuf"
+	valueFormatProtoNoSR = "protobuf_nosr"
+	valueFormatJSONSR    = "json_sr"
 )
 
 // DelimiterRune returns the delimiter a value_delimiter names: one

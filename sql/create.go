@@ -88,9 +88,13 @@ func (sp *stmtParser) parseCreate(i int) (Statement, error) {
 		}
 		return sp.createTableAs(name, ifNotExists, with, k+1)
 	}
+	if cols[0] < 0 && toks[k].kind == tokEOF && registryFormat(with) {
+		// The columns come from the schema registry (exec).
+		return &CreateSource{Kind: kind, Name: name, IfNotExists: ifNotExists, With: with}, nil
+	}
 	if cols[0] < 0 {
 		return nil, sp.syntaxErr(toks[k]).
-			WithHint("CREATE %s needs a column list, or AS SELECT for a materialized view.", kind)
+			WithHint("CREATE %s needs a column list (or a value_format whose schema is in the schema registry: avro, protobuf, json_sr), or AS SELECT for a materialized view.", kind)
 	}
 	if toks[k].kind != tokEOF {
 		return nil, sp.syntaxErr(toks[k])
@@ -473,4 +477,19 @@ func columnOptionName(t ast.ColumnOptionType) string {
 		return "GENERATED"
 	}
 	return "this"
+}
+
+// registryFormat reports whether options with name a value_format whose
+// schemas are in a schema registry, from which a CREATE STREAM or TABLE
+// without a column list takes its columns.
+func registryFormat(with []Option) bool {
+	for _, o := range with {
+		if strings.EqualFold(o.Key, "value_format") {
+			switch strings.ToLower(o.Value) {
+			case "avro", "protobuf", "json_sr":
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -52,6 +52,11 @@ func (f *formatter) stmt(s Statement) {
 			f.b.WriteString("IF NOT EXISTS ")
 		}
 		f.b.WriteString(QuoteIdent(s.Name))
+		if len(s.Columns) == 0 {
+			// The columns come from the schema registry.
+			f.with(s.With)
+			break
+		}
 		f.b.WriteString(" (")
 		keys := 0
 		for _, c := range s.Columns {

@@ -1,0 +1,264 @@
+package serde
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+)
+
+// ProtobufColumns returns the value columns of values of Protobuf
+// message md, one per field in field order, named as the field (what
+// CREATE STREAM with no columns takes from the registry):
+//
+//	bool                              BOOLEAN
+//	int32, sint32, sfixed32           INTEGER
+//	int64, sint64, sfixed64, uint32,  BIGINT
+//	  fixed32
+//	uint64, fixed64                   NUMERIC (a uint64 can exceed BIGINT)
+//	float, double                     DOUBLE
+//	string, enum                      VARCHAR
+//	bytes                             BYTEA
+//	google.protobuf.Timestamp         TIMESTAMP
+//	google.type.Date                  DATE
+//	google.type.TimeOfDay             TIME
+//	confluent.type.Decimal            NUMERIC
+//	google.protobuf.*Value            the wrapped type
+//	repeated of a type above          that type's array
+//	other messages, maps, other       JSONB: the value as protojson writes it
+//	  repeated fields
+func ProtobufColumns(md protoreflect.MessageDescriptor) ([]catalog.Column, error) {
+	fields := md.Fields()
+	cols := make([]catalog.Column, 0, fields.Len())
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		t := protoColumnType(fd)
+		if fd.IsList() {
+			if t == catalog.JSONB || t == catalog.Decimal {
+				t = catalog.JSONB
+			} else {
+				t = catalog.ArrayOf(t)
+			}
+		}
+		if fd.IsMap() {
+			t = catalog.JSONB
+		}
+		cols = append(cols, catalog.Column{Name: string(fd.Name()), Type: t})
+	}
+	return cols, nil
+}
+
+// protoColumnType is the column type of one value of field fd.
+func protoColumnType(fd protoreflect.FieldDescriptor) catalog.Type {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return catalog.Boolean
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return catalog.Int
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind, protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return catalog.BigInt
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return catalog.Decimal
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return catalog.Double
+	case protoreflect.StringKind, protoreflect.EnumKind:
+		return catalog.Varchar
+	case protoreflect.BytesKind:
+		return catalog.Bytea
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		md := fd.Message()
+		switch string(md.FullName()) {
+		case protoTimestamp:
+			return catalog.Timestamp
+		case protoDate:
+			return catalog.Date
+		case protoTimeOfDay:
+			return catalog.Time
+		case protoDecimal:
+			return catalog.Decimal
+		}
+		if isProtoWrapper(md) {
+			return protoColumnType(md.Fields().Get(0))
+		}
+	}
+	return catalog.JSONB
+}
+
+// JSONSchemaColumns returns the value columns of values of the JSON
+// Schema text, an object schema: one per property, in the order of
+// their connect.index where the schema gives every one (as Kafka Connect's
+// and ksqlDB's do), else as written, of the type its "type" says:
+//
+//	boolean                  BOOLEAN
+//	integer                  BIGINT (INTEGER with connect.type int32,
+//	                         int16 or int8)
+//	number                   DOUBLE
+//	string                   VARCHAR; with format date-time, date,
+//	                         time, duration or uuid: TIMESTAMPTZ, DATE,
+//	                         TIME, INTERVAL or UUID
+//	Kafka Connect's logical types (title org.apache.kafka.connect.data.X):
+//	Timestamp TIMESTAMP, Date DATE, Time TIME, Decimal NUMERIC
+//	array of a type above    that type's array
+//	object, anything else    JSONB
+//
+// A oneOf or a type list of null and one type is that type.
+func JSONSchemaColumns(text string) ([]catalog.Column, error) {
+	var top struct {
+		Type       any             `json:"type"`
+		Properties json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(text), &top); err != nil {
+		return nil, pgerr.New(pgerr.InvalidSchemaDefinition, "the registry's JSON schema does not parse: %v", err)
+	}
+	names, err := objectKeys(top.Properties)
+	if err != nil || len(names) == 0 {
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "the registry's JSON schema has no properties: it is not an object whose properties would be the columns").
+			WithHint("List the columns.")
+	}
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(top.Properties, &props); err != nil {
+		return nil, pgerr.New(pgerr.InvalidSchemaDefinition, "the registry's JSON schema's properties do not parse: %v", err)
+	}
+	type indexed struct {
+		col catalog.Column
+		idx int
+		has bool
+	}
+	cols := make([]indexed, len(names))
+	for i, n := range names {
+		var p struct {
+			Index *int `json:"connect.index"`
+		}
+		_ = json.Unmarshal(props[n], &p)
+		cols[i] = indexed{col: catalog.Column{Name: n, Type: jsonSchemaColumnType(props[n], 0)}, idx: i}
+		if p.Index != nil {
+			cols[i].idx, cols[i].has = *p.Index, true
+		}
+	}
+	if !slices.ContainsFunc(cols, func(c indexed) bool { return !c.has }) {
+		sort.SliceStable(cols, func(i, j int) bool { return cols[i].idx < cols[j].idx })
+	}
+	out := make([]catalog.Column, len(cols))
+	for i, c := range cols {
+		out[i] = c.col
+	}
+	return out, nil
+}
+
+// jsonSchemaColumnType is the column type of the values of JSON Schema
+// s; depth counts the arrays it is in.
+func jsonSchemaColumnType(s json.RawMessage, depth int) catalog.Type {
+	var p struct {
+		Type        any               `json:"type"`
+		OneOf       []json.RawMessage `json:"oneOf"`
+		AnyOf       []json.RawMessage `json:"anyOf"`
+		Items       json.RawMessage   `json:"items"`
+		ConnectType string            `json:"connect.type"`
+		Format      string            `json:"format"`
+		Title       string            `json:"title"`
+	}
+	if json.Unmarshal(s, &p) != nil {
+		return catalog.JSONB
+	}
+	alts := p.OneOf
+	if alts == nil {
+		alts = p.AnyOf
+	}
+	if alts != nil {
+		var other []json.RawMessage
+		for _, a := range alts {
+			var n struct {
+				Type any `json:"type"`
+			}
+			if json.Unmarshal(a, &n) == nil && n.Type == "null" {
+				continue
+			}
+			other = append(other, a)
+		}
+		if len(other) == 1 {
+			return jsonSchemaColumnType(other[0], depth)
+		}
+		return catalog.JSONB
+	}
+	typ, _ := p.Type.(string)
+	if list, ok := p.Type.([]any); ok {
+		for _, x := range list {
+			if x != "null" {
+				if typ != "" {
+					return catalog.JSONB
+				}
+				typ, _ = x.(string)
+			}
+		}
+	}
+	switch p.Title {
+	case "org.apache.kafka.connect.data.Timestamp":
+		return catalog.Timestamp
+	case "org.apache.kafka.connect.data.Date":
+		return catalog.Date
+	case "org.apache.kafka.connect.data.Time":
+		return catalog.Time
+	case "org.apache.kafka.connect.data.Decimal":
+		return catalog.Decimal
+	}
+	switch typ {
+	case "boolean":
+		return catalog.Boolean
+	case "integer":
+		switch p.ConnectType {
+		case "int32", "int16", "int8":
+			return catalog.Int
+		}
+		return catalog.BigInt
+	case "number":
+		return catalog.Double
+	case "string":
+		switch p.Format {
+		case "date-time":
+			return catalog.TimestampTZ
+		case "date":
+			return catalog.Date
+		case "time":
+			return catalog.Time
+		case "duration":
+			return catalog.Interval
+		case "uuid":
+			return catalog.UUID
+		}
+		return catalog.Varchar
+	case "array":
+		if depth > 0 || p.Items == nil {
+			return catalog.JSONB
+		}
+		if e := jsonSchemaColumnType(p.Items, depth+1); e != catalog.JSONB {
+			return catalog.ArrayOf(e)
+		}
+	}
+	return catalog.JSONB
+}
+
+// objectKeys returns the keys of JSON object b in the order written.
+func objectKeys(b json.RawMessage) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil, pgerr.New(pgerr.InvalidSchemaDefinition, "not an object")
+	}
+	var keys []string
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, t.(string))
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
