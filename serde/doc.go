@@ -76,9 +76,8 @@
 //   - avro.go: Avro values in the schema registry's wire format (a zero
 //     byte, the writer schema's id, the record): the schema of a list of
 //     columns (AvroSchema), writing (AppendAvro) and reading by the
-//     writer's schema, field by name (DecodeAvro). Not yet a value_format
-//     of the Codec: the registry client and the schema lookups that
-//     declaring a stream over a registry's topic needs are to come.
+//     writer's schema, field by name (DecodeAvro). avrocolumns.go has the
+//     columns of a registry's Avro record schema (AvroColumns).
 //
 //   - protobuf.go: Protobuf values, in the schema registry's wire format
 //     (PROTOBUF: the zero byte and schema id, then the message indexes
@@ -101,11 +100,21 @@
 //     the schema, as ksqlDB), and SchemaID, the id of any of the three
 //     framed formats.
 //
-// Not yet value_formats of the Codec either: the registry client and the
-// schema lookups are to come, and a reader keeps each writer schema's
-// parsed form by id (compiling a .proto is far costlier than a record).
-// A new format belongs in a new file here, behind Codec: callers see only
-// rows and record bytes.
+//   - registry.go: Registry, the schema registry client (franz-go's
+//     pkg/sr): writer schemas fetched by id once, parsed and kept (ids
+//     never change; compiling a .proto costs far more than a record);
+//     the ids a registry said it lacks remembered for a minute; the
+//     schemas basin writes registered once per subject. A registry that
+//     cannot be asked is ErrRegistryUnavailable (Unavailable), which
+//     tasks retry (Codec.Warm) rather than skip records;
+//     schemacolumns.go the columns of a Protobuf message and a JSON
+//     Schema, for a stream declared without columns.
+//
+// The Codec reads the registry formats by the id in each record and
+// writes them with the schema value_schema_id names or the one it
+// registers for the value columns (writerSchema). A new format belongs
+// in a new file here, behind Codec: callers see only rows and record
+// bytes.
 //
 // # Errors
 //
