@@ -7,7 +7,9 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/hamba/avro/v2"
@@ -223,32 +225,85 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 	if _, err := AvroSchemaID(b); err != nil {
 		return err
 	}
-	var rec map[string]any
-	// A Reader, not avro.Unmarshal, which takes a record cut short for
-	// one whose last fields are zero.
-	r := avro.NewReader(nil, 0)
-	r.Reset(b[5:])
-	r.ReadVal(writer, &rec)
-	if r.Error != nil {
-		return pgerr.New(pgerr.InvalidTextRepresentation, "value does not decode by its writer schema: %v", r.Error)
+	rec, ok := derefAvro(writer).(*avro.RecordSchema)
+	if !ok {
+		return pgerr.New(pgerr.InvalidTextRepresentation, "the writer schema is a %s, not a record", writer.Type())
+	}
+	// Each column's field: the one of its name, else of its name
+	// ignoring case.
+	fields := rec.Fields()
+	var buf [32]int
+	fieldCol := buf[:0]
+	if len(fields) > len(buf) {
+		fieldCol = make([]int, 0, len(fields))
+	}
+	fieldCol = fieldCol[:len(fields)]
+	for i := range fieldCol {
+		fieldCol[i] = -1
 	}
 	for i, c := range cols {
-		raw, ok := rec[c.Name]
-		if !ok {
-			for k, v := range rec {
-				if strings.EqualFold(k, c.Name) {
-					raw, ok = v, true
-					break
-				}
+		at := -1
+		for j, f := range fields {
+			if f.Name() == c.Name {
+				at = j
+				break
+			}
+			if at < 0 && strings.EqualFold(f.Name(), c.Name) {
+				at = j
 			}
 		}
-		v, err := fromAvro(c, unwrapUnion(raw))
+		if at >= 0 && fieldCol[at] < 0 {
+			fieldCol[at] = i
+		}
+		setCol(dst, idx, i, nil)
+	}
+	// The record's fields in the writer's order, each read by its
+	// schema (a Reader, not avro.Unmarshal, which takes a record cut
+	// short for one whose last fields are zero); a union of null and a
+	// type without the map the generic reader wraps its branch in.
+	r := avroReaders.Get().(*avro.Reader)
+	defer avroReaders.Put(r)
+	r.Reset(b[5:])
+	r.Error = nil
+	for j, f := range fields {
+		v := readAvroField(r, f.Type())
+		if r.Error != nil {
+			return pgerr.New(pgerr.InvalidTextRepresentation, "value does not decode by its writer schema: %v", r.Error)
+		}
+		i := fieldCol[j]
+		if i < 0 {
+			continue
+		}
+		c := cols[i]
+		v, err := fromAvro(c, unwrapUnion(v))
 		if err != nil {
 			return pgerr.New(pgerr.InvalidTextRepresentation, "field %q: %v", c.Name, err)
 		}
 		setCol(dst, idx, i, v)
 	}
 	return nil
+}
+
+// avroReaders are the readers of DecodeAvro, reused.
+var avroReaders = sync.Pool{New: func() any { return avro.NewReader(nil, 0) }}
+
+// readAvroField reads one value of schema s: a union's branch as its
+// value (NULL for null), anything else as the generic reader does.
+func readAvroField(r *avro.Reader, s avro.Schema) any {
+	u, ok := s.(*avro.UnionSchema)
+	if !ok {
+		return r.ReadNext(s)
+	}
+	types := u.Types()
+	i := r.ReadLong()
+	if i < 0 || i >= int64(len(types)) {
+		r.ReportError("Read", "unknown union branch")
+		return nil
+	}
+	if types[i].Type() == avro.Null {
+		return nil
+	}
+	return r.ReadNext(types[i])
 }
 
 // unwrapUnion is a decoded union's value: the decoder gives a union of
@@ -270,6 +325,18 @@ func fromAvro(c catalog.Column, v any) (_ any, err error) {
 	}
 	t := c.Type
 	switch x := v.(type) {
+	case int64:
+		if v, ok := avroInt(t, x); ok {
+			return v, nil
+		}
+	case float64:
+		if t == catalog.Double {
+			return x, nil
+		}
+	case bool:
+		if t == catalog.Boolean {
+			return x, nil
+		}
 	case time.Time:
 		switch t {
 		case catalog.Timestamp, catalog.TimestampTZ:
@@ -299,6 +366,9 @@ func fromAvro(c catalog.Column, v any) (_ any, err error) {
 			return append([]byte{}, x...), nil
 		}
 	case string:
+		if t == catalog.Varchar && utf8.ValidString(x) {
+			return x, nil
+		}
 		if t == catalog.JSON || t == catalog.JSONB {
 			// The field holds the JSON text.
 			if !json.Valid([]byte(x)) {
@@ -313,8 +383,14 @@ func fromAvro(c catalog.Column, v any) (_ any, err error) {
 	case float32:
 		v = float64(x)
 	case int:
+		if v, ok := avroInt(t, int64(x)); ok {
+			return v, nil
+		}
 		v = int64(x)
 	case int32:
+		if v, ok := avroInt(t, int64(x)); ok {
+			return v, nil
+		}
 		v = int64(x)
 	case []any:
 		if !t.IsArray() {
@@ -343,6 +419,21 @@ func fromAvro(c catalog.Column, v any) (_ any, err error) {
 		return nil, fmt.Errorf("%s", cerr.msg)
 	}
 	return out, nil
+}
+
+// avroInt is integer x as a value of an integer or DOUBLE column of type
+// t, without the JSON reader's detour; ok is false for other types and
+// for an INTEGER out of range, which the JSON reader refuses.
+func avroInt(t catalog.Type, x int64) (any, bool) {
+	switch t {
+	case catalog.BigInt:
+		return x, true
+	case catalog.Int:
+		return x, x >= math.MinInt32 && x <= math.MaxInt32
+	case catalog.Double:
+		return float64(x), true
+	}
+	return nil, false
 }
 
 // ratScale is the least number of decimals that write the rational r
