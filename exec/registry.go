@@ -6,77 +6,103 @@ import (
 	"strings"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
 
-// inferColumns gives a CREATE STREAM or TABLE of a schema registry's
-// value format that lists no value columns those of the registry's
-// schema: value_schema_id's, else the latest under the topic's value
-// subject (serde.Registry.ValueColumns), as ksqlDB infers them. Key
-// columns, if any, stay as listed, first. The schema's name becomes
-// value_schema_full_name, unless value_schema_id is given, so that the
-// schema INSERT registers for the columns is a version of the same
-// record, which the registry's compatibility checks need.
+// inferColumns gives a CREATE STREAM or TABLE whose value_format keeps
+// its schemas in the schema registry, and that lists no value columns,
+// those of the registry's schema: value_schema_id's, else the latest
+// under the topic's value subject (serde.Registry.Columns), as ksqlDB
+// infers them; and the same for the key columns when key_format is such
+// a format and none are listed (a stream whose key subject has no
+// schema then has none). The value schema's name becomes
+// value_schema_full_name (and the key's key_schema_full_name), unless
+// the statement names a schema, so that the schema INSERT registers for
+// the columns is a version of the same record, which the registry's
+// compatibility checks need.
 func (s *Session) inferColumns(ctx context.Context, st *sql.CreateSource) error {
-	var format, topic, id string
-	named := false
+	opts := map[string]string{}
 	for _, o := range st.With {
-		switch strings.ToLower(o.Key) {
-		case "value_format":
-			format = strings.ToLower(o.Value)
-		case "kafka_topic":
-			topic = o.Value
-		case "value_schema_id":
-			id = o.Value
-			named = true
-		case "value_schema_full_name":
-			named = true
-		}
+		opts[strings.ToLower(o.Key)] = o.Value
 	}
-	if !serde.RegistryFormat(format) {
-		return nil
-	}
-	for _, c := range st.Columns {
-		if !c.Key {
-			return nil // listed: the registry is asked when records come
-		}
-	}
-	reg := s.e.Runtime.Registry()
-	if reg == nil {
-		return serde.NoRegistryError(strings.ToLower(st.Kind.String()), st.Name, format)
-	}
+	topic := opts["kafka_topic"]
 	if topic == "" {
 		topic = st.Name
 	}
-	n, _ := strconv.Atoi(id) // not a number: 0, and the planner refuses it
-	cols, name, err := reg.ValueColumns(ctx, format, topic, n)
+	var keys, values []sql.ColumnDef
+	for _, c := range st.Columns {
+		if c.Key {
+			keys = append(keys, c)
+		} else {
+			values = append(values, c)
+		}
+	}
+	what := strings.ToLower(st.Kind.String())
+	infer := func(part string, listed bool) ([]sql.ColumnDef, error) {
+		format := strings.ToLower(opts[part+"_format"])
+		if listed || !serde.RegistryFormat(format) {
+			return nil, nil
+		}
+		reg := s.e.Runtime.Registry()
+		if reg == nil {
+			return nil, serde.NoRegistryError(what, st.Name, part+"_format", format)
+		}
+		id, _ := strconv.Atoi(opts[part+"_schema_id"]) // not a number: 0, and the planner refuses it
+		cols, name, err := reg.Columns(ctx, part, format, topic, id)
+		if err != nil {
+			if part == "key" && pgerr.CodeOf(err) == pgerr.UndefinedObject && id == 0 && st.Kind == sql.KindStream {
+				return nil, nil // no key schema: a stream without key columns
+			}
+			return nil, err
+		}
+		_, hasID := opts[part+"_schema_id"]
+		_, hasName := opts[part+"_schema_full_name"]
+		if !hasID && !hasName && name != "" {
+			st.With = append(st.With, sql.Option{Key: part + "_schema_full_name", Value: name})
+		}
+		out := make([]sql.ColumnDef, len(cols))
+		for i, c := range cols {
+			out[i] = sql.ColumnDef{Name: c.Name, Type: c.Type, Precision: c.Precision, Scale: c.Scale, Key: part == "key"}
+		}
+		return out, nil
+	}
+	inferredKeys, err := infer("key", len(keys) > 0)
 	if err != nil {
 		return err
 	}
-	if !named && name != "" {
-		st.With = append(st.With, sql.Option{Key: "value_schema_full_name", Value: name})
+	inferredValues, err := infer("value", len(values) > 0)
+	if err != nil {
+		return err
 	}
-	for _, c := range cols {
-		st.Columns = append(st.Columns, sql.ColumnDef{Name: c.Name, Type: c.Type, Precision: c.Precision, Scale: c.Scale})
+	if inferredKeys == nil && inferredValues == nil {
+		return nil
 	}
+	cols := append(append([]sql.ColumnDef{}, keys...), inferredKeys...)
+	cols = append(cols, values...)
+	st.Columns = append(cols, inferredValues...)
 	return nil
 }
 
-// checkRegistry refuses rel, about to be created, when its format needs a
-// schema registry and the node has none; a relation basin writes to
-// (a derived stream, a view's kafka_topic) has its schema registered
-// now, so that a registry that refuses it fails the statement.
+// checkRegistry refuses rel, about to be created, when its key or value
+// format needs a schema registry and the node has none; a relation basin
+// writes to (a derived stream, a view's kafka_topic) has its schemas
+// registered now, so that a registry that refuses them fails the
+// statement.
 func (s *Session) checkRegistry(rel *catalog.Relation) error {
-	if !serde.RegistryFormat(rel.ValueFormat) {
-		return nil
+	what := strings.ToLower(string(rel.Kind))
+	needs := false
+	for _, f := range []struct{ option, format string }{{"key_format", rel.KeyFormat}, {"value_format", rel.ValueFormat}} {
+		if serde.RegistryFormat(f.format) {
+			needs = true
+			if s.e.Runtime.Registry() == nil {
+				return serde.NoRegistryError(what, rel.Name, f.option, f.format)
+			}
+		}
 	}
-	reg := s.e.Runtime.Registry()
-	if reg == nil {
-		return serde.NoRegistryError(strings.ToLower(string(rel.Kind)), rel.Name, rel.ValueFormat)
-	}
-	if len(rel.Sources) == 0 {
+	if !needs || len(rel.Sources) == 0 {
 		return nil // declared over a topic: written by INSERT, checked then
 	}
-	return serde.NewCodec(rel, reg).PrepareWrite()
+	return serde.NewCodec(rel, s.e.Runtime.Registry()).PrepareWrite()
 }

@@ -245,3 +245,74 @@ func consumeProtobuf(t *testing.T, ctx context.Context, brokers []string, cl *sr
 	}
 	return strings.Join(out, "; ")
 }
+
+// TestRegistryKeys writes and reads record keys in the registry's
+// formats: a key of one column in Avro is the bare value (schema
+// "long"), a key of several columns a record; Protobuf keys are
+// messages; a stream declared with no columns takes its key column
+// (ROWKEY, for a key schema that is not a record) from the key subject.
+func TestRegistryKeys(t *testing.T) {
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.exec(`CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR) WITH (kafka_topic = 'users', key_format = 'avro', value_format = 'avro', partitions = 1)`)
+	c.exec(`CREATE STREAM visits (region VARCHAR KEY, day DATE KEY, n INTEGER) WITH (kafka_topic = 'visits', key_format = 'avro', value_format = 'json_sr', partitions = 1)`)
+	c.exec(`CREATE STREAM pb (a VARCHAR KEY, b INTEGER KEY, v VARCHAR) WITH (kafka_topic = 'pb', key_format = 'protobuf', value_format = 'protobuf', partitions = 1)`)
+	c.exec(`INSERT INTO users VALUES (7, 'ann'), (8, 'bob')`)
+	c.exec(`INSERT INTO users VALUES (7, 'ann b')`)
+	c.exec(`INSERT INTO visits VALUES ('eu', DATE '2024-05-01', 3)`)
+	c.exec(`INSERT INTO pb VALUES ('x', 1, 'one'), ('y', NULL, NULL)`)
+	waitQuery(t, c.conn, `SELECT * FROM users ORDER BY id`, "7|ann b\n8|bob\n")
+	waitQuery(t, c.conn, `SELECT * FROM visits`, "eu|2024-05-01|3\n")
+	waitQuery(t, c.conn, `SELECT * FROM pb ORDER BY a`, "x|1|one\ny|NULL|NULL\n")
+
+	subject := func(name string) string {
+		t.Helper()
+		s, err := cl.SchemaByVersion(ctx, name, -1)
+		if err != nil {
+			t.Fatalf("subject %s: %v", name, err)
+		}
+		return s.Schema.Schema
+	}
+	if got := subject("users-key"); got != `"long"` {
+		t.Errorf("users-key is %s", got)
+	}
+	if got := subject("visits-key"); !strings.Contains(got, `"name":"region"`) || !strings.Contains(got, `"logicalType":"date"`) {
+		t.Errorf("visits-key is %s", got)
+	}
+	if got := subject("pb-key"); !strings.Contains(got, "optional string a = 1;") {
+		t.Errorf("pb-key is %s", got)
+	}
+
+	// Another producer's topic, key and value schemas registered: the
+	// stream takes both.
+	keyID, err := cl.CreateSchema(ctx, "ext-key", sr.Schema{Schema: `"string"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	valText := `{"type":"record","name":"Ext","fields":[{"name":"score","type":"double"}]}`
+	valID, err := cl.CreateSchema(ctx, "ext-value", sr.Schema{Schema: valText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h sr.ConfluentHeader
+	k, _ := h.AppendEncode(nil, keyID.ID, nil)
+	kb, _ := avro.Marshal(avro.MustParse(`"string"`), "k1")
+	v, _ := h.AppendEncode(nil, valID.ID, nil)
+	vb, _ := avro.Marshal(avro.MustParse(valText), map[string]any{"score": 2.5})
+	c.exec(`CREATE STREAM ext WITH (kafka_topic = 'ext', key_format = 'avro', value_format = 'avro', partitions = 1)`)
+	produceRaw(t, n.Brokers(), "ext", [2]string{string(append(k, kb...)), string(append(v, vb...))})
+	waitQuery(t, c.conn, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'ext' ORDER BY ordinal_position`,
+		"ROWKEY|text\nscore|double precision\n")
+	waitQuery(t, c.conn, `SELECT "ROWKEY", score FROM ext`, "k1|2.5\n")
+}

@@ -65,7 +65,11 @@ var sourceOptions = map[string]option{
 	// registers.
 	"value_schema_id":        {check: checkSchemaID},
 	"value_schema_full_name": {check: checkFullName},
-	"partitions":             {check: positiveInt},
+	// The same for keys, in key_format 'delimited' and the registry's.
+	"key_delimiter":        {check: checkDelimiter},
+	"key_schema_id":        {check: checkSchemaID},
+	"key_schema_full_name": {check: checkFullName},
+	"partitions":           {check: positiveInt},
 	"partitioner": {check: func(v string) error {
 		_, err := catalog.PartitionerName(v)
 		return err

@@ -28,7 +28,10 @@ const (
 // The checks of the format options.
 var (
 	checkValueFormat = oneOf(FormatJSON, FormatDelimited, FormatKafka, FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR)
-	checkKeyFormat   = oneOf(FormatKafka, FormatJSON, FormatNone)
+	checkKeyFormat   = oneOf(FormatKafka, FormatJSON, FormatNone, FormatDelimited, FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR)
+	// checkStreamKeyFormat is a derived stream's key_format: one its
+	// key can be written in.
+	checkStreamKeyFormat = oneOf(FormatKafka, FormatJSON, FormatDelimited, FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR)
 )
 
 func checkDelimiter(v string) error {
@@ -90,6 +93,9 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 	if _, ok := opts["value_delimiter"]; ok && r.ValueFormat != FormatDelimited {
 		return bad("value_delimiter is for value_format 'delimited', and %s %s's is '%s'", what, r.Name, r.ValueFormat)
 	}
+	if err := checkKeyFormatOptions(r, opts, what); err != nil {
+		return err
+	}
 	_, hasID := opts["value_schema_id"]
 	_, hasName := opts["value_schema_full_name"]
 	if (hasID || hasName) && !serde.RegistryFormat(r.ValueFormat) {
@@ -145,10 +151,54 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 // a query writing into rel's topic (INSERT INTO ... SELECT) needs.
 func formatOptions(rel *catalog.Relation) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{"value_delimiter", "wrap_single_value", "value_schema_id", "value_schema_full_name"} {
+	for _, k := range []string{"value_delimiter", "wrap_single_value", "value_schema_id", "value_schema_full_name",
+		"key_delimiter", "key_schema_id", "key_schema_full_name"} {
 		if v, ok := rel.Options[k]; ok {
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// checkKeyFormatOptions checks the key options of r against its
+// key_format: key_delimiter for 'delimited', key_schema_id and
+// key_schema_full_name for the registry's formats, and that the key
+// columns can be written in the format.
+func checkKeyFormatOptions(r *catalog.Relation, opts map[string]string, what string) error {
+	var keys []catalog.Column
+	for _, c := range r.Schema.Columns {
+		if c.Key {
+			keys = append(keys, c)
+		}
+	}
+	bad := func(format string, args ...any) *pgerr.Error {
+		return pgerr.New(pgerr.InvalidParameterValue, format, args...)
+	}
+	if _, ok := opts["key_delimiter"]; ok && r.KeyFormat != FormatDelimited {
+		return bad("key_delimiter is for key_format 'delimited', and %s %s's is '%s'", what, r.Name, r.KeyFormat)
+	}
+	_, hasID := opts["key_schema_id"]
+	_, hasName := opts["key_schema_full_name"]
+	if (hasID || hasName) && !serde.RegistryFormat(r.KeyFormat) {
+		return bad("key_schema_id and key_schema_full_name are for the schema registry's formats, and %s %s's key_format is '%s'", what, r.Name, r.KeyFormat)
+	}
+	if hasID && hasName {
+		return bad("key_schema_id names the schema, and key_schema_full_name the one basin would register: give one of them")
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var err error
+	switch r.KeyFormat {
+	case FormatAvro:
+		_, err = serde.AvroSchema(serde.DefaultAvroKeyName, keys)
+	case FormatJSONSR:
+		_, err = serde.JSONSchema(serde.DefaultAvroKeyName, keys)
+	case FormatProtobuf, FormatProtoNoSR:
+		_, err = serde.ProtobufSchema(serde.DefaultAvroKeyName, keys)
+	}
+	if err != nil {
+		return pgerr.New(pgerr.FeatureNotSupported, "the key of %s %s cannot be written in key_format '%s': %v", what, r.Name, r.KeyFormat, err)
+	}
+	return nil
 }

@@ -155,7 +155,7 @@ func (p *StreamPlan) sourceString() string {
 var streamOptions = map[string]option{
 	"kafka_topic":       {},
 	"partitions":        {check: positiveInt},
-	"key_format":        {check: oneOf(FormatKafka, FormatJSON)},
+	"key_format":        {check: checkStreamKeyFormat},
 	"value_format":      {check: checkValueFormat},
 	"value_delimiter":   {check: checkDelimiter},
 	"wrap_single_value": {check: checkBool},
@@ -164,6 +164,10 @@ var streamOptions = map[string]option{
 	// registers.
 	"value_schema_id":        {check: checkSchemaID},
 	"value_schema_full_name": {check: checkFullName},
+	// The same for keys, in key_format 'delimited' and the registry's.
+	"key_delimiter":        {check: checkDelimiter},
+	"key_schema_id":        {check: checkSchemaID},
+	"key_schema_full_name": {check: checkFullName},
 }
 
 // PlanStream plans CREATE STREAM ... AS SELECT against cat. The returned

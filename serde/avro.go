@@ -151,7 +151,7 @@ func AppendAvro(dst []byte, schema avro.Schema, id uint32, cols []catalog.Column
 // marshalAvro is avro.Marshal, with a panic of the encoder (a value of
 // another Go type than its schema's, which toAvro should have made
 // impossible) an error rather than the process's end.
-func marshalAvro(schema avro.Schema, rec map[string]any) (b []byte, err error) {
+func marshalAvro(schema avro.Schema, rec any) (b []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("the encoder failed: %v", r)

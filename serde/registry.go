@@ -3,6 +3,7 @@ package serde
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -289,26 +290,33 @@ func ValueSubject(topic string) string { return topic + "-value" }
 // KeySubject: see ValueSubject.
 func KeySubject(topic string) string { return topic + "-key" }
 
-// ValueColumns returns the value columns of topic's records in value
-// format format, from the registry's schema: the one of id when id is
-// not 0 (value_schema_id), else the latest of the topic's value subject.
-// name is the schema's full name (an Avro record's).
-func (r *Registry) ValueColumns(ctx context.Context, format, topic string, id int) (cols []catalog.Column, name string, err error) {
+// Columns returns the columns of one part of topic's records (part is
+// "key" or "value") in format format, from the registry's schema: the
+// one of id when id is not 0 (<part>_schema_id), else the latest under
+// the topic's subject of the part. name is the schema's full name (an
+// Avro record's, a Protobuf message's). A key's schema that is not a
+// record (an Avro primitive, a JSON scalar) is one key column, ROWKEY,
+// as ksqlDB names it.
+func (r *Registry) Columns(ctx context.Context, part, format, topic string, id int) (cols []catalog.Column, name string, err error) {
+	subject := ValueSubject(topic)
+	if part == "key" {
+		subject = KeySubject(topic)
+	}
 	var ws *writerSchema
 	if id != 0 {
 		ws, err = r.schemaByID(id)
 	} else {
-		_, ws, err = r.latest(ctx, ValueSubject(topic))
+		_, ws, err = r.latest(ctx, subject)
 	}
 	if err != nil {
 		var pe *pgerr.Error
 		if errors.As(err, &pe) && pe.Code == pgerr.UndefinedObject {
-			pe.Hint = fmt.Sprintf("Register the topic's value schema under subject %s, or list the columns.", ValueSubject(topic))
+			pe.Hint = fmt.Sprintf("Register the topic's %s schema under subject %s, or list the columns.", part, subject)
 		}
 		return nil, "", err
 	}
 	if want := schemaTypeOf(format); ws.typ != want {
-		return nil, "", pgerr.New(pgerr.InvalidParameterValue, "the registry's schema of topic %s is %s, and value_format is '%s'", topic, ws.typ, format)
+		return nil, "", pgerr.New(pgerr.InvalidParameterValue, "the registry's %s schema of topic %s is %s, and %s_format is '%s'", part, topic, ws.typ, part, format)
 	}
 	switch ws.typ {
 	case sr.TypeProtobuf:
@@ -318,11 +326,18 @@ func (r *Registry) ValueColumns(ctx context.Context, format, topic string, id in
 		cols, err = ProtobufColumns(ws.md)
 		return cols, string(ws.md.FullName()), err
 	case sr.TypeJSON:
-		cols, err = JSONSchemaColumns(ws.text)
+		if cols, err = JSONSchemaColumns(ws.text); err != nil && part == "key" {
+			return []catalog.Column{{Name: "ROWKEY", Type: jsonSchemaColumnType(json.RawMessage(ws.text), 0)}}, "", nil
+		}
 		return cols, "", err
 	}
 	if n, ok := ws.avro.(avro.NamedSchema); ok {
 		name = n.FullName()
+	}
+	if _, ok := derefAvro(ws.avro).(*avro.RecordSchema); !ok && part == "key" {
+		c := catalog.Column{Name: "ROWKEY"}
+		c.Type, c.Precision, c.Scale = avroColumnType(ws.avro, 0)
+		return []catalog.Column{c}, "", nil
 	}
 	cols, err = AvroColumns(ws.avro)
 	return cols, name, err

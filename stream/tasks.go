@@ -584,7 +584,7 @@ func warmSchemas(fetches kgo.Fetches, codecOf func(r *kgo.Record) *serde.Codec) 
 			return
 		}
 		if c := codecOf(r); c != nil && c.Registered() {
-			err = c.Warm(r.Value)
+			err = c.Warm(r.Key, r.Value)
 		}
 	})
 	return err
