@@ -244,4 +244,3 @@ func (c *Codec) Rowtime(row catalog.Row, ts time.Time) (any, error) {
 	}
 	return nil, nil
 }
-
