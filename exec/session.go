@@ -574,9 +574,12 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err != nil {
 		return pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", strings.Join(topics, ", "), err)
 	}
-	// A topic to publish to that cannot be used fails the statement
-	// before the view exists.
+	// A topic to publish to that cannot be used, or a schema the
+	// registry refuses, fails the statement before the view exists.
 	if err := s.e.Runtime.EnsurePublished(ctx, plan.View, nil); err != nil {
+		return err
+	}
+	if err := s.checkRegistry(plan.View); err != nil {
 		return err
 	}
 	if err := s.submit(ctx, &catalog.Command{Op: catalog.OpCreate, Relation: plan.View}, "", nil); err != nil {

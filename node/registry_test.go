@@ -102,7 +102,7 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 
 	// The derived stream's topic, as a registry-aware consumer reads it.
 	waitQuery(t, c.conn, `SELECT id, qty FROM big ORDER BY id`, "o1|3\no4|4\n")
-	got := consumeAvro(t, ctx, n.Brokers(), cl, "big_orders", 2)
+	got := consumeAvro(t, ctx, n.Brokers(), cl, "big_orders", 2, "customer", "qty", "placed")
 	if want := "o1 ann 3 2023-11-14T22:13:20Z; o4 cy 4 2024-01-02T03:04:05Z"; got != want {
 		t.Errorf("big_orders reads as %q, want %q", got, want)
 	}
@@ -122,6 +122,13 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 	waitQuery(t, c.conn, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'big_js_in' ORDER BY ordinal_position`,
 		"customer|text\nqty|integer\nplaced|timestamp without time zone\n")
 	waitQuery(t, c.conn, `SELECT customer, qty, placed FROM big_js_in ORDER BY 1`, "ann|3|2023-11-14 22:13:20\ncy|4|2024-01-02 03:04:05\n")
+
+	// A view publishes its rows in Avro too.
+	c.exec(`CREATE TABLE by_customer_pub WITH (kafka_topic = 'by_customer_pub', value_format = 'avro') AS SELECT customer, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY customer`)
+	waitQuery(t, c.conn, `SELECT customer, qty, n FROM by_customer_pub ORDER BY customer`, "ann|3|1\nbob|1|1\ncy|4|1\n")
+	if got, want := consumeAvro(t, ctx, n.Brokers(), cl, "by_customer_pub", 3, "qty", "n"), "ann 3 1; bob 1 1; cy 4 1"; got != want {
+		t.Errorf("by_customer_pub reads as %q, want %q", got, want)
+	}
 
 	// The registry goes down while records of a schema basin has not
 	// seen arrive: the queries wait, with the error in SHOW QUERIES.
@@ -145,7 +152,7 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 
 // consumeAvro reads the first n records of topic as a consumer with a
 // registry client does: the writer schema by the id in each record.
-func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int) string {
+func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int, fields ...string) string {
 	t.Helper()
 	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -174,7 +181,7 @@ func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Cli
 				t.Fatal(err)
 			}
 			var f []string
-			for _, k := range []string{"customer", "qty", "placed"} {
+			for _, k := range fields {
 				v := rec[k]
 				if m, ok := v.(map[string]any); ok {
 					for _, x := range m {

@@ -122,7 +122,7 @@ func (p *ViewPlan) String() string {
 				windowed = ", the key followed by the session's end and start (8 bytes each, big-endian milliseconds) as ksqlDB's"
 			}
 		}
-		fmt.Fprintf(&b, "  Publish rows to topic %s (upserts and tombstones, key_format %s%s, value_format json)\n", topic, p.View.KeyFormat, windowed)
+		fmt.Fprintf(&b, "  Publish rows to topic %s (upserts and tombstones, key_format %s%s, value_format %s)\n", topic, p.View.KeyFormat, windowed, p.View.ValueFormat)
 	}
 	if p.Grouped {
 		if p.Having != nil {
@@ -243,10 +243,23 @@ func streamJoin(cat *catalog.Catalog, join *sql.Join) bool {
 // plan's View is the relation to record (Version unset until the command
 // is applied).
 func PlanView(cat *catalog.Catalog, s *sql.CreateTableAs, text string) (*ViewPlan, error) {
-	if p := planBucketView(cat, s, text); p != nil {
-		return p, nil // windowed by a date bucket of its GROUP BY (datebucket.go)
+	p := planBucketView(cat, s, text) // windowed by a date bucket of its GROUP BY (datebucket.go)
+	if p == nil {
+		var err error
+		if p, err = planView(cat, s, text, nil); err != nil {
+			return nil, err
+		}
 	}
-	return planView(cat, s, text, nil)
+	// The value format the rows published to kafka_topic are written
+	// in (formats.go), checked against the columns.
+	view := p.View
+	if f := strings.ToLower(view.Options["value_format"]); f != "" {
+		view.ValueFormat = f
+	}
+	if err := checkFormats(view, view.Options, "table"); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // planView plans the view, windowed by bucket when it is set.
