@@ -159,7 +159,17 @@ type Column struct {
 	// Fields names the fields of a Record column; only catalog queries
 	// have those, and they are never recorded.
 	Fields []Column `json:"-"`
+	// Header is the key of the record header a HEADER('key') column of
+	// a stream or table holds; Headers marks a HEADERS column, which
+	// holds all of them. Such a column is neither in the record's key
+	// nor in its value.
+	Header  string `json:",omitempty"`
+	Headers bool   `json:",omitempty"`
 }
+
+// FromHeaders reports whether column c is read from the record's
+// headers.
+func (c Column) FromHeaders() bool { return c.Headers || c.Header != "" }
 
 // Schema is an ordered list of columns.
 type Schema struct {

@@ -366,6 +366,14 @@ func compileBlobCall(s *planner.Call, args []Expr) Expr {
 		fn = func(a []any) (any, error) { return encodeBytea(a[0].([]byte), a[1].(string)) }
 	case "decode":
 		fn = func(a []any) (any, error) { return decodeBytea(a[0].(string), a[1].(string)) }
+	case "convert_from":
+		fn = func(a []any) (any, error) { return convertFrom(a[0].([]byte), a[1].(string)) }
+	case "convert_to":
+		fn = func(a []any) (any, error) { return convertTo(a[0].(string), a[1].(string)) }
+	case "from_bytes":
+		fn = func(a []any) (any, error) { return fromBytes(a[0].([]byte), a[1].(string)) }
+	case "to_bytes":
+		fn = func(a []any) (any, error) { return toBytes(a[0].(string), a[1].(string)) }
 	default:
 		return nil
 	}

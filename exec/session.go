@@ -440,6 +440,10 @@ func (s *Session) insert(ctx context.Context, st *sql.Insert, w ResultWriter) er
 			if seen[i] {
 				return pgerr.New(pgerr.DuplicateColumn, "column %q specified more than once", c).WithPosition(pos)
 			}
+			if rel.Schema.Columns[i].FromHeaders() {
+				return pgerr.New(pgerr.FeatureNotSupported, "column %q of %s is read from the records' headers, which INSERT does not write", c, rel.Name).WithPosition(pos).
+					WithHint("Leave it out of the column list.")
+			}
 			seen[i] = true
 			idx = append(idx, i)
 		}

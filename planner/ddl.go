@@ -182,7 +182,11 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		if c.Key {
 			nkeys++
 		}
-		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key, Precision: c.Precision, Scale: c.Scale})
+		r.Schema.Columns = append(r.Schema.Columns, catalog.Column{Name: c.Name, Type: c.Type, Key: c.Key, Precision: c.Precision, Scale: c.Scale,
+			Header: c.Header, Headers: c.Headers})
+		if err := checkHeaderColumn(c, what, s.Name); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkKeyTypes(r.Schema.Columns); err != nil {
 		return nil, err
@@ -198,7 +202,7 @@ func PlanCreateSource(cat *catalog.Catalog, s *sql.CreateSource, text string) (*
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s has %d key columns, but key_format 'kafka' holds one", what, s.Name, nkeys).
 			WithHint("Use WITH (key_format = 'json') for a multi-column key.")
 	}
-	if nkeys == len(r.Schema.Columns) {
+	if nkeys+headerColumns(r.Schema.Columns) == len(r.Schema.Columns) {
 		return nil, pgerr.New(pgerr.InvalidTableDefinition, "%s %s needs at least one value column besides its key", what, s.Name)
 	}
 	for _, c := range r.Schema.Columns {
@@ -281,4 +285,30 @@ func isPseudo(name string) bool {
 		}
 	}
 	return false
+}
+
+// checkHeaderColumn checks a HEADER('key') or HEADERS column c of a
+// stream or table being declared: a header's value is bytes, so a
+// HEADER column is BYTEA (ksqlDB's BYTES), as in ksqlDB.
+func checkHeaderColumn(c sql.ColumnDef, what, name string) error {
+	switch {
+	case c.Headers:
+		return pgerr.New(pgerr.FeatureNotSupported, "column %s of %s %s: HEADERS columns are not supported yet", c.Name, what, name).
+			WithHint("Declare a BYTES column for each header you read: %s BYTES HEADER('key').", c.Name)
+	case c.Header != "" && c.Type != catalog.Bytea:
+		return pgerr.New(pgerr.DatatypeMismatch, "header column %s of %s %s is %s, and a header's value is bytes: declare it BYTES", c.Name, what, name, c.Type).
+			WithHint("Read it as text with convert_from(%s, 'UTF8').", c.Name)
+	}
+	return nil
+}
+
+// headerColumns counts the columns read from record headers.
+func headerColumns(cols []catalog.Column) int {
+	n := 0
+	for _, c := range cols {
+		if c.FromHeaders() {
+			n++
+		}
+	}
+	return n
 }

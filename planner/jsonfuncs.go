@@ -74,6 +74,10 @@ func init() {
 		"md5":                     {1, 1, md5Sig, catalog.Unknown, nil},
 		"encode":                  {2, 2, argsAs(text, bytea, text), catalog.Unknown, nil},
 		"decode":                  {2, 2, argsAs(bytea, text, text), catalog.Unknown, nil},
+		"convert_from":            {2, 2, argsAs(text, bytea, text), catalog.Unknown, nil},
+		"convert_to":              {2, 2, argsAs(bytea, text, text), catalog.Unknown, nil},
+		"from_bytes":              {2, 2, argsAs(text, bytea, text), catalog.Unknown, nil},
+		"to_bytes":                {2, 2, argsAs(bytea, text, text), catalog.Unknown, nil},
 		"octet_length":            {1, 1, octetLengthSig, catalog.Unknown, nil},
 	} {
 		scalarFuncs[name] = sig

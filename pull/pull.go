@@ -1570,7 +1570,7 @@ func (q *Query) scanStream(ctx context.Context) error {
 			if r.Attrs.IsControl() {
 				return
 			}
-			row, _, err := codec.Decode(r.Key, r.Value)
+			row, _, err := codec.DecodeRecord(r)
 			if serde.Unavailable(err) {
 				// Not a bad record: one the scan cannot read now.
 				ierr = err

@@ -22,6 +22,10 @@ type Codec struct {
 	keyIdx  []int
 	valCols []catalog.Column
 	valIdx  []int
+	// hdrCols are the columns read from the record's headers
+	// (headers.go), at hdrIdx.
+	hdrCols []catalog.Column
+	hdrIdx  []int
 	// timeIdx is the column of WITH (timestamp = ...), -1 for none;
 	// timeLayout the Go layout of its timestamp_format, for a VARCHAR.
 	timeIdx    int
@@ -60,6 +64,11 @@ func NewCodec(rel *catalog.Relation, reg *Registry) *Codec {
 		if rel.WindowBound(i) {
 			// In a windowed view's record key, after the group's
 			// (WindowedKey), as ksqlDB writes them; never in the value.
+			continue
+		}
+		if col.FromHeaders() {
+			c.hdrCols = append(c.hdrCols, col)
+			c.hdrIdx = append(c.hdrIdx, i)
 			continue
 		}
 		if col.Key {

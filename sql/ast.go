@@ -44,6 +44,10 @@ type ColumnDef struct {
 	// Key is set by KEY or PRIMARY KEY on the column, or by a table-level
 	// PRIMARY KEY (...) naming it.
 	Key bool
+	// Headers marks a HEADERS column (the record's headers); Header is
+	// the key of a HEADER('key') column ("" for none).
+	Headers bool
+	Header  string
 }
 
 // CreateSource is CREATE STREAM|TABLE name (cols) WITH (...): a relation

@@ -313,6 +313,7 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 		typ              catalog.Type
 		precision, scale int
 		nameTok          token
+		hdr              headerSpec
 	}
 	var cols []colInfo
 	var constraints [][2]int // token ranges of the table constraints, in order
@@ -359,6 +360,17 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 		if ref.end > b {
 			return nil, sp.syntaxErr(toks[b])
 		}
+		// HEADERS or HEADER('k') at the end: the column is the record's
+		// headers, or one of them (ksqlDB's header columns).
+		var hdr headerSpec
+		switch {
+		case b-1 >= ref.end && toks[b-1].isWord("headers"):
+			hdr.all, hdr.pos = true, toks[b-1].pos
+			b--
+		case b-4 >= ref.end && toks[b-4].isWord("header") && toks[b-3].isOp("(") && toks[b-2].kind == tokString && toks[b-1].isOp(")"):
+			hdr.key, hdr.named, hdr.pos = toks[b-2].val, true, toks[b-4].pos
+			b -= 4
+		}
 		rw.addTok(nt, quoteTiDB(nt.val), itemOperand)
 		tt := toks[a+1]
 		rw.add(outItem{text: tidbTypeName(ref.typ), orig: tt.pos, origEnd: toks[ref.end-1].end})
@@ -370,7 +382,7 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 				primaries = append(primaries, toks[x].pos)
 			}
 		}
-		cols = append(cols, colInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, nameTok: nt})
+		cols = append(cols, colInfo{typ: ref.typ, precision: ref.precision, scale: ref.scale, nameTok: nt, hdr: hdr})
 	}
 	rw.addTok(toks[close], ")", itemClose)
 	tt := build(rw.out, toks[close+1])
@@ -410,6 +422,17 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 		if notNull && !out[n].Key {
 			return nil, unsupported(sp.charPos(ci.nameTok.pos), "NOT NULL is only supported on key columns")
 		}
+		if ci.hdr.all || ci.hdr.named {
+			if out[n].Key {
+				return nil, &pgerr.Error{Code: pgerr.InvalidTableDefinition, Position: sp.charPos(ci.hdr.pos),
+					Message: "column \"" + name + "\" is a header column, which cannot be part of the key"}
+			}
+			if ci.hdr.named && ci.hdr.key == "" {
+				return nil, &pgerr.Error{Code: pgerr.InvalidTableDefinition, Position: sp.charPos(ci.hdr.pos),
+					Message: "column \"" + name + "\": HEADER needs the key of a header, not ''"}
+			}
+			out[n].Header, out[n].Headers = ci.hdr.key, ci.hdr.all
+		}
 	}
 	for n, con := range ct.Constraints {
 		el := constraints[n]
@@ -442,6 +465,13 @@ func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) 
 			Position: sp.charPos(primaries[1])}
 	}
 	return out, nil
+}
+
+// headerSpec is a column's HEADERS (all) or HEADER('key') (named).
+type headerSpec struct {
+	all, named bool
+	key        string
+	pos        int
 }
 
 // isTableConstraint reports whether the column-list element at toks[a]

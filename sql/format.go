@@ -69,6 +69,12 @@ func (f *formatter) stmt(s Statement) {
 				f.b.WriteString(", ")
 			}
 			f.printf("%s %s%s", QuoteIdent(c.Name), c.Type, catalog.TypeModifiers(c.Type, c.Precision, c.Scale))
+			switch {
+			case c.Headers:
+				f.b.WriteString(" HEADERS")
+			case c.Header != "":
+				f.printf(" HEADER(%s)", QuoteString(c.Header))
+			}
 			if c.Key {
 				// A table has one PRIMARY KEY; a key of several columns
 				// is written with KEY on each, which both kinds accept.

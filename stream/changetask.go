@@ -220,7 +220,7 @@ func (t *changeTask) change(store *materialize.Store, b *changeBatch, r *kgo.Rec
 	}
 	ncols := len(src.Schema.Columns)
 	row := t.row[:ncols+1]
-	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
 	if err != nil {
 		b.bad = append(b.bad, t.rt.badRecord(t.plan.View, r, err))
 		return nil

@@ -355,7 +355,7 @@ func (t *joinTask) process(store *materialize.Store, b *joinBatch, r *kgo.Record
 	ncols := len(src.Schema.Columns)
 	row := t.row
 	clear(row)
-	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
 	if err != nil {
 		b.bad = append(b.bad, t.rt.badRecord(t.plan.Stream, r, err))
 		return nil
@@ -471,7 +471,7 @@ func (t *joinTask) tableRecord(b *joinBatch, r *kgo.Record) error {
 	}
 	tbl := t.plan.Join.Table
 	trow := make(catalog.Row, len(tbl.Schema.Columns))
-	tombstone, err := t.tcodec.DecodeInto(trow, r.Key, r.Value)
+	tombstone, err := t.tcodec.DecodeRecordInto(trow, r)
 	if err != nil {
 		return nil // the table's own task logs it
 	}

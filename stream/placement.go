@@ -2,6 +2,7 @@ package stream
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -91,5 +92,18 @@ func forwardRecord(a *recordArena, topic string, q int32, r *kgo.Record) *kgo.Re
 	rec.Key, rec.Value = r.Key, r.Value
 	rec.Timestamp = r.Timestamp
 	rec.Headers = a.header(headerSource, src)
+	if len(r.Headers) > 0 {
+		// The producer's headers go along, for the header columns
+		// (serde/headers.go), before basin's; any of the producer's
+		// named as basin's own do not, so that they cannot pass for
+		// them.
+		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+1)
+		for _, h := range r.Headers {
+			if !strings.HasPrefix(h.Key, "basin.") {
+				hs = append(hs, h)
+			}
+		}
+		rec.Headers = append(hs, rec.Headers[0])
+	}
 	return rec
 }

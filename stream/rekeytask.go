@@ -237,7 +237,7 @@ func (t *rekeyTask) add(b *rekeyBatch, r *kgo.Record) {
 func (t *rekeyTask) rekey(a *recordArena, r *kgo.Record) (*kgo.Record, error) {
 	row := t.row
 	ncols := len(t.plan.Source.Schema.Columns)
-	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
 	if err != nil || tombstone {
 		return nil, err
 	}

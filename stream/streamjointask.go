@@ -310,7 +310,7 @@ func (t *streamJoinTask) process(store *materialize.Store, b *streamJoinBatch, r
 	s := t.sides[si]
 	rel := t.plan.Stream
 	row := make(catalog.Row, s.width)
-	tombstone, err := s.codec.DecodeInto(row[:s.width-1], r.Key, r.Value)
+	tombstone, err := s.codec.DecodeRecordInto(row[:s.width-1], r)
 	if err != nil {
 		b.bad = append(b.bad, t.rt.badRecord(rel, r, err))
 		return nil

@@ -249,7 +249,7 @@ func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 	plan := t.plan
 	ncols := len(t.src.Schema.Columns)
 	row := t.row
-	tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
 	if err != nil || tombstone {
 		return nil, err
 	}

@@ -436,7 +436,7 @@ func (t *tableJoinTask) record(store *materialize.Store, b *tableJoinBatch, r *k
 	left := s == t.sides[0]
 	ncols := len(s.rel.Schema.Columns)
 	row := make(catalog.Row, ncols+2) // the columns, ROWTIME, and a left row's right key
-	tombstone, err := s.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+	tombstone, err := s.codec.DecodeRecordInto(row[:ncols], r)
 	if err != nil {
 		return nil // the table's own task logs it
 	}

@@ -190,7 +190,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 				if r.Attrs.IsControl() {
 					return
 				}
-				if row, _, err := codec.Decode(r.Key, r.Value); err == nil {
+				if row, _, err := codec.DecodeRecord(r); err == nil {
 					if row == nil {
 						row = codec.KeyRow(r.Key)
 					}
@@ -215,7 +215,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 			if forwarded {
 				logged = &kgo.Record{Topic: t.rel.Topic, Partition: sp, Offset: off, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 			}
-			row, keyVals, err := codec.Decode(r.Key, r.Value)
+			row, keyVals, err := codec.DecodeRecord(r)
 			if err == nil && slices.Contains(keyVals, nil) {
 				// A table's row is found by its key; a record without
 				// one (a null record key, or a NULL key column) names

@@ -605,7 +605,7 @@ func (t *viewTask) process(store *materialize.Store, b *viewBatch, r *kgo.Record
 		}
 		ncols := len(plan.Source.Schema.Columns)
 		row = t.row[:recordWidth(plan.Source, plan.Coords)]
-		tombstone, err := t.codec.DecodeInto(row[:ncols], r.Key, r.Value)
+		tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
 		if err != nil {
 			b.bad = append(b.bad, rt.badRecord(view, src, err))
 			return nil
