@@ -22,6 +22,15 @@ var recordRels = []*catalog.Relation{
 	codecRel("kafka", col("a", catalog.Varchar), col("b", catalog.Int)),
 	codecRel("json", catalog.Column{Name: "day", Type: catalog.Timestamp, Key: true}, col("total", catalog.Double)),
 	codecRel("kafka", col("qty", catalog.Int), catalog.Column{Name: "sku", Type: catalog.Varchar, Key: true}),
+	withFormats(codecRel("delimited", catalog.Column{Name: "a", Type: catalog.Varchar, Key: true}, catalog.Column{Name: "b", Type: catalog.BigInt, Key: true},
+		col("v", catalog.Varchar), col("at", catalog.Timestamp), col("d", catalog.Decimal), col("tags", catalog.ArrayOf(catalog.BigInt))), "protobuf_nosr"),
+	withFormats(codecRel("protobuf_nosr", catalog.Column{Name: "id", Type: catalog.BigInt, Key: true}, col("x", catalog.Double), col("day", catalog.Date)), "delimited"),
+}
+
+// withFormats sets rel's value format.
+func withFormats(rel *catalog.Relation, valueFormat string) *catalog.Relation {
+	rel.ValueFormat = valueFormat
+	return rel
 }
 
 func codecRel(keyFormat string, cols ...catalog.Column) *catalog.Relation {
@@ -114,6 +123,17 @@ func FuzzDecodeRecord(f *testing.F) {
 	codecs := make([]*Codec, len(recordRels))
 	for i, rel := range recordRels {
 		codecs[i] = NewCodec(rel, nil)
+	}
+	// Records the codecs of the other formats write.
+	for i, row := range map[int]catalog.Row{
+		5: {"x|y", int64(2), "hé", ts("2024-01-02 03:04:05.678"), nil, []any{int64(1), int64(-2)}},
+		6: {int64(7), 2.5, nil},
+	} {
+		k, v, err := codecs[i].Encode(row)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), k, v, false)
 	}
 	f.Fuzz(func(t *testing.T, rel uint8, key, value []byte, tombstone bool) {
 		c := codecs[int(rel)%len(codecs)]

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 )
@@ -43,6 +45,21 @@ func sameValues(a, b []any) bool {
 		case time.Time:
 			y, ok := b[i].(time.Time)
 			if !ok || !x.Equal(y) || y.Location() != time.UTC {
+				return false
+			}
+		case []any:
+			y, ok := b[i].([]any)
+			if !ok || !sameValues(x, y) {
+				return false
+			}
+		case []byte:
+			y, ok := b[i].([]byte)
+			if !ok || !bytes.Equal(x, y) {
+				return false
+			}
+		case *apd.Decimal:
+			y, ok := b[i].(*apd.Decimal)
+			if !ok || x.Cmp(y) != 0 || x.Exponent != y.Exponent {
 				return false
 			}
 		default:
