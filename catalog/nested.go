@@ -201,7 +201,9 @@ func MapOf(key, value Type) (Type, error) {
 }
 
 // IsStruct reports whether t is a STRUCT type.
-func (t Type) IsStruct() bool { return t&kindMask == kindStruct && !t.IsArray() && t.composite() != nil }
+func (t Type) IsStruct() bool {
+	return t&kindMask == kindStruct && !t.IsArray() && t.composite() != nil
+}
 
 // IsMap reports whether t is a MAP type.
 func (t Type) IsMap() bool { return t&kindMask == kindMap && !t.IsArray() && t.composite() != nil }

@@ -54,9 +54,9 @@ func TestNestedTypes(t *testing.T) {
 		t.Errorf("FieldIndex of a missing field = %d", i)
 	}
 	for _, c := range []struct {
-		t               Type
+		t                Type
 		str, pg, sqlName string
-		oid             uint32
+		oid              uint32
 	}{
 		{addr, `STRUCT<street VARCHAR, n INTEGER, where STRUCT<zip VARCHAR, "Geo Point" DOUBLE[]>>`, "jsonb", "jsonb", 3802},
 		{m, "MAP<VARCHAR, INTEGER[]>", "jsonb", "jsonb", 3802},
