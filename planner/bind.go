@@ -742,6 +742,11 @@ func sqlName(t catalog.Type) string {
 	case catalog.Unknown:
 		return "unknown"
 	}
+	if t.HasNested() {
+		// Errors name a compound type as it was declared, not as the
+		// jsonb the wire calls it.
+		return t.String()
+	}
 	return t.SQLName()
 }
 
