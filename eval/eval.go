@@ -257,6 +257,15 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Cast:
 		x, t := Compile(s.X), s.T
+		if from := s.X.Type(); from.HasNested() || t.HasNested() {
+			return func(row catalog.Row, env *Env) (any, error) {
+				v, err := x(row, env)
+				if v == nil || err != nil {
+					return nil, err
+				}
+				return planner.ConvertNested(v, from, t)
+			}
+		}
 		if from := s.X.Type(); planner.IsDatetime(from) || planner.IsDatetime(t) {
 			return compileDatetimeCast(x, from, t)
 		}
