@@ -33,7 +33,7 @@ func TestNestedExtended(t *testing.T) {
 		var kids []map[string]any
 		var err error
 		poll.Cond(settleTimeout, func() bool {
-			err = conn.QueryRow(ctx, `SELECT p::text, m::text, (p::jsonb)->>'name', kids FROM people WHERE id = $1`, i).Scan(&ptext, &mtext, &name, &kids)
+			err = conn.QueryRow(ctx, `SELECT p::text, m::text, p->name, kids FROM people WHERE id = $1`, i).Scan(&ptext, &mtext, &name, &kids)
 			return err != pgx.ErrNoRows
 		})
 		if err != nil {

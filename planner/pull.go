@@ -347,6 +347,9 @@ func exprName(e sql.Expr) (string, int) {
 		return "case", 1
 	case *sql.FieldSelect:
 		return x.Field, 2
+	case *sql.Subscript:
+		// a[1] is named a, as in Postgres.
+		return exprName(x.X)
 	case *sql.Binary:
 		// ksqlDB's s->field names itself after the field (json's ->
 		// takes a string, and stays ?column?).
