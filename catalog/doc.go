@@ -49,6 +49,15 @@
 // RepartitionTopic) carry it, so a relation dropped and created again
 // under the same name never reads its predecessor's data.
 //
+// # Nested types
+//
+// STRUCT and MAP types (nested.go) are interned in a process-wide
+// table: a composite Type is a number only within one process, so the
+// command log records it as its text and a replaying node interns it
+// again. Every other Type keeps the number the log has always held.
+// Their values are Struct and Map, never a plain []any, which is an
+// array.
+//
 // # The Postgres catalog
 //
 // Clients learn what basin holds from pg_catalog and information_schema.

@@ -70,6 +70,17 @@ func (t Type) OidLike() bool { return t == Oid || t.IsReg() }
 // Storable reports whether streams, tables and views may have columns
 // of type t.
 func (t Type) Storable() bool {
+	if c := t.composite(); c != nil {
+		if c.kind == kindMap {
+			return c.key == Varchar && c.value.Storable()
+		}
+		for _, f := range c.fields {
+			if !f.Type.Storable() {
+				return false
+			}
+		}
+		return true
+	}
 	if t.IsArray() {
 		e := t.Elem()
 		return !e.IsArray() && e.Storable()
@@ -115,6 +126,9 @@ var newSQLNames = map[Type]string{
 
 // pgString is String for the system and array types.
 func (t Type) pgString() string {
+	if s, ok := t.nestedString(); ok {
+		return s
+	}
 	if t.IsArray() {
 		return t.Elem().String() + "[]"
 	}
@@ -129,6 +143,9 @@ func (t Type) pgString() string {
 
 // pgName is PGName for the system and array types.
 func (t Type) pgName() string {
+	if t.IsNested() {
+		return "jsonb"
+	}
 	if t.IsArray() {
 		return "_" + t.Elem().PGName()
 	}
@@ -140,7 +157,13 @@ func (t Type) pgName() string {
 
 // pgOID is OID for the system and array types.
 func (t Type) pgOID() uint32 {
+	if t.IsNested() {
+		return pgTypeOIDs[JSONB]
+	}
 	if t.IsArray() {
+		if t.Elem().IsNested() {
+			return arrayOIDs[JSONB]
+		}
 		if o, ok := arrayOIDs[t.Elem()]; ok {
 			return o
 		}
@@ -155,6 +178,9 @@ func (t Type) pgOID() uint32 {
 // SQLName is the name Postgres's format_type gives t: "bigint",
 // "timestamp without time zone", "text[]".
 func (t Type) SQLName() string {
+	if t.IsNested() {
+		return "jsonb"
+	}
 	if t.IsArray() {
 		return t.Elem().SQLName() + "[]"
 	}

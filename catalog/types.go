@@ -15,8 +15,11 @@ import (
 //	Varchar   string
 //	Timestamp time.Time (UTC, microsecond precision)
 //
-// and SQL NULL is a nil interface value.
-type Type uint8
+// (values.go lists the later types, nested.go STRUCT and MAP) and SQL
+// NULL is a nil interface value. The numbers below 0x100 are
+// recorded in the command log and never change; composite types
+// (nested.go) are numbered per process and recorded as their text.
+type Type uint32
 
 // The types basin knows. Unknown is the type of an untyped NULL literal.
 const (

@@ -57,6 +57,16 @@ func compileSystemExpr(s planner.Scalar) Expr {
 		}
 	case *planner.SubscriptOp:
 		x, idx := Compile(s.X), Compile(s.Idx)
+		if s.X.Type().IsMap() {
+			return func(row catalog.Row, env *Env) (any, error) {
+				m, k, err := evalPair(x, idx, row, env)
+				if m == nil || k == nil || err != nil {
+					return nil, err
+				}
+				v, _ := m.(catalog.Map).Get(k.(string))
+				return v, nil
+			}
+		}
 		lower := int64(1)
 		if t := s.X.Type(); t == catalog.Int2Vector || t == catalog.OidVector {
 			lower = 0
@@ -84,7 +94,10 @@ func compileSystemExpr(s planner.Scalar) Expr {
 			if v == nil || err != nil {
 				return nil, err
 			}
-			rec := v.([]any)
+			rec, ok := v.([]any)
+			if !ok {
+				rec = v.(catalog.Struct)
+			}
 			if idx >= len(rec) {
 				return nil, nil
 			}

@@ -257,6 +257,15 @@ func Compile(s planner.Scalar) Expr {
 		}
 	case *planner.Cast:
 		x, t := Compile(s.X), s.T
+		if from := s.X.Type(); from.HasNested() || t.HasNested() {
+			return func(row catalog.Row, env *Env) (any, error) {
+				v, err := x(row, env)
+				if v == nil || err != nil {
+					return nil, err
+				}
+				return planner.ConvertNested(v, from, t)
+			}
+		}
 		if from := s.X.Type(); planner.IsDatetime(from) || planner.IsDatetime(t) {
 			return compileDatetimeCast(x, from, t)
 		}
@@ -558,7 +567,54 @@ func Compare(a, b any) int {
 	if c, ok := compareDatetime(a, b); ok {
 		return c
 	}
+	if c, ok := compareNested(a, b); ok {
+		return c
+	}
 	return compareBlob(a, b)
+}
+
+// compareNested orders arrays, structs and maps as Postgres orders arrays
+// and records: element by element (a struct's fields in order, a map's
+// keys and then values in key order), a NULL element after every other,
+// and a sequence before the longer ones it starts.
+func compareNested(a, b any) (int, bool) {
+	var x, y []any
+	switch av := a.(type) {
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			return 0, false
+		}
+		x, y = av, bv
+	case catalog.Struct:
+		bv, ok := b.(catalog.Struct)
+		if !ok {
+			return 0, false
+		}
+		x, y = av, bv
+	case catalog.Map:
+		bv, ok := b.(catalog.Map)
+		if !ok {
+			return 0, false
+		}
+		for i := 0; i < len(av) && i < len(bv); i++ {
+			if c := strings.Compare(av[i].Key, bv[i].Key); c != 0 {
+				return c, true
+			}
+			if c := CompareNullable(av[i].Value, bv[i].Value, false); c != 0 {
+				return c, true
+			}
+		}
+		return cmp3(len(av) < len(bv), len(av) > len(bv)), true
+	default:
+		return 0, false
+	}
+	for i := 0; i < len(x) && i < len(y); i++ {
+		if c := CompareNullable(x[i], y[i], false); c != 0 {
+			return c, true
+		}
+	}
+	return cmp3(len(x) < len(y), len(x) > len(y)), true
 }
 
 func cmp3(less, greater bool) int {

@@ -507,6 +507,10 @@ func typeOfValue(v any) catalog.Type {
 		return catalog.Time
 	case catalog.IntervalVal:
 		return catalog.Interval
+	case catalog.JSONText:
+		// A jsonb parameter: into a STRUCT or MAP column it converts
+		// as jsonb does.
+		return catalog.JSONB
 	}
 	if v == nil {
 		return catalog.Unknown

@@ -3,6 +3,8 @@ package materialize
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/basindb/basin/catalog"
 )
 
 // Row encoding of arrays: a view's array_agg, collect_list or topk
@@ -18,9 +20,11 @@ import (
 // columns, so there is no key encoding.
 const rowArray = 0x13
 
-// maxArrayDepth bounds the nesting of arrays a row may hold, so that a
-// corrupt row cannot recurse without end.
-const maxArrayDepth = 6
+// maxArrayDepth bounds the nesting of arrays, structs and maps a row may
+// hold, so that a corrupt row cannot recurse without end. The deepest
+// type a column may have (catalog.MaxNestingDepth levels of STRUCT or
+// MAP, each maybe inside an array) fits.
+const maxArrayDepth = 2*catalog.MaxNestingDepth + 2
 
 // appendRowArray appends v when it is an array.
 func appendRowArray(dst []byte, v any, depth int) ([]byte, bool, error) {
@@ -29,7 +33,7 @@ func appendRowArray(dst []byte, v any, depth int) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	if depth >= maxArrayDepth {
-		return dst, true, fmt.Errorf("%w: arrays nested deeper than %d", ErrUnsupportedType, maxArrayDepth)
+		return dst, true, fmt.Errorf("%w: values nested deeper than %d", ErrUnsupportedType, maxArrayDepth)
 	}
 	dst = append(dst, rowArray)
 	at := len(dst)
@@ -59,7 +63,7 @@ func decodeRowArray(b []byte, col uint64, depth int) (v []any, n int, err error)
 		return nil, 0, err
 	}
 	if depth >= maxArrayDepth {
-		return nil, 0, fmt.Errorf("%w: arrays nested deeper than %d at column %d", ErrBadEncoding, maxArrayDepth, col)
+		return nil, 0, fmt.Errorf("%w: values nested deeper than %d at column %d", ErrBadEncoding, maxArrayDepth, col)
 	}
 	out, err := decodeRowDepth(nil, elems, -1, depth+1)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/basindb/basin/catalog"
 )
 
 // compareSQL is the reference order of key tuples: SQL semantics, written
@@ -96,6 +98,20 @@ func sameValue(a, b any, exactSign bool) bool {
 		}
 		for i := range a {
 			if !sameValue(a[i], ba[i], exactSign) {
+				return false
+			}
+		}
+		return true
+	case catalog.Struct:
+		bs, ok := b.(catalog.Struct)
+		return ok && sameValue([]any(a), []any(bs), exactSign)
+	case catalog.Map:
+		bm, ok := b.(catalog.Map)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for i := range a {
+			if a[i].Key != bm[i].Key || !sameValue(a[i].Value, bm[i].Value, exactSign) {
 				return false
 			}
 		}

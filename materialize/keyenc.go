@@ -45,6 +45,9 @@ import (
 // This is the FoundationDB tuple layer and CockroachDB's key encoding,
 // narrowed to basin's types.
 //
+// blobenc.go, datetime.go and nestedkey.go add the tags of their types
+// (arrays, structs and maps in nestedkey.go).
+//
 // Values of different types sort by tag; a key column holds one type, so
 // that order never shows up in SQL. The encoding is canonical: equal SQL
 // values have equal bytes (-0 and +0, all NaNs), and DecodeKey rejects
@@ -85,6 +88,12 @@ func EncodeKey(dst []byte, vals []any) ([]byte, error) {
 // AppendKeyValue appends the encoding of one value, so a caller can build
 // a key prefix for a range scan column by column.
 func AppendKeyValue(dst []byte, v any) ([]byte, error) {
+	return appendKeyValueDepth(dst, v, 0)
+}
+
+// appendKeyValueDepth is AppendKeyValue of a value nested depth deep in
+// an array, struct or map.
+func appendKeyValueDepth(dst []byte, v any, depth int) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(dst, keyNull), nil
@@ -114,6 +123,9 @@ func AppendKeyValue(dst []byte, v any) ([]byte, error) {
 	}
 	if out, ok := appendKeyDatetime(dst, v); ok {
 		return out, nil
+	}
+	if out, ok, err := appendKeyNested(dst, v, depth); ok {
+		return out, err
 	}
 	return dst, fmt.Errorf("%w: %T", ErrUnsupportedType, v)
 }
@@ -173,6 +185,12 @@ func DecodeKey(b []byte) ([]any, error) {
 // DecodeKeyValue decodes the first value of an encoded key and returns the
 // rest of the key.
 func DecodeKeyValue(b []byte) (v any, rest []byte, err error) {
+	return decodeKeyValueDepth(b, 0)
+}
+
+// decodeKeyValueDepth is DecodeKeyValue of a value nested depth deep in
+// an array, struct or map.
+func decodeKeyValueDepth(b []byte, depth int) (v any, rest []byte, err error) {
 	if len(b) == 0 {
 		return nil, nil, fmt.Errorf("%w: empty key value", ErrBadEncoding)
 	}
@@ -228,6 +246,9 @@ func DecodeKeyValue(b []byte) (v any, rest []byte, err error) {
 		return v, rest, err
 	}
 	if v, rest, ok, err := decodeKeyDatetime(tag, b); ok {
+		return v, rest, err
+	}
+	if v, rest, ok, err := decodeKeyNested(tag, b, depth); ok {
 		return v, rest, err
 	}
 	return nil, nil, fmt.Errorf("%w: unknown key tag %#02x", ErrBadEncoding, tag)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/basindb/basin/catalog"
 )
 
 func mustKey(t testing.TB, vals ...any) []byte {
@@ -182,6 +184,7 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(mustKey(f, nil, true, false, int64(-3), 1.5, "a\x00b", time.Unix(1700000000, 5)))
 	f.Add(mustKey(f, math.NaN(), math.Inf(-1), "", "\xff"))
+	f.Add(mustKey(f, []any{int64(1), nil, "a"}, catalog.Struct{nil, catalog.Map{{Key: "k", Value: []any{}}}}, catalog.Map{}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		vals, err := DecodeKey(b)
 		if err != nil {
@@ -217,6 +220,60 @@ func BenchmarkDecodeKey(b *testing.B) {
 	for b.Loop() {
 		if _, err := DecodeKey(k); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestNestedKeys checks the keys of arrays, structs and maps: they decode
+// back, equal values have one key, and keys sort as the values do
+// (element by element, NULL last, a prefix first).
+func TestNestedKeys(t *testing.T) {
+	ordered := []any{
+		[]any{},
+		[]any{int64(1)},
+		[]any{int64(1), int64(2)},
+		[]any{int64(1), nil},
+		[]any{int64(2)},
+		[]any{nil},
+	}
+	structs := []any{
+		catalog.Struct{"a", nil},
+		catalog.Struct{"b", []any{"x"}},
+		catalog.Struct{"b", []any{"y"}},
+		catalog.Struct{nil, nil},
+	}
+	maps := []any{
+		catalog.Map{},
+		catalog.Map{{Key: "a", Value: int64(1)}},
+		catalog.Map{{Key: "a", Value: int64(1)}, {Key: "b", Value: nil}},
+		catalog.Map{{Key: "a", Value: int64(2)}},
+		catalog.Map{{Key: "a", Value: nil}},
+		catalog.Map{{Key: "b", Value: catalog.Struct{int64(0)}}},
+	}
+	for _, vals := range [][]any{ordered, structs, maps} {
+		var prev []byte
+		for i, v := range vals {
+			k := mustKey(t, v, "tail")
+			got, err := DecodeKey(k)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("DecodeKey(%x) = %#v, %v", k, got, err)
+			}
+			sameRow(t, []any{v, "tail"}, got, true)
+			if i > 0 && bytes.Compare(prev, k) >= 0 {
+				t.Errorf("key of %#v does not sort after the one before", v)
+			}
+			prev = k
+		}
+	}
+	for _, bad := range [][]byte{
+		{keyArray},                               // no end
+		{keyArray, keyElem, keyNull, keyElemEnd}, // a NULL not written as one
+		{keyArray, 0x07, keyElemEnd},             // an unknown marker
+		{keyMap, keyElem, keyInt, 0x80, 0, 0, 0, 0, 0, 0, 1, keyElemNull, keyElemEnd},                                // an int key
+		{keyMap, keyElem, keyString, 'b', 0, 1, keyElemNull, keyElem, keyString, 'a', 0, 1, keyElemNull, keyElemEnd}, // keys out of order
+	} {
+		if v, err := DecodeKey(bad); !errors.Is(err, ErrBadEncoding) {
+			t.Errorf("DecodeKey(%x) = %#v, %v; want ErrBadEncoding", bad, v, err)
 		}
 	}
 }

@@ -30,8 +30,9 @@ import (
 //	                    sign, display scale, base-10000 digits), which
 //	                    keeps the value's scale
 //
-// and the tags of blobenc.go (uuid, json, bytea), arrayenc.go (arrays)
-// and datetime.go (date, time, interval).
+// and the tags of blobenc.go (uuid, json, bytea), arrayenc.go (arrays),
+// nestedenc.go (structs and maps) and datetime.go (date, time,
+// interval).
 //
 // It is self-describing (no schema needed to decode, so a row written
 // before an ALTER still decodes), compact (small ints and current
@@ -127,6 +128,12 @@ func appendRow(dst []byte, vals []any, depth int) ([]byte, error) {
 			if !ok {
 				var err error
 				if out, ok, err = appendRowArray(dst, v, depth); err != nil {
+					return out, fmt.Errorf("row column %d: %w", i, err)
+				}
+			}
+			if !ok {
+				var err error
+				if out, ok, err = appendRowNested(dst, v, depth); err != nil {
 					return out, fmt.Errorf("row column %d: %w", i, err)
 				}
 			}
@@ -282,6 +289,13 @@ func decodeRowDepth(dst []any, b []byte, limit, depth int) ([]any, error) {
 			}
 			dst = append(dst, a)
 			b = b[n:]
+		case rowStruct, rowMap:
+			v, n, err := decodeRowNested(tag, b, i, depth)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, v)
+			b = b[n:]
 		default:
 			v, n, ok, err := decodeRowBlob(tag, b, i)
 			if !ok {
@@ -318,7 +332,7 @@ const (
 	RowString
 	RowTime
 	// RowOther is a value of another type (DATE, TIME, INTERVAL, an
-	// array), boxed in Value.
+	// array, a struct, a map), boxed in Value.
 	RowOther
 	// RowDecimal is a numeric: Bytes holds it in Postgres's binary form.
 	RowDecimal
@@ -423,6 +437,13 @@ func VisitRowPrefixWith(b []byte, limit int, v *RowValue, fn func(i int, v *RowV
 				return int(i), err
 			}
 			v.Kind, v.Value = RowOther, a
+			b = b[n:]
+		case rowStruct, rowMap:
+			x, n, err := decodeRowNested(tag, b, i, 0)
+			if err != nil {
+				return int(i), err
+			}
+			v.Kind, v.Value = RowOther, x
 			b = b[n:]
 		default:
 			if x, k, ok, err := decodeRowDatetime(tag, b); ok {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/basindb/basin/catalog"
 )
 
 func mustRow(t testing.TB, vals ...any) []byte {
@@ -103,6 +105,10 @@ func FuzzDecodeRow(f *testing.F) {
 	f.Add(mustRow(f, nil, true, false, int64(-3), 1.5, "a\x00b", time.Unix(1700000000, 5), time.Unix(1700000000, 5000)))
 	f.Add(mustRow(f, math.NaN(), "日本", int64(math.MinInt64)))
 	f.Add(mustRow(f, []any{int64(1), nil, []any{"a"}}, []any{}))
+	f.Add(mustRow(f, catalog.Struct{"a", nil, catalog.Struct{int64(1)}}, catalog.Map{{Key: "k", Value: []any{catalog.Map{}}}},
+		[]any{catalog.Struct{}, catalog.Map{{Key: "", Value: nil}, {Key: "z", Value: 1.5}}}))
+	f.Add([]byte{1, rowMap, 4, 2, rowString, 1, 'b', rowNull})                             // odd entry count
+	f.Add([]byte{1, rowMap, 9, 4, rowString, 1, 'b', rowNull, rowString, 1, 'a', rowNull}) // keys out of order
 	f.Fuzz(func(t *testing.T, b []byte) {
 		vals, err := DecodeRow(b)
 		if err != nil {

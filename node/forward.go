@@ -678,6 +678,9 @@ func (f *forwarder) attempt(ctx context.Context, b readBounds, req *pull.ReadReq
 		} else {
 			got, err = f.read(actx, conn.Conn(), query, st.args, func(row catalog.Row) error {
 				onRow()
+				if err := nestedFromPeer(req.Rel.Schema.Columns, row); err != nil {
+					return err
+				}
 				return emit(row)
 			})
 		}
@@ -802,6 +805,23 @@ func peerLastRead(ctx context.Context, conn *pgx.Conn, p int32) (pull.PartitionR
 		}
 	}
 	return read, found && rows.Err() == nil
+}
+
+// nestedFromPeer turns the STRUCT and MAP columns of a forwarded row,
+// which came over the wire as jsonb (and jsonb[]), back into their
+// values.
+func nestedFromPeer(cols []catalog.Column, row catalog.Row) error {
+	for i, c := range cols {
+		if i >= len(row) || !c.Type.HasNested() || row[i] == nil {
+			continue
+		}
+		v, err := pgcodec.NestedFromPeer(c.Type, row[i])
+		if err != nil {
+			return fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		row[i] = v
+	}
+	return nil
 }
 
 // aheadConns is how many connections to each peer reads ahead may use.

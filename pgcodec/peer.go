@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/numeric"
 )
 
@@ -27,6 +28,11 @@ func DecodePeer(oid uint32, format int16, b []byte) (v any, ok bool) {
 	}
 	if t, ok := pgParamTypes[oid]; ok && isBlobType(t) {
 		return decodePeerBlob(t, format, b)
+	}
+	if t, ok := pgParamTypes[oid]; ok && t == catalog.ArrayOf(catalog.JSONB) {
+		// jsonb[]: an array of STRUCTs or MAPs (NestedFromPeer).
+		v, err := DecodeParam(1, oid, format, b)
+		return v, err == nil
 	}
 	if t, ok := datetimeOIDs[oid]; ok && IsDatetime(t) {
 		var v any

@@ -38,6 +38,9 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 	if out, ok := appendTextBlob(b, t, v); ok {
 		return out, nil
 	}
+	if out, ok, err := appendTextNested(b, t, v); ok {
+		return out, err
+	}
 	if out, ok, err := appendTextDatetime(b, t, v); ok {
 		return out, err
 	}
@@ -74,6 +77,10 @@ func appendTextPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 func appendBinaryPG(b []byte, t catalog.Type, v any) ([]byte, error) {
 	if out, ok := appendBinaryBlob(b, t, v); ok {
 		return out, nil
+	}
+	if out, ok, err := appendTextNested(append(b, 1), t, v); ok {
+		// jsonb's binary form: version 1, then the text.
+		return out, err
 	}
 	if out, ok, err := appendBinaryDatetime(b, t, v); ok {
 		return out, err

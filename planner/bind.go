@@ -250,6 +250,17 @@ func (b *binder) bind(e sql.Expr) (Scalar, error) {
 			return nil, err
 		}
 		param, _ := x.(*ParamRef)
+		if x.Type().HasNested() || e.Type.HasNested() {
+			if x, err = castNested(x, e.Type, e.Pos); err != nil {
+				return nil, err
+			}
+			if c, ok := x.(*Cast); ok && param != nil {
+				if p, ok := c.X.(*ParamRef); ok {
+					b.noteParam(p.N, p.T)
+				}
+			}
+			return x, nil
+		}
 		if b.q != nil {
 			x, err = b.q.castPG(x, e.Type, e.Pos)
 		} else {
@@ -416,6 +427,9 @@ func (b *binder) bindBinary(e *sql.Binary) (Scalar, error) {
 	if err != nil {
 		return nil, err
 	}
+	if op == "->" && l.Type().IsStruct() {
+		return b.bindDeref(e, l)
+	}
 	r, err := b.bind(e.R)
 	if err != nil {
 		return nil, err
@@ -526,6 +540,9 @@ func (b *binder) coerce(s Scalar, t catalog.Type, pos int, what string) (Scalar,
 	if st == t || t == catalog.Unknown {
 		return s, nil
 	}
+	if t.HasNested() || st.HasNested() {
+		return b.coerceNested(s, t, pos, what)
+	}
 	if isPGType(t) || isPGType(st) {
 		if c, ok, err := b.coerceExt(s, t, pos, what); ok {
 			return c, err
@@ -584,9 +601,16 @@ func castTo(x Scalar, t catalog.Type, pos int) (Scalar, error) {
 	if x.Type() == t {
 		return x, nil
 	}
+	if x.Type().HasNested() || t.HasNested() {
+		return castNested(x, t, pos)
+	}
 	if c, ok := x.(*Const); ok {
 		if c.V == nil {
 			return &Const{T: t}, nil
+		}
+		if _, isText := c.V.(string); isText && t.IsArray() {
+			// An array literal, '{a,b}', into an array column.
+			return castPGConst(nil, c, t, pos)
 		}
 		if c, ok, err := castDatetimeConst(c, t, pos); ok {
 			return c, err
@@ -741,6 +765,11 @@ func sqlName(t catalog.Type) string {
 		return "timestamp without time zone"
 	case catalog.Unknown:
 		return "unknown"
+	}
+	if t.HasNested() {
+		// Errors name a compound type as it was declared, not as the
+		// jsonb the wire calls it.
+		return t.String()
 	}
 	return t.SQLName()
 }

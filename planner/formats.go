@@ -126,6 +126,12 @@ func checkFormats(r *catalog.Relation, opts map[string]string, what string) erro
 		if hasWrap && strings.EqualFold(wrap, "true") {
 			return bad("value_format 'delimited' never wraps its values: wrap_single_value must be false or left out")
 		}
+		for _, c := range vals {
+			if c.Type.HasNested() {
+				return pgerr.New(pgerr.FeatureNotSupported, "value column %s of %s %s is %s, which value_format 'delimited' cannot hold", c.Name, what, r.Name, c.Type).
+					WithHint("Use value_format 'json' for STRUCT and MAP columns, as ksqlDB's DELIMITED format has no nested types either.")
+			}
+		}
 	case FormatKafka:
 		if hasWrap && strings.EqualFold(wrap, "true") {
 			return bad("value_format 'kafka' never wraps its value: wrap_single_value must be false or left out")

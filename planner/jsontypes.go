@@ -299,6 +299,10 @@ func jsonbScalar(x catalog.JSONText, t catalog.Type) (any, error) {
 // json has no equality at all, and arrays are a view's aggregates).
 func checkKeyTypes(cols []catalog.Column) error {
 	for _, c := range cols {
+		if c.Key && c.Type.IsNested() {
+			return pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, sqlName(c.Type)).
+				WithHint("Key by a column of another type, or by a field or entry of it such as %s->name.", c.Name)
+		}
 		if c.Key && c.Type.Subscriptable() {
 			return pgerr.New(pgerr.FeatureNotSupported, "key column %q has type %s, which cannot be a key", c.Name, sqlName(c.Type)).
 				WithHint("Key by a column of another type, or by an expression such as array_to_string(%s, ',').", c.Name)

@@ -345,6 +345,17 @@ func exprName(e sql.Expr) (string, int) {
 		return x.Type.PGName(), 1
 	case *sql.Case:
 		return "case", 1
+	case *sql.FieldSelect:
+		return x.Field, 2
+	case *sql.Subscript:
+		// a[1] is named a, as in Postgres.
+		return exprName(x.X)
+	case *sql.Binary:
+		// ksqlDB's s->field names itself after the field (json's ->
+		// takes a string, and stays ?column?).
+		if r, ok := x.R.(*sql.ColumnRef); ok && x.Op == "->" {
+			return r.Name, 2
+		}
 	}
 	return "?column?", 0
 }

@@ -100,6 +100,12 @@ func isPGType(t catalog.Type) bool {
 
 // bindExt binds the expressions of ast_query.go.
 func (b *binder) bindExt(e sql.Expr) (Scalar, error) {
+	switch e.(type) {
+	case *sql.ArrayExpr, *sql.Subscript, *sql.FieldSelect:
+		// Arrays and the nested types' operators run in views and
+		// derived streams as well.
+		return b.bindValueExt(e)
+	}
 	if b.q == nil {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "%s is not supported here", constructName(e)).WithPosition(e.Position())
 	}
@@ -116,6 +122,14 @@ func (b *binder) bindExt(e sql.Expr) (Scalar, error) {
 		return &Unary{Op: "NOT", X: s, T: catalog.Boolean}, nil
 	case *sql.Quantified:
 		return b.bindQuantified(e.X, e.Op, e.All, e.Select, e.Array, e.Pos)
+	}
+	return nil, pgerr.New(pgerr.FeatureNotSupported, "expression %T is not supported", e)
+}
+
+// bindValueExt binds the expressions of ast_query.go that any engine
+// evaluates: ARRAY[...], subscripts and field selections.
+func (b *binder) bindValueExt(e sql.Expr) (Scalar, error) {
+	switch e := e.(type) {
 	case *sql.ArrayExpr:
 		elems, err := b.bindArgs(e.Elems)
 		if err != nil {
@@ -142,12 +156,19 @@ func (b *binder) bindExt(e sql.Expr) (Scalar, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !x.Type().Subscriptable() {
+		if !x.Type().Subscriptable() && !x.Type().IsMap() {
 			return nil, pgerr.New(pgerr.DatatypeMismatch, "cannot subscript type %s because it does not support subscripting", sqlName(x.Type())).WithPosition(e.Pos)
 		}
 		idx, err := b.bind(e.Index)
 		if err != nil {
 			return nil, err
+		}
+		if x.Type().IsMap() {
+			// m['k']: the value of key k, NULL when m has none.
+			if idx, err = b.coerce(idx, catalog.Varchar, e.Pos, "map key"); err != nil {
+				return nil, err
+			}
+			return &SubscriptOp{X: x, Idx: idx, T: x.Type().Value()}, nil
 		}
 		if idx, err = b.coerce(idx, catalog.BigInt, e.Pos, "array subscript"); err != nil {
 			return nil, err
@@ -157,6 +178,9 @@ func (b *binder) bindExt(e sql.Expr) (Scalar, error) {
 		x, err := b.bind(e.X)
 		if err != nil {
 			return nil, err
+		}
+		if x.Type().IsStruct() {
+			return structField(x, e.Field, e.Pos)
 		}
 		if x.Type() != catalog.Record {
 			return nil, pgerr.New(pgerr.DatatypeMismatch, "column notation .%s applied to type %s, which is not a composite type", e.Field, sqlName(x.Type())).WithPosition(e.Pos)
@@ -502,6 +526,9 @@ func (qp *queryPlanner) castPG(x Scalar, t catalog.Type, pos int) (Scalar, error
 	st := x.Type()
 	if st == t {
 		return x, nil
+	}
+	if st.HasNested() || t.HasNested() {
+		return castNested(x, t, pos)
 	}
 	if c, ok := x.(*Const); ok {
 		return castPGConst(qp.snapshot(), c, t, pos)

@@ -46,6 +46,11 @@ import (
 //	BYTEA        bytes
 //	JSON, JSONB  string (the JSON text)
 //	T[]          array of the element's union
+//	STRUCT       record of one field per struct field, each a union of
+//	             null and its type, named after the column and the
+//	             fields leading to it (KsqlDataSourceSchema_address)
+//	MAP          map of the value type's union (Avro maps' keys are
+//	             strings, as basin's are)
 //
 // Reading is lenient as JSON's is: a field of another Avro type converts
 // when the JSON reader would convert its value (an int into a BIGINT, a
@@ -73,8 +78,9 @@ func AvroSchema(name string, cols []catalog.Column) (string, error) {
 		Namespace string  `json:"namespace,omitempty"`
 		Fields    []field `json:"fields"`
 	}{Type: "record", Name: short, Namespace: ns}
+	names := avroNames{used: map[string]bool{short: true}}
 	for _, c := range cols {
-		t, err := avroType(c.Type, c.Precision, c.Scale)
+		t, err := names.avroType(c.Type, c.Precision, c.Scale, short+"_"+c.Name)
 		if err != nil {
 			return "", fmt.Errorf("column %q: %w", c.Name, err)
 		}
@@ -87,8 +93,9 @@ func AvroSchema(name string, cols []catalog.Column) (string, error) {
 	return string(b), nil
 }
 
-// avroType is the Avro type of a column of type t.
-func avroType(t catalog.Type, precision, scale int) (any, error) {
+// avroType is the Avro type of a column of type t; path names the
+// records of its STRUCTs.
+func (names *avroNames) avroType(t catalog.Type, precision, scale int, path string) (any, error) {
 	logical := func(base, lt string) map[string]any { return map[string]any{"type": base, "logicalType": lt} }
 	switch t {
 	case catalog.Boolean:
@@ -118,11 +125,14 @@ func avroType(t catalog.Type, precision, scale int) (any, error) {
 		return "bytes", nil
 	}
 	if t.IsArray() {
-		e, err := avroType(t.Elem(), 0, 0)
+		e, err := names.avroType(t.Elem(), 0, 0, path)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"type": "array", "items": []any{"null", e}}, nil
+	}
+	if t.IsNested() {
+		return names.nestedType(t, path)
 	}
 	return nil, pgerr.New(pgerr.FeatureNotSupported, "a %s column cannot be written in Avro", t)
 }
@@ -133,7 +143,7 @@ func avroType(t catalog.Type, precision, scale int) (any, error) {
 func AppendAvro(dst []byte, schema avro.Schema, id uint32, cols []catalog.Column, vals []any) ([]byte, error) {
 	rec := make(map[string]any, len(cols))
 	for i, c := range cols {
-		v, err := toAvro(c, vals[i])
+		v, err := toAvro(c, avroFieldSchema(schema, c.Name), vals[i])
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}
@@ -161,13 +171,15 @@ func marshalAvro(schema avro.Schema, rec any) (b []byte, err error) {
 }
 
 // toAvro is a value of column c as the Avro encoder takes it for the
-// column's Avro type (avroType).
-func toAvro(c catalog.Column, v any) (any, error) {
+// column's Avro type s (avroType's; nil when not known).
+func toAvro(c catalog.Column, s avro.Schema, v any) (any, error) {
 	t := c.Type
 	if v == nil {
 		return nil, nil
 	}
 	switch x := v.(type) {
+	case catalog.Struct, catalog.Map:
+		return nestedToAvro(t, s, x)
 	case int64:
 		if t == catalog.Int {
 			return int32(x), nil
@@ -192,9 +204,13 @@ func toAvro(c catalog.Column, v any) (any, error) {
 	case catalog.JSONText:
 		return string(x), nil
 	case []any:
+		var items avro.Schema
+		if a, ok := avroBranch(s).(*avro.ArraySchema); ok {
+			items = a.Items()
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			ev, err := toAvro(catalog.Column{Type: t.Elem()}, e)
+			ev, err := toAvro(catalog.Column{Type: t.Elem()}, items, e)
 			if err != nil {
 				return nil, err
 			}
@@ -266,7 +282,7 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 	r.Reset(b[5:])
 	r.Error = nil
 	for j, f := range fields {
-		v := readAvroField(r, f.Type())
+		v, branch := readAvroField(r, f.Type())
 		if r.Error != nil {
 			return pgerr.New(pgerr.InvalidTextRepresentation, "value does not decode by its writer schema: %v", r.Error)
 		}
@@ -275,7 +291,7 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 			continue
 		}
 		c := cols[i]
-		v, err := fromAvro(c, unwrapUnion(v))
+		v, err := fromAvro(c, branch, v)
 		if err != nil {
 			return pgerr.New(pgerr.InvalidTextRepresentation, "field %q: %v", c.Name, err)
 		}
@@ -288,42 +304,38 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 var avroReaders = sync.Pool{New: func() any { return avro.NewReader(nil, 0) }}
 
 // readAvroField reads one value of schema s: a union's branch as its
-// value (NULL for null), anything else as the generic reader does.
-func readAvroField(r *avro.Reader, s avro.Schema) any {
+// value (NULL for null), anything else as the generic reader does; and
+// the schema of what it read (the branch of a union).
+func readAvroField(r *avro.Reader, s avro.Schema) (any, avro.Schema) {
 	u, ok := s.(*avro.UnionSchema)
 	if !ok {
-		return r.ReadNext(s)
+		return r.ReadNext(s), s
 	}
 	types := u.Types()
 	i := r.ReadLong()
 	if i < 0 || i >= int64(len(types)) {
 		r.ReportError("Read", "unknown union branch")
-		return nil
+		return nil, s
 	}
 	if types[i].Type() == avro.Null {
-		return nil
+		return nil, types[i]
 	}
-	return r.ReadNext(types[i])
+	return r.ReadNext(types[i]), types[i]
 }
 
-// unwrapUnion is a decoded union's value: the decoder gives a union of
-// null and an array, map or named type as a map of the branch's name to
-// its value.
-func unwrapUnion(v any) any {
-	if m, ok := v.(map[string]any); ok && len(m) == 1 {
-		for _, x := range m {
-			return x
-		}
+// fromAvro converts a decoded Avro value, written with schema s (nil
+// when not known), to a value of column c.
+func fromAvro(c catalog.Column, s avro.Schema, v any) (_ any, err error) {
+	if s != nil {
+		v = avroUnwrap(s, v)
 	}
-	return v
-}
-
-// fromAvro converts a decoded Avro value to a value of column c.
-func fromAvro(c catalog.Column, v any) (_ any, err error) {
 	if v == nil {
 		return nil, nil
 	}
 	t := c.Type
+	if t.IsNested() {
+		return nestedFromAvro(t, avroBranch(s), v)
+	}
 	switch x := v.(type) {
 	case int64:
 		if v, ok := avroInt(t, x); ok {
@@ -396,9 +408,13 @@ func fromAvro(c catalog.Column, v any) (_ any, err error) {
 		if !t.IsArray() {
 			break
 		}
+		var items avro.Schema
+		if a, ok := avroBranch(s).(*avro.ArraySchema); ok {
+			items = a.Items()
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			ev, err := fromAvro(catalog.Column{Type: t.Elem()}, unwrapUnion(e))
+			ev, err := fromAvro(catalog.Column{Type: t.Elem()}, items, e)
 			if err != nil {
 				return nil, err
 			}

@@ -122,11 +122,11 @@ func decodeAvroBare(dst []any, idx []int, c catalog.Column, writer avro.Schema, 
 	defer avroReaders.Put(r)
 	r.Reset(b[5:])
 	r.Error = nil
-	raw := readAvroField(r, writer)
+	raw, branch := readAvroField(r, writer)
 	if r.Error != nil {
 		return pgerr.New(pgerr.InvalidTextRepresentation, "%s does not decode by its writer schema: %v", c.Name, r.Error)
 	}
-	v, err := fromAvro(c, unwrapUnion(raw))
+	v, err := fromAvro(c, branch, raw)
 	if err != nil {
 		return pgerr.New(pgerr.InvalidTextRepresentation, "column %q: %v", c.Name, err)
 	}
@@ -171,7 +171,7 @@ func (c *Codec) appendPart(p *part, vals []any) ([]byte, error) {
 		return AppendJSONSR(nil, uint32(id), p.cols, vals)
 	}
 	if p.bare {
-		v, err := toAvro(p.cols[0], vals[0])
+		v, err := toAvro(p.cols[0], ws.avro, vals[0])
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", p.cols[0].Name, err)
 		}
@@ -260,7 +260,8 @@ func (c *Codec) writerSchema(p *part) (*writerSchema, int, error) {
 			ws.text, err = JSONSchema(p.fullName, p.cols)
 		case p.bare:
 			var t any
-			if t, err = avroType(p.cols[0].Type, p.cols[0].Precision, p.cols[0].Scale); err == nil {
+			names := avroNames{used: map[string]bool{}}
+			if t, err = names.avroType(p.cols[0].Type, p.cols[0].Precision, p.cols[0].Scale, "KsqlDataSourceSchemaKey"); err == nil {
 				var b []byte
 				if b, err = json.Marshal(t); err == nil {
 					ws.text = string(b)

@@ -635,6 +635,9 @@ func decodeJSONScalar(raw []byte, t catalog.Type) (any, *convError) {
 	if v, ok, cerr := decodeJSONDatetime(raw, t); ok {
 		return v, cerr
 	}
+	if v, ok, cerr := decodeJSONNested(raw, t); ok {
+		return v, cerr
+	}
 	return nil, &convError{pgerr.FeatureNotSupported, fmt.Sprintf("type %s cannot be read from JSON", t)}
 }
 
@@ -937,6 +940,9 @@ func appendJSONValue(buf []byte, t catalog.Type, name string, v any) ([]byte, er
 				return appendJSONArray(buf, t.Elem(), name, a)
 			}
 			break
+		}
+		if out, ok, err := appendJSONNested(buf, t, name, v); ok {
+			return out, err
 		}
 		return nil, fmt.Errorf("exec: column %q has type %s, which cannot be written as JSON", name, t)
 	}

@@ -603,7 +603,7 @@ func fromProto(c catalog.Column, m protoreflect.Message, fd protoreflect.FieldDe
 	if err != nil || raw == nil {
 		return nil, err
 	}
-	v, err := fromAvro(c, raw)
+	v, err := fromAvro(c, nil, raw)
 	if err != nil {
 		if _, ok := pgerr.As(err); ok {
 			return nil, err

@@ -298,7 +298,7 @@ func (sp *stmtParser) optionValue(k int) (string, int, error) {
 // Postgres spellings all work.
 func (sp *stmtParser) columnList(nameTok, open, close int) ([]ColumnDef, error) {
 	toks := sp.toks
-	elems := sp.splitList(open+1, close)
+	elems := sp.splitColumns(open+1, close)
 	if len(elems) == 0 {
 		return nil, sp.syntaxErr(toks[close]).WithHint("Declare at least one column.")
 	}

@@ -59,7 +59,10 @@
 //     NO_BACKSLASH_ESCAPES, || as | (MySQL's || is OR; its | has the
 //     precedence Postgres gives ||), $n as ?, casts (x::t, CAST(x AS t),
 //     TIMESTAMP '...') as calls of basin__cast_t, type names as the
-//     basin type they denote. Every written item records the byte range
+//     basin type they denote. ksqlDB's compound types (ARRAY<T>,
+//     STRUCT<name T, ...>, MAP<K, V>: nestedtypes.go) are read here
+//     too, counting the > of a ">>" token one at a time, and a column
+//     list is split at the commas outside their brackets. Every written item records the byte range
 //     of the user's text it stands for, and side tables keyed by the
 //     item's offset in the MySQL text record what TiDB cannot carry:
 //     which $n a ? was, which calls are casts and to what type. The

@@ -1074,6 +1074,11 @@ func matchBack(out []outItem, k int, open, close itemKind) int {
 }
 
 func castFuncName(t catalog.Type) string {
+	if t.HasNested() {
+		// A compound type's text is no identifier; the side table
+		// has the type.
+		return castFuncPrefix + "nested"
+	}
 	return castFuncPrefix + strings.NewReplacer("[]", "_array", " ", "_").Replace(strings.ToLower(t.String()))
 }
 

@@ -28,7 +28,7 @@ var unsupportedTypes = map[string]bool{
 	"serial": true, "serial2": true, "serial4": true, "serial8": true, "bigserial": true,
 	"smallserial": true, "xml": true, "point": true, "line": true, "box": true, "polygon": true,
 	"circle": true, "path": true, "lseg": true, "tsvector": true, "tsquery": true, "record": true,
-	"array": true, "map": true, "struct": true, "jsonpath": true, "pg_lsn": true,
+	"jsonpath": true, "pg_lsn": true,
 }
 
 // parseType reads a type name at toks[i]: ksqlDB, Postgres or MySQL
@@ -54,6 +54,9 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 	first := toks[j]
 	if first.kind != tokIdent && first.kind != tokQuotedIdent {
 		return typeRef{end: j}, sp.syntaxErr(first)
+	}
+	if nestedTypeWords[first.val] && first.kind == tokIdent && schema == "" {
+		return sp.parseNestedType(j)
 	}
 	name := first.val
 	j++
@@ -145,7 +148,7 @@ func (sp *stmtParser) parseType(i int) (typeRef, *pgerr.Error) {
 
 // SupportedTypesHint is the hint of an error naming a type basin does not
 // support.
-const SupportedTypesHint = "basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, NUMERIC, VARCHAR, TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, UUID, JSONB, JSON and BYTEA."
+const SupportedTypesHint = "basin supports BOOLEAN, INTEGER, BIGINT, DOUBLE, NUMERIC, VARCHAR, TIMESTAMP, TIMESTAMPTZ, DATE, TIME, INTERVAL, UUID, JSONB, JSON and BYTEA, arrays of them, STRUCT<name type, ...> and MAP<VARCHAR, type>."
 
 // systemTypes are the Postgres system types basin knows in casts (x::oid,
 // 'orders'::regclass, x::text[]), but which no stream, table or view
