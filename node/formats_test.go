@@ -88,7 +88,8 @@ func TestHeaderColumns(t *testing.T) {
 	defer cancel()
 	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
 	broker := n.Brokers()[0]
-	c.exec(`CREATE STREAM hin (id VARCHAR KEY, v VARCHAR, trace BYTES HEADER('trace'), forged BYTES HEADER('basin.src'), missing BYTES HEADER('nope'))
+	c.exec(`CREATE STREAM hin (id VARCHAR KEY, v VARCHAR, trace BYTES HEADER('trace'), forged BYTES HEADER('basin.src'), missing BYTES HEADER('nope'),
+	          hs ARRAY<STRUCT<key STRING, value BYTES>> HEADERS)
 	          WITH (kafka_topic = 'hin', partitions = 4)`)
 	c.exec(`CREATE TABLE htraces AS SELECT id, v, from_bytes(trace, 'utf8') AS trace, convert_from(trace, 'UTF8') = from_bytes(trace, 'utf8') AS same, forged, missing FROM hin`)
 	var lines []string
@@ -100,6 +101,8 @@ func TestHeaderColumns(t *testing.T) {
 	kcatProduceWith(t, []string{"-P", "-b", broker, "-t", "hin", "-K:", "-H", "trace=first", "-H", "trace=t-42", "-H", "basin.src=forged"}, lines...)
 	waitQuery(t, c.conn, `SELECT * FROM htraces ORDER BY id`, want.String())
 	waitQuery(t, c.conn, `SELECT count(*) FROM hin WHERE trace = '\x742d3432'::bytea AND forged IS NULL`, "8\n")
+	waitQuery(t, c.conn, `SELECT DISTINCT cardinality(hs), hs[1]->key, from_bytes(hs[1]->value, 'utf8'), hs[2]->key, from_bytes(hs[2]->value, 'utf8') FROM hin`,
+		"2|trace|first|trace|t-42\n")
 	if _, err := c.conn.Exec(ctx, `INSERT INTO hin (id, v, trace) VALUES ('k9', 'y', '\x00')`); err == nil || !strings.Contains(err.Error(), "read from the records' headers") {
 		t.Errorf("INSERT into a header column: %v", err)
 	}

@@ -289,17 +289,29 @@ func isPseudo(name string) bool {
 
 // checkHeaderColumn checks a HEADER('key') or HEADERS column c of a
 // stream or table being declared: a header's value is bytes, so a
-// HEADER column is BYTEA (ksqlDB's BYTES), as in ksqlDB.
+// HEADER column is BYTEA (ksqlDB's BYTES), and a HEADERS column an array
+// of key and value structs, as in ksqlDB.
 func checkHeaderColumn(c sql.ColumnDef, what, name string) error {
 	switch {
-	case c.Headers:
-		return pgerr.New(pgerr.FeatureNotSupported, "column %s of %s %s: HEADERS columns are not supported yet", c.Name, what, name).
-			WithHint("Declare a BYTES column for each header you read: %s BYTES HEADER('key').", c.Name)
+	case c.Headers && !isHeadersType(c.Type):
+		return pgerr.New(pgerr.DatatypeMismatch, "HEADERS column %s of %s %s is %s, and the headers are an ARRAY<STRUCT<KEY STRING, VALUE BYTES>>", c.Name, what, name, c.Type).
+			WithHint("Declare it %s ARRAY<STRUCT<KEY STRING, VALUE BYTES>> HEADERS.", c.Name)
 	case c.Header != "" && c.Type != catalog.Bytea:
 		return pgerr.New(pgerr.DatatypeMismatch, "header column %s of %s %s is %s, and a header's value is bytes: declare it BYTES", c.Name, what, name, c.Type).
 			WithHint("Read it as text with convert_from(%s, 'UTF8').", c.Name)
 	}
 	return nil
+}
+
+// isHeadersType reports whether t is the type of a HEADERS column:
+// ARRAY<STRUCT<KEY VARCHAR, VALUE BYTEA>> (the field names in any case).
+func isHeadersType(t catalog.Type) bool {
+	if !t.IsArray() || !t.Elem().IsStruct() {
+		return false
+	}
+	fs := t.Elem().Fields()
+	return len(fs) == 2 && strings.EqualFold(fs[0].Name, "key") && fs[0].Type == catalog.Varchar &&
+		strings.EqualFold(fs[1].Name, "value") && fs[1].Type == catalog.Bytea
 }
 
 // headerColumns counts the columns read from record headers.

@@ -10,7 +10,10 @@ import (
 
 // Header columns: a stream's or table's column declared HEADER('key')
 // holds the value of the record's header of that key (the last, when
-// the record has several), NULL when it has none; they are BYTEA. They
+// the record has several), NULL when it has none; they are BYTEA. A
+// column declared HEADERS holds all of them, in order, as an
+// ARRAY<STRUCT<KEY VARCHAR, VALUE BYTEA>> (empty for a record without
+// headers). They
 // are read only: INSERT leaves them out of the records it writes, and a
 // record's headers are not part of its key or value.
 //
@@ -49,11 +52,29 @@ func (c *Codec) DecodeRecord(r *kgo.Record) (row catalog.Row, keyVals []any, err
 func (c *Codec) decodeHeaders(row catalog.Row, hs []kgo.RecordHeader) {
 	for i, col := range c.hdrCols {
 		var v any
+		if col.Headers {
+			all := make([]any, 0, len(hs))
+			for _, h := range hs {
+				if !strings.HasPrefix(h.Key, internalHeaderPrefix) {
+					all = append(all, catalog.Struct{h.Key, bytesOrNil(h.Value)})
+				}
+			}
+			row[c.hdrIdx[i]] = all
+			continue
+		}
 		for _, h := range hs {
 			if h.Key == col.Header && !strings.HasPrefix(h.Key, internalHeaderPrefix) {
-				v = append([]byte{}, h.Value...)
+				v = bytesOrNil(h.Value)
 			}
 		}
 		row[c.hdrIdx[i]] = v
 	}
+}
+
+// bytesOrNil is a header's value: a copy of it, NULL for a null one.
+func bytesOrNil(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
 }
