@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,4 +210,48 @@ func FuzzDecodeAvro(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAvroColumnsNested infers STRUCT, MAP and array columns from a
+// registry's schema and reads a record of it through a Codec.
+func TestAvroColumnsNested(t *testing.T) {
+	text := `{"type":"record","name":"Order","fields":[
+		{"name":"id","type":"long"},
+		{"name":"customer","type":{"type":"record","name":"Customer","fields":[
+			{"name":"name","type":"string"},
+			{"name":"address","type":["null",{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}],"default":null}]}},
+		{"name":"lines","type":{"type":"array","items":{"type":"record","name":"Line","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}}},
+		{"name":"attrs","type":{"type":"map","values":"long"}},
+		{"name":"next","type":["null","Order"],"default":null}]}`
+	schema := avro.MustParse(text)
+	cols, err := AvroColumns(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Name+" "+c.Type.String())
+	}
+	// A recursive record nests deeper than types may: JSONB.
+	want := "id BIGINT; customer STRUCT<name VARCHAR, address STRUCT<city VARCHAR>>; lines ARRAY<STRUCT<sku VARCHAR, qty INTEGER>>; attrs MAP<VARCHAR, BIGINT>; next JSONB"
+	if g := strings.Join(got, "; "); g != want {
+		t.Fatalf("columns %s\nwant    %s", g, want)
+	}
+	body, err := avro.Marshal(schema, map[string]any{
+		"id":       int64(1),
+		"customer": map[string]any{"name": "ann", "address": map[string]any{"Address": map[string]any{"city": "Oslo"}}},
+		"lines":    []any{map[string]any{"sku": "a", "qty": 2}},
+		"attrs":    map[string]any{"x": int64(5)},
+		"next":     nil,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]any, len(cols))
+	if err := DecodeAvro(out, nil, cols, schema, append([]byte{0, 0, 0, 0, 1}, body...)); err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(out); s != "[1 [ann [Oslo]] [[a 2]] [{x 5}] <nil>]" {
+		t.Errorf("decoded %s", s)
+	}
 }

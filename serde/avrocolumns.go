@@ -24,8 +24,12 @@ import (
 //	timestamp-millis, -micros      TIMESTAMP (and the local- ones)
 //	uuid                           UUID
 //	array of a type above          that type's array
-//	record, map, other arrays,     JSONB: the value as a JSON document
-//	  unions of several types
+//	record                         STRUCT of its fields' types (a
+//	                               decimal field: an unconstrained NUMERIC)
+//	map                            MAP<VARCHAR, its values' type>
+//	arrays of arrays, unions of    JSONB: the value as a JSON document
+//	  several types, nesting
+//	  deeper than catalog's bound
 //
 // A union of null and one type is that type (every column is nullable).
 func AvroColumns(s avro.Schema) ([]catalog.Column, error) {
@@ -53,6 +57,9 @@ func derefAvro(s avro.Schema) avro.Schema {
 // avroColumnType is the column type of values of Avro schema s; depth
 // counts the arrays it is in.
 func avroColumnType(s avro.Schema, depth int) (t catalog.Type, precision, scale int) {
+	if depth > catalog.MaxNestingDepth {
+		return catalog.JSONB, 0, 0 // a recursive record, or one too deep
+	}
 	s = derefAvro(s)
 	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
 		switch lt := l.Logical(); lt.Type() {
@@ -78,14 +85,29 @@ func avroColumnType(s avro.Schema, depth int) (t catalog.Type, precision, scale 
 		}
 		return catalog.JSONB, 0, 0
 	case *avro.ArraySchema:
-		if depth > 0 {
-			return catalog.JSONB, 0, 0
-		}
 		e, _, _ := avroColumnType(x.Items(), depth+1)
-		if e == catalog.JSONB || e == catalog.Decimal {
+		if e.IsArray() {
 			return catalog.JSONB, 0, 0
 		}
 		return catalog.ArrayOf(e), 0, 0
+	case *avro.RecordSchema:
+		fields := make([]catalog.Field, len(x.Fields()))
+		for i, f := range x.Fields() {
+			ft, _, _ := avroColumnType(f.Type(), depth+1)
+			fields[i] = catalog.Field{Name: f.Name(), Type: ft}
+		}
+		st, err := catalog.StructOf(fields)
+		if err != nil {
+			return catalog.JSONB, 0, 0
+		}
+		return st, 0, 0
+	case *avro.MapSchema:
+		vt, _, _ := avroColumnType(x.Values(), depth+1)
+		mt, err := catalog.MapOf(catalog.Varchar, vt)
+		if err != nil {
+			return catalog.JSONB, 0, 0
+		}
+		return mt, 0, 0
 	case *avro.EnumSchema:
 		return catalog.Varchar, 0, 0
 	case *avro.FixedSchema:
