@@ -141,9 +141,8 @@ func TestNestedViewsRecompute(t *testing.T) {
 
 		// The views recomputed from the records.
 		type agg struct {
-			n       int64
-			a, q    *int64
-			hasTier bool
+			n    int64
+			a, q *int64
 		}
 		add := func(sum **int64, v *int64) {
 			if v != nil {
