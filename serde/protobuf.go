@@ -599,7 +599,7 @@ func fromProto(c catalog.Column, m protoreflect.Message, fd protoreflect.FieldDe
 	if fd.HasPresence() && !m.Has(fd) {
 		return nil, nil
 	}
-	raw, err := protoFieldValue(fd, m.Get(fd))
+	raw, err := protoFieldValue(fd, m.Get(fd), c.Type.HasNested())
 	if err != nil || raw == nil {
 		return nil, err
 	}
@@ -614,14 +614,16 @@ func fromProto(c catalog.Column, m protoreflect.Message, fd protoreflect.FieldDe
 }
 
 // protoFieldValue is a field's value as fromAvro takes it: a list as
-// []any, a map as map[string]any, a scalar or message by protoValue.
-func protoFieldValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, error) {
+// []any, a map as map[string]any, a scalar or message by protoValue;
+// nested is set for a column of a nested type, whose messages are maps of
+// their fields.
+func protoFieldValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, nested bool) (any, error) {
 	switch {
 	case fd.IsList():
 		l := v.List()
 		out := make([]any, l.Len())
 		for i := range out {
-			x, err := protoValue(fd, l.Get(i))
+			x, err := protoValue(fd, l.Get(i), nested)
 			if err != nil {
 				return nil, err
 			}
@@ -633,10 +635,10 @@ func protoFieldValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any
 		var err error
 		v.Map().Range(func(k protoreflect.MapKey, x protoreflect.Value) bool {
 			var e any
-			if e, err = protoValue(fd.MapValue(), x); err != nil {
+			if e, err = protoValue(fd.MapValue(), x, nested); err != nil {
 				return false
 			}
-			if b, ok := e.([]byte); ok {
+			if b, ok := e.([]byte); ok && !nested {
 				e = string(b) // as JSON would have it, not base64
 			}
 			out[k.String()] = e
@@ -644,13 +646,14 @@ func protoFieldValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any
 		})
 		return out, err
 	}
-	return protoValue(fd, v)
+	return protoValue(fd, v, nested)
 }
 
 // protoValue is a single value of field fd's type as fromAvro takes it:
 // a scalar as its Go value, a message of protobuf_types.go's types as
-// its value, another message as its JSON.
-func protoValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, error) {
+// its value, another message as its JSON or, nested, as a map of its
+// fields' values.
+func protoValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, nested bool) (any, error) {
 	if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
 		return protoScalarValue(fd, v)
 	}
@@ -659,7 +662,30 @@ func protoValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, err
 	if ok || err != nil {
 		return x, err
 	}
+	if nested {
+		return protoFields(msg)
+	}
 	return protoJSON(msg)
+}
+
+// protoFields is message msg as a map of its fields' values by name,
+// an unset field with presence NULL.
+func protoFields(msg protoreflect.Message) (map[string]any, error) {
+	fields := msg.Descriptor().Fields()
+	out := make(map[string]any, fields.Len())
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if fd.HasPresence() && !msg.Has(fd) {
+			out[string(fd.Name())] = nil
+			continue
+		}
+		v, err := protoFieldValue(fd, msg.Get(fd), true)
+		if err != nil {
+			return nil, err
+		}
+		out[string(fd.Name())] = v
+	}
+	return out, nil
 }
 
 // protoScalarValue is a scalar field's value as fromAvro takes it.

@@ -3,6 +3,7 @@ package serde
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"strings"
@@ -573,4 +574,60 @@ func FuzzDecodeProtobuf(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProtobufColumnsNested infers STRUCT, MAP and array columns from a
+// schema's messages and reads a message of it into them.
+func TestProtobufColumnsNested(t *testing.T) {
+	fd := compileProto(t, `syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message Order {
+  message Line { string sku = 1; int32 qty = 2; }
+  message Customer { string name = 1; optional Address address = 2; }
+  message Address { string city = 1; google.protobuf.Timestamp since = 2; }
+  int64 id = 1;
+  Customer customer = 2;
+  repeated Line lines = 3;
+  map<string, int64> attrs = 4;
+  map<int32, string> by_number = 5;
+}`)
+	md := fd.Messages().Get(0)
+	cols, err := ProtobufColumns(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cols {
+		got = append(got, c.Name+" "+c.Type.String())
+	}
+	want := "id BIGINT; customer STRUCT<name VARCHAR, address STRUCT<city VARCHAR, since TIMESTAMP>>; lines ARRAY<STRUCT<sku VARCHAR, qty INTEGER>>; attrs MAP<VARCHAR, BIGINT>; by_number JSONB"
+	if g := strings.Join(got, "; "); g != want {
+		t.Fatalf("columns %s\nwant    %s", g, want)
+	}
+	m := dynamicpb.NewMessage(md)
+	setFields(t, m, map[string]any{
+		"id": int64(1),
+		"customer": subMessage(t, map[string]any{"name": "ann", "address": subMessage(t, map[string]any{"city": "Oslo",
+			"since": subMessage(t, map[string]any{"seconds": int64(1700000000)})})}),
+		"lines": func(m *dynamicpb.Message, fd protoreflect.FieldDescriptor) {
+			l := m.Mutable(fd).List()
+			line := dynamicpb.NewMessage(fd.Message())
+			setFields(t, line, map[string]any{"sku": "a", "qty": int32(2)})
+			l.Append(protoreflect.ValueOfMessage(line))
+		},
+		"attrs": func(m *dynamicpb.Message, fd protoreflect.FieldDescriptor) {
+			m.Mutable(fd).Map().Set(protoreflect.ValueOfString("x").MapKey(), protoreflect.ValueOfInt64(5))
+		},
+	})
+	body, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]any, len(cols))
+	if err := DecodeProtobuf(out, nil, cols, fd, append([]byte{0, 0, 0, 0, 1, 0}, body...)); err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(out); s != "[1 [ann [Oslo 2023-11-14 22:13:20 +0000 UTC]] [[a 2]] [{x 5}] {}]" {
+		t.Errorf("decoded %s", s)
+	}
 }

@@ -30,31 +30,47 @@ import (
 //	confluent.type.Decimal            NUMERIC
 //	google.protobuf.*Value            the wrapped type
 //	repeated of a type above          that type's array
-//	other messages, maps, other       JSONB: the value as protojson writes it
-//	  repeated fields
+//	other messages                    STRUCT of their fields
+//	map<string, V>                    MAP<VARCHAR, V's type>
+//	repeated of repeated, maps of     JSONB: the value as protojson writes it
+//	  other keys, recursive messages
 func ProtobufColumns(md protoreflect.MessageDescriptor) ([]catalog.Column, error) {
 	fields := md.Fields()
 	cols := make([]catalog.Column, 0, fields.Len())
 	for i := range fields.Len() {
 		fd := fields.Get(i)
-		t := protoColumnType(fd)
-		if fd.IsList() {
-			if t == catalog.JSONB || t == catalog.Decimal {
-				t = catalog.JSONB
-			} else {
-				t = catalog.ArrayOf(t)
-			}
-		}
-		if fd.IsMap() {
-			t = catalog.JSONB
-		}
-		cols = append(cols, catalog.Column{Name: string(fd.Name()), Type: t})
+		cols = append(cols, catalog.Column{Name: string(fd.Name()), Type: protoFieldColumnType(fd, 0)})
 	}
 	return cols, nil
 }
 
-// protoColumnType is the column type of one value of field fd.
-func protoColumnType(fd protoreflect.FieldDescriptor) catalog.Type {
+// protoFieldColumnType is the column type of field fd's values, lists and
+// maps included; depth counts the messages it is in.
+func protoFieldColumnType(fd protoreflect.FieldDescriptor, depth int) catalog.Type {
+	if fd.IsMap() {
+		if fd.MapKey().Kind() != protoreflect.StringKind {
+			return catalog.JSONB // MAP keys are VARCHAR
+		}
+		mt, err := catalog.MapOf(catalog.Varchar, protoColumnType(fd.MapValue(), depth+1))
+		if err != nil {
+			return catalog.JSONB
+		}
+		return mt
+	}
+	t := protoColumnType(fd, depth)
+	if fd.IsList() {
+		if t.IsArray() {
+			return catalog.JSONB
+		}
+		return catalog.ArrayOf(t)
+	}
+	return t
+}
+
+// protoColumnType is the column type of one value of field fd: a message
+// other than the well-known ones is a STRUCT of its fields (JSONB when it
+// nests deeper than types may, as a recursive message does).
+func protoColumnType(fd protoreflect.FieldDescriptor, depth int) catalog.Type {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return catalog.Boolean
@@ -83,7 +99,18 @@ func protoColumnType(fd protoreflect.FieldDescriptor) catalog.Type {
 			return catalog.Decimal
 		}
 		if isProtoWrapper(md) {
-			return protoColumnType(md.Fields().Get(0))
+			return protoColumnType(md.Fields().Get(0), depth)
+		}
+		if depth >= catalog.MaxNestingDepth {
+			return catalog.JSONB
+		}
+		fields := make([]catalog.Field, md.Fields().Len())
+		for i := range fields {
+			f := md.Fields().Get(i)
+			fields[i] = catalog.Field{Name: string(f.Name()), Type: protoFieldColumnType(f, depth+1)}
+		}
+		if st, err := catalog.StructOf(fields); err == nil {
+			return st
 		}
 	}
 	return catalog.JSONB
