@@ -108,11 +108,12 @@ func ProtobufSchema(name string, cols []catalog.Column) (string, error) {
 	}
 	imports := map[string]bool{}
 	var body strings.Builder
+	nested := &protoMessages{imports: imports}
 	for i, c := range cols {
 		if !isProtoIdent(c.Name) {
 			return "", pgerr.New(pgerr.InvalidName, "column %q cannot be a Protobuf field: a field name is letters, digits and underscores, not starting with a digit", c.Name)
 		}
-		label, typ, imp, err := protoFieldType(c.Type)
+		label, typ, imp, err := nested.fieldType(c.Type, c.Name)
 		if err != nil {
 			return "", fmt.Errorf("column %q: %w", c.Name, err)
 		}
@@ -139,8 +140,82 @@ func ProtobufSchema(name string, cols []catalog.Column) (string, error) {
 			fmt.Fprintf(&b, "import %q;\n", imp)
 		}
 	}
-	fmt.Fprintf(&b, "\nmessage %s {\n%s}\n", short, body.String())
+	fmt.Fprintf(&b, "\nmessage %s {\n%s%s}\n", short, nested.defs.String(), body.String())
 	return b.String(), nil
+}
+
+// protoMessages collects the message types of a schema's STRUCT
+// columns, defined in the schema's message (so that it stays the file's
+// first message), each named after its column's path.
+type protoMessages struct {
+	defs    strings.Builder
+	imports map[string]bool
+	used    map[string]bool
+}
+
+// fieldType is protoFieldType, with STRUCT types as messages of their
+// own (defined in m) and MAP<VARCHAR, V> as map<string, V>; path names
+// the field, for the name of a message.
+func (m *protoMessages) fieldType(t catalog.Type, path string) (label, typ, imp string, err error) {
+	switch {
+	case t.IsArray() && t.Elem().HasNested():
+		_, typ, imp, err = m.fieldType(t.Elem(), path)
+		return "repeated ", typ, imp, err
+	case t.IsMap():
+		v := t.Value()
+		if v.IsArray() || v.IsMap() {
+			return "", "", "", pgerr.New(pgerr.FeatureNotSupported, "a %s column cannot be written in Protobuf, whose map values cannot be lists or maps", t)
+		}
+		_, vt, vimp, err := m.fieldType(v, path+"_value")
+		if err != nil {
+			return "", "", "", err
+		}
+		if vimp != "" {
+			m.imports[vimp] = true
+		}
+		return "", "map<string, " + vt + ">", "", nil
+	case t.IsStruct():
+		name := protoMessageName(path)
+		if m.used == nil {
+			m.used = map[string]bool{}
+		}
+		for n := 2; m.used[name]; n++ {
+			name = fmt.Sprintf("%s%d", protoMessageName(path), n)
+		}
+		m.used[name] = true
+		var body strings.Builder
+		for i, f := range t.Fields() {
+			if !isProtoIdent(f.Name) {
+				return "", "", "", pgerr.New(pgerr.InvalidName, "field %q cannot be a Protobuf field: a field name is letters, digits and underscores, not starting with a digit", f.Name)
+			}
+			flabel, ftyp, fimp, err := m.fieldType(f.Type, path+"_"+f.Name)
+			if err != nil {
+				return "", "", "", err
+			}
+			if fimp != "" {
+				m.imports[fimp] = true
+			}
+			fmt.Fprintf(&body, "    %s%s %s = %d;\n", flabel, ftyp, f.Name, i+1)
+		}
+		fmt.Fprintf(&m.defs, "  message %s {\n%s  }\n", name, body.String())
+		return "optional ", name, "", nil
+	}
+	return protoFieldType(t)
+}
+
+// protoMessageName is the message name of a STRUCT at path: its parts
+// capitalized, as Protobuf's style names messages.
+func protoMessageName(path string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(path, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	if b.Len() == 0 {
+		return "Struct"
+	}
+	return b.String()
 }
 
 // protoFieldType is the label, type and import of a field of a column
@@ -345,7 +420,23 @@ func protoField(md protoreflect.MessageDescriptor, name string) protoreflect.Fie
 func setProtoField(m protoreflect.Message, fd protoreflect.FieldDescriptor, c catalog.Column, v any) error {
 	switch {
 	case fd.IsMap():
-		return protoMismatch(c, v, "map")
+		mv, ok := v.(catalog.Map)
+		if !ok || !c.Type.IsMap() {
+			return protoMismatch(c, v, "map")
+		}
+		pm := m.Mutable(fd).Map()
+		vcol := catalog.Column{Name: c.Name, Type: c.Type.Value()}
+		for _, e := range mv {
+			if e.Value == nil {
+				return pgerr.New(pgerr.NullValueNotAllowedDataException, "column %q: the value of key %q is NULL, which a Protobuf map cannot hold", c.Name, e.Key)
+			}
+			x, err := protoElement(pm.NewValue, fd.MapValue(), vcol, e.Value)
+			if err != nil {
+				return err
+			}
+			pm.Set(protoreflect.ValueOfString(e.Key).MapKey(), x)
+		}
+		return nil
 	case fd.IsList():
 		a, ok := v.([]any)
 		if !ok {
@@ -382,6 +473,9 @@ func protoElement(newMessage func() protoreflect.Value, fd protoreflect.FieldDes
 		return protoScalar(fd, c, v)
 	}
 	x := newMessage()
+	if sv, isStruct := v.(catalog.Struct); isStruct && c.Type.IsStruct() {
+		return x, setProtoStruct(x.Message(), c, sv)
+	}
 	ok, err := setProtoMessage(x.Message(), c, v)
 	if err != nil {
 		return protoreflect.Value{}, err
@@ -390,6 +484,28 @@ func protoElement(newMessage func() protoreflect.Value, fd protoreflect.FieldDes
 		return protoreflect.Value{}, protoMismatch(c, v, string(fd.Message().FullName()))
 	}
 	return x, nil
+}
+
+// setProtoStruct sets the fields of message m to those of v, a STRUCT
+// value of column c, by name.
+func setProtoStruct(m protoreflect.Message, c catalog.Column, v catalog.Struct) error {
+	fields := c.Type.Fields()
+	if len(v) != len(fields) {
+		return fmt.Errorf("exec: a STRUCT value of %d fields for %s", len(v), c.Type)
+	}
+	for i, f := range fields {
+		if v[i] == nil {
+			continue
+		}
+		fd := protoField(m.Descriptor(), f.Name)
+		if fd == nil {
+			return pgerr.New(pgerr.DatatypeMismatch, "Protobuf message %s has no field for %s", m.Descriptor().FullName(), f.Name)
+		}
+		if err := setProtoField(m, fd, catalog.Column{Name: c.Name + "->" + f.Name, Type: f.Type}, v[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // protoScalar is v, a non-NULL value of column c, as a value of scalar

@@ -631,3 +631,49 @@ message Order {
 		t.Errorf("decoded %s", s)
 	}
 }
+
+// TestProtobufNestedRoundTrip writes STRUCT, MAP and arrays of STRUCT
+// columns as Protobuf messages and maps, and reads them back.
+func TestProtobufNestedRoundTrip(t *testing.T) {
+	addr, err := catalog.StructOf([]catalog.Field{{Name: "city", Type: catalog.Varchar}, {Name: "since", Type: catalog.Timestamp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cust, err := catalog.StructOf([]catalog.Field{{Name: "name", Type: catalog.Varchar}, {Name: "address", Type: addr}, {Name: "tags", Type: catalog.ArrayOf(catalog.Varchar)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, err := catalog.MapOf(catalog.Varchar, catalog.BigInt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []catalog.Column{col("id", catalog.BigInt), col("customer", cust), col("lines", catalog.ArrayOf(addr)), col("attrs", attrs)}
+	text, err := ProtobufSchema("shop.Order", cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "message Customer {") || !strings.Contains(text, "optional CustomerAddress address = 2;") || !strings.Contains(text, "map<string, int64> attrs = 4;") {
+		t.Errorf("schema:\n%s", text)
+	}
+	md, err := ProtobufDescriptor("shop.Order", cols)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	since := time.UnixMilli(1700000000000).UTC()
+	row := []any{int64(1), catalog.Struct{"ann", catalog.Struct{"Oslo", since}, []any{"a", "b"}},
+		[]any{catalog.Struct{"Rome", nil}}, catalog.NewMap([]catalog.MapEntry{{Key: "x", Value: int64(5)}})}
+	b, err := AppendProtobufNoSR(nil, md, cols, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]any, len(cols))
+	if err := DecodeProtobufNoSR(out, nil, cols, md, b); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := fmt.Sprint(out), fmt.Sprint(row); g != w {
+		t.Errorf("read back %s, wrote %s", g, w)
+	}
+	if _, err := AppendProtobufNoSR(nil, md, cols, []any{int64(1), nil, nil, catalog.NewMap([]catalog.MapEntry{{Key: "y"}})}); pgerr.CodeOf(err) != pgerr.NullValueNotAllowedDataException {
+		t.Errorf("a NULL map value: %v", err)
+	}
+}
