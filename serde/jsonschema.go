@@ -2,6 +2,8 @@ package serde
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -119,6 +121,30 @@ func jsonSchemaType(t catalog.Type, precision, scale int) (string, error) {
 		return `{"type":"string","contentEncoding":"base64","connect.type":"bytes"}`, nil
 	case catalog.JSON, catalog.JSONB:
 		return `{}`, nil
+	}
+	if t.IsStruct() {
+		var b strings.Builder
+		b.WriteString(`{"type":"object","properties":{`)
+		for i, f := range t.Fields() {
+			ft, err := jsonSchemaType(f.Type, 0, 0)
+			if err != nil {
+				return "", err
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			name, _ := json.Marshal(f.Name)
+			fmt.Fprintf(&b, `%s:%s`, name, nullable(ft))
+		}
+		b.WriteString(`}}`)
+		return b.String(), nil
+	}
+	if t.IsMap() {
+		vt, err := jsonSchemaType(t.Value(), 0, 0)
+		if err != nil {
+			return "", err
+		}
+		return `{"type":"object","additionalProperties":` + nullable(vt) + `}`, nil
 	}
 	if t.IsArray() {
 		e, err := jsonSchemaType(t.Elem(), 0, 0)

@@ -131,7 +131,10 @@ func protoColumnType(fd protoreflect.FieldDescriptor, depth int) catalog.Type {
 //	Kafka Connect's logical types (title org.apache.kafka.connect.data.X):
 //	Timestamp TIMESTAMP, Date DATE, Time TIME, Decimal NUMERIC
 //	array of a type above    that type's array
-//	object, anything else    JSONB
+//	object with properties   STRUCT of them
+//	object of                MAP<VARCHAR, V's type>
+//	  additionalProperties V
+//	anything else            JSONB
 //
 // A oneOf or a type list of null and one type is that type.
 func JSONSchemaColumns(text string) ([]catalog.Column, error) {
@@ -259,12 +262,17 @@ func jsonSchemaColumnType(s json.RawMessage, depth int) catalog.Type {
 		}
 		return catalog.Varchar
 	case "array":
-		if depth > 0 || p.Items == nil {
+		if p.Items == nil || depth >= catalog.MaxNestingDepth {
 			return catalog.JSONB
 		}
-		if e := jsonSchemaColumnType(p.Items, depth+1); e != catalog.JSONB {
+		if e := jsonSchemaColumnType(p.Items, depth+1); e != catalog.JSONB && !e.IsArray() {
 			return catalog.ArrayOf(e)
 		}
+	case "object":
+		if depth >= catalog.MaxNestingDepth {
+			return catalog.JSONB
+		}
+		return jsonObjectType(s, depth)
 	}
 	return catalog.JSONB
 }
@@ -288,4 +296,45 @@ func objectKeys(b json.RawMessage) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// jsonObjectType is the column type of an object schema: a STRUCT of its
+// properties, in the order written, or a MAP<VARCHAR, V> of an object
+// with no properties whose additionalProperties say what the values
+// are; JSONB for anything else.
+func jsonObjectType(s json.RawMessage, depth int) catalog.Type {
+	var o struct {
+		Properties           json.RawMessage `json:"properties"`
+		AdditionalProperties json.RawMessage `json:"additionalProperties"`
+	}
+	if json.Unmarshal(s, &o) != nil {
+		return catalog.JSONB
+	}
+	if len(o.Properties) == 0 {
+		if len(o.AdditionalProperties) == 0 || o.AdditionalProperties[0] != '{' {
+			return catalog.JSONB
+		}
+		mt, err := catalog.MapOf(catalog.Varchar, jsonSchemaColumnType(o.AdditionalProperties, depth+1))
+		if err != nil {
+			return catalog.JSONB
+		}
+		return mt
+	}
+	names, err := objectKeys(o.Properties)
+	if err != nil || len(names) == 0 {
+		return catalog.JSONB
+	}
+	var props map[string]json.RawMessage
+	if json.Unmarshal(o.Properties, &props) != nil {
+		return catalog.JSONB
+	}
+	fields := make([]catalog.Field, len(names))
+	for i, n := range names {
+		fields[i] = catalog.Field{Name: n, Type: jsonSchemaColumnType(props[n], depth+1)}
+	}
+	st, err := catalog.StructOf(fields)
+	if err != nil {
+		return catalog.JSONB
+	}
+	return st
 }
