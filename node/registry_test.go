@@ -323,3 +323,58 @@ func TestRegistryKeys(t *testing.T) {
 		"ROWKEY|text\nscore|double precision\n")
 	waitQuery(t, c.conn, `SELECT "ROWKEY", score FROM ext`, "k1|2.5\n")
 }
+
+// TestRegistryNested declares a stream over Avro records with a nested
+// record, a map and an array of records: the columns are STRUCT, MAP and
+// ARRAY<STRUCT>, a view groups by a nested field, and a derived Protobuf
+// stream writes them as messages a registry-aware consumer reads.
+func TestRegistryNested(t *testing.T) {
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `{"type":"record","name":"Order","fields":[
+		{"name":"customer","type":{"type":"record","name":"Customer","fields":[
+			{"name":"name","type":"string"},{"name":"city","type":["null","string"],"default":null}]}},
+		{"name":"lines","type":{"type":"array","items":{"type":"record","name":"Line","fields":[{"name":"sku","type":"string"},{"name":"qty","type":"int"}]}}},
+		{"name":"attrs","type":{"type":"map","values":"long"}}]}`
+	ss, err := cl.CreateSchema(ctx, "nested-value", sr.Schema{Schema: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.exec(`CREATE STREAM nested (id VARCHAR KEY) WITH (kafka_topic = 'nested', value_format = 'avro', partitions = 1)`)
+	waitQuery(t, c.conn, `SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'nested' ORDER BY ordinal_position`,
+		"id|text\ncustomer|jsonb\nlines|ARRAY\nattrs|jsonb\n")
+	c.exec(`CREATE TABLE by_city AS SELECT customer->city AS city, count(*) AS n, sum(lines[1]->qty) AS first_qty FROM nested GROUP BY customer->city`)
+	c.exec(`CREATE STREAM nested_pb WITH (kafka_topic = 'nested_pb', value_format = 'protobuf') AS SELECT id, customer, lines, attrs FROM nested`)
+	var h sr.ConfluentHeader
+	frame := func(rec map[string]any) string {
+		b, _ := h.AppendEncode(nil, ss.ID, nil)
+		body, err := avro.Marshal(avro.MustParse(text), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(append(b, body...))
+	}
+	produceRaw(t, n.Brokers(), "nested",
+		[2]string{"o1", frame(map[string]any{"customer": map[string]any{"name": "ann", "city": map[string]any{"string": "Oslo"}},
+			"lines": []any{map[string]any{"sku": "a", "qty": 2}, map[string]any{"sku": "b", "qty": 1}}, "attrs": map[string]any{"x": int64(5)}})},
+		[2]string{"o2", frame(map[string]any{"customer": map[string]any{"name": "bob", "city": nil},
+			"lines": []any{map[string]any{"sku": "c", "qty": 7}}, "attrs": map[string]any{}})})
+	waitQuery(t, c.conn, `SELECT id, customer->name, customer->city, cardinality(lines), lines[2]->sku, attrs['x'] FROM nested ORDER BY id`,
+		"o1|ann|Oslo|2|b|5\no2|bob|NULL|1|NULL|NULL\n")
+	waitQuery(t, c.conn, `SELECT city, n, first_qty FROM by_city ORDER BY city`, "Oslo|1|2\nNULL|1|7\n")
+	got := consumeProtobuf(t, ctx, n.Brokers(), cl, "nested_pb", 2)
+	if want := `o1 customer:{name:"ann" city:"Oslo"} lines:{sku:"a" qty:2} lines:{sku:"b" qty:1} attrs:{key:"x" value:5}; o2 customer:{name:"bob"} lines:{sku:"c" qty:7}`; got != want {
+		t.Errorf("nested_pb reads as %q, want %q", got, want)
+	}
+}
