@@ -110,9 +110,18 @@
 //     schemacolumns.go the columns of a Protobuf message and a JSON
 //     Schema, for a stream declared without columns.
 //
+//   - codecparts.go: a record's key and value as the two parts of one
+//     Codec for the formats either may be written in (DELIMITED, AVRO,
+//     PROTOBUF, PROTOBUF_NOSR, JSON_SR), each with its own options and
+//     writer schema; a key of one column in AVRO or JSON_SR is written
+//     bare, as ksqlDB writes it.
+//
+//   - headers.go: the columns read from record headers (HEADER('key'),
+//     HEADERS), which DecodeRecordInto sets.
+//
 // The Codec reads the registry formats by the id in each record and
-// writes them with the schema value_schema_id names or the one it
-// registers for the value columns (writerSchema). A new format belongs
+// writes them with the schema <part>_schema_id names or the one it
+// registers for the part's columns (writerSchema). A new format belongs
 // in a new file here, behind Codec: callers see only rows and record
 // bytes.
 //
