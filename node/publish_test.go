@@ -117,7 +117,8 @@ func TestPublishedView(t *testing.T) {
 		"CREATE TABLE bad1 WITH (kafka_topic = 'orders') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region":                   "42P17",
 		"CREATE TABLE bad2 WITH (kafka_topic = '_basin-x') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region":                 "42501",
 		"CREATE TABLE bad3 WITH (kafka_topic = 'busy_regions') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region":             "42P16",
-		"CREATE TABLE bad4 WITH (kafka_topic = 'x', value_format = 'avro') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region": "22023",
+		"CREATE TABLE bad4 WITH (kafka_topic = 'x', value_format = 'xml') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region":  "22023",
+		"CREATE TABLE bad5 WITH (kafka_topic = 'x', value_format = 'avro') AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region": "55000", // no registry
 	} {
 		_, err := conn.Exec(ctx, q)
 		var pe *pgconn.PgError
