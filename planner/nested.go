@@ -2,10 +2,10 @@ package planner
 
 import (
 	"github.com/basindb/basin/catalog"
-	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/internal/jsonb"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/pgcodec"
+	"github.com/basindb/basin/sql"
 )
 
 // Casts of the nested types: STRUCT, MAP and arrays of them. Postgres
