@@ -704,7 +704,7 @@ func RunSRF(name string, args []any, types []catalog.Type, loc *time.Location) (
 		return out, nil
 	case "regexp_matches", "regexp_split_to_table":
 		return regexpSRF(name, args)
-	case "unnest":
+	case "unnest", planner.ExplodeFunc:
 		return append([]any{}, args[0].([]any)...), nil
 	case "generate_subscripts":
 		vals := args[0].([]any)

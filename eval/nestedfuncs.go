@@ -253,6 +253,9 @@ var nestedStrictFuncs = map[string]func(s *planner.Call, a []any) (any, error){
 		return out, nil
 	},
 	"as_value": func(_ *planner.Call, a []any) (any, error) { return a[0], nil },
+	// EXPLODE in a derived stream: the array, which the stream's task
+	// explodes (planner/explode.go).
+	planner.ExplodeFunc: func(_ *planner.Call, a []any) (any, error) { return a[0], nil },
 }
 
 var nestedExprFuncs = map[string]func(s *planner.Call, args []Expr) Expr{

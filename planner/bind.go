@@ -128,6 +128,9 @@ type binder struct {
 	winLift func(Scalar, int) (Scalar, error)
 	// exactSum is set in queries (not views): sum(bigint) is numeric.
 	exactSum bool
+	// explode is set while a derived stream's select list is bound,
+	// where EXPLODE may stand (explode.go).
+	explode bool
 	// lambdas are the lambda parameters in scope (lambda.go), outermost
 	// first.
 	lambdas []lambdaScope

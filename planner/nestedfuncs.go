@@ -36,7 +36,7 @@ var nestedFuncs = map[string]bool{
 	"entries": true, "extractjsonfield": true, "json_array_contains": true, "json_array_length": true,
 	"json_concat": true, "json_keys": true, "json_records": true, "json_items": true,
 	"is_json_string": true, "to_json_string": true, StructFunc: true, MapFunc: true,
-	"transform": true, "filter": true, "reduce": true,
+	"transform": true, "filter": true, "reduce": true, ExplodeFunc: true,
 }
 
 // bindNestedFunc binds a call of one of nestedFuncs; ok is false for
@@ -338,6 +338,19 @@ func (b *binder) typeNestedFunc(name string, args []Scalar, pos int) (Scalar, er
 			}
 		}
 		return call(text)
+	case ExplodeFunc:
+		if err := nargs(1, 1); err != nil {
+			return nil, err
+		}
+		if !b.explode {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "EXPLODE is a table function: it stands alone in the select list of a derived stream or of a query").WithPosition(pos).
+				WithHint("CREATE STREAM s AS SELECT id, EXPLODE(items) AS item FROM t; a view cannot explode.")
+		}
+		t, err := array(0, catalog.Unknown)
+		if err != nil {
+			return nil, err
+		}
+		return call(t.Elem())
 	case StructFunc:
 		if len(args)%2 != 0 {
 			return nil, noFunc()
