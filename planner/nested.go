@@ -15,8 +15,9 @@ import (
 // pgcodec.FromJSONB, and a STRUCT or MAP becomes jsonb, json or text as
 // the wire shows it. An untyped literal ('{"a": 1}') or a NULL takes a
 // nested type from its context, as it takes any other; a parameter is
-// sent as jsonb. Nothing else converts to or from them: ksqlDB casts
-// no STRUCT or MAP either.
+// sent as jsonb. A STRUCT, MAP or array casts to another of its kind as
+// ksqlDB's CAST does (shapeCastable); nothing else converts to or from
+// them.
 
 // nestedCastable reports whether a cast from one type to the other
 // exists when either is nested.
