@@ -51,6 +51,9 @@ func (rw *rewriter) nestedCall(i, j int) (int, bool, error) {
 		tk := toks[k]
 		switch {
 		case k == close || depth == 0 && tk.isOp(","):
+			if k == close && k == start && len(args) > 0 {
+				return 0, true, sp.syntaxErr(tk) // f(a, )
+			}
 			if k > start || k != close {
 				args = append(args, arg{start, k, assign})
 			}

@@ -398,9 +398,10 @@ func (rw *rewriter) one(i, j int) (int, error) {
 	case "~", "~*", "!~", "!~*":
 		return rw.regexOp(t, i+1, j)
 	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-":
-		if after := sp.toks[i+2]; t.val == "->" && isFieldName(sp.toks[i+1]) &&
-			!after.isOp("(") && !after.isOp(".") && after.kind != tokString {
-			return rw.derefOp(i)
+		if t.val == "->" && i+2 < len(sp.toks) && isFieldName(sp.toks[i+1]) {
+			if after := sp.toks[i+2]; !after.isOp("(") && !after.isOp(".") && after.kind != tokString {
+				return rw.derefOp(i)
+			}
 		}
 		return rw.jsonOp(t, i+1, j)
 	case "||":
