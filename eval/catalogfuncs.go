@@ -63,7 +63,11 @@ func compileSystemExpr(s planner.Scalar) Expr {
 				if m == nil || k == nil || err != nil {
 					return nil, err
 				}
-				v, _ := m.(catalog.Map).Get(k.(string))
+				mv, ok := m.(catalog.Map)
+				if !ok {
+					return nil, pgerr.New(pgerr.InternalError, "a %T subscripted as a map", m)
+				}
+				v, _ := mv.Get(k.(string))
 				return v, nil
 			}
 		}
@@ -94,9 +98,14 @@ func compileSystemExpr(s planner.Scalar) Expr {
 			if v == nil || err != nil {
 				return nil, err
 			}
-			rec, ok := v.([]any)
-			if !ok {
-				rec = v.(catalog.Struct)
+			var rec []any
+			switch x := v.(type) {
+			case []any:
+				rec = x
+			case catalog.Struct:
+				rec = x
+			default:
+				return nil, pgerr.New(pgerr.InternalError, "field %s of a %T", s.Name, v)
 			}
 			if idx >= len(rec) {
 				return nil, nil
@@ -704,7 +713,7 @@ func RunSRF(name string, args []any, types []catalog.Type, loc *time.Location) (
 		return out, nil
 	case "regexp_matches", "regexp_split_to_table":
 		return regexpSRF(name, args)
-	case "unnest":
+	case "unnest", planner.ExplodeFunc:
 		return append([]any{}, args[0].([]any)...), nil
 	case "generate_subscripts":
 		vals := args[0].([]any)

@@ -10,7 +10,13 @@
 // functions that are not strict or read the Env), strfuncs.go,
 // mathfuncs.go, timefuncs.go and timefuncs2.go (date_trunc, date_part,
 // age, make_*, date_bin ...), tochar.go (to_char's template patterns)
-// and totimestamp.go (to_timestamp and to_date reading them). The
+// and totimestamp.go (to_timestamp and to_date reading them), and
+// nestedfuncs.go: ksqlDB's functions over arrays, maps and JSON strings,
+// the STRUCT and MAP constructors, and the lambda functions TRANSFORM,
+// FILTER and REDUCE, whose lambda compiles to a value that runs its body
+// over the row with its parameters appended (planner/lambda.go). Those
+// that share a Postgres function's name (array_length,
+// json_array_length) are told apart by their arguments. The
 // planner has already picked the overload and converted the arguments
 // (planner/overload.go), so a body asserts its arguments' Go types; a
 // body that must tell TIMESTAMP from TIMESTAMPTZ (both time.Time) looks

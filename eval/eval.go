@@ -325,6 +325,9 @@ func Compile(s planner.Scalar) Expr {
 	if e := compileSystemExpr(s); e != nil {
 		return e
 	}
+	if e := compileLambda(s); e != nil {
+		return e
+	}
 	if extension != nil {
 		if e := extension(s); e != nil {
 			return e

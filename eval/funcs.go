@@ -20,6 +20,9 @@ func compileCall(s *planner.Call) Expr {
 		args[i] = Compile(a)
 	}
 	t := s.T
+	if e := compileNestedCall(s, args); e != nil {
+		return e
+	}
 	switch s.Name {
 	case "coalesce":
 		return func(row catalog.Row, env *Env) (any, error) {

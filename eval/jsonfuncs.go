@@ -444,6 +444,12 @@ func buildObjectText(v jsonb.Value) string {
 // anything else as the string of its text output.
 func ToJSON(v any, t catalog.Type, src bool) (jsonb.Value, error) {
 	switch x := v.(type) {
+	case catalog.Struct, catalog.Map:
+		// As the wire writes them: a STRUCT's fields, a MAP's entries.
+		if src {
+			return pgcodec.NestedJSON(t, x)
+		}
+		return pgcodec.NestedJSONB(t, x)
 	case nil:
 		return jsonb.Value{Kind: jsonb.Null}, nil
 	case bool:

@@ -57,9 +57,12 @@
 // use EncodeKey, an order-preserving encoding of the key columns (so a
 // range scan or an ORDER BY on the key is a Pebble range scan, and the
 // rows with a given key prefix are a contiguous range), and EncodeRow for
-// values. See keyenc.go and rowenc.go for both formats. Checkpoints are
-// encoded by encodeCheckpoint (checkpoint.go), the one place that format
-// lives; it starts with a version byte.
+// values. See keyenc.go and rowenc.go for both formats (arrays, structs
+// and maps, values of nested columns, in arrayenc.go, nestedenc.go and
+// nestedkey.go: a key of them only groups a pull query, views are never
+// keyed by one). Checkpoints are encoded by encodeCheckpoint
+// (checkpoint.go), the one place that format lives; it starts with a
+// version byte.
 //
 // # Lifecycle
 //

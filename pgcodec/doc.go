@@ -29,7 +29,10 @@
 // float64, string, or a UTC time.Time (timestamp and timestamptz);
 // catalog.DateVal, catalog.TimeOfDay and catalog.IntervalVal for date,
 // time and interval; oids are int64, arrays and vectors []any of their
-// element's values.
+// element's values. A STRUCT or MAP (catalog.Struct, catalog.Map) is
+// jsonb on the wire, an array of them jsonb[] (nested.go): NestedJSONB
+// writes one as to_jsonb would, FromJSONB reads it back, which is also
+// how a peer's forwarded rows and jsonb casts become such values.
 //
 // # Dates and times
 //

@@ -27,7 +27,14 @@ import (
 
 // NestedJSONB is the jsonb value of v, a value of type t: a STRUCT or a
 // MAP, an array, or a scalar inside one of them.
-func NestedJSONB(t catalog.Type, v any) (jsonb.Value, error) {
+func NestedJSONB(t catalog.Type, v any) (jsonb.Value, error) { return nestedJSON(t, v, true) }
+
+// NestedJSON is NestedJSONB with a STRUCT's fields in their order and a
+// MAP's entries in key order, as JSON (not jsonb) keeps them: what
+// ksqlDB's TO_JSON_STRING writes.
+func NestedJSON(t catalog.Type, v any) (jsonb.Value, error) { return nestedJSON(t, v, false) }
+
+func nestedJSON(t catalog.Type, v any, canon bool) (jsonb.Value, error) {
 	switch x := v.(type) {
 	case nil:
 		return jsonb.Value{Kind: jsonb.Null}, nil
@@ -58,7 +65,7 @@ func NestedJSONB(t catalog.Type, v any) (jsonb.Value, error) {
 	case []any:
 		arr := jsonb.Value{Kind: jsonb.Array, Elems: make([]jsonb.Value, len(x))}
 		for i, e := range x {
-			ev, err := NestedJSONB(t.Elem(), e)
+			ev, err := nestedJSON(t.Elem(), e, canon)
 			if err != nil {
 				return jsonb.Value{}, err
 			}
@@ -73,24 +80,24 @@ func NestedJSONB(t catalog.Type, v any) (jsonb.Value, error) {
 		keys := make([]string, len(x))
 		vals := make([]jsonb.Value, len(x))
 		for i, f := range fields {
-			fv, err := NestedJSONB(f.Type, x[i])
+			fv, err := nestedJSON(f.Type, x[i], canon)
 			if err != nil {
 				return jsonb.Value{}, err
 			}
 			keys[i], vals[i] = f.Name, fv
 		}
-		return jsonb.NewObject(keys, vals, true), nil
+		return jsonb.NewObject(keys, vals, canon), nil
 	case catalog.Map:
 		keys := make([]string, len(x))
 		vals := make([]jsonb.Value, len(x))
 		for i, e := range x {
-			ev, err := NestedJSONB(t.Value(), e.Value)
+			ev, err := nestedJSON(t.Value(), e.Value, canon)
 			if err != nil {
 				return jsonb.Value{}, err
 			}
 			keys[i], vals[i] = e.Key, ev
 		}
-		return jsonb.NewObject(keys, vals, true), nil
+		return jsonb.NewObject(keys, vals, canon), nil
 	}
 	out, err := AppendText(nil, t, v)
 	if err != nil {

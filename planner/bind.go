@@ -128,6 +128,12 @@ type binder struct {
 	winLift func(Scalar, int) (Scalar, error)
 	// exactSum is set in queries (not views): sum(bigint) is numeric.
 	exactSum bool
+	// explode is set while a derived stream's select list is bound,
+	// where EXPLODE may stand (explode.go).
+	explode bool
+	// lambdas are the lambda parameters in scope (lambda.go), outermost
+	// first.
+	lambdas []lambdaScope
 	// windowAt, when not 0, is the index in cols of WINDOWSTART (then
 	// WINDOWEND) of a windowed view (window.go), which unqualified names
 	// find before the relations of a join.
@@ -347,6 +353,9 @@ func coordsHint(err *pgerr.Error, rel string) *pgerr.Error {
 }
 
 func (b *binder) bindColumn(e *sql.ColumnRef) (Scalar, error) {
+	if p, ok := b.lambdaParam(e); ok {
+		return p, nil
+	}
 	if b.windowAt > 0 && e.Table == "" {
 		for i := b.windowAt; i < b.windowAt+2; i++ {
 			if strings.EqualFold(b.cols[i].Name, e.Name) {
@@ -916,6 +925,12 @@ func (b *binder) bindFunc(e *sql.Func) (Scalar, error) {
 	}
 	if IsAggregate(e.Name) || b.q == nil && ViewAggregate(e.Name) {
 		return b.bindAggregate(e)
+	}
+	if s, ok, err := b.bindNestedFunc(e); ok {
+		return s, err
+	}
+	if e.Name == sql.LambdaFunc {
+		return nil, pgerr.New(pgerr.SyntaxError, "a lambda (x => ...) is an argument of TRANSFORM, FILTER or REDUCE only").WithPosition(e.Pos)
 	}
 	args := make([]Scalar, len(e.Args))
 	for i, a := range e.Args {

@@ -45,6 +45,16 @@
 // subexpression equal to a GROUP BY expression reads that group value; any
 // other column reference is a grouping error.
 //
+// # Nested types
+//
+// STRUCT, MAP and arrays of them (nested.go) cast only to and from JSON
+// text and jsonb; s->field on a STRUCT is a FieldOp (json's -> on json
+// and jsonb: the left operand's type decides), m['k'] a SubscriptOp of
+// a map; ksqlDB's functions over them are typed in nestedfuncs.go, its
+// lambdas in lambda.go (a lambda parameter reads the end of the row, so
+// the columns under a lambda are remapped like any others), EXPLODE in
+// explode.go (a derived stream's table function, unnest in a query).
+//
 // # Views
 //
 // A view without GROUP BY keeps its source's key and partitioning. A view

@@ -15,8 +15,9 @@ import (
 // pgcodec.FromJSONB, and a STRUCT or MAP becomes jsonb, json or text as
 // the wire shows it. An untyped literal ('{"a": 1}') or a NULL takes a
 // nested type from its context, as it takes any other; a parameter is
-// sent as jsonb. Nothing else converts to or from them: ksqlDB casts
-// no STRUCT or MAP either.
+// sent as jsonb. A STRUCT, MAP or array casts to another of its kind as
+// ksqlDB's CAST does (shapeCastable); nothing else converts to or from
+// them.
 
 // nestedCastable reports whether a cast from one type to the other
 // exists when either is nested.
@@ -24,7 +25,98 @@ func nestedCastable(from, to catalog.Type) bool {
 	textual := func(t catalog.Type) bool {
 		return t == catalog.Varchar || t == catalog.JSONB || t == catalog.JSON || t == catalog.Unknown
 	}
-	return from == to || to.HasNested() && textual(from) || from.HasNested() && textual(to) && to != catalog.Unknown
+	if from == to || to.HasNested() && textual(from) || from.HasNested() && textual(to) && to != catalog.Unknown {
+		return true
+	}
+	return shapeCastable(from, to, 0)
+}
+
+// shapeCastable reports whether a value of type from converts to type
+// to field by field, as ksqlDB's CAST converts structs, maps and arrays:
+// a STRUCT to a STRUCT (the target's fields taken from the source's of
+// the same name, NULL where it has none), a MAP to a MAP and an array to
+// an array (each value converted), and the scalars inside as casts
+// convert them.
+func shapeCastable(from, to catalog.Type, depth int) bool {
+	if depth > catalog.MaxNestingDepth {
+		return false
+	}
+	switch {
+	case from == to:
+		return true
+	case from.IsStruct() && to.IsStruct():
+		for _, f := range to.Fields() {
+			if i := fieldByName(from, f.Name); i >= 0 && !shapeCastable(from.Fields()[i].Type, f.Type, depth+1) {
+				return false
+			}
+		}
+		return true
+	case from.IsMap() && to.IsMap():
+		return shapeCastable(from.Value(), to.Value(), depth+1)
+	case from.IsArray() && to.IsArray():
+		return shapeCastable(from.Elem(), to.Elem(), depth+1)
+	case from.HasNested() || to.HasNested() || from.IsArray() || to.IsArray():
+		return false
+	}
+	return castable(from, to) && !IsDatetime(from) && !IsDatetime(to) || from == catalog.Unknown
+}
+
+// fieldByName is the index of STRUCT t's field named exactly name, or
+// -1: a cast matches field names as ksqlDB's does, case and all.
+func fieldByName(t catalog.Type, name string) int {
+	for i, f := range t.Fields() {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// convertShape converts v of type from to type to (shapeCastable).
+func convertShape(v any, from, to catalog.Type) (any, error) {
+	if v == nil || from == to {
+		return v, nil
+	}
+	switch {
+	case to.IsStruct():
+		src := v.(catalog.Struct)
+		out := make(catalog.Struct, len(to.Fields()))
+		for i, f := range to.Fields() {
+			j := fieldByName(from, f.Name)
+			if j < 0 {
+				continue
+			}
+			x, err := convertShape(src[j], from.Fields()[j].Type, f.Type)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	case to.IsMap():
+		src := v.(catalog.Map)
+		out := make(catalog.Map, len(src))
+		for i, e := range src {
+			x, err := convertShape(e.Value, from.Value(), to.Value())
+			if err != nil {
+				return nil, err
+			}
+			out[i] = catalog.MapEntry{Key: e.Key, Value: x}
+		}
+		return out, nil
+	case to.IsArray():
+		src := v.([]any)
+		out := make([]any, len(src))
+		for i, e := range src {
+			x, err := convertShape(e, from.Elem(), to.Elem())
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	}
+	return ConvertValue(v, to)
 }
 
 // castNested is castTo where x's type or t is nested.
@@ -83,6 +175,9 @@ func (b *binder) coerceNested(s Scalar, t catalog.Type, pos int, what string) (S
 // ConvertNested converts a non-NULL value of type from to type to,
 // either of them nested (see nestedCastable).
 func ConvertNested(v any, from, to catalog.Type) (any, error) {
+	if from.HasNested() && to.HasNested() || from.IsArray() && to.IsArray() {
+		return convertShape(v, from, to)
+	}
 	if to.HasNested() {
 		var text string
 		switch x := v.(type) {

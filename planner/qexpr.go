@@ -818,6 +818,10 @@ func mapChildren(s Scalar, fn func(Scalar) Scalar) Scalar {
 		c := *x
 		c.X = m(x.X)
 		return &c
+	case *Lambda:
+		c := *x
+		c.Body = m(x.Body)
+		return &c
 	}
 	return s
 }

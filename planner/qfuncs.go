@@ -176,6 +176,13 @@ var setReturningFuncs = map[string]srfSig{
 		}
 		return args, args[0].Type().Elem(), nil, nil
 	}},
+	// ksqlDB's EXPLODE is unnest in a query (explode.go).
+	ExplodeFunc: {func(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
+		if err := arrayArg("explode", args, pos, 1); err != nil {
+			return nil, 0, nil, err
+		}
+		return args, args[0].Type().Elem(), nil, nil
+	}},
 	"generate_subscripts": {func(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
 		if len(args) == 3 {
 			args = args[:2] // reverse order is not supported; the flag is ignored

@@ -201,7 +201,7 @@ func Walk(s Scalar, fn func(Scalar)) {
 		for _, a := range s.Args {
 			Walk(a, fn)
 		}
-	case *ArrayLit, *ArrayCmp, *SubscriptOp, *FieldOp, *RegexMatch, *OpCall, *PGCast:
+	case *ArrayLit, *ArrayCmp, *SubscriptOp, *FieldOp, *RegexMatch, *OpCall, *PGCast, *Lambda:
 		// The operators of arrays and nested values: a view reads the
 		// columns under them as under any other.
 		mapChildren(s, func(c Scalar) Scalar {

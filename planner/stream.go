@@ -54,6 +54,9 @@ type StreamPlan struct {
 	// or a view reads: its tasks put their position markers on it
 	// (Marks).
 	Marked bool
+	// Explode are the Output items that are EXPLODE(array) (explode.go):
+	// a record becomes one record per element, the arrays zipped.
+	Explode []int
 }
 
 // String renders the plan for EXPLAIN.
@@ -81,6 +84,9 @@ func (p *StreamPlan) String() string {
 		outs = append(outs, o.String())
 	}
 	fmt.Fprintf(&b, "  Project [%s]\n", strings.Join(outs, ", "))
+	if len(p.Explode) > 0 {
+		fmt.Fprintf(&b, "  Explode (a record per array element, the arrays zipped)\n")
+	}
 	if p.Filter != nil {
 		fmt.Fprintf(&b, "  Filter %s\n", p.Filter)
 	}
@@ -230,7 +236,13 @@ func planStream(cat *catalog.Catalog, s *sql.CreateStreamAs, text string) (*Stre
 	if err != nil {
 		return nil, err
 	}
-	if p.Output, err = b.bindItems(items); err != nil {
+	b.explode = true
+	p.Output, err = b.bindItems(items)
+	b.explode = false
+	if err != nil {
+		return nil, err
+	}
+	if p.Explode, err = explodeItems(p.Output, items); err != nil {
 		return nil, err
 	}
 	stream := &catalog.Relation{

@@ -73,6 +73,11 @@
 //     column, as Kafka's serializers write it: the kafka key format's
 //     encodings) and unwrapped JSON (wrap_single_value = false).
 //
+//   - nested.go and avro_nested.go: arrays, STRUCTs and MAPs, as JSON
+//     arrays and objects and as Avro arrays, records and maps; the Avro
+//     side walks the schema along with the value, since the codec
+//     gives unions as maps of branch names.
+//
 //   - avro.go: Avro values in the schema registry's wire format (a zero
 //     byte, the writer schema's id, the record): the schema of a list of
 //     columns (AvroSchema), writing (AppendAvro) and reading by the

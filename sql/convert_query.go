@@ -487,6 +487,19 @@ func (c *converter) markedCall(n *ast.FuncCallExpr, mark markKind) (Expr, error)
 			return nil, internalErr("field selection without a field name")
 		}
 		return &FieldSelect{X: x, Field: v.GetString(), Pos: pos}, nil
+	case markDeref:
+		if len(n.Args) != 2 {
+			return nil, internalErr("dereference with %d operands", len(n.Args))
+		}
+		x, err := c.expr(n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		v, ok := n.Args[1].(*driver.ValueExpr)
+		if !ok {
+			return nil, internalErr("dereference without a field name")
+		}
+		return &Binary{Op: "->", L: x, R: &ColumnRef{Name: v.GetString(), Pos: c.pos(v)}, Pos: pos}, nil
 	case markFromFunc:
 		return nil, c.unsupportedAt(n, "a set-returning function is not allowed here")
 	case markJSONOp:

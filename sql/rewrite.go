@@ -241,6 +241,23 @@ var passThrough = map[string]bool{
 	"using": true, "values": true, "when": true, "where": true, "window": true,
 }
 
+// isFieldName reports whether t, after ->, names a STRUCT's field: a
+// name, keywords included (s->order is the field order), but for the
+// words that start an expression json's -> could take (x -> NULL).
+func isFieldName(t token) bool {
+	if t.kind == tokQuotedIdent {
+		return true
+	}
+	if t.kind != tokIdent || constantWords[t.val] {
+		return false
+	}
+	switch t.val {
+	case "case", "not", "exists", "array", "cast", "select", "interval", "row":
+		return false
+	}
+	return true
+}
+
 // constantWords are pass-through keywords that are whole operands.
 var constantWords = map[string]bool{
 	"true": true, "false": true, "null": true, "current_date": true, "current_time": true,
@@ -381,6 +398,11 @@ func (rw *rewriter) one(i, j int) (int, error) {
 	case "~", "~*", "!~", "!~*":
 		return rw.regexOp(t, i+1, j)
 	case "->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-":
+		if t.val == "->" && i+2 < len(sp.toks) && isFieldName(sp.toks[i+1]) {
+			if after := sp.toks[i+2]; !after.isOp("(") && !after.isOp(".") && after.kind != tokString {
+				return rw.derefOp(i)
+			}
+		}
 		return rw.jsonOp(t, i+1, j)
 	case "||":
 		// Without PIPES_AS_CONCAT, MySQL's || is OR; its | has the
@@ -580,6 +602,9 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		return 0, sp.syntaxErr(t)
 	}
 	if next.isOp("(") && !prev.isWord("into") {
+		if n, ok, err := rw.nestedCall(i, j); ok || err != nil {
+			return n, err
+		}
 		if n, ok, err := rw.orderedCall(i, j); ok || err != nil {
 			return n, err
 		}

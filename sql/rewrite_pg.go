@@ -26,6 +26,7 @@ import (
 //	x IS DISTINCT FROM y    x <=> basin__distinct(y)           marked
 //	x -> y (and ->>, #>, #>>, @>, <@, ?, ?|, ?&, #-)
 //	                        x | basin__jsonop('->', y)         marked
+//	x->name                 basin__deref(x, 'name')           marked
 //
 // Marks live in the tidbText side table keyed by the made-up function's
 // offset, as casts do, so that a user's function of the same name is
@@ -49,6 +50,7 @@ const (
 	markCube
 	markGroupingSets
 	markGroupingList
+	markDeref
 )
 
 // aliasInfo is a FROM alias with its column alias list.
@@ -293,6 +295,29 @@ func (rw *rewriter) fieldSelect(i int) (int, error) {
 	}
 	first := rw.out[start]
 	fn := outItem{text: "`basin__field`", kind: itemFunc, orig: first.orig, origEnd: first.origEnd, mark: markField}
+	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
+	rw.out = insertItems(rw.out, start, fn, open)
+	rw.addTok(sp.toks[i], ",", itemOther)
+	rw.addTok(f, stringTiDB(f.val), itemOperand)
+	rw.addTok(f, ")", itemClose)
+	return i + 2, nil
+}
+
+// derefOp rewrites x->name (toks[i] the ->, toks[i+1] a name):
+// ksqlDB's dereference of a STRUCT field, which binds as tightly as a
+// subscript (a->b * c->d multiplies two fields), where json's ->, whose
+// right operand is a value ('key', 0), has the precedence of ||. It
+// becomes x -> name again for the planner, which picks the STRUCT field
+// or the json operator by x's type.
+func (rw *rewriter) derefOp(i int) (int, error) {
+	sp := rw.sp
+	f := sp.toks[i+1]
+	start := rw.operandStart()
+	if start < 0 {
+		return 0, sp.syntaxErr(sp.toks[i])
+	}
+	first := rw.out[start]
+	fn := outItem{text: "`basin__deref`", kind: itemFunc, orig: first.orig, origEnd: first.origEnd, mark: markDeref}
 	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
 	rw.out = insertItems(rw.out, start, fn, open)
 	rw.addTok(sp.toks[i], ",", itemOther)

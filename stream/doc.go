@@ -39,7 +39,8 @@
 //     changelog) and, with EMIT FINAL, keeps a window's row hidden
 //     until it closes.
 //   - streamTask (streamtask.go) writes a derived stream (CREATE STREAM
-//     ... AS SELECT), one per source partition: per batch, in one
+//     ... AS SELECT), one per source partition (EXPLODE makes a source
+//     record several: explode.go): per batch, in one
 //     transaction, the derived records to the stream's topic, skipped
 //     records to the processing log and a marker with the input offsets
 //     to a changelog that holds only markers, whose restore gives the

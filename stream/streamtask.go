@@ -217,14 +217,15 @@ func (t *streamTask) run(ctx context.Context) error {
 				}
 			}
 			b.UpdatedAt = r.Timestamp
-			rec, err := t.derive(r)
+			n := len(recs)
+			var err error
+			recs, err = t.derive(r, recs)
 			switch {
 			case err != nil && isDataError(err):
+				recs = recs[:n] // an exploded record's earlier records go too
 				bad = append(bad, rt.badRecord(rel, r, err))
 			case err != nil:
 				perr = err
-			case rec != nil:
-				recs = append(recs, rec)
 			}
 		})
 		if perr != nil {
@@ -241,12 +242,24 @@ func (t *streamTask) run(ctx context.Context) error {
 	}
 }
 
-// derive returns the record source record r derives: nil when the
-// filter drops it or it is a tombstone (a stream's records are events;
-// one without a value is none). An error for r's data (pgerr) skips it
-// into the processing log.
-func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
-	plan := t.plan
+// derive appends to recs the records source record r derives: none when
+// the filter drops it or it is a tombstone (a stream's records are
+// events; one without a value is none), one, or with EXPLODE one per
+// array element. An error for r's data (pgerr) skips it into the
+// processing log.
+func (t *streamTask) derive(r *kgo.Record, recs []*kgo.Record) ([]*kgo.Record, error) {
+	if len(t.plan.Explode) == 0 {
+		rec, err := t.deriveOne(r)
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+		return recs, err
+	}
+	return t.deriveExploded(r, recs)
+}
+
+// deriveOne is derive without EXPLODE: one record or none.
+func (t *streamTask) deriveOne(r *kgo.Record) (*kgo.Record, error) {
 	ncols := len(t.src.Schema.Columns)
 	row := t.row
 	tombstone, err := t.codec.DecodeRecordInto(row[:ncols], r)
@@ -273,7 +286,15 @@ func (t *streamTask) derive(r *kgo.Record) (*kgo.Record, error) {
 			return nil, err
 		}
 	}
-	key, value, err := t.out.Encode(t.derived)
+	return t.encode(r, row, t.derived)
+}
+
+// encode returns the record of derived, a row of the stream, derived
+// from source record r, whose row is row.
+func (t *streamTask) encode(r *kgo.Record, row, derived catalog.Row) (*kgo.Record, error) {
+	plan := t.plan
+	ncols := len(t.src.Schema.Columns)
+	key, value, err := t.out.Encode(derived)
 	if err != nil {
 		return nil, err
 	}
