@@ -154,49 +154,35 @@ func TestAvroWithSchemaRegistry(t *testing.T) {
 // registry client does: the writer schema by the id in each record.
 func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int, fields ...string) string {
 	t.Helper()
-	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var out []string
-	for len(out) < n {
-		fs := cons.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
+	return consumeRecords(t, ctx, brokers, topic, n, func(r *kgo.Record) string {
+		var h sr.ConfluentHeader
+		id, body, err := h.DecodeID(r.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			var h sr.ConfluentHeader
-			id, body, err := h.DecodeID(r.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := cl.SchemaByID(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rec map[string]any
-			if err := avro.Unmarshal(avro.MustParse(s.Schema), body, &rec); err != nil {
-				t.Fatal(err)
-			}
-			var f []string
-			for _, k := range fields {
-				v := rec[k]
-				if m, ok := v.(map[string]any); ok {
-					for _, x := range m {
-						v = x
-					}
+		s, err := cl.SchemaByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := avro.Unmarshal(avro.MustParse(s.Schema), body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		var f []string
+		for _, k := range fields {
+			v := rec[k]
+			if m, ok := v.(map[string]any); ok {
+				for _, x := range m {
+					v = x
 				}
-				if tm, ok := v.(time.Time); ok {
-					v = tm.UTC().Format(time.RFC3339)
-				}
-				f = append(f, fmt.Sprint(v))
 			}
-			out = append(out, string(r.Key)+" "+strings.Join(f, " "))
-		})
-	}
-	return strings.Join(out, "; ")
+			if tm, ok := v.(time.Time); ok {
+				v = tm.UTC().Format(time.RFC3339)
+			}
+			f = append(f, fmt.Sprint(v))
+		}
+		return string(r.Key) + " " + strings.Join(f, " ")
+	})
 }
 
 // consumeProtobuf reads the first n records of topic as a consumer with
@@ -206,51 +192,37 @@ func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Cli
 // message's text.
 func consumeProtobuf(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int) string {
 	t.Helper()
-	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	var out []string
-	for len(out) < n {
-		fs := cons.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
+	return consumeRecords(t, ctx, brokers, topic, n, func(r *kgo.Record) string {
+		var h sr.ConfluentHeader
+		id, rest, err := h.DecodeID(r.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			var h sr.ConfluentHeader
-			id, rest, err := h.DecodeID(r.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			idx, body, err := h.DecodeIndex(rest, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := cl.SchemaByID(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-				Accessor: protocompile.SourceAccessorFromMap(map[string]string{"value.proto": s.Schema})})}
-			files, err := comp.Compile(ctx, "value.proto")
-			if err != nil {
-				t.Fatal(err)
-			}
-			md := files[0].Messages().Get(idx[0])
-			m := dynamicpb.NewMessage(md)
-			if err := proto.Unmarshal(body, m); err != nil {
-				t.Fatal(err)
-			}
-			text, err := prototext.MarshalOptions{}.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, string(r.Key)+" "+strings.Join(strings.Fields(string(text)), " "))
-		})
-	}
-	return strings.Join(out, "; ")
+		idx, body, err := h.DecodeIndex(rest, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := cl.SchemaByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+			Accessor: protocompile.SourceAccessorFromMap(map[string]string{"value.proto": s.Schema})})}
+		files, err := comp.Compile(ctx, "value.proto")
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := files[0].Messages().Get(idx[0])
+		m := dynamicpb.NewMessage(md)
+		if err := proto.Unmarshal(body, m); err != nil {
+			t.Fatal(err)
+		}
+		text, err := prototext.MarshalOptions{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(r.Key) + " " + strings.Join(strings.Fields(string(text)), " ")
+	})
 }
 
 // TestRegistryKeys writes and reads record keys in the registry's
@@ -377,4 +349,25 @@ func TestRegistryNested(t *testing.T) {
 	if want := `o1 customer:{name:"ann" city:"Oslo"} lines:{sku:"a" qty:2} lines:{sku:"b" qty:1} attrs:{key:"x" value:5}; o2 customer:{name:"bob"} lines:{sku:"c" qty:7}`; got != want {
 		t.Errorf("nested_pb reads as %q, want %q", got, want)
 	}
+}
+
+// consumeRecords reads the first n committed records of topic and
+// returns what show makes of each, joined by "; ".
+func consumeRecords(t *testing.T, ctx context.Context, brokers []string, topic string, n int, show func(*kgo.Record) string) string {
+	t.Helper()
+	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	var out []string
+	for len(out) < n {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, show(r)) })
+	}
+	return strings.Join(out, "; ")
 }

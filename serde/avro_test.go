@@ -108,17 +108,7 @@ func TestAvroRoundTrip(t *testing.T) {
 // schema by the id in the record. A schema evolved with a new optional
 // field reads old records with the new column NULL.
 func TestAvroFromAnotherProducer(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cl := registryClient(t)
 	v1 := `{"type":"record","name":"Order","namespace":"shop","fields":[
 		{"name":"qty","type":"int"},
 		{"name":"customer","type":"string"},
@@ -254,4 +244,23 @@ func TestAvroColumnsNested(t *testing.T) {
 	if s := fmt.Sprint(out); s != "[1 [ann [Oslo]] [[a 2]] [{x 5}] <nil>]" {
 		t.Errorf("decoded %s", s)
 	}
+}
+
+// registryClient starts an in-process schema registry for the test and
+// returns a client of it, and a context that ends with the test (or
+// after 30 s).
+func registryClient(t *testing.T) (context.Context, *sr.Client) {
+	t.Helper()
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cl
 }

@@ -1,17 +1,14 @@
 package serde
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/internal/srfake"
 )
 
 func TestJSONSchema(t *testing.T) {
@@ -93,17 +90,7 @@ func TestJSONSRRoundTrip(t *testing.T) {
 // own schema, which basin does not need to read the record; then one of
 // an evolved schema.
 func TestJSONSRFromAnotherProducer(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cl := registryClient(t)
 	var h sr.ConfluentHeader
 	produce := func(schema string, rec map[string]any) []byte {
 		t.Helper()

@@ -19,7 +19,6 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/internal/srfake"
 )
 
 // protoCols are avroCols and arrays of the types that are messages in
@@ -279,17 +278,7 @@ func subMessage(t testing.TB, fields map[string]any) func(*dynamicpb.Message, pr
 // name. A schema evolved with a new field reads old records with the new
 // column NULL, and each version reads its own records.
 func TestProtobufFromAnotherProducer(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cl := registryClient(t)
 	var h sr.ConfluentHeader
 	produce := func(text string, index []int, fields map[string]any) []byte {
 		t.Helper()
