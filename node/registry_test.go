@@ -31,19 +31,8 @@ import (
 // QUERIES) and none is lost; a record naming a schema id the registry
 // does not have goes to the processing log.
 func TestAvroWithSchemaRegistry(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, n, c, cl := startRegistryNode(t)
+	ctx := c.ctx
 	v1 := `{"type":"record","name":"Order","namespace":"shop","fields":[
 		{"name":"qty","type":"int"},
 		{"name":"customer","type":"string"},
@@ -231,19 +220,8 @@ func consumeProtobuf(t *testing.T, ctx context.Context, brokers []string, cl *sr
 // messages; a stream declared with no columns takes its key column
 // (ROWKEY, for a key schema that is not a record) from the key subject.
 func TestRegistryKeys(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, n, c, cl := startRegistryNode(t)
+	ctx := c.ctx
 	c.exec(`CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR) WITH (kafka_topic = 'users', key_format = 'avro', value_format = 'avro', partitions = 1)`)
 	c.exec(`CREATE STREAM visits (region VARCHAR KEY, day DATE KEY, n INTEGER) WITH (kafka_topic = 'visits', key_format = 'avro', value_format = 'json_sr', partitions = 1)`)
 	c.exec(`CREATE STREAM pb (a VARCHAR KEY, b INTEGER KEY, v VARCHAR) WITH (kafka_topic = 'pb', key_format = 'protobuf', value_format = 'protobuf', partitions = 1)`)
@@ -301,19 +279,8 @@ func TestRegistryKeys(t *testing.T) {
 // ARRAY<STRUCT>, a view groups by a nested field, and a derived Protobuf
 // stream writes them as messages a registry-aware consumer reads.
 func TestRegistryNested(t *testing.T) {
-	reg, err := srfake.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, n, c, cl := startRegistryNode(t)
+	ctx := c.ctx
 	text := `{"type":"record","name":"Order","fields":[
 		{"name":"customer","type":{"type":"record","name":"Customer","fields":[
 			{"name":"name","type":"string"},{"name":"city","type":["null","string"],"default":null}]}},
@@ -370,4 +337,24 @@ func consumeRecords(t *testing.T, ctx context.Context, brokers []string, topic s
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, show(r)) })
 	}
 	return strings.Join(out, "; ")
+}
+
+// startRegistryNode starts a schema registry and a node pointed at it,
+// and returns them, a connection to the node and a client of the
+// registry.
+func startRegistryNode(t *testing.T) (*srfake.Registry, *Node, sqlConn, *sr.Client) {
+	t.Helper()
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	n := startNode(t, t.TempDir(), func(o *Options) { o.SchemaRegistry = reg.URL() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, n, sqlConn{t, ctx, connect(t, n.PGAddr())}, cl
 }
