@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/basindb/basin/internal/srfake"
 	"github.com/basindb/basin/internal/testcluster"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
@@ -54,7 +55,13 @@ func TestChaos(t *testing.T) {
 	if testcluster.Race() {
 		sessionTimeout, batches = "4s", 30
 	}
-	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1"}})
+	// A schema registry for the Avro stream below, in this process.
+	reg, err := srfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	c := testcluster.Start(t, testcluster.Options{Nodes: 3, Args: []string{"--session-timeout", sessionTimeout, "--standby-replicas", "1", "--schema-registry", reg.URL()}})
 	// On failure, each node's membership events come first, before the
 	// logs' tails (testcluster's cleanup, which runs after this one):
 	// which generation each node holds, who led it, and what it asked for.
@@ -78,11 +85,17 @@ func TestChaos(t *testing.T) {
 	// off.
 	n0.Exec(t, "CREATE STREAM big_orders AS SELECT id, region, amount FROM orders WHERE amount >= 500")
 	n0.Exec(t, "CREATE TABLE big_by_region AS SELECT region, COUNT(*) AS n, SUM(amount) AS total FROM big_orders GROUP BY region")
+	// EXPLODE into a derived stream written in Avro through the
+	// registry, and a view over it: two records per order, each once.
+	n0.Exec(t, "CREATE STREAM order_parts WITH (value_format = 'avro') AS SELECT id, EXPLODE(ARRAY[amount, amount + 1]) AS part FROM orders")
+	n0.Exec(t, "CREATE TABLE parts_by_id AS SELECT id, COUNT(*) AS n, SUM(part) AS total FROM order_parts GROUP BY id")
 	// A view over a view: by_region's rows, through its changelog.
 	n0.Exec(t, "CREATE TABLE regions_seen AS SELECT region, n, total FROM by_region WHERE n > 0")
 	waitPlacedView(t, c, n0, "regions_seen", 4, 1)
 	waitPlacedView(t, c, n0, "big_orders", 4, 1)
 	waitPlacedView(t, c, n0, "big_by_region", 4, 1)
+	waitPlacedView(t, c, n0, "order_parts", 4, 1)
+	waitPlacedView(t, c, n0, "parts_by_id", 4, 1)
 	waitPlacedView(t, c, n0, "by_region", 4, 1)
 	waitPlacedView(t, c, n0, "by_id", 4, 1)
 	// A table aggregated by another column: rows move between regions
@@ -232,7 +245,7 @@ func TestChaos(t *testing.T) {
 				// its tasks, standbys are promoted, and its return is a
 				// rebalance rather than a static rejoin.
 				live := c.Nodes()[(down.Index+1)%3]
-				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "balance_regions", "refunded_by_region", "refunds_by_region", "pay_seconds", "pay_sessions"} {
+				for _, v := range []string{"by_region", "by_id", "big_orders", "big_by_region", "order_parts", "parts_by_id", "accounts_by_region", "account_balances", "balance_refs", "refs_by_region", "balance_regions", "refunded_by_region", "refunds_by_region", "pay_seconds", "pay_sessions"} {
 					placed := waitPlacedView(t, c, live, v, 4, 1)
 					for task, p := range placed {
 						if strings.Contains(p, down.ID) {
@@ -255,6 +268,12 @@ func TestChaos(t *testing.T) {
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
 	checkView(t, c, "enriched_by_id", "SELECT id, n, total FROM enriched_by_id WHERE _partition = %d", countSum(byID))
 	checkView(t, c, "big_by_region", "SELECT region, n, total FROM big_by_region WHERE _partition = %d", countSum(bigByRegion))
+	// order_parts has amount and amount + 1 of each order.
+	partsByID := map[string][2]int64{}
+	for id, cs := range byID {
+		partsByID[id] = [2]int64{2 * cs[0], 2*cs[1] + cs[0]}
+	}
+	checkView(t, c, "parts_by_id", "SELECT id, n, total FROM parts_by_id WHERE _partition = %d", countSum(partsByID))
 	var accountRows []string
 	for _, r := range accounts {
 		accountRows = append(accountRows, r)
