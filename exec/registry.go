@@ -7,6 +7,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
@@ -108,4 +109,30 @@ func (s *Session) checkRegistry(rel *catalog.Relation) error {
 		return nil // publishes nothing
 	}
 	return serde.NewCodec(rel, s.e.Runtime.Registry()).PrepareWrite()
+}
+
+// pinKeySchema records, for a view keyed as its source (not re-keyed)
+// whose key is in a registry format, the id of the schema the source's
+// keys are written in as the view's key_schema_id: its rows are in the
+// partitions of those bytes, which its key lookups hash and the records
+// it publishes carry.
+func (s *Session) pinKeySchema(ctx context.Context, plan *planner.ViewPlan) error {
+	view, src := plan.View, plan.KeyedAs()
+	if src == nil || !serde.RegistryFormat(view.KeyFormat) || view.Options["key_schema_id"] != "" {
+		return nil
+	}
+	reg := s.e.Runtime.Registry()
+	if reg == nil {
+		return serde.NoRegistryError("table", view.Name, "key_format", view.KeyFormat)
+	}
+	id, err := serde.NewCodec(src, reg).KeySchemaID()
+	if err != nil {
+		return err
+	}
+	view.Options["key_schema_id"] = strconv.Itoa(id)
+	delete(view.Options, "key_schema_full_name")
+	if planner.PublishedTopic(view) == "" {
+		return nil
+	}
+	return serde.NewCodec(view, reg).RegisterKeySchema(ctx)
 }

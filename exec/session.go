@@ -583,6 +583,9 @@ func (s *Session) createView(ctx context.Context, st *sql.CreateTableAs, text st
 	if err := s.e.Runtime.EnsurePublished(ctx, plan.View, nil); err != nil {
 		return err
 	}
+	if err := s.pinKeySchema(ctx, plan); err != nil {
+		return err
+	}
 	if err := s.checkRegistry(plan.View); err != nil {
 		return err
 	}

@@ -81,14 +81,19 @@ var sourceOptions = map[string]option{
 
 var viewOptions = map[string]option{
 	"partitions":   {check: positiveInt},
-	"key_format":   {check: oneOf(FormatKafka, FormatJSON)},
+	"key_format":   {check: checkStreamKeyFormat},
 	"value_format": {check: oneOf(FormatJSON, FormatDelimited, FormatKafka, FormatAvro, FormatProtobuf, FormatProtoNoSR, FormatJSONSR)},
 	// How a published value is written (formats.go).
 	"value_delimiter":        {check: checkDelimiter},
 	"wrap_single_value":      {check: checkBool},
 	"value_schema_id":        {check: checkSchemaID},
 	"value_schema_full_name": {check: checkFullName},
-	"acceptable.offset.lag":  {check: nonNegativeInt},
+	// How a published key is written, in key_format 'delimited' and
+	// the registry's; a view keyed as its source takes its source's.
+	"key_delimiter":         {check: checkDelimiter},
+	"key_schema_id":         {check: checkSchemaID},
+	"key_schema_full_name":  {check: checkFullName},
+	"acceptable.offset.lag": {check: nonNegativeInt},
 	// kafka_topic publishes the view's rows to a topic of the user's
 	// (PublishedTopic), besides the changelog basin keeps.
 	"kafka_topic":          {},

@@ -166,14 +166,44 @@ func formatOptions(rel *catalog.Relation) map[string]string {
 	return out
 }
 
+// sharedKeyFormat reports whether key format f is one of those keys and
+// values share (serde's parts): 'delimited', 'protobuf_nosr' and the
+// schema registry's, whose bytes depend on options or a schema besides
+// the key's values.
+func sharedKeyFormat(f string) bool {
+	switch f {
+	case FormatDelimited, FormatProtoNoSR, FormatAvro, FormatProtobuf, FormatJSONSR:
+		return true
+	}
+	return false
+}
+
+// sameKeyBytes reports whether equal keys of a and b are surely the
+// same record key bytes, so in the same partition of relations
+// partitioned alike: the same key format and, in a registry format,
+// the same schema id (which the bytes carry), or the same delimiter.
+func sameKeyBytes(a, b *catalog.Relation) bool {
+	if a.KeyFormat != b.KeyFormat {
+		return false
+	}
+	switch {
+	case a.KeyFormat == FormatDelimited:
+		return a.Options["key_delimiter"] == b.Options["key_delimiter"]
+	case serde.RegistryFormat(a.KeyFormat):
+		id := a.Options["key_schema_id"]
+		return id != "" && id == b.Options["key_schema_id"]
+	}
+	return true
+}
+
 // checkKeyFormatOptions checks the key options of r against its
 // key_format: key_delimiter for 'delimited', key_schema_id and
 // key_schema_full_name for the registry's formats, and that the key
 // columns can be written in the format.
 func checkKeyFormatOptions(r *catalog.Relation, opts map[string]string, what string) error {
 	var keys []catalog.Column
-	for _, c := range r.Schema.Columns {
-		if c.Key {
+	for i, c := range r.Schema.Columns {
+		if c.Key && !r.WindowBound(i) { // a window is written after the key
 			keys = append(keys, c)
 		}
 	}

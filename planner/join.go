@@ -283,7 +283,7 @@ func bindJoin(cat *catalog.Catalog, join *sql.Join, left *joinLeft) (*StreamJoin
 	ref, direct := j.Key.(*ColRef)
 	srcKeys := src.Schema.KeyIndexes()
 	direct = direct && len(srcKeys) == 1 && ref.Idx == srcKeys[0] && src.Schema.Columns[ref.Idx].Type == tbl.Schema.Columns[keys[0]].Type &&
-		src.KeyFormat == tbl.KeyFormat && src.Partitions == tbl.Partitions && src.Partitioner == tbl.Partitioner
+		sameKeyBytes(src, tbl) && src.Partitions == tbl.Partitions && src.Partitioner == tbl.Partitioner
 	j.Route = !direct
 	return j, b, nil
 }

@@ -349,8 +349,11 @@ func (j *TableJoin) checkPartitioning(pos int) error {
 	if a.Partitions != b.Partitions {
 		diffs = append(diffs, fmt.Sprintf("%d partitions and %d", a.Partitions, b.Partitions))
 	}
-	if a.KeyFormat != b.KeyFormat {
+	switch {
+	case a.KeyFormat != b.KeyFormat:
 		diffs = append(diffs, fmt.Sprintf("key_format %s and %s", a.KeyFormat, b.KeyFormat))
+	case !sameKeyBytes(a, b):
+		diffs = append(diffs, fmt.Sprintf("keys in key_format %s written with other options or schemas", a.KeyFormat))
 	}
 	if part(a) != part(b) {
 		diffs = append(diffs, fmt.Sprintf("partitioner %s and %s", part(a), part(b)))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 )
 
@@ -445,6 +446,10 @@ func planView(cat *catalog.Catalog, s *sql.CreateTableAs, text string, bucket *d
 			view.KeyFormat = FormatJSON
 		}
 	}
+	if serde.RegistryFormat(view.KeyFormat) && p.Grouped && opts["kafka_topic"] == "" {
+		return nil, pgerr.New(pgerr.InvalidParameterValue, "key_format '%s' of view %s is the key of the records it publishes, and it publishes none", view.KeyFormat, s.Name).
+			WithHint("Name the topic to publish to in kafka_topic, or leave key_format out.")
+	}
 	keys := view.PartitionKeyIndexes()
 	if len(keys) == 1 && view.KeyFormat == FormatKafka && !kafkaKeyType(cols[keys[0]].Type) {
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "key column %s of view %s is %s, which key_format 'kafka' cannot hold", cols[keys[0]].Name, s.Name, cols[keys[0]].Type).
@@ -656,7 +661,9 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 		}
 	}
 	renamed := false
-	if len(srcKeys) > 1 { // a JSON object: its field names are in the key bytes too
+	// A JSON object's field names are in the key bytes too, and a key
+	// in the source's registered schema is written by its field names.
+	if len(srcKeys) > 1 || p.Source.KeyFormat == FormatProtobuf {
 		for i, c := range cols {
 			if c.Key && c.Name != p.Source.Schema.Columns[p.Output[i].(*ColRef).Idx].Name {
 				renamed = true
@@ -682,7 +689,41 @@ func markViewKeys(p *ViewPlan, cols []catalog.Column, items []sql.SelectItem) er
 		return pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so its key_format %s", p.View.Name, p.Source.Name, p.Source.KeyFormat).
 			WithHint("Leave out the key_format option.")
 	}
+	// And so the options its key is written with: a lookup must hash
+	// the bytes the source's key is, in the source's key schema
+	// (exec pins the id of a registry's at CREATE).
+	for _, k := range keyFormatOptions {
+		if _, ok := p.View.Options[k]; ok {
+			return pgerr.New(pgerr.InvalidTableDefinition, "view %s keeps the key of %s and so the options its key is written with: %s is not for it", p.View.Name, p.Source.Name, k).
+				WithHint("Leave out the %s option.", k)
+		}
+		if v, ok := p.Source.Options[k]; ok {
+			p.View.Options[k] = v
+		}
+	}
 	return nil
+}
+
+// keyFormatOptions are the options that say how a relation's record
+// keys are written besides key_format.
+var keyFormatOptions = []string{"key_delimiter", "key_schema_id", "key_schema_full_name"}
+
+// KeyedAs returns, for a view whose rows stay in the partitions of its
+// source's keys (not re-keyed), the relation whose record keys those
+// are: its source, or the first left table of its join; nil for a
+// re-keyed view.
+func (p *ViewPlan) KeyedAs() *catalog.Relation {
+	if p.Repartition {
+		return nil
+	}
+	if p.Join == nil {
+		return p.Source
+	}
+	j := p.Join
+	for j.Prev != nil {
+		j = j.Prev
+	}
+	return j.Left
 }
 
 // needsRepartition reports whether the view's key differs from the
@@ -699,6 +740,12 @@ func needsRepartition(p *ViewPlan) bool {
 		return p.View.Partitions > 1
 	}
 	if len(srcKeys) != len(keyGroup) || p.View.KeyFormat != p.Source.KeyFormat {
+		return true
+	}
+	if sharedKeyFormat(p.View.KeyFormat) {
+		// A key in a schema (or with a delimiter) of the view's own may
+		// be other bytes than the source's: re-keyed, the view's keys
+		// are in the partitions of its own bytes.
 		return true
 	}
 	viewKeys := p.View.PartitionKeyIndexes()

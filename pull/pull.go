@@ -646,11 +646,18 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 			// its partition is found by (catalog.Relation.
 			// PartitionKeyIndexes): the partition key comes first.
 			kb, err := codec.EncodeKey(key[:len(codec.KeyIndex())])
+			everywhere := serde.Unavailable(err)
+			if everywhere {
+				// A key in a registry format whose schema cannot be
+				// had now: its bytes, and so its partition, are
+				// unknown, but it is in one of them.
+				err = nil
+			}
 			if err != nil {
 				return nil, nil, err
 			}
 			sk := string(kb)
-			if rel.Window != nil {
+			if rel.Window != nil || everywhere {
 				wk, err := materialize.EncodeKey(nil, key)
 				if err != nil {
 					return nil, nil, err
@@ -658,6 +665,22 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 				sk = string(wk)
 			}
 			if seen[sk] {
+				continue
+			}
+			if everywhere {
+				if byPart == nil {
+					byPart, seen = map[int32][][]any{}, map[string]bool{}
+				}
+				seen[sk] = true
+				for p := range rel.Partitions {
+					if pin >= 0 && p != pin {
+						continue
+					}
+					if byPart[p] == nil {
+						parts = append(parts, p)
+					}
+					byPart[p] = append(byPart[p], key)
+				}
 				continue
 			}
 			p := part.Partition(kb, rel.Partitions)
@@ -696,6 +719,11 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 			key[i] = v
 		}
 		kb, err := serde.NewCodec(rel, q.rt.Registry()).EncodeKey(key)
+		if serde.Unavailable(err) {
+			// Its schema cannot be had now: the group is in one of
+			// the partitions, which are read in turn.
+			return allPartitions(rel, pin), nil, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -705,14 +733,20 @@ func (q *Query) partitions(rel *catalog.Relation, query *stream.PersistentQuery)
 		}
 		return []int32{p}, nil, nil
 	}
+	return allPartitions(rel, pin), nil, nil
+}
+
+// allPartitions returns the partitions of rel a read reads, pin's alone
+// when it is not -1.
+func allPartitions(rel *catalog.Relation, pin int32) []int32 {
 	if pin >= 0 {
-		return []int32{pin}, nil, nil
+		return []int32{pin}
 	}
-	parts = make([]int32, rel.Partitions)
+	parts := make([]int32, rel.Partitions)
 	for p := range parts {
 		parts[p] = int32(p)
 	}
-	return parts, nil, nil
+	return parts
 }
 
 // lookupCanceled stops the lookups of a long IN list whose statement

@@ -20,8 +20,11 @@ type Codec struct {
 	rel     *catalog.Relation
 	keyCols []catalog.Column
 	keyIdx  []int
-	valCols []catalog.Column
-	valIdx  []int
+	// keyTypes and keyNames are keyCols' types and names, for AppendKey.
+	keyTypes []catalog.Type
+	keyNames []string
+	valCols  []catalog.Column
+	valIdx   []int
 	// hdrCols are the columns read from the record's headers
 	// (headers.go), at hdrIdx.
 	hdrCols []catalog.Column
@@ -74,6 +77,8 @@ func NewCodec(rel *catalog.Relation, reg *Registry) *Codec {
 		if col.Key {
 			c.keyCols = append(c.keyCols, col)
 			c.keyIdx = append(c.keyIdx, i)
+			c.keyTypes = append(c.keyTypes, col.Type)
+			c.keyNames = append(c.keyNames, col.Name)
 		} else {
 			c.valCols = append(c.valCols, col)
 			c.valIdx = append(c.valIdx, i)
@@ -216,18 +221,32 @@ func (c *Codec) Encode(row catalog.Row) (key, value []byte, err error) {
 // order), as EncodeKey does for the relation's key format; nil when every
 // one is NULL.
 func (c *Codec) EncodeKey(vals []any) ([]byte, error) {
-	if c.key.shared() {
-		if !slices.ContainsFunc(vals, func(v any) bool { return v != nil }) {
-			return nil, nil
-		}
-		return c.encodePart(&c.key, vals)
+	b, null, err := c.AppendKey(nil, vals)
+	if err != nil || null {
+		return nil, err
 	}
-	types := make([]catalog.Type, len(c.keyCols))
-	names := make([]string, len(c.keyCols))
-	for i, k := range c.keyCols {
-		types[i], names[i] = k.Type, k.Name
+	if b == nil {
+		b = []byte{} // an empty key, not a null one
 	}
-	return EncodeKey(c.rel.KeyFormat, types, names, vals)
+	return b, nil
+}
+
+// AppendKey appends the record key of the key column values vals to dst,
+// as EncodeKey returns it; null reports a key of NULLs, a null record
+// key, for which nothing is appended. A key in a registry format is
+// written with the schema PrepareKey readies.
+func (c *Codec) AppendKey(dst []byte, vals []any) (_ []byte, null bool, err error) {
+	if !c.key.shared() {
+		return AppendKey(dst, c.rel.KeyFormat, c.keyTypes, c.keyNames, vals)
+	}
+	if len(vals) != len(c.keyCols) {
+		return dst, false, fmt.Errorf("exec: encode key: %d key columns and %d values", len(c.keyCols), len(vals))
+	}
+	if !slices.ContainsFunc(vals, func(v any) bool { return v != nil }) {
+		return dst, true, nil
+	}
+	b, err := c.appendPart(&c.key, vals)
+	return append(dst, b...), false, err
 }
 
 // Rowtime is ROWTIME of a record decoded into row: milliseconds since the

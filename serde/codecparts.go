@@ -348,6 +348,46 @@ func (c *Codec) PrepareWrite() error {
 	return nil
 }
 
+// PrepareKey readies the codec to write record keys, as PrepareWrite
+// does for both parts: a task that writes keys in a registry format
+// calls it before each batch, so that a registry that cannot be reached
+// fails the batch, to be tried again, rather than a record.
+func (c *Codec) PrepareKey() error {
+	if !RegistryFormat(c.key.format) || len(c.key.cols) == 0 {
+		return nil
+	}
+	_, _, err := c.writerSchema(&c.key)
+	return err
+}
+
+// KeySchemaID returns the id of the schema the codec writes record keys
+// with, in a registry format: key_schema_id, or that of the key
+// columns' schema registered under the topic's key subject.
+func (c *Codec) KeySchemaID() (int, error) {
+	if !RegistryFormat(c.key.format) || len(c.key.cols) == 0 {
+		return 0, fmt.Errorf("exec: %s %s has no key in a registry format", strings.ToLower(string(c.rel.Kind)), c.rel.Name)
+	}
+	_, id, err := c.writerSchema(&c.key)
+	return id, err
+}
+
+// RegisterKeySchema registers the schema the codec writes record keys
+// with, in a registry format, under the key subject of its output topic,
+// even when key_schema_id names it: a view keyed as its source writes
+// its keys in the source's key schema, and a reader that looks for
+// the schema of its topic's keys by subject finds it.
+func (c *Codec) RegisterKeySchema(ctx context.Context) error {
+	if !RegistryFormat(c.key.format) || len(c.key.cols) == 0 {
+		return nil
+	}
+	ws, _, err := c.writerSchema(&c.key)
+	if err != nil {
+		return err
+	}
+	_, err = c.reg.register(ctx, KeySubject(c.OutputTopic()), ws.typ, ws.text)
+	return err
+}
+
 // Warm fetches the writer schemas of a record's key and value, in a
 // registry format, unless the codec has them: a task calls it for every
 // record it fetched before it decodes any, so that a registry that

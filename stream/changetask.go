@@ -17,7 +17,6 @@ import (
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
 	"github.com/basindb/basin/planner"
-	"github.com/basindb/basin/serde"
 )
 
 // headerRetract is, on a repartition record of a change task, the row
@@ -163,7 +162,7 @@ func (t *changeTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
-		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
+		if err := t.prepare(fetches); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

@@ -59,9 +59,10 @@ type rekeyer struct {
 	filter eval.Expr
 	group  []eval.Expr
 	env    *eval.Env
-	keyT   []catalog.Type
-	keyN   []string
-	out    string // the repartition topic
+	// keys writes the view's key in its key_format, as its lookups and
+	// the records it publishes have it.
+	keys *serde.Codec
+	out  string // the repartition topic
 	// maxRecord is the largest record the repartition topic takes
 	// (Runtime.recordLimit); 0 means no limit is known.
 	maxRecord int
@@ -82,11 +83,7 @@ func newRekeyer(rt *Runtime, plan *planner.ViewPlan, ts *TaskState, ends *source
 	for _, g := range plan.GroupBy[:plan.UserGroups()] {
 		t.group = append(t.group, eval.Compile(g))
 	}
-	for _, i := range plan.View.PartitionKeyIndexes() {
-		c := plan.View.Schema.Columns[i]
-		t.keyT = append(t.keyT, c.Type)
-		t.keyN = append(t.keyN, c.Name)
-	}
+	t.keys = serde.NewCodec(plan.View, rt.opts.Registry)
 	t.row = make(catalog.Row, recordWidth(plan.Source, plan.Coords)) // planner.SourceInput
 	t.groups = make([]any, len(t.group))
 	t.key = make([]any, len(plan.PartitionKeyGroup()))
@@ -109,7 +106,17 @@ func (t *rekeyer) appendViewKey(dst []byte, row catalog.Row) (_ []byte, null boo
 	for i, g := range t.plan.PartitionKeyGroup() {
 		t.key[i] = t.groups[g]
 	}
-	return serde.AppendKey(dst, t.plan.View.KeyFormat, t.keyT, t.keyN, t.key)
+	return t.keys.AppendKey(dst, t.key)
+}
+
+// prepare readies the re-keying of a batch: a view key in a registry
+// format needs its schema, and a registry that cannot be reached fails
+// the batch, to be tried again, rather than its records.
+func (t *rekeyer) prepare(fetches kgo.Fetches) error {
+	if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
+		return err
+	}
+	return t.keys.PrepareKey()
 }
 
 func (t *rekeyTask) run(ctx context.Context) error {
@@ -154,7 +161,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
-		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
+		if err := t.prepare(fetches); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {
