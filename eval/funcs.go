@@ -187,13 +187,9 @@ func compileCall(s *planner.Call) Expr {
 	}
 	// Strict functions return NULL when any argument is NULL.
 	return func(row catalog.Row, env *Env) (any, error) {
-		vals := make([]any, len(args))
-		for i, a := range args {
-			v, err := a(row, env)
-			if v == nil || err != nil {
-				return nil, err
-			}
-			vals[i] = v
+		vals, err := strictArgs(args, row, env)
+		if vals == nil || err != nil {
+			return nil, err
 		}
 		return fn(t, vals)
 	}

@@ -52,16 +52,26 @@ func compileNestedCall(s *planner.Call, args []Expr) Expr {
 // strictExpr is a call of fn with NULL in, NULL out.
 func strictExpr(s *planner.Call, args []Expr, fn func(s *planner.Call, a []any) (any, error)) Expr {
 	return func(row catalog.Row, env *Env) (any, error) {
-		vals := make([]any, len(args))
-		for i, a := range args {
-			v, err := a(row, env)
-			if v == nil || err != nil {
-				return nil, err
-			}
-			vals[i] = v
+		vals, err := strictArgs(args, row, env)
+		if vals == nil || err != nil {
+			return nil, err
 		}
 		return fn(s, vals)
 	}
+}
+
+// strictArgs evaluates the arguments of a strict function: nil when one
+// of them is NULL, whose call is NULL.
+func strictArgs(args []Expr, row catalog.Row, env *Env) ([]any, error) {
+	vals := make([]any, len(args))
+	for i, a := range args {
+		v, err := a(row, env)
+		if v == nil || err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
 }
 
 // evalArgs evaluates every argument (a NULL one is nil).

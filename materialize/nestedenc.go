@@ -23,29 +23,60 @@ const (
 	rowMap    = 0x15
 )
 
-// appendRowNested appends v when it is a struct or a map.
-func appendRowNested(dst []byte, v any, depth int) ([]byte, bool, error) {
+// nestedKind is what kind of nested value flatValues found.
+type nestedKind uint8
+
+const (
+	notNested nestedKind = iota
+	nestedArray
+	nestedStruct
+	nestedMap
+)
+
+// flatValues returns the values of a nested value v in the order both
+// encodings (rows and keys) write them: an array's elements, a struct's
+// fields, a map's keys and values in turn; and its kind. A value nested
+// at depth maxArrayDepth is an error.
+func flatValues(v any, depth int) ([]any, nestedKind, error) {
 	var vals []any
-	tag := byte(rowStruct)
+	kind := nestedStruct
 	switch x := v.(type) {
+	case []any:
+		vals, kind = x, nestedArray
 	case catalog.Struct:
 		vals = x
 	case catalog.Map:
-		tag = rowMap
+		kind = nestedMap
 		vals = make([]any, 0, 2*len(x))
 		for _, e := range x {
 			vals = append(vals, e.Key, e.Value)
 		}
 	default:
-		return dst, false, nil
+		return nil, notNested, nil
 	}
 	if depth >= maxArrayDepth {
-		return dst, true, fmt.Errorf("%w: values nested deeper than %d", ErrUnsupportedType, maxArrayDepth)
+		return nil, kind, fmt.Errorf("%w: values nested deeper than %d", ErrUnsupportedType, maxArrayDepth)
+	}
+	return vals, kind, nil
+}
+
+// appendRowNested appends v when it is a struct or a map.
+func appendRowNested(dst []byte, v any, depth int) ([]byte, bool, error) {
+	if _, ok := v.([]any); ok {
+		return dst, false, nil // arrays are appendRowArray's
+	}
+	vals, kind, err := flatValues(v, depth)
+	if kind == notNested || err != nil {
+		return dst, kind != notNested, err
+	}
+	tag := byte(rowStruct)
+	if kind == nestedMap {
+		tag = rowMap
 	}
 	dst = append(dst, tag)
 	at := len(dst)
 	dst = append(dst, 0) // the length, one byte for small values
-	dst, err := appendRow(dst, vals, depth+1)
+	dst, err = appendRow(dst, vals, depth+1)
 	if err != nil {
 		return dst, true, err
 	}

@@ -33,26 +33,11 @@ const (
 
 // appendKeyNested appends v when it is an array, a struct or a map.
 func appendKeyNested(dst []byte, v any, depth int) ([]byte, bool, error) {
-	var vals []any
-	var tag byte
-	switch x := v.(type) {
-	case []any:
-		tag, vals = keyArray, x
-	case catalog.Struct:
-		tag, vals = keyStruct, x
-	case catalog.Map:
-		tag = keyMap
-		vals = make([]any, 0, 2*len(x))
-		for _, e := range x {
-			vals = append(vals, e.Key, e.Value)
-		}
-	default:
-		return dst, false, nil
+	vals, kind, err := flatValues(v, depth)
+	if kind == notNested || err != nil {
+		return dst, kind != notNested, err
 	}
-	if depth >= maxArrayDepth {
-		return dst, true, fmt.Errorf("%w: values nested deeper than %d", ErrUnsupportedType, maxArrayDepth)
-	}
-	dst = append(dst, tag)
+	dst = append(dst, [...]byte{nestedArray: keyArray, nestedStruct: keyStruct, nestedMap: keyMap}[kind])
 	for _, e := range vals {
 		if e == nil {
 			dst = append(dst, keyElemNull)

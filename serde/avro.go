@@ -238,22 +238,30 @@ func AvroSchemaID(b []byte) (uint32, error) {
 // field of its name (else the one of its name ignoring case), NULL when
 // the record has none (see decodeJSONValueInto for dst and idx).
 func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema, b []byte) error {
-	if _, err := AvroSchemaID(b); err != nil {
+	rec, err := avroRecord(writer)
+	if err != nil {
 		return err
 	}
+	return decodeAvroFields(dst, idx, cols, rec, avroFieldColumns(rec, cols), b)
+}
+
+// avroRecord is the record schema writer is (through a named
+// reference).
+func avroRecord(writer avro.Schema) (*avro.RecordSchema, error) {
 	rec, ok := derefAvro(writer).(*avro.RecordSchema)
 	if !ok {
-		return pgerr.New(pgerr.InvalidTextRepresentation, "the writer schema is a %s, not a record", writer.Type())
+		return nil, pgerr.New(pgerr.InvalidTextRepresentation, "the writer schema is a %s, not a record", writer.Type())
 	}
-	// Each column's field: the one of its name, else of its name
-	// ignoring case.
+	return rec, nil
+}
+
+// avroFieldColumns returns, for each field of rec, the column of cols it
+// is read into, -1 for none: the column of its name, else of its name
+// ignoring case. It depends on the writer schema alone, so a codec keeps
+// it per schema id (part.fieldCols).
+func avroFieldColumns(rec *avro.RecordSchema, cols []catalog.Column) []int {
 	fields := rec.Fields()
-	var buf [32]int
-	fieldCol := buf[:0]
-	if len(fields) > len(buf) {
-		fieldCol = make([]int, 0, len(fields))
-	}
-	fieldCol = fieldCol[:len(fields)]
+	fieldCol := make([]int, len(fields))
 	for i := range fieldCol {
 		fieldCol[i] = -1
 	}
@@ -271,6 +279,17 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 		if at >= 0 && fieldCol[at] < 0 {
 			fieldCol[at] = i
 		}
+	}
+	return fieldCol
+}
+
+// decodeAvroFields is DecodeAvro with the field of each column found
+// (avroFieldColumns).
+func decodeAvroFields(dst []any, idx []int, cols []catalog.Column, rec *avro.RecordSchema, fieldCol []int, b []byte) error {
+	if _, err := AvroSchemaID(b); err != nil {
+		return err
+	}
+	for i := range cols {
 		setCol(dst, idx, i, nil)
 	}
 	// The record's fields in the writer's order, each read by its
@@ -281,7 +300,7 @@ func DecodeAvro(dst []any, idx []int, cols []catalog.Column, writer avro.Schema,
 	defer avroReaders.Put(r)
 	r.Reset(b[5:])
 	r.Error = nil
-	for j, f := range fields {
+	for j, f := range rec.Fields() {
 		v, branch := readAvroField(r, f.Type())
 		if r.Error != nil {
 			return pgerr.New(pgerr.InvalidTextRepresentation, "value does not decode by its writer schema: %v", r.Error)

@@ -43,6 +43,9 @@ type part struct {
 		ws *writerSchema
 		id int
 	}
+	// fieldCols holds, per Avro writer schema id, the column each of
+	// its record's fields is read into (avroFieldColumns).
+	fieldCols sync.Map
 }
 
 func (p *part) init(name, format string, cols []catalog.Column, idx []int, opts map[string]string) {
@@ -112,7 +115,22 @@ func (c *Codec) decodePart(p *part, dst []any, idx []int, b []byte) error {
 	if _, ok := derefAvro(ws.avro).(*avro.RecordSchema); !ok && len(p.cols) == 1 {
 		return decodeAvroBare(dst, idx, p.cols[0], ws.avro, b)
 	}
-	return DecodeAvro(dst, idx, p.cols, ws.avro, b)
+	rec, err := avroRecord(ws.avro)
+	if err != nil {
+		return err
+	}
+	return decodeAvroFields(dst, idx, p.cols, rec, p.fieldColumns(int(id), rec), b)
+}
+
+// fieldColumns returns avroFieldColumns of the part's columns for the
+// writer schema rec, whose id is id, found once per id.
+func (p *part) fieldColumns(id int, rec *avro.RecordSchema) []int {
+	if fc, ok := p.fieldCols.Load(id); ok {
+		return fc.([]int)
+	}
+	fc := avroFieldColumns(rec, p.cols)
+	p.fieldCols.Store(id, fc)
+	return fc
 }
 
 // decodeAvroBare decodes a Confluent-framed Avro value that is not a

@@ -289,14 +289,23 @@ func (rw *rewriter) fieldSelect(i int) (int, error) {
 	if f.isOp("*") {
 		return 0, unsupported(sp.charPos(f.pos), "(record).* is not supported")
 	}
+	return rw.nameCall(i, "`basin__field`", markField)
+}
+
+// nameCall rewrites the operand before toks[i] and the name after it,
+// toks[i+1], as a call of fn with the two: fn(operand, 'name'), marked
+// mark.
+func (rw *rewriter) nameCall(i int, fn string, mark markKind) (int, error) {
+	sp := rw.sp
+	f := sp.toks[i+1]
 	start := rw.operandStart()
 	if start < 0 {
 		return 0, sp.syntaxErr(sp.toks[i])
 	}
 	first := rw.out[start]
-	fn := outItem{text: "`basin__field`", kind: itemFunc, orig: first.orig, origEnd: first.origEnd, mark: markField}
+	call := outItem{text: fn, kind: itemFunc, orig: first.orig, origEnd: first.origEnd, mark: mark}
 	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
-	rw.out = insertItems(rw.out, start, fn, open)
+	rw.out = insertItems(rw.out, start, call, open)
 	rw.addTok(sp.toks[i], ",", itemOther)
 	rw.addTok(f, stringTiDB(f.val), itemOperand)
 	rw.addTok(f, ")", itemClose)
@@ -310,20 +319,7 @@ func (rw *rewriter) fieldSelect(i int) (int, error) {
 // becomes x -> name again for the planner, which picks the STRUCT field
 // or the json operator by x's type.
 func (rw *rewriter) derefOp(i int) (int, error) {
-	sp := rw.sp
-	f := sp.toks[i+1]
-	start := rw.operandStart()
-	if start < 0 {
-		return 0, sp.syntaxErr(sp.toks[i])
-	}
-	first := rw.out[start]
-	fn := outItem{text: "`basin__deref`", kind: itemFunc, orig: first.orig, origEnd: first.origEnd, mark: markDeref}
-	open := outItem{text: "(", kind: itemOpen, orig: first.orig, origEnd: first.origEnd, glue: true}
-	rw.out = insertItems(rw.out, start, fn, open)
-	rw.addTok(sp.toks[i], ",", itemOther)
-	rw.addTok(f, stringTiDB(f.val), itemOperand)
-	rw.addTok(f, ")", itemClose)
-	return i + 2, nil
+	return rw.nameCall(i, "`basin__deref`", markDeref)
 }
 
 func insertItems(out []outItem, at int, items ...outItem) []outItem {

@@ -165,7 +165,7 @@ func (t *joinTask) run(ctx context.Context) error {
 				return t.codec
 			}
 			return t.tcodec
-		}); err != nil {
+		}, t.codec, t.tcodec); err != nil {
 			return err
 		}
 		if topic, q, next, back := guard.check(fetches); back {

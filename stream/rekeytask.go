@@ -113,7 +113,7 @@ func (t *rekeyer) appendViewKey(dst []byte, row catalog.Row) (_ []byte, null boo
 // format needs its schema, and a registry that cannot be reached fails
 // the batch, to be tried again, rather than its records.
 func (t *rekeyer) prepare(fetches kgo.Fetches) error {
-	if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
+	if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }, t.codec); err != nil {
 		return err
 	}
 	return t.keys.PrepareKey()

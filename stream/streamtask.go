@@ -179,7 +179,7 @@ func (t *streamTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
-		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }); err != nil {
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }, t.codec); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

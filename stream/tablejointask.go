@@ -347,7 +347,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 				return s.codec
 			}
 			return nil
-		}); err != nil {
+		}, t.sides[0].codec, t.sides[1].codec); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

@@ -140,7 +140,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		if !ok {
 			return err
 		}
-		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return codec }); err != nil {
+		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return codec }, codec); err != nil {
 			return err
 		}
 		if fetches.NumRecords() == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -576,8 +577,13 @@ func (rt *Runtime) resumeInputs(ctx context.Context, rel *catalog.Relation, name
 // before any record is decoded (serde.Codec.Warm). A registry that
 // cannot be reached fails the batch, and the task tries it again from
 // its checkpoint, showing the error in SHOW TASKS meanwhile, rather than
-// skip records it will be able to read.
-func warmSchemas(fetches kgo.Fetches, codecOf func(r *kgo.Record) *serde.Codec) error {
+// skip records it will be able to read. codecs are those codecOf
+// returns: when none is in a registry format, the records are not
+// looked at.
+func warmSchemas(fetches kgo.Fetches, codecOf func(r *kgo.Record) *serde.Codec, codecs ...*serde.Codec) error {
+	if !slices.ContainsFunc(codecs, func(c *serde.Codec) bool { return c != nil && c.Registered() }) {
+		return nil
+	}
 	var err error
 	fetches.EachRecord(func(r *kgo.Record) {
 		if err != nil {

@@ -348,7 +348,7 @@ func (t *viewTask) run(ctx context.Context) error {
 				return nil // rows basin encoded, not source records
 			}
 			return t.codec
-		}); err != nil {
+		}, t.codec); err != nil {
 			return err
 		}
 		if t.sourcesBehind(cp.Position) {
