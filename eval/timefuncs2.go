@@ -62,13 +62,9 @@ func init() {
 func strictEnv(fn func(env *Env, c *planner.Call, a []any) (any, error)) func(*planner.Call, []Expr) Expr {
 	return func(s *planner.Call, args []Expr) Expr {
 		return func(row catalog.Row, env *Env) (any, error) {
-			vals := make([]any, len(args))
-			for i, a := range args {
-				v, err := a(row, env)
-				if v == nil || err != nil {
-					return nil, err
-				}
-				vals[i] = v
+			vals, err := strictArgs(args, row, env)
+			if vals == nil || err != nil {
+				return nil, err
 			}
 			return fn(env, s, vals)
 		}

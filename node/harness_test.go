@@ -216,8 +216,9 @@ func restartable(t *testing.T) (start func() *Node, broker string) {
 }
 
 // restartableIn is restartable that also returns the node's data dir,
-// for tests that move its state aside between starts.
-func restartableIn(t *testing.T) (start func() *Node, broker, dir string) {
+// for tests that move its state aside between starts; mod, if given,
+// adjusts the node's options.
+func restartableIn(t *testing.T, mod ...func(*Options)) (start func() *Node, broker, dir string) {
 	t.Helper()
 	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
 	if err != nil {
@@ -226,7 +227,7 @@ func restartableIn(t *testing.T) (start func() *Node, broker, dir string) {
 	t.Cleanup(func() { _ = b.Close() })
 	dir = t.TempDir()
 	return func() *Node {
-		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" })
+		return startNode(t, dir, append([]func(*Options){func(o *Options) { o.Brokers = b.Addrs(); o.ClusterSecret = "s" }}, mod...)...)
 	}, b.Addrs()[0], dir
 }
 

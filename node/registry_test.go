@@ -182,36 +182,42 @@ func consumeAvro(t *testing.T, ctx context.Context, brokers []string, cl *sr.Cli
 func consumeProtobuf(t *testing.T, ctx context.Context, brokers []string, cl *sr.Client, topic string, n int) string {
 	t.Helper()
 	return consumeRecords(t, ctx, brokers, topic, n, func(r *kgo.Record) string {
-		var h sr.ConfluentHeader
-		id, rest, err := h.DecodeID(r.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		idx, body, err := h.DecodeIndex(rest, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := cl.SchemaByID(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(map[string]string{"value.proto": s.Schema})})}
-		files, err := comp.Compile(ctx, "value.proto")
-		if err != nil {
-			t.Fatal(err)
-		}
-		md := files[0].Messages().Get(idx[0])
-		m := dynamicpb.NewMessage(md)
-		if err := proto.Unmarshal(body, m); err != nil {
-			t.Fatal(err)
-		}
-		text, err := prototext.MarshalOptions{}.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(r.Key) + " " + strings.Join(strings.Fields(string(text)), " ")
+		return string(r.Key) + " " + protobufText(t, ctx, cl, r.Value)
 	})
+}
+
+// protobufText decodes b, a Protobuf message in the registry's framing,
+// as a consumer with a registry client does, and returns its text.
+func protobufText(t *testing.T, ctx context.Context, cl *sr.Client, b []byte) string {
+	t.Helper()
+	var h sr.ConfluentHeader
+	id, rest, err := h.DecodeID(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, body, err := h.DecodeIndex(rest, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cl.SchemaByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+		Accessor: protocompile.SourceAccessorFromMap(map[string]string{"record.proto": s.Schema})})}
+	files, err := comp.Compile(ctx, "record.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dynamicpb.NewMessage(files[0].Messages().Get(idx[0]))
+	if err := proto.Unmarshal(body, m); err != nil {
+		t.Fatal(err)
+	}
+	text, err := prototext.MarshalOptions{}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(string(text)), " ")
 }
 
 // TestRegistryKeys writes and reads record keys in the registry's
@@ -233,14 +239,7 @@ func TestRegistryKeys(t *testing.T) {
 	waitQuery(t, c.conn, `SELECT * FROM visits`, "eu|2024-05-01|3\n")
 	waitQuery(t, c.conn, `SELECT * FROM pb ORDER BY a`, "x|1|one\ny|NULL|NULL\n")
 
-	subject := func(name string) string {
-		t.Helper()
-		s, err := cl.SchemaByVersion(ctx, name, -1)
-		if err != nil {
-			t.Fatalf("subject %s: %v", name, err)
-		}
-		return s.Schema.Schema
-	}
+	subject := func(name string) string { return latestSchema(t, ctx, cl, name) }
 	if got := subject("users-key"); got != `"long"` {
 		t.Errorf("users-key is %s", got)
 	}
@@ -322,11 +321,7 @@ func TestRegistryNested(t *testing.T) {
 // returns what show makes of each, joined by "; ".
 func consumeRecords(t *testing.T, ctx context.Context, brokers []string, topic string, n int, show func(*kgo.Record) string) string {
 	t.Helper()
-	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := committedConsumer(t, brokers, topic)
 	defer cons.Close()
 	var out []string
 	for len(out) < n {
@@ -357,4 +352,26 @@ func startRegistryNode(t *testing.T) (*srfake.Registry, *Node, sqlConn, *sr.Clie
 		t.Fatal(err)
 	}
 	return reg, n, sqlConn{t, ctx, connect(t, n.PGAddr())}, cl
+}
+
+// latestSchema returns the text of the latest schema of subject.
+func latestSchema(t *testing.T, ctx context.Context, cl *sr.Client, subject string) string {
+	t.Helper()
+	s, err := cl.SchemaByVersion(ctx, subject, -1)
+	if err != nil {
+		t.Fatalf("subject %s: %v", subject, err)
+	}
+	return s.Schema.Schema
+}
+
+// committedConsumer returns a client that reads topic's committed
+// records from its start.
+func committedConsumer(t *testing.T, brokers []string, topic string) *kgo.Client {
+	t.Helper()
+	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
 }

@@ -10,13 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
-	"google.golang.org/protobuf/encoding/prototext"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/srfake"
@@ -40,15 +36,7 @@ func TestRegistryViewKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Close)
-	b, err := kafka.StartBroker(kafka.BrokerOptions{Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	dir := t.TempDir()
-	start := func() *Node {
-		return startNode(t, dir, func(o *Options) { o.Brokers = b.Addrs(); o.SchemaRegistry = reg.URL() })
-	}
+	start, broker, _ := restartableIn(t, func(o *Options) { o.SchemaRegistry = reg.URL() })
 	n := start()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -117,14 +105,7 @@ func TestRegistryViewKeys(t *testing.T) {
 	waitQuery(t, c.conn, `SELECT region, sum(n) FROM by_region GROUP BY region ORDER BY region`, "eu|27\nus|13\n")
 	waitQuery(t, c.conn, `SELECT sum(n) FROM by_region WHERE region = 'us'`, "13\n")
 
-	subject := func(name string) string {
-		t.Helper()
-		s, err := cl.SchemaByVersion(ctx, name, -1)
-		if err != nil {
-			t.Fatalf("subject %s: %v", name, err)
-		}
-		return s.Schema.Schema
-	}
+	subject := func(name string) string { return latestSchema(t, ctx, cl, name) }
 	if got := subject("by_cust-key"); got != `"string"` {
 		t.Errorf("by_cust-key is %s", got)
 	}
@@ -162,26 +143,7 @@ func TestRegistryViewKeys(t *testing.T) {
 		}
 		return fmt.Sprint(v)
 	}
-	protoKey := func(r *kgo.Record) string {
-		s, rest := schemaOf(r, r.Key)
-		var h sr.ConfluentHeader
-		idx, body, err := h.DecodeIndex(rest, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
-			Accessor: protocompile.SourceAccessorFromMap(map[string]string{"key.proto": s.Schema})})}
-		files, err := comp.Compile(ctx, "key.proto")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := dynamicpb.NewMessage(files[0].Messages().Get(idx[0]))
-		if err := proto.Unmarshal(body, m); err != nil {
-			t.Fatal(err)
-		}
-		text, _ := prototext.MarshalOptions{}.Marshal(m)
-		return strings.Join(strings.Fields(string(text)), " ")
-	}
+	protoKey := func(r *kgo.Record) string { return protobufText(t, ctx, cl, r.Key) }
 	windowed := func(r *kgo.Record) string {
 		k := r.Key[:len(r.Key)-8]
 		s, body := schemaOf(r, k)
@@ -228,7 +190,7 @@ func TestRegistryViewKeys(t *testing.T) {
 		{"users_pub", avroKey, wantUsers, 0},
 		{"user_emails", avroKey, wantJoined, 0},
 	} {
-		got := keysOf(t, ctx, b.Addrs(), tc.topic, len(tc.want), func(r *kgo.Record) string {
+		got := keysOf(t, ctx, []string{broker}, tc.topic, len(tc.want), func(r *kgo.Record) string {
 			if r.Key == nil {
 				t.Fatalf("%s: a record without a key at offset %d", tc.topic, r.Offset)
 			}
@@ -258,11 +220,7 @@ func TestRegistryViewKeys(t *testing.T) {
 // renders them, and returns them.
 func keysOf(t *testing.T, ctx context.Context, brokers []string, topic string, n int, key func(*kgo.Record) string) map[string]bool {
 	t.Helper()
-	cons, err := kafka.NewClient(kafka.ClientOptions{Brokers: brokers, Logger: testLogger()},
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cons := committedConsumer(t, brokers, topic)
 	defer cons.Close()
 	got := map[string]bool{}
 	if !poll.Cond(time.Minute, func() bool {
