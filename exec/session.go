@@ -333,7 +333,16 @@ func (s *Session) exec(ctx context.Context, st sql.Statement, text string, w Res
 func (s *Session) run(ctx context.Context, st sql.Statement, text string, w ResultWriter) error {
 	switch st := st.(type) {
 	case *sql.Select:
+		if st.Emit == sql.EmitChanges {
+			sub, err := emitChanges(st)
+			if err != nil {
+				return err
+			}
+			return s.subscribeStmt(ctx, sub, w)
+		}
 		return s.selectStmt(ctx, st, w)
+	case *sql.Subscribe:
+		return s.subscribeStmt(ctx, st, w)
 	case *sql.Insert:
 		return s.insert(ctx, st, w)
 	case *sql.Delete:

@@ -69,6 +69,31 @@ func (s *StoreReader) Get(key []byte) (value []byte, ok bool, err error) {
 	return value, true, nil
 }
 
+// Has reports whether key has a value: Get without the copy.
+func (s *StoreReader) Has(key []byte) (bool, error) {
+	if s.db.closed.Load() {
+		return false, ErrClosed
+	}
+	if err := s.db.health.err(); err != nil {
+		return false, err
+	}
+	bp := keyBufs.Get().(*[]byte)
+	k := append(append((*bp)[:0], s.prefix...), key...)
+	_, closer, err := s.r.Get(k)
+	*bp = k[:0]
+	keyBufs.Put(bp)
+	if err == nil {
+		return true, closer.Close()
+	}
+	if err == pebble.ErrNotFound {
+		return false, nil
+	}
+	if err = s.db.health.readErr(err); errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	return false, fmt.Errorf("materialize: get from store %s: %w", s.id, err)
+}
+
 // Checkpoint returns the store's checkpoint: the zero Checkpoint when the
 // store has never been committed to. It is consistent with the data that
 // reads return at the same time only through a Snapshot; on a live store,

@@ -163,6 +163,18 @@ func (f *formatter) stmt(s Statement) {
 		f.printf("RESUME %s", QuoteIdent(s.Query))
 	case *Terminate:
 		f.printf("TERMINATE %s", QuoteIdent(s.Query))
+	case *Subscribe:
+		f.printf("SUBSCRIBE TO %s", QuoteIdent(s.Name))
+		if s.Where != nil {
+			f.b.WriteString(" WHERE ")
+			f.expr(s.Where)
+		}
+		if len(s.With) > 0 {
+			f.with(s.With)
+		}
+		if s.AsOf != "" {
+			f.printf(" AS OF %s", QuoteString(s.AsOf))
+		}
 	case *Drop:
 		f.printf("DROP %s ", s.Kind)
 		if s.IfExists {

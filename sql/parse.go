@@ -146,6 +146,8 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseResume(i)
 	case "terminate":
 		return sp.parseTerminate(i)
+	case "subscribe":
+		return sp.parseSubscribe(i)
 	case "set":
 		return sp.parseSet(i)
 	case "reset":

@@ -35,6 +35,9 @@ type groupCache struct {
 // group up again.
 type cachedGroup struct {
 	state []any
+	// visible is whether the group is a row of the view (not hidden by
+	// HAVING, EMIT FINAL or a failed expression).
+	visible bool
 }
 
 // get returns the cached group of key, nil if there is none.
@@ -54,12 +57,12 @@ func (c *groupCache) get(key string) *cachedGroup {
 // what get returned for key before the transaction. Should g have been
 // dropped since, the state is not cached: only a later get is the worse
 // for it.
-func (c *groupCache) put(key string, g *cachedGroup, st []any) {
+func (c *groupCache) put(key string, g *cachedGroup, st []any, visible bool) {
 	if g != nil {
-		g.state = st
+		g.state, g.visible = st, visible
 		return
 	}
-	c.insert(key, &cachedGroup{state: st})
+	c.insert(key, &cachedGroup{state: st, visible: visible})
 }
 
 // insert adds key, which the cache does not hold, to the current

@@ -91,3 +91,67 @@ func decodeChangelog(r *kgo.Record, ncols int, buf catalog.Row) (changelogRecord
 	row[ncols] = r.Timestamp.UnixMilli()
 	return changelogRecord{present: true, row: row}, nil
 }
+
+// A Change is a record of a view's changelog, as a subscription reads
+// it (DecodeChange).
+type Change struct {
+	// Marker is the checkpoint of a marker record, which ends a
+	// transaction and changes no row; nil for a row's record.
+	Marker *materialize.Checkpoint
+	// Op is what the record does to the view. A record written before
+	// changelogs said (no headerOp) is an update when it has a row, a
+	// delete when not.
+	Op Op
+	// Key is the row's key, the values of the view's key columns in
+	// order (catalog.Schema.KeyIndexes).
+	Key []any
+	// Row is the row the key has now (ncols values); nil after a
+	// delete, and for OpNone.
+	Row catalog.Row
+}
+
+// DecodeChange decodes record r (not a control record) of the changelog
+// of a view whose rows have ncols columns. A fencing transaction's record
+// is OpNone: it is always aborted, and read only by a reader of
+// uncommitted records.
+func DecodeChange(r *kgo.Record, ncols int) (Change, error) {
+	if _, ok := hasHeader(r, headerMarker); ok {
+		m, err := materialize.UnmarshalCheckpoint(r.Value)
+		if err != nil {
+			return Change{}, fmt.Errorf("marker at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		return Change{Marker: &m, Op: OpNone}, nil
+	}
+	if _, fence := hasHeader(r, headerFence); fence {
+		return Change{Op: OpNone}, nil
+	}
+	c := Change{Op: OpUpdate}
+	if v, ok := hasHeader(r, headerOp); ok && len(v) == 1 {
+		c.Op = Op(v[0])
+	} else if r.Value == nil {
+		c.Op = OpDelete
+	}
+	if c.Op == OpNone {
+		return c, nil
+	}
+	key, err := materialize.DecodeKey(r.Key)
+	if err != nil {
+		return Change{}, fmt.Errorf("undecodable key at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	c.Key = key
+	if c.Op == OpDelete || r.Value == nil {
+		c.Op = OpDelete
+		return c, nil
+	}
+	present, row, _, err := DecodeStored(r.Value, ncols)
+	if err != nil {
+		return Change{}, fmt.Errorf("undecodable row at %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if !present {
+		// A hidden group, from a changelog without ops: not a row.
+		c.Op = OpDelete
+		return c, nil
+	}
+	c.Row = row[:ncols:ncols]
+	return c, nil
+}

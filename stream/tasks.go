@@ -34,7 +34,48 @@ const (
 	// headerFence marks the record a task's fencing transaction writes
 	// to its changelog (and aborts): never a row.
 	headerFence = "basin.fence"
+	// headerOp says what a view's changelog record does to the view:
+	// one byte, an Op (opOf). Subscriptions read it: the record alone
+	// cannot tell an insert from an update, nor a delete of a row from
+	// one of a key the view never had.
+	headerOp = "basin.op"
 )
+
+// An Op is what a change does to a view's row of its key.
+type Op byte
+
+// The Ops, as headerOp's byte.
+const (
+	OpInsert Op = 'i' // the key had no row
+	OpUpdate Op = 'u' // the key's row is replaced
+	OpDelete Op = 'd' // the key's row leaves the view
+	// OpNone changes no row: a delete of a key without one, or a hidden
+	// group (HAVING false, EMIT FINAL) whose state changed.
+	OpNone Op = 'n'
+)
+
+// opOf is the Op of a change from a key whose row was in the view (was)
+// or not, to one that is (now) or not.
+func opOf(was, now bool) Op {
+	switch {
+	case was && now:
+		return OpUpdate
+	case now:
+		return OpInsert
+	case was:
+		return OpDelete
+	}
+	return OpNone
+}
+
+// opHeaders are the headers of the changelog records of each Op, shared.
+var opHeaders = func() map[Op][]kgo.RecordHeader {
+	m := map[Op][]kgo.RecordHeader{}
+	for _, op := range []Op{OpInsert, OpUpdate, OpDelete, OpNone} {
+		m[op] = []kgo.RecordHeader{{Key: headerOp, Value: []byte{byte(op)}}}
+	}
+	return m
+}()
 
 // markerKey is the key of changelog markers; with compaction the latest
 // marker per partition survives.
@@ -254,6 +295,13 @@ func (rt *Runtime) consumer(id, topic string, p int32, off kgo.Offset, extra ...
 // jump to the partition's start: resumeAt decides where a task that
 // starts again reads from.
 var noReset = kgo.ConsumeResetOffset(kgo.NoResetOffset())
+
+// Consumer is consumerOf for readers outside the package (push's
+// subscriptions): committed records and control records, of the
+// partitions of offs, each from its offset, without reset.
+func (rt *Runtime) Consumer(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
+	return rt.consumerOf(id, offs, append([]kgo.Opt{noReset}, extra...)...)
+}
 
 func (rt *Runtime) consumerOf(id string, offs map[string]map[int32]kgo.Offset, extra ...kgo.Opt) (*kgo.Client, error) {
 	return rt.Client(id, append([]kgo.Opt{

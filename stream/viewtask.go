@@ -197,6 +197,10 @@ type pending struct {
 	cached  *cachedGroup // what the cache holds of the group; nil if nothing
 	row     catalog.Row
 	deleted bool
+	// was and now are whether the row is in the view (stored, and not
+	// hidden) before the batch and after it: what the changelog record
+	// of the change says it is (headerOp).
+	was, now bool
 	// expired is set for a window deleted past its retention, which a
 	// published topic is not told of (windower).
 	expired bool
@@ -823,15 +827,21 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 			return nil, err
 		}
 	}
-	if t.plan.Grouped {
-		if absent {
-			// A window later than its group's latest: in neither the
-			// cache nor the store.
-			e.state = t.agg.Init()
-		} else if e.cached = t.cache.get(e.skey); e.cached != nil {
+	switch {
+	case !t.plan.Grouped:
+		// Whether the row is there is all the batch needs of it.
+		if e.was, err = store.Has(k); err != nil {
+			return nil, err
+		}
+	case absent:
+		// A window later than its group's latest: in neither the cache
+		// nor the store.
+		e.state = t.agg.Init()
+	default:
+		if e.cached = t.cache.get(e.skey); e.cached != nil {
 			// The cache keeps the committed state; this transaction
 			// changes a copy.
-			e.state = slices.Clone(e.cached.state)
+			e.state, e.was = slices.Clone(e.cached.state), e.cached.visible
 		} else if t.cache.complete {
 			e.state = t.agg.Init() // not in the store either
 		} else {
@@ -840,11 +850,12 @@ func (t *viewTask) lookup(store *materialize.Store, b *viewBatch, key []any) (*p
 				return nil, err
 			}
 			if ok {
-				_, _, st, err := DecodeStored(v, len(t.plan.View.Schema.Columns))
+				present, _, st, err := DecodeStored(v, len(t.plan.View.Schema.Columns))
 				if err != nil {
 					return nil, err
 				}
 				e.state = slices.Clone(st) // not the decoded row's values
+				e.was = present
 			} else {
 				e.state = t.agg.Init()
 			}
@@ -1061,6 +1072,7 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 	for i, e := range b.order {
 		rec := b.arena.record()
 		rec.Topic, rec.Partition, rec.Key, rec.Value = changelog, p, e.key, vals[i]
+		rec.Headers = opHeaders[opOf(e.was, e.now)]
 		recs = append(recs, rec)
 	}
 	if t.pub != "" {
@@ -1198,6 +1210,7 @@ func (t *viewTask) values(b *viewBatch) ([][]byte, error) {
 			return nil, err
 		}
 		vals[i] = b.arena.bytes.end(buf, start)
+		e.now = present
 	}
 	return vals, nil
 }
@@ -1226,7 +1239,7 @@ func (t *viewTask) applyCommitted(store *materialize.Store, b *viewBatch, vals [
 			if vals[i] == nil {
 				t.cache.remove(e.skey)
 			} else {
-				t.cache.put(e.skey, e.cached, e.state) // the batch is done with it
+				t.cache.put(e.skey, e.cached, e.state, e.now) // the batch is done with it
 			}
 		}
 	}

@@ -245,7 +245,7 @@ func bigintKey(t *testing.T, id int64) []byte {
 // what is used, and holds the state put last.
 func TestGroupCacheGenerations(t *testing.T) {
 	c := groupCache{size: 2}
-	put := func(k string, v int64) { c.put(k, c.get(k), []any{v}) }
+	put := func(k string, v int64) { c.put(k, c.get(k), []any{v}, true) }
 	get := func(k string) any {
 		if g := c.get(k); g != nil {
 			return g.state[0]
@@ -271,7 +271,7 @@ func TestGroupCacheGenerations(t *testing.T) {
 	put("e", 7)
 	put("f", 8)
 	put("g", 9) // d dropped
-	c.put("d", g, []any{int64(10)})
+	c.put("d", g, []any{int64(10)}, true)
 	if get("d") != nil {
 		t.Fatalf("d=%v, want dropped", get("d"))
 	}

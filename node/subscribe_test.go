@@ -1,0 +1,166 @@
+package node
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// subscriber reads a running SUBSCRIBE's rows as they come.
+type subscriber struct {
+	t      *testing.T
+	rows   chan []string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// subscribe runs q, a SUBSCRIBE or a push query, on a connection of its
+// own to addr, and returns its rows as they come, each as its values
+// (NULL as "NULL") without the _ts and _position columns when strip is
+// set.
+func subscribe(t *testing.T, addr, q string, strip bool) *subscriber {
+	t.Helper()
+	conn := connect(t, addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &subscriber{t: t, rows: make(chan []string, 1024), cancel: cancel, done: make(chan error, 1)}
+	rows, err := conn.Query(ctx, q, pgx.QueryResultFormats{pgx.TextFormatCode})
+	if err != nil {
+		cancel()
+		t.Fatalf("%s: %v", q, err)
+	}
+	go func() {
+		defer close(s.rows)
+		for rows.Next() {
+			vals := rows.RawValues()
+			n := len(vals)
+			if strip {
+				n -= 2
+			}
+			out := make([]string, n)
+			for i := range out {
+				if vals[i] == nil {
+					out[i] = "NULL"
+				} else {
+					out[i] = string(vals[i])
+				}
+			}
+			s.rows <- out
+		}
+		rows.Close()
+		s.done <- rows.Err()
+	}()
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func (s *subscriber) stop() {
+	s.cancel()
+	for range s.rows {
+	}
+}
+
+// want waits for the next rows to be want, in any order: rows of
+// different partitions have none.
+func (s *subscriber) want(want ...string) {
+	s.t.Helper()
+	deadline := time.After(30 * time.Second)
+	left := map[string]int{}
+	for _, w := range want {
+		left[w]++
+	}
+	for i := range want {
+		select {
+		case r, ok := <-s.rows:
+			if !ok {
+				s.t.Fatalf("the subscription ended (%v) before row %d of %q", <-s.done, i, want)
+			}
+			got := strings.Join(r, "|")
+			if left[got] == 0 {
+				s.t.Fatalf("row %q, want one of %q", got, want)
+			}
+			left[got]--
+		case <-deadline:
+			s.t.Fatalf("no row %d of %q within 30s", i, want)
+		}
+	}
+}
+
+// TestSubscribe subscribes to a grouped view and an ungrouped one:
+// the snapshot's rows, then each change, with the op that says what it
+// did to the row of its key, including a group HAVING hides and shows
+// again and a key deleted from the source table.
+func TestSubscribe(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec(`CREATE STREAM orders (id VARCHAR KEY, region VARCHAR, amount INTEGER) WITH (kafka_topic = 'orders', partitions = 4)`)
+	c.exec(`CREATE TABLE by_region AS SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region HAVING count(*) <> 2`)
+	c.exec(`CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR) WITH (kafka_topic = 'users', partitions = 2)`)
+	c.exec(`CREATE TABLE named AS SELECT id, upper(name) AS name FROM users WHERE name <> 'x'`)
+	c.exec(`INSERT INTO orders VALUES ('o1', 'eu', 10)`)
+	c.exec(`INSERT INTO users VALUES (1, 'ann')`)
+	waitQuery(t, c.conn, `SELECT region, n, total FROM by_region`, "eu|1|10\n")
+	waitQuery(t, c.conn, `SELECT id, name FROM named`, "1|ANN\n")
+
+	regions := subscribe(t, n.PGAddr(), `SUBSCRIBE by_region`, true)
+	regions.want("eu|1|10|insert")
+	c.exec(`INSERT INTO orders VALUES ('o2', 'eu', 5)`) // n = 2: hidden
+	c.exec(`INSERT INTO orders VALUES ('o3', 'us', 7)`)
+	regions.want("eu|NULL|NULL|delete", "us|1|7|insert")
+	c.exec(`INSERT INTO orders VALUES ('o4', 'eu', 1)`) // n = 3: back
+	regions.want("eu|3|16|insert")
+	c.exec(`INSERT INTO orders VALUES ('o5', 'us', 2)`)
+	regions.want("us|NULL|NULL|delete")
+	c.exec(`INSERT INTO orders VALUES ('o6', 'us', 3)`)
+	regions.want("us|3|12|insert")
+
+	named := subscribe(t, n.PGAddr(), `SUBSCRIBE TO named WITH (snapshot = false)`, true)
+	c.exec(`INSERT INTO users VALUES (2, 'bob')`)
+	named.want("2|BOB|insert")
+	c.exec(`INSERT INTO users VALUES (2, 'bo')`)
+	named.want("2|BO|update")
+	c.exec(`INSERT INTO users VALUES (1, 'x')`) // no longer in the view
+	named.want("1|NULL|delete")
+	c.exec(`DELETE FROM users WHERE id = 2`)
+	named.want("2|NULL|delete")
+	c.exec(`INSERT INTO users VALUES (3, 'cy')`)
+	named.want("3|CY|insert")
+
+	// A push query is the same subscription, with its select list.
+	push := subscribe(t, n.PGAddr(), `SELECT name, id FROM named WHERE id > 2 EMIT CHANGES`, true)
+	push.want("CY|3|insert")
+	c.exec(`INSERT INTO users VALUES (4, 'dee'), (1, 'ann')`)
+	push.want("DEE|4|insert")
+	named.want("4|DEE|insert", "1|ANN|insert")
+
+	bad := []struct{ q, err string }{
+		{`SUBSCRIBE users`, "cannot subscribe to table users"},
+		{`SUBSCRIBE nope`, `relation "nope" does not exist`},
+		{`SUBSCRIBE named WITH (snapshot = maybe)`, `invalid value "maybe" for option snapshot`},
+		{`SUBSCRIBE named AS OF 'xyz'`, `invalid AS OF position "xyz"`},
+		{`SELECT count(*) FROM named EMIT CHANGES`, "aggregate functions are not allowed"},
+		{`SELECT * FROM named GROUP BY id EMIT CHANGES`, "a push query (EMIT CHANGES) reads one view or stream"},
+	}
+	for _, b := range bad {
+		_, err := c.conn.Exec(ctx, b.q)
+		if err == nil || !strings.Contains(err.Error(), b.err) {
+			t.Errorf("%s: error %v, want %q", b.q, err, b.err)
+		}
+	}
+
+	// A node that stops ends its subscriptions.
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*subscriber{regions, named, push} {
+		for range s.rows {
+		}
+		if err := <-s.done; err == nil {
+			t.Error("a subscription ended without an error when its node stopped")
+		}
+	}
+}

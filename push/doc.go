@@ -1,0 +1,54 @@
+/*
+Package push streams the changes of a view, and the records of a stream,
+to a client as they happen: SUBSCRIBE, SELECT ... EMIT CHANGES and
+LISTEN on a view's name are its users.
+
+# Where the changes come from
+
+A view's changelog is its truth (DESIGN.md): every committed change of
+every partition is a record of it, in order, in Kafka. A Subscription
+reads the changelog's partitions straight from Kafka, on whichever node
+the client is connected to, so it needs no replica of the view and is
+not moved or cut by a failover: the task that writes the changelog may
+move between nodes, and the records stay where they are. Records of
+aborted transactions are never read (read_committed), so a change is
+seen once even when a task was fenced halfway through a batch.
+
+Each changelog record of a row carries what it did to the view in a
+header (stream.OpInsert, OpUpdate, OpDelete, or OpNone for a record that
+changes no row: a delete of a key the view did not have, or a hidden
+group's new state), which the view task knows from the store as it
+writes the change and a reader of the record alone could not tell.
+
+A stream's records are read from its topic; each is an insert.
+
+# Snapshot, then changes
+
+With snapshot (a view's default) the subscription first returns the
+view's rows as of one changelog offset per partition, then every change
+after those offsets. The rows come from a Pebble snapshot of the local
+replica of the partition when the node has one (any replica, however far
+behind: a store is a prefix of its changelog, and its checkpoint says
+which offset it reflects); for a partition without one, from the
+changelog itself, read from its start to its end at subscribe time and
+folded by key in memory, which holds that partition's rows until they are
+returned.
+
+# Positions
+
+The position of a subscription is, for each partition, the next offset
+of the changelog (or stream topic) it has not returned: a
+materialize.Position whose one topic is the changelog, written as the
+same token `_position` and SET basin.min_position use. Every row carries
+the position after it; AS OF a row's position continues with the change
+after it, on any node, with no gap and no duplicate. Snapshot rows share
+the position of the snapshot's end.
+
+# Back-pressure
+
+Nothing is read ahead of the client: Next polls Kafka only when the
+rows it holds are returned, with fetch sizes bounded, so a slow client
+holds at most one fetch per partition in the node's memory and never
+slows the tasks that write the changelog, which do not know it exists.
+*/
+package push

@@ -1,0 +1,446 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/kafka"
+	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/serde"
+	"github.com/basindb/basin/stream"
+)
+
+// The columns a subscription adds after the relation's.
+const (
+	// OpColumn says what the row is: "insert", "update" or "delete" of
+	// the row of its key, or "progress" (Options.Progress).
+	OpColumn = "_op"
+	// TimeColumn is when the change was committed (the changelog
+	// record's timestamp); for a snapshot row, when the snapshot was
+	// taken.
+	TimeColumn = "_ts"
+	// PositionColumn is the subscription's position after the row, the
+	// token AS OF continues from.
+	PositionColumn = "_position"
+)
+
+// The values of OpColumn.
+const (
+	OpInsert   = "insert"
+	OpUpdate   = "update"
+	OpDelete   = "delete"
+	OpProgress = "progress"
+)
+
+// Options say what a subscription returns.
+type Options struct {
+	// Snapshot starts with the relation's rows: a view's rows now, a
+	// stream's records from its start.
+	Snapshot bool
+	// Progress adds a progress row (OpColumn "progress", the relation's
+	// columns NULL) whenever the subscription has read further than the
+	// last row it returned, without a row to say so: a marker of a
+	// transaction whose changes were filtered out, or none at all.
+	Progress bool
+	// AsOf continues a subscription after a row whose position it is
+	// (no snapshot); nil starts a new one.
+	AsOf materialize.Position
+	// Where keeps the rows it is true of; nil keeps every row. Project
+	// makes the columns of a row (Columns); nil returns the relation's
+	// visible columns. Both take the relation's columns and ROWTIME,
+	// the change's time (planner.RecordInput); for a delete, the
+	// columns but the key are NULL.
+	Where   func(row catalog.Row) (bool, error)
+	Project func(row catalog.Row) ([]any, error)
+	Columns []catalog.Column
+	// MaxFetchBytes bounds what one fetch holds (0: 1 MiB).
+	MaxFetchBytes int32
+}
+
+// A Subscription is one client's stream of a relation's changes. Its
+// methods are not safe for concurrent use.
+type Subscription struct {
+	rt    *stream.Runtime
+	rel   *catalog.Relation
+	view  bool
+	topic string // the changelog, or the stream's topic
+	ncols int
+	vis   []int // the relation's visible columns
+	keys  []int // the key columns, in key order
+	cols  []catalog.Column
+	opts  Options
+	codec *serde.Codec // a stream's
+
+	// pos is the next offset of each partition not yet returned, and
+	// posText its token, made when a row needs it.
+	pos     materialize.Position
+	posText string
+	posSet  bool
+	// sent is the token of the last row returned, for Progress.
+	sent string
+
+	snap *snapshot   // the snapshot's rows not yet returned; nil when done
+	cl   *kgo.Client // the changes, once the snapshot is returned
+	out  [][]any     // rows decoded and not yet returned
+
+	// matched holds, with a Where, the keys whose last row matched it:
+	// one that stops matching is a delete for the subscriber, one that
+	// starts an insert.
+	matched map[string]bool
+
+	closed bool
+}
+
+// Subscribe starts a subscription to rel, a view or a stream, on runtime
+// rt: it reads the offsets it starts at (and takes the snapshot's Pebble
+// snapshot) now, and the rows as Next is called.
+func Subscribe(ctx context.Context, rt *stream.Runtime, rel *catalog.Relation, cluster string, opts Options) (*Subscription, error) {
+	s := &Subscription{rt: rt, rel: rel, opts: opts, ncols: len(rel.Schema.Columns)}
+	switch rel.Kind {
+	case catalog.KindView:
+		s.view, s.topic = true, rel.ChangelogTopic(cluster)
+		s.keys = rel.Schema.KeyIndexes()
+	case catalog.KindStream:
+		s.topic = rel.Topic
+		s.codec = serde.NewCodec(rel, rt.Registry())
+	default:
+		return nil, pgerr.New(pgerr.FeatureNotSupported, "cannot subscribe to %s %s: only views and streams have changes to follow", kindName(rel), rel.Name).
+			WithHint("Subscribe to a view of it: CREATE TABLE v AS SELECT * FROM %s.", rel.Name)
+	}
+	for i, c := range rel.Schema.Columns {
+		if !c.Hidden {
+			s.vis = append(s.vis, i)
+			s.cols = append(s.cols, c)
+		}
+	}
+	if opts.Project != nil {
+		s.cols = slices.Clone(opts.Columns)
+	}
+	s.cols = append(s.cols,
+		catalog.Column{Name: OpColumn, Type: catalog.Varchar},
+		catalog.Column{Name: TimeColumn, Type: catalog.TimestampTZ},
+		catalog.Column{Name: PositionColumn, Type: catalog.Varchar})
+	if opts.Where != nil {
+		s.matched = map[string]bool{}
+	}
+	ends, err := kafka.EndOffsets(ctx, rt.Admin(), s.topic)
+	if err != nil {
+		return nil, pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", s.topic, err)
+	}
+	if len(ends) != int(rel.Partitions) {
+		return nil, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s %s has %d partitions, and its topic %s %d", kindName(rel), rel.Name, rel.Partitions, s.topic, len(ends))
+	}
+	s.pos = materialize.Position{s.topic: make(map[int32]int64, len(ends))}
+	switch {
+	case opts.AsOf != nil:
+		if err := s.resume(opts.AsOf, ends); err != nil {
+			return nil, err
+		}
+	case opts.Snapshot && s.view:
+		if s.snap, err = takeSnapshot(s, ends); err != nil {
+			return nil, err
+		}
+	case opts.Snapshot:
+		for p := range ends {
+			s.pos[s.topic][p] = 0 // a stream's records, from its start
+		}
+	default:
+		for p, end := range ends {
+			s.pos[s.topic][p] = end
+		}
+	}
+	if s.snap == nil {
+		if err := s.follow(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func kindName(rel *catalog.Relation) string {
+	if rel.Kind == catalog.KindView {
+		return "table" // a view is a table to SQL
+	}
+	return string(rel.Kind)
+}
+
+// resume starts at position asOf, which must be one of the relation's.
+func (s *Subscription) resume(asOf materialize.Position, ends map[int32]int64) error {
+	offs, ok := asOf[s.topic]
+	bad := func(why string) error {
+		return pgerr.New(pgerr.InvalidParameterValue, "AS OF position is not one of %s %s: %s", kindName(s.rel), s.rel.Name, why).
+			WithHint("Give the _position of a row of a subscription to %s; a view dropped and created again has a new changelog.", s.rel.Name)
+	}
+	if !ok || len(asOf) != 1 {
+		return bad(fmt.Sprintf("it is not a position in %s", s.topic))
+	}
+	for p, end := range ends {
+		off, ok := offs[p]
+		if !ok {
+			return bad(fmt.Sprintf("it has no offset of partition %d", p))
+		}
+		if off < 0 || off > end {
+			return bad(fmt.Sprintf("offset %d of partition %d is past its end, %d", off, p, end))
+		}
+		s.pos[s.topic][p] = off
+	}
+	if len(offs) != len(ends) {
+		return bad("it has partitions the topic does not")
+	}
+	return nil
+}
+
+// follow starts reading the changes from the subscription's position.
+func (s *Subscription) follow() error {
+	offs := map[string]map[int32]kgo.Offset{s.topic: {}}
+	for p, off := range s.pos[s.topic] {
+		offs[s.topic][p] = kgo.NewOffset().At(off)
+	}
+	max := s.opts.MaxFetchBytes
+	if max <= 0 {
+		max = 1 << 20
+	}
+	cl, err := s.rt.Consumer("subscribe-"+s.rel.Name, offs,
+		kgo.FetchMaxBytes(max), kgo.FetchMaxPartitionBytes(max), kgo.MaxConcurrentFetches(1))
+	if err != nil {
+		return err
+	}
+	s.cl = cl
+	return nil
+}
+
+// Columns returns the subscription's columns: the relation's visible
+// ones, then OpColumn, TimeColumn and PositionColumn.
+func (s *Subscription) Columns() []catalog.Column { return s.cols }
+
+// Next appends up to n rows to dst and returns it. It waits for a row
+// until wait has passed (wait < 0: until n rows; 0: not at all), or ctx
+// is done, which ends it with ctx's error only when it has no row. A
+// subscription never ends by itself: done is always false.
+func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.Duration) (rows [][]any, done bool, err error) {
+	var deadline time.Time
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	for len(dst) < n {
+		if len(s.out) > 0 {
+			k := min(n-len(dst), len(s.out))
+			dst = append(dst, s.out[:k]...)
+			clear(s.out[:k])
+			s.out = s.out[k:]
+			continue
+		}
+		if len(dst) > 0 && wait >= 0 {
+			return dst, false, nil // what there is, without waiting more
+		}
+		if s.snap != nil {
+			if err := s.snapshotRows(n - len(dst)); err != nil {
+				return dst, false, err
+			}
+			continue
+		}
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if wait >= 0 {
+			if !time.Now().Before(deadline) {
+				return dst, false, nil
+			}
+			pctx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		err := s.poll(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil && len(dst) == 0 {
+				return dst, false, ctx.Err()
+			}
+			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+				return dst, false, nil
+			}
+			return dst, false, err
+		}
+	}
+	return dst, false, nil
+}
+
+// poll reads the next changes into s.out.
+func (s *Subscription) poll(ctx context.Context) error {
+	fetches := s.cl.PollFetches(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var ferr error
+	fetches.EachError(func(topic string, p int32, e error) {
+		if !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded) {
+			ferr = fmt.Errorf("reading %s/%d: %w", topic, p, e)
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	var err error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if err == nil {
+			err = s.record(r)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if s.opts.Progress && fetches.NumRecords() > 0 {
+		if t := s.position(); t != s.sent {
+			return s.emit(nil, OpProgress, time.Now())
+		}
+	}
+	return nil
+}
+
+// record takes in one record of the changes.
+func (s *Subscription) record(r *kgo.Record) error {
+	s.advance(r.Partition, r.Offset+1)
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	if !s.view {
+		row := make(catalog.Row, s.ncols)
+		if _, err := s.codec.DecodeRecordInto(row, r); err != nil {
+			// The stream's own tasks log such a record; a subscriber
+			// goes on without it, as they do.
+			return nil
+		}
+		return s.change(r.Key, stream.OpInsert, row, r.Timestamp)
+	}
+	c, err := stream.DecodeChange(r, s.ncols)
+	if err != nil {
+		return err
+	}
+	if c.Op == stream.OpNone {
+		return nil
+	}
+	row := c.Row
+	if row == nil {
+		row = make(catalog.Row, s.ncols)
+		for i, k := range s.keys {
+			if i < len(c.Key) {
+				row[k] = c.Key[i]
+			}
+		}
+	}
+	return s.change(r.Key, c.Op, row, r.Timestamp)
+}
+
+// change returns the change op of the row of key (record key bytes) to
+// row, as the subscriber sees it through Where.
+func (s *Subscription) change(key []byte, op stream.Op, row catalog.Row, ts time.Time) error {
+	row = append(row[:s.ncols:s.ncols], ts.UnixMilli()) // ROWTIME
+	if s.opts.Where != nil && s.view {
+		was := s.matched[string(key)]
+		now := false
+		if op != stream.OpDelete {
+			ok, err := s.opts.Where(row)
+			if err != nil {
+				return err
+			}
+			now = ok
+		}
+		switch {
+		case now && was:
+			op = stream.OpUpdate
+		case now:
+			op = stream.OpInsert
+			s.matched[string(key)] = true
+		case was:
+			op = stream.OpDelete
+			delete(s.matched, string(key))
+		default:
+			return nil
+		}
+	} else if s.opts.Where != nil {
+		ok, err := s.opts.Where(row)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	return s.emit(row, opName(op), ts)
+}
+
+func opName(op stream.Op) string {
+	switch op {
+	case stream.OpInsert:
+		return OpInsert
+	case stream.OpDelete:
+		return OpDelete
+	}
+	return OpUpdate
+}
+
+// emit adds a row of the subscription: row's visible columns (NULLs for
+// a nil row), op, ts and the position.
+func (s *Subscription) emit(row catalog.Row, op string, ts time.Time) error {
+	out := make([]any, 0, len(s.cols))
+	switch {
+	case row == nil:
+		out = out[:len(s.cols)-3]
+	case s.opts.Project != nil:
+		vals, err := s.opts.Project(row)
+		if err != nil {
+			return err
+		}
+		out = append(out, vals...)
+	default:
+		for _, i := range s.vis {
+			out = append(out, row[i])
+		}
+	}
+	s.sent = s.position()
+	out = append(out, op, ts.UTC(), s.sent)
+	s.out = append(s.out, out)
+	return nil
+}
+
+// advance records that partition p has been read up to next.
+func (s *Subscription) advance(p int32, next int64) {
+	if m := s.pos[s.topic]; m[p] < next {
+		m[p] = next
+		s.posSet = false
+	}
+}
+
+// position returns the token of the subscription's position.
+func (s *Subscription) position() string {
+	if !s.posSet {
+		s.posText, s.posSet = s.pos.String(), true
+	}
+	return s.posText
+}
+
+// Close ends the subscription; it may be called more than once, not
+// while Next runs.
+func (s *Subscription) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.cl != nil {
+		s.cl.Close()
+	}
+	if s.snap != nil {
+		s.snap.close()
+	}
+	return nil
+}
+
+// sortedPartitions returns the partitions of m in order.
+func sortedPartitions(m map[int32]int64) []int32 {
+	ps := make([]int32, 0, len(m))
+	for p := range m {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
