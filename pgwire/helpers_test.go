@@ -20,8 +20,8 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
-	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/internal/poll"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // testTimeout bounds every wait in these tests: a condition that does not

@@ -53,8 +53,8 @@ type resultWriter struct {
 	// copyFmt is set between CopyOut and Complete: rows are CopyData
 	// lines in that format (copy.go).
 	copyFmt *pgcodec.CopyFormat
-	rdesc pgproto3.RowDescription
-	names [][]byte // rdesc's column names, reused
+	rdesc   pgproto3.RowDescription
+	names   [][]byte // rdesc's column names, reused
 
 	// zoned is set when a column of the current result is written in
 	// the session's TimeZone (TIMESTAMPTZ); loc is that zone, named
