@@ -2,8 +2,10 @@ package exec
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
@@ -17,9 +19,9 @@ import (
 // (query) reads the query's, COPY relation [(columns)] those of SELECT
 // columns FROM relation. The options become a pgcodec.CopyFormat, and
 // the ResultWriter's CopyOut (pgwire) turns each row into a line of it.
-// The rows are read in batches; when a batch comes back short and the
-// source is not done, the next Next will wait, so what was written is
-// flushed first: a live source's rows reach the client as they come.
+// The rows are read in batches of what the source has ready; when it
+// has nothing ready, what was written is flushed before COPY waits for
+// more, so a live source's rows reach the client as they come.
 
 // copyBatch is how many rows COPY asks a source for at a time.
 const copyBatch = 1024
@@ -49,37 +51,55 @@ func (s *Session) copyStmt(ctx context.Context, st *sql.Copy, w ResultWriter) er
 			return err
 		}
 	}
-	if err := w.CopyOut(cols, &f); err != nil {
+	n, err := copyRows(ctx, src, &f, w)
+	if err != nil {
 		return err
+	}
+	return w.Complete("COPY " + strconv.Itoa(n))
+}
+
+// copyRows writes src's rows to w as a COPY in f, flushing before each
+// wait for more, and returns how many it wrote. It returns ctx's error
+// as soon as ctx ends (a cancel or statement_timeout).
+func copyRows(ctx context.Context, src RowSource, f *pgcodec.CopyFormat, w ResultWriter) (int, error) {
+	if err := w.CopyOut(src.Columns(), f); err != nil {
+		return 0, err
 	}
 	n := 0
 	batch := make([][]any, 0, copyBatch)
 	for {
-		rows, done, err := src.Next(ctx, batch[:0], copyBatch, -1)
+		// Take what is ready; when nothing is, what was written goes to
+		// the client before the wait for more.
+		rows, done, err := src.Next(ctx, batch[:0], copyBatch, 0)
+		if err == nil && len(rows) == 0 && !done {
+			if err := w.Flush(); err != nil {
+				return n, err
+			}
+			rows, done, err = src.Next(ctx, batch[:0], copyBatch, waitForever)
+		}
 		if err != nil {
-			return err
+			return n, err
 		}
 		for _, r := range rows {
 			if err := w.Row(r); err != nil {
-				return err
+				return n, err
 			}
 		}
 		n += len(rows)
 		clear(rows)
 		if done {
-			break
+			return n, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if len(rows) < copyBatch {
-			if err := w.Flush(); err != nil {
-				return err
-			}
+			return n, err
 		}
 	}
-	return w.Complete("COPY " + strconv.Itoa(n))
 }
+
+// waitForever is the wait of a Next that returns once it has a row, or
+// the source ends, however long that takes (the statement's context
+// still bounds it).
+const waitForever = time.Duration(math.MaxInt64)
 
 // copyTableQuery is the SELECT of COPY relation [(columns)].
 func (s *Session) copyTableQuery(st *sql.Copy) (*sql.Select, error) {
