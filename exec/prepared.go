@@ -391,6 +391,14 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 			plan.Offset = n
 		}
 		pt.plan = &plan
+	case *sql.Fetch:
+		// Describe answered with the cursor's columns at Prepare; a
+		// cursor of that name declared since may return others.
+		if cols := p.s.fetchColumns(st); cols != nil && !sameColumns(cols, p.cols) {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "cached plan must not change result type").
+				WithDetail("Cursor %q returns other columns than when the FETCH was prepared.", st.Name).
+				WithHint("Prepare the statement again.")
+		}
 	case *sql.Insert:
 		pt.stmt = bindInsert(st, params)
 	case *sql.Delete:
@@ -401,6 +409,19 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		pt.stmt = &del
 	}
 	return pt, nil
+}
+
+// sameColumns reports whether a and b have the same names and types.
+func sameColumns(a, b []catalog.Column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type {
+			return false
+		}
+	}
+	return true
 }
 
 // replan plans p's SELECT again after the catalog changed. The result

@@ -71,6 +71,17 @@ COMMIT;
 		t.Errorf("cursor script:\n got %q\nwant %q", out, want)
 	}
 
+	// The statements of one Query form an implicit block, in which a
+	// cursor without HOLD may live; it ends with them.
+	out, err = runPsql(t, n.PGAddr(), "", "-A", "-t", "-c", "DECLARE c CURSOR FOR SELECT 7 AS x; FETCH c")
+	if err != nil || out != "DECLARE CURSOR\n7\n" { // as psql 15 prints it from PostgreSQL 15
+		t.Errorf("DECLARE and FETCH in one Query: %q, %v", out, err)
+	}
+	out, err = runPsql(t, n.PGAddr(), "", "-c", "FETCH c")
+	if err == nil || !strings.Contains(out, `cursor "c" does not exist`) {
+		t.Errorf("a cursor outlived its implicit block: %q, %v", out, err)
+	}
+
 	// An error in COPY's query: psql reports it and no data.
 	out, err = runPsql(t, n.PGAddr(), "", "-c", "COPY (SELECT 1/0) TO STDOUT")
 	if err == nil || !strings.Contains(out, "ERROR:  division by zero") {
