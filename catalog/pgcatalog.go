@@ -189,6 +189,16 @@ type SessionInfo struct {
 	// Activity returns the node's sessions for pg_stat_activity; nil
 	// shows only this one.
 	Activity func() []Activity
+	// Cursors returns the session's open cursors for pg_cursors; nil
+	// shows none.
+	Cursors func() []Cursor
+}
+
+// Cursor is one row of pg_cursors: an open cursor of the session.
+type Cursor struct {
+	Name, Statement              string
+	Holdable, Binary, Scrollable bool
+	Created                      time.Time
 }
 
 // Activity is one session's row of pg_stat_activity. The times are

@@ -475,6 +475,17 @@ func pgCatalogTables() []*VirtualTable {
 			"granted bool"), nil),
 		pgcView("pg_prepared_statements", cols("name text", "statement text", "prepare_time timestamptz",
 			"parameter_types regtype[]", "from_sql bool"), nil),
+		pgcView("pg_cursors", cols("name text", "statement text", "is_holdable bool", "is_binary bool",
+			"is_scrollable bool", "creation_time timestamptz"),
+			func(s *PGSnapshot, add rowAdder) {
+				if s.sess.Cursors == nil {
+					return
+				}
+				for _, c := range s.sess.Cursors() {
+					add("name", c.Name, "statement", c.Statement, "is_holdable", c.Holdable, "is_binary", c.Binary,
+						"is_scrollable", c.Scrollable, "creation_time", c.Created.UTC())
+				}
+			}),
 		pgcView("pg_timezone_names", cols("name text", "abbrev text", "utc_offset interval", "is_dst bool"),
 			func(s *PGSnapshot, add rowAdder) {
 				add("name", "UTC", "abbrev", "UTC", "utc_offset", "00:00:00")

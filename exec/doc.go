@@ -12,11 +12,20 @@
 // (settings.go, with the derived values reads use), transaction blocks
 // (txn.go), prepared statements and portals (prepared.go), the plan
 // cache of the simple protocol (plancache.go), pg_stat_activity
-// (activity.go), the positions of its writes and reads (positions.go),
+// (activity.go), its cursors (cursor.go), the positions of its writes
+// and reads (positions.go),
 // SHOW basin.last_read (lastread.go), SHOW TASKS and SHOW CLUSTER
 // (show.go). For each statement it makes the evaluation context
 // (eval.Env) and the read options (pull.ReadOptions) from them, and
 // reports every pull query to Engine.ObservePull (reads.go).
+//
+// COPY ... TO STDOUT (copy.go) and cursors (cursor.go) read a query's
+// rows through a RowSource (rowsource.go), the interface an incremental
+// result implements: a SELECT's is its rows collected at the start, a
+// live source's arrive while the statement waits on them. COPY writes
+// them through ResultWriter.CopyOut and flushes before each wait;
+// FETCH pages them, with basin's WITH (timeout = ...) bounding a wait
+// for the first row.
 //
 // For the extended query protocol, Session.Prepare parses one statement
 // and plans a SELECT once, inferring each $n's type from the plan, and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // lookupBenchRows is the size of the table the lookup benchmarks read.
@@ -115,9 +116,11 @@ func (w *countWriter) Row(r []any) error {
 	w.last = r[0]
 	return nil
 }
-func (w *countWriter) Complete(string) error     { return nil }
-func (w *countWriter) Empty() error              { return nil }
-func (w *countWriter) Notice(*pgerr.Error) error { return nil }
+func (w *countWriter) Complete(string) error                               { return nil }
+func (w *countWriter) Empty() error                                        { return nil }
+func (w *countWriter) Notice(*pgerr.Error) error                           { return nil }
+func (w *countWriter) Flush() error                                        { return nil }
+func (w *countWriter) CopyOut([]catalog.Column, *pgcodec.CopyFormat) error { return nil }
 
 // BenchmarkScanSelectStar is SELECT * of the whole table on a node
 // alone: the local half of B3, per row.

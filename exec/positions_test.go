@@ -11,6 +11,7 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
@@ -288,9 +289,11 @@ func (w *testWriter) Row(r []any) error {
 	w.rows = append(w.rows, append([]any{}, r...))
 	return nil
 }
-func (w *testWriter) Complete(tag string) error   { w.tag = tag; return nil }
-func (w *testWriter) Empty() error                { return errors.New("empty query") }
-func (w *testWriter) Notice(n *pgerr.Error) error { w.notices = append(w.notices, n); return nil }
+func (w *testWriter) Complete(tag string) error                           { w.tag = tag; return nil }
+func (w *testWriter) Empty() error                                        { return errors.New("empty query") }
+func (w *testWriter) Notice(n *pgerr.Error) error                         { w.notices = append(w.notices, n); return nil }
+func (w *testWriter) Flush() error                                        { return nil }
+func (w *testWriter) CopyOut([]catalog.Column, *pgcodec.CopyFormat) error { return nil }
 
 // startTableEngine starts a broker, a runtime over a Pebble database in a
 // temporary directory and an engine whose catalog holds the one table

@@ -11,6 +11,7 @@ import (
 	"github.com/basindb/basin/eval"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/safe"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/sql"
@@ -136,6 +137,8 @@ func (s *Session) prepare(ctx context.Context, text string, paramTypes []catalog
 			if st.ReturnPosition {
 				p.cols = positionColumns
 			}
+		case *sql.Fetch:
+			p.cols = s.fetchColumns(st)
 		case *sql.Show, *sql.Describe, *sql.Explain:
 			cols, err := s.describeColumns(ctx, p.stmt, p.text)
 			if err != nil {
@@ -329,6 +332,10 @@ func (d *describeWriter) Row([]any) error           { return errDescribed }
 func (d *describeWriter) Complete(string) error     { return nil }
 func (d *describeWriter) Empty() error              { return nil }
 func (d *describeWriter) Notice(*pgerr.Error) error { return nil }
+func (d *describeWriter) Flush() error              { return nil }
+func (d *describeWriter) CopyOut([]catalog.Column, *pgcodec.CopyFormat) error {
+	return errDescribed
+}
 
 // Bind makes a portal of p with params, one value per ParamTypes entry
 // (nil for NULL; any basin Go value, converted to what the plan wants as
@@ -384,6 +391,14 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 			plan.Offset = n
 		}
 		pt.plan = &plan
+	case *sql.Fetch:
+		// Describe answered with the cursor's columns at Prepare; a
+		// cursor of that name declared since may return others.
+		if cols := p.s.fetchColumns(st); cols != nil && !sameColumns(cols, p.cols) {
+			return nil, pgerr.New(pgerr.FeatureNotSupported, "cached plan must not change result type").
+				WithDetail("Cursor %q returns other columns than when the FETCH was prepared.", st.Name).
+				WithHint("Prepare the statement again.")
+		}
 	case *sql.Insert:
 		pt.stmt = bindInsert(st, params)
 	case *sql.Delete:
@@ -394,6 +409,19 @@ func (p *Prepared) Bind(ctx context.Context, params []any) (_ *Portal, err error
 		pt.stmt = &del
 	}
 	return pt, nil
+}
+
+// sameColumns reports whether a and b have the same names and types.
+func sameColumns(a, b []catalog.Column) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Type != b[i].Type {
+			return false
+		}
+	}
+	return true
 }
 
 // replan plans p's SELECT again after the catalog changed. The result
@@ -813,8 +841,12 @@ func (b *bufferWriter) Row(r []any) error {
 func (b *bufferWriter) Complete(tag string) error   { b.end = tag; return nil }
 func (b *bufferWriter) Empty() error                { return nil }
 func (b *bufferWriter) Notice(n *pgerr.Error) error { return b.w.Notice(n) }
-func (b *bufferWriter) tag(int) string              { return b.end }
-func (b *bufferWriter) close()                      { b.rows = nil }
+func (b *bufferWriter) Flush() error                { return nil }
+func (b *bufferWriter) CopyOut([]catalog.Column, *pgcodec.CopyFormat) error {
+	return errors.New("exec: COPY cannot run row-limited")
+}
+func (b *bufferWriter) tag(int) string { return b.end }
+func (b *bufferWriter) close()         { b.rows = nil }
 func (b *bufferWriter) next(context.Context) ([]any, bool, error) {
 	if len(b.rows) == 0 {
 		return nil, false, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/kafka"
 	"github.com/basindb/basin/materialize"
+	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/pull"
 	"github.com/basindb/basin/serde"
@@ -103,6 +104,14 @@ type Session struct {
 	// ends (SET LOCAL, SET TRANSACTION).
 	initial  map[string]string
 	txnSaved map[string]string
+	// txnSeq counts the transaction blocks begun, so a cursor knows the
+	// block it was declared in; implicitTxn is set while the statements
+	// of a multi-statement Query outside a block run, which Postgres
+	// treats as one implicit block (cursor.go).
+	txnSeq      uint64
+	implicitTxn bool
+	// cursors are the open cursors (cursor.go).
+	cursors cursors
 	// writes is the position of the session's own INSERTs: with
 	// basin.read_your_writes on, reads wait until a replica reflects it.
 	// seen is the position each relation partition its reads were
@@ -144,6 +153,12 @@ type ResultWriter interface {
 	Complete(tag string) error
 	Empty() error
 	Notice(n *pgerr.Error) error
+	// CopyOut starts a COPY TO STDOUT result in format; rows follow
+	// with Row and the end with Complete (copy.go).
+	CopyOut(cols []catalog.Column, format *pgcodec.CopyFormat) error
+	// Flush sends what is buffered to the client now: a statement that
+	// produces rows over a long time calls it before it waits.
+	Flush() error
 }
 
 // NewSession starts a session for a connection's startup parameters.
@@ -239,7 +254,10 @@ func (s *Session) ParameterStatus() map[string]string {
 func (s *Session) PID() int32 { return s.pid }
 
 // Close ends the session.
-func (s *Session) Close() { s.e.sessions.CompareAndDelete(s.pid, s) }
+func (s *Session) Close() {
+	s.cursors.closeIf(func(*cursorState) bool { return true })
+	s.e.sessions.CompareAndDelete(s.pid, s)
+}
 
 // versionText is what version() returns.
 var versionText = fmt.Sprintf("PostgreSQL %s (basin %s)", ServerVersion, Version)
@@ -299,6 +317,17 @@ func (s *Session) query(ctx context.Context, text string, w ResultWriter) error 
 	}
 	if len(stmts) == 0 {
 		return w.Empty()
+	}
+	if len(stmts) > 1 && !s.inTxn {
+		// The statements run in Postgres's implicit block: cursors
+		// without HOLD may be declared, and close at its end.
+		s.implicitTxn = true
+		defer func() {
+			s.implicitTxn = false
+			if !s.inTxn {
+				s.endCursors(false)
+			}
+		}()
 	}
 	for _, st := range stmts {
 		sctx, cancel, timeout := s.statementContext(ctx)
@@ -375,6 +404,14 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.explain(ctx, st, w)
 	case *sql.Txn:
 		return s.txn(st, w)
+	case *sql.Copy:
+		return s.copyStmt(ctx, st, w)
+	case *sql.Declare:
+		return s.declare(ctx, st, text, w)
+	case *sql.Fetch:
+		return s.fetch(ctx, st, w)
+	case *sql.Close:
+		return s.closeCursor(st, w)
 	}
 	return pgerr.New(pgerr.FeatureNotSupported, "statement %T is not supported", st)
 }

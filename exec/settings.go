@@ -309,6 +309,7 @@ func (s *Session) discard(st *sql.Discard, w ResultWriter) error {
 	if c := closerOf(w); c != nil {
 		c.CloseAllPrepared()
 	}
+	s.cursors.closeIf(func(*cursorState) bool { return true })
 	return w.Complete("DISCARD ALL")
 }
 
@@ -452,6 +453,10 @@ func (discardWriter) Row([]any) error                { return nil }
 func (discardWriter) Complete(string) error          { return nil }
 func (discardWriter) Empty() error                   { return nil }
 func (discardWriter) Notice(*pgerr.Error) error      { return nil }
+func (discardWriter) Flush() error                   { return nil }
+func (discardWriter) CopyOut([]catalog.Column, *pgcodec.CopyFormat) error {
+	return nil
+}
 
 // Snapshot is the catalog of a statement of the session started at
 // started, as catalog queries read it (pg_catalog, information_schema).
@@ -462,7 +467,8 @@ func (s *Session) Snapshot(started time.Time) *catalog.PGSnapshot {
 // catalogInfo is what the virtual catalog shows of the session.
 func (s *Session) catalogInfo(started time.Time) catalog.SessionInfo {
 	info := catalog.SessionInfo{User: s.user, Database: s.db, PID: s.pid, Started: started,
-		ApplicationName: s.vars["application_name"], ViewQuery: eval.ViewQuery, Activity: s.e.Activity}
+		ApplicationName: s.vars["application_name"], ViewQuery: eval.ViewQuery, Activity: s.e.Activity,
+		Cursors: s.cursors.list}
 	all := map[string]string{"max_index_keys": "32", "max_function_args": "100"}
 	for k, v := range eval.ExtraSettings {
 		all[k] = v

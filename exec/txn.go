@@ -23,6 +23,8 @@ import (
 //     on, fails with 25006;
 //   - a write in a read-write block is applied at once, with a NOTICE
 //     saying that ROLLBACK will not undo it (once per block);
+//   - cursors without HOLD end with the block, and so do held cursors
+//     the block declared when it rolls back (cursor.go);
 //   - portals end with the block (pgwire closes them when the status
 //     returns to 'I'), so a client may read a portal in batches across
 //     Syncs inside a block, as pgjdbc does with a fetch size.
@@ -71,6 +73,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 			return w.Complete("BEGIN")
 		}
 		s.inTxn = true
+		s.txnSeq++
 		for _, name := range []string{"isolation", "read_only", "deferrable"} {
 			s.setForTxn("transaction_"+name, s.vars["default_transaction_"+name])
 		}
@@ -85,6 +88,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 			return w.Complete("COMMIT")
 		}
 		failed := s.txnFailed
+		s.endCursors(failed)
 		s.endTxn()
 		if failed {
 			return w.Complete("ROLLBACK")
@@ -94,6 +98,9 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 		if !s.inTxn {
 			_ = w.Notice(&pgerr.Error{Severity: "WARNING", Code: pgerr.NoActiveSQLTransaction,
 				Message: "there is no transaction in progress"})
+		}
+		if s.inTxn {
+			s.endCursors(true)
 		}
 		s.endTxn()
 		return w.Complete("ROLLBACK")

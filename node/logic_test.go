@@ -91,6 +91,15 @@ func TestLogic(t *testing.T) {
 					}
 				}
 				return notices.String() + out
+			case "copy":
+				// COPY ... TO STDOUT: the lines as the client got them,
+				// then the command tag.
+				var buf strings.Builder
+				tag, err := conn.PgConn().CopyTo(ctx, &buf, d.Input)
+				if err != nil {
+					return notices.String() + buf.String() + errorText(err)
+				}
+				return notices.String() + buf.String() + tag.String() + "\n"
 			case "query":
 				run := func() string {
 					out, err := queryText(ctx, conn, d.Input, d.HasArg("colnames"))

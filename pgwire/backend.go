@@ -6,6 +6,7 @@ import (
 
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // Backend is what the server needs from the engine: sessions. node/
@@ -76,6 +77,18 @@ type ResultWriter interface {
 	Empty() error
 	// Notice sends a NoticeResponse.
 	Notice(n *pgerr.Error) error
+	// CopyOut starts the result of a COPY ... TO STDOUT instead of
+	// Columns: CopyOutResponse, and the header line when format asks for
+	// one. Each Row after it is one CopyData line in format (valid, see
+	// pgcodec.CopyFormat.Validate), and Complete sends CopyDone before
+	// CommandComplete ("COPY n"). An error returned instead of Complete
+	// ends the copy as Postgres does, with the ErrorResponse alone.
+	CopyOut(cols []catalog.Column, format *pgcodec.CopyFormat) error
+	// Flush sends what is buffered to the client now. A statement that
+	// produces rows over a long time (a COPY of a live source) calls it
+	// after each batch; otherwise rows go out 64 KiB at a time and at
+	// the statement's end.
+	Flush() error
 }
 
 // PreparedStatement is a statement parsed by Session.Prepare. pgwire

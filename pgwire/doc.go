@@ -54,7 +54,9 @@ it, catalog and internal helpers (pgerr, safe), and no engine package.
     Session reports to, encoding RowDescription, DataRow (text or binary
     format, by pgcodec), CommandComplete, EmptyQueryResponse and
     NoticeResponse onto a per-connection buffer with the flush policy
-    described below.
+    described below. copy.go is its COPY ... TO STDOUT side:
+    CopyOutResponse, a CopyData per row in the text or csv format
+    (pgcodec.AppendCopyRow), CopyDone.
 
   - errors.go: how any error becomes an ErrorResponse.
 
@@ -308,7 +310,9 @@ extended protocol, a NoticeResponse (a freshness notice before a long wait
 must arrive before the wait), a Flush message, or the buffer passing 64
 KiB. A scan of any length therefore streams at about one write per 64 KiB
 in flat memory: rows reach the client while the statement runs, and the
-client's reading speed throttles it through TCP. A buffer grown by one
+client's reading speed throttles it through TCP. A statement that produces rows
+over a long time (a COPY of a live source) calls ResultWriter.Flush
+before it waits, so what it has written does not sit in the buffer. A buffer grown by one
 huge row is dropped after it is written.
 
 # Shutdown
@@ -352,7 +356,7 @@ relies on Session.Query honouring its context.
 
 # What's next
 
-COPY, direct TLS (sslnegotiation=direct), tls-exporter channel binding,
+COPY FROM STDIN and binary COPY, direct TLS (sslnegotiation=direct), tls-exporter channel binding,
 and certificate reload without a restart.
 */
 package pgwire

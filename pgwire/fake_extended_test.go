@@ -104,6 +104,10 @@ func (s *fakeSession) Prepare(ctx context.Context, text string, declared []catal
 			s.params["application_name"] = strings.TrimPrefix(text, "set app=")
 			return w.Complete("SET")
 		}
+	case strings.HasPrefix(text, "copy "):
+		p.exec = func(_ context.Context, _ []any, w ResultWriter) error {
+			return fakeCopy(strings.TrimPrefix(text, "copy "), w)
+		}
 	case text == "insert":
 		p.exec = func(_ context.Context, _ []any, w ResultWriter) error { return w.Complete("INSERT 0 1") }
 	case text == "wrong columns":

@@ -21,6 +21,7 @@ import (
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/internal/pgerr"
 	"github.com/basindb/basin/internal/poll"
+	"github.com/basindb/basin/pgcodec"
 )
 
 // testTimeout bounds every wait in these tests: a condition that does not
@@ -208,6 +209,8 @@ func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) er
 			}
 		}
 		return w.Complete(fmt.Sprintf("SELECT %d", n))
+	case strings.HasPrefix(text, "copy "):
+		return fakeCopy(strings.TrimPrefix(text, "copy "), w)
 	case text == "-- ping" || text == "":
 		return w.Empty()
 	case text == "begin" || text == "commit":
@@ -244,6 +247,33 @@ func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) er
 		return w.Complete(fmt.Sprintf("SELECT %d", n))
 	}
 	return &pgerr.Error{Code: pgerr.SyntaxError, Message: fmt.Sprintf("fake backend does not know %q", text), Position: 1}
+}
+
+// fakeCopy answers "copy text", "copy csv" (with a header), "copy
+// flush" (flushing after each row) and "copy fail" (an error after a
+// row): two columns, rows with what each format must escape or quote.
+func fakeCopy(how string, w ResultWriter) error {
+	cols := []catalog.Column{{Name: "n", Type: catalog.BigInt}, {Name: "s", Type: catalog.Varchar}}
+	f := pgcodec.DefaultCopyFormat(how == "csv")
+	f.Header = how == "csv"
+	if err := w.CopyOut(cols, &f); err != nil {
+		return err
+	}
+	rows := [][]any{{int64(1), "a\tb\\c"}, {int64(2), nil}, {nil, "x,\"y\"\n"}, {int64(4), ""}}
+	for i, r := range rows {
+		if how == "fail" && i == 1 {
+			return pgerr.New(pgerr.DivisionByZero, "division by zero")
+		}
+		if err := w.Row(r); err != nil {
+			return err
+		}
+		if how == "flush" {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.Complete(fmt.Sprintf("COPY %d", len(rows)))
 }
 
 func selectOne(w ResultWriter) error {

@@ -199,6 +199,14 @@ func formatMessage(t *testing.T, msg pgproto3.BackendMessage) string {
 	if dr, ok := msg.(*pgproto3.DataRow); ok {
 		return name + " " + formatDataRow(t, dr)
 	}
+	if cd, ok := msg.(*pgproto3.CopyData); ok && utf8.Valid(cd.Data) {
+		// A COPY line as text, which pgproto3 would print in hex.
+		b, err := json.Marshal(map[string]string{"Data": string(cd.Data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name + " " + string(b)
+	}
 	b, err := json.Marshal(msg)
 	if err != nil {
 		t.Fatal(err)

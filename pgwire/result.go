@@ -50,8 +50,11 @@ type resultWriter struct {
 	described bool
 	// ended is set by Complete and Empty: the statement reported its end.
 	ended bool
-	rdesc pgproto3.RowDescription
-	names [][]byte // rdesc's column names, reused
+	// copyFmt is set between CopyOut and Complete: rows are CopyData
+	// lines in that format (copy.go).
+	copyFmt *pgcodec.CopyFormat
+	rdesc   pgproto3.RowDescription
+	names   [][]byte // rdesc's column names, reused
 
 	// zoned is set when a column of the current result is written in
 	// the session's TimeZone (TIMESTAMPTZ); loc is that zone, named
@@ -71,6 +74,7 @@ func (r *resultWriter) reset() {
 	r.formats = nil
 	r.described = false
 	r.ended = false
+	r.copyFmt = nil
 }
 
 // startPortal prepares for an Execute of a portal whose result has
@@ -160,6 +164,9 @@ func (r *resultWriter) Row(vals []any) error {
 	if r.w.err != nil {
 		return r.w.err
 	}
+	if r.copyFmt != nil {
+		return r.copyRow(vals)
+	}
 	b, err := r.appendDataRow(r.w.buf, vals, "Row")
 	r.w.buf = b
 	if err != nil {
@@ -231,15 +238,27 @@ func (r *resultWriter) WriteRows(b []byte, _ int) error {
 	if !r.inResult {
 		return errNoColumns
 	}
+	if r.copyFmt != nil {
+		return errors.New("pgwire: WriteRows called during COPY")
+	}
 	return r.w.sendRaw(b)
 }
 
 // Complete implements ResultWriter.
 func (r *resultWriter) Complete(tag string) error {
+	copying := r.copyFmt != nil
 	r.reset()
 	r.ended = true
+	if copying {
+		if err := r.w.send(&pgproto3.CopyDone{}); err != nil {
+			return err
+		}
+	}
 	return r.w.sendCommandComplete(tag)
 }
+
+// Flush implements ResultWriter.
+func (r *resultWriter) Flush() error { return r.w.flush() }
 
 // Empty implements ResultWriter.
 func (r *resultWriter) Empty() error {

@@ -47,10 +47,12 @@
 //     and only the column list goes on. SELECT loses its LIMIT, OFFSET
 //     and FETCH clauses and its NULLS FIRST/LAST here, because TiDB's
 //     grammar has no room for them; they are recorded and put back after
-//     conversion. Statements Postgres has and basin does not (UPDATE,
-//     DELETE, COPY, CREATE VIEW, ...) fail with 0A000 by their first
-//     words, before TiDB, so that valid Postgres never gets a MySQL syntax
-//     error.
+//     conversion. COPY ... TO STDOUT (copy.go) and the cursor
+//     statements DECLARE, FETCH, MOVE and CLOSE (cursor.go) are parsed
+//     here too, their queries as statements of their own. Statements
+//     Postgres has and basin does not (UPDATE, MERGE, COPY FROM, CREATE
+//     VIEW, ...) fail with 0A000 by their first words, before TiDB, so
+//     that valid Postgres never gets a MySQL syntax error.
 //
 //  3. Rewrite to MySQL (rewrite.go, types.go). The tokens of a SELECT,
 //     INSERT or column list are written out as MySQL text: names

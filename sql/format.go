@@ -219,8 +219,10 @@ func (f *formatter) stmt(s Statement) {
 		default:
 			f.b.WriteString("ROLLBACK")
 		}
+	case *Copy:
+		f.formatCopy(s)
 	default:
-		if !f.sessionStmt(s) {
+		if !f.sessionStmt(s) && !f.formatCursorStmt(s) {
 			f.printf("<%T>", s)
 		}
 	}

@@ -166,7 +166,15 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseSelect(i, len(sp.toks)-1)
 	case "values":
 		return sp.parseValues(i)
-	case "update", "merge", "truncate", "copy":
+	case "copy":
+		return sp.parseCopy(i)
+	case "declare":
+		return sp.parseDeclare(i)
+	case "fetch", "move":
+		return sp.parseFetch(i)
+	case "close":
+		return sp.parseClose(i)
+	case "update", "merge", "truncate":
 		return nil, unsupported(sp.charPos(t.pos), "%s is not supported", strings.ToUpper(t.val)).
 			WithHint("Tables are maintained from their Kafka topics; INSERT appends to a stream or table, DELETE writes tombstones to a table.")
 	}
@@ -181,9 +189,9 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 // in Postgres.
 var unsupportedStatements = map[string]bool{
 	"alter": true, "analyze": true, "analyse": true, "call": true, "checkpoint": true,
-	"close": true, "cluster": true, "comment": true, "declare": true,
-	"do": true, "execute": true, "fetch": true, "grant": true, "import": true,
-	"listen": true, "load": true, "lock": true, "move": true, "notify": true, "prepare": true,
+	"cluster": true, "comment": true,
+	"do": true, "execute": true, "grant": true, "import": true,
+	"listen": true, "load": true, "lock": true, "notify": true, "prepare": true,
 	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
 	"savepoint": true, "security": true, "unlisten": true, "vacuum": true,
 	"table": true,
