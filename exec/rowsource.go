@@ -64,7 +64,16 @@ func (f *finishedSource) Close() error {
 // openSource starts the rows of q, the query of a COPY or a cursor.
 func (s *Session) openSource(ctx context.Context, q sql.Statement, w ResultWriter) (RowSource, error) {
 	switch q := q.(type) {
+	case *sql.Subscribe:
+		return s.openSubscription(ctx, q)
 	case *sql.Select:
+		if q.Emit == sql.EmitChanges {
+			sub, err := emitChanges(q)
+			if err != nil {
+				return nil, err
+			}
+			return s.openSubscription(ctx, sub)
+		}
 		plan, err := planner.PlanSelect(s.e.Catalog, q)
 		if err != nil {
 			return nil, err

@@ -1,12 +1,17 @@
 package node
 
 import (
+	"bufio"
 	"context"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/basindb/basin/internal/poll"
 )
 
 // subscriber reads a running SUBSCRIBE's rows as they come.
@@ -162,5 +167,107 @@ func TestSubscribe(t *testing.T) {
 		if err := <-s.done; err == nil {
 			t.Error("a subscription ended without an error when its node stopped")
 		}
+	}
+}
+
+// TestSubscribeLive follows a view's changes the ways clients without
+// a streaming result API do: psql's COPY (SUBSCRIBE ...) TO STDOUT
+// prints each change as it happens, and a cursor over SUBSCRIBE pages
+// them with FETCH ... WITH (timeout), which returns what has come.
+func TestSubscribeLive(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec(`CREATE STREAM clicks (page VARCHAR, ms INTEGER) WITH (kafka_topic = 'clicks', partitions = 2)`)
+	c.exec(`CREATE TABLE pages AS SELECT page, count(*) AS n FROM clicks GROUP BY page`)
+	c.exec(`INSERT INTO clicks VALUES ('/a', 5)`)
+	waitQuery(t, c.conn, `SELECT page, n FROM pages`, "/a|1\n")
+
+	path, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatalf("psql is not installed (CI installs postgresql-client): %v", err)
+	}
+	addr := n.PGAddr()
+	host, port := addr[:strings.LastIndexByte(addr, ':')], addr[strings.LastIndexByte(addr, ':')+1:]
+	// psql writes to a terminal line by line, and to a pipe in blocks:
+	// stdbuf makes the pipe a terminal's.
+	cmd := exec.Command("stdbuf", "-oL", path, "-X", "-h", host, "-p", port, "-U", "basin", "-d", "basin",
+		"-c", `COPY (SELECT page, n FROM pages EMIT CHANGES) TO STDOUT WITH (FORMAT csv)`)
+	cmd.Env = append(cmd.Environ(), "PGCONNECT_TIMEOUT=10")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			// page, n, _op; then _ts and _position, which vary.
+			f := strings.Split(sc.Text(), ",")
+			lines <- strings.Join(f[:min(3, len(f))], ",")
+		}
+		close(lines)
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok || l != want {
+				t.Fatalf("psql printed %q (open %v), want %q", l, ok, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("psql printed nothing within 30s, want %q", want)
+		}
+	}
+	next("/a,1,insert")
+	c.exec(`INSERT INTO clicks VALUES ('/a', 7)`)
+	next("/a,2,update")
+	c.exec(`INSERT INTO clicks VALUES ('/b', 1)`)
+	next("/b,1,insert")
+
+	// A cursor: the snapshot, then nothing until a change comes.
+	tx, err := c.conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `DECLARE c CURSOR FOR SUBSCRIBE pages`); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(q string) string {
+		t.Helper()
+		rows, err := tx.Query(ctx, q, pgx.QueryResultFormats{pgx.TextFormatCode})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var got []string
+		for rows.Next() {
+			v := rows.RawValues()
+			got = append(got, string(v[0])+"|"+string(v[1])+"|"+string(v[2]))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		slices.Sort(got)
+		return strings.Join(got, " ")
+	}
+	if got := fetch(`FETCH 10 c WITH (timeout = '1s')`); got != "/a|2|insert /b|1|insert" {
+		t.Fatalf("the snapshot is %q", got)
+	}
+	if got := fetch(`FETCH 10 c WITH (timeout = '10ms')`); got != "" {
+		t.Fatalf("with no change, FETCH returned %q", got)
+	}
+	c.exec(`INSERT INTO clicks VALUES ('/b', 2)`)
+	got := ""
+	if !poll.Cond(30*time.Second, func() bool {
+		got += fetch(`FETCH 10 c WITH (timeout = '1s')`)
+		return got != ""
+	}) || got != "/b|2|update" {
+		t.Fatalf("after a change, FETCH returned %q", got)
 	}
 }

@@ -289,8 +289,3 @@ func cstring(s string) string {
 	}
 	return strings.ReplaceAll(s, "\x00", "")
 }
-
-// Flush sends the rows written so far now, rather than when the buffer
-// fills or the statement ends: a result that goes on for as long as the
-// client wants it (SUBSCRIBE) calls it after each batch of rows.
-func (r *resultWriter) Flush() error { return r.w.flush() }

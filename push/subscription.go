@@ -225,9 +225,13 @@ func (s *Subscription) Columns() []catalog.Column { return s.cols }
 // is done, which ends it with ctx's error only when it has no row. A
 // subscription never ends by itself: done is always false.
 func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.Duration) (rows [][]any, done bool, err error) {
+	// Until when to wait for a first row: forever for a wait so long it
+	// overflows (the zero deadline).
 	var deadline time.Time
-	if wait >= 0 {
-		deadline = time.Now().Add(wait)
+	if start := time.Now(); wait >= 0 {
+		if deadline = start.Add(wait); wait > 0 && !deadline.After(start) {
+			deadline = time.Time{}
+		}
 	}
 	for len(dst) < n {
 		if len(s.out) > 0 {
@@ -247,8 +251,8 @@ func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.D
 			continue
 		}
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if wait >= 0 {
-			if !time.Now().Before(deadline) {
+		if wait >= 0 && !deadline.IsZero() {
+			if wait == 0 || !time.Now().Before(deadline) {
 				return dst, false, nil
 			}
 			pctx, cancel = context.WithDeadline(ctx, deadline)

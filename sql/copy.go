@@ -13,7 +13,8 @@ import (
 // columns FORCE_QUOTE names. COPY FROM and COPY to a file or program
 // are refused here with 0A000.
 type Copy struct {
-	// Query is the statement of COPY (query): a *Select. Nil when
+	// Query is the statement of COPY (query): a *Select or a
+	// *Subscribe. Nil when
 	// Table is set.
 	Query Statement
 	// Table is the relation of COPY relation, Columns its column list
@@ -64,7 +65,9 @@ func (sp *stmtParser) parseCopy(i int) (Statement, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := q.(*Select); !ok {
+		switch q.(type) {
+		case *Select, *Subscribe:
+		default:
 			return nil, sp.syntaxErr(toks[k+1])
 		}
 		c.Query = q

@@ -125,7 +125,7 @@ func (sp *stmtParser) parseDeclare(i int) (Statement, error) {
 	}
 	t := c.tok()
 	switch {
-	case t.isWord("select"), t.isWord("with"), t.isWord("values"), t.isOp("("):
+	case t.isWord("select"), t.isWord("with"), t.isWord("values"), t.isOp("("), t.isWord("subscribe"):
 	default:
 		return nil, sp.syntaxErr(t)
 	}
