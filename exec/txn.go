@@ -86,6 +86,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 		}
 		failed := s.txnFailed
 		s.endTxn()
+		s.endNotifyTxn(!failed)
 		if failed {
 			return w.Complete("ROLLBACK")
 		}
@@ -96,6 +97,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 				Message: "there is no transaction in progress"})
 		}
 		s.endTxn()
+		s.endNotifyTxn(false)
 		return w.Complete("ROLLBACK")
 	}
 }

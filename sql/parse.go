@@ -160,6 +160,12 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseDiscard(i)
 	case "deallocate":
 		return sp.parseDeallocate(i)
+	case "listen":
+		return sp.parseListen(i, ListenListen)
+	case "unlisten":
+		return sp.parseListen(i, ListenUnlisten)
+	case "notify":
+		return sp.parseListen(i, ListenNotify)
 	case "with":
 		return sp.parseSelect(i, len(sp.toks)-1)
 	case "values":
@@ -181,9 +187,9 @@ var unsupportedStatements = map[string]bool{
 	"alter": true, "analyze": true, "analyse": true, "call": true, "checkpoint": true,
 	"close": true, "cluster": true, "comment": true, "declare": true,
 	"do": true, "execute": true, "fetch": true, "grant": true, "import": true,
-	"listen": true, "load": true, "lock": true, "move": true, "notify": true, "prepare": true,
+	"load": true, "lock": true, "move": true, "prepare": true,
 	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
-	"savepoint": true, "security": true, "unlisten": true, "vacuum": true,
+	"savepoint": true, "security": true, "vacuum": true,
 	"table": true,
 }
 
