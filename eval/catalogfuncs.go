@@ -681,7 +681,19 @@ const maxSRFRows = 1_000_000
 
 // RunSRF runs a set-returning function; each value is one row (a []any
 // record for functions of several columns).
-func RunSRF(name string, args []any, types []catalog.Type, loc *time.Location) ([]any, error) {
+func RunSRF(name string, args []any, types []catalog.Type, env *Env) ([]any, error) {
+	loc := env.Location()
+	if name == "pg_listening_channels" {
+		n, ok := env.Session.(Notifier)
+		if !ok {
+			return nil, nil
+		}
+		var out []any
+		for _, ch := range n.ListeningChannels() {
+			out = append(out, ch)
+		}
+		return out, nil
+	}
 	for _, a := range args {
 		if a == nil {
 			return nil, nil

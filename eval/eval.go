@@ -126,6 +126,16 @@ type Session interface {
 	Snapshot(started time.Time) *catalog.PGSnapshot
 }
 
+// Notifier is what a Session that has LISTEN/NOTIFY adds:
+// pg_notify and pg_listening_channels.
+type Notifier interface {
+	// Notify queues a notification, sent when the session's
+	// transaction commits.
+	Notify(channel, payload string) error
+	// ListeningChannels returns the channels the session listens on.
+	ListeningChannels() []string
+}
+
 // Backends signals other sessions of the node, for pg_cancel_backend and
 // pg_terminate_backend. Each reports whether a session with that PID
 // exists.

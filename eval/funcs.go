@@ -157,6 +157,22 @@ func compileCall(s *planner.Call) Expr {
 				return nil, ctx.Err()
 			}
 		}
+	case "pg_notify":
+		// Not strict: a NULL channel is an empty one, which Notify
+		// refuses; a NULL payload is an empty one.
+		return func(row catalog.Row, env *Env) (any, error) {
+			vals, err := EvalAll(args, row, env)
+			if err != nil {
+				return nil, err
+			}
+			n, ok := env.Session.(Notifier)
+			if !ok {
+				return nil, pgerr.New(pgerr.FeatureNotSupported, "pg_notify() needs a session")
+			}
+			channel, _ := vals[0].(string)
+			payload, _ := vals[1].(string)
+			return nil, n.Notify(channel, payload)
+		}
 	case "pg_backend_pid":
 		return func(_ catalog.Row, env *Env) (any, error) { return int64(env.PID), nil }
 	case "pg_cancel_backend", "pg_terminate_backend":

@@ -650,6 +650,15 @@ var errPortalFailed = pgerr.New(pgerr.ObjectNotInPrerequisiteState, "portal cann
 // none. The command tag counts the rows of this call. An error (57014
 // when ctx was cancelled) leaves the portal failed.
 func (pt *Portal) Execute(ctx context.Context, w ResultWriter, maxRows int) (suspended bool, err error) {
+	// Outside a block each Execute is its own transaction for LISTEN and
+	// NOTIFY. (In Postgres the pipeline up to Sync is one: a NOTIFY
+	// followed by a failing Execute before Sync is sent here, dropped
+	// there.)
+	defer func() {
+		if !suspended {
+			pt.s.endImplicitTxn(err)
+		}
+	}()
 	if pt.failed {
 		return false, pt.s.failTxn(errPortalFailed)
 	}

@@ -86,6 +86,9 @@ type Engine struct {
 	sessions sync.Map // PID → *Session, for pg_stat_activity
 
 	planCache planCacheCounters
+
+	// notify routes LISTEN/NOTIFY's notifications (notify.go).
+	notify notifyHub
 }
 
 // Session is one client connection's state.
@@ -143,6 +146,8 @@ type Session struct {
 		gen uint64
 		m   map[any]any
 	}
+	// notify is the session's LISTEN/NOTIFY state (notify.go).
+	notify sessionNotify
 }
 
 // ResultWriter receives statement results; pgwire.ResultWriter satisfies
@@ -253,9 +258,12 @@ func (s *Session) ParameterStatus() map[string]string {
 // PID is the session's backend process id.
 func (s *Session) PID() int32 { return s.pid }
 
-// Close ends the session.
+// Close ends the session: it closes its cursors and stops listening,
+// and what its open transaction would have notified is dropped.
 func (s *Session) Close() {
 	s.cursors.closeIf(func(*cursorState) bool { return true })
+	s.endNotifyTxn(false)
+	s.unlistenAll()
 	s.e.sessions.CompareAndDelete(s.pid, s)
 }
 
@@ -292,8 +300,11 @@ func (s *Session) fillEnv(env *eval.Env, opts *pull.ReadOptions) {
 	opts.ServeRestoring = d.forwarded == "restoring"
 }
 
-// Query runs the statements of a simple Query message.
-func (s *Session) Query(ctx context.Context, text string, w ResultWriter) error {
+// Query runs the statements of a simple Query message. Outside a
+// transaction block they are one implicit transaction, which is what
+// LISTEN and NOTIFY see (notify.go).
+func (s *Session) Query(ctx context.Context, text string, w ResultWriter) (err error) {
+	defer func() { s.endImplicitTxn(err) }()
 	if err := s.checkStatementSize(text); err != nil {
 		return s.failTxn(err)
 	}
@@ -412,6 +423,8 @@ func (s *Session) run(ctx context.Context, st sql.Statement, text string, w Resu
 		return s.fetch(ctx, st, w)
 	case *sql.Close:
 		return s.closeCursor(st, w)
+	case *sql.Listen:
+		return s.listenStmt(st, w)
 	}
 	return pgerr.New(pgerr.FeatureNotSupported, "statement %T is not supported", st)
 }

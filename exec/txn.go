@@ -90,6 +90,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 		failed := s.txnFailed
 		s.endCursors(failed)
 		s.endTxn()
+		s.endNotifyTxn(!failed)
 		if failed {
 			return w.Complete("ROLLBACK")
 		}
@@ -103,6 +104,7 @@ func (s *Session) txn(st *sql.Txn, w ResultWriter) error {
 			s.endCursors(true)
 		}
 		s.endTxn()
+		s.endNotifyTxn(false)
 		return w.Complete("ROLLBACK")
 	}
 }

@@ -21,7 +21,9 @@ import (
 // fresh node. Directives:
 //
 //	exec                  the statement succeeds; output: the notices it sent,
-//	                      NOTICE <sqlstate>: <message>, one a line
+//	                      NOTICE <sqlstate>: <message>, one a line, and the
+//	                      notifications it received (LISTEN/NOTIFY),
+//	                      NOTIFICATION <channel> "<payload>" from self|pid N
 //	error [detail]        the statement fails; output: ERROR <sqlstate>: <message> [(position N)],
 //	                      with detail also its DETAIL and HINT lines
 //	query [rowsort] [colnames] [settled]
@@ -64,6 +66,13 @@ func TestLogic(t *testing.T) {
 		conn := connect(t, n.PGAddr(), func(cfg *pgx.ConnConfig) {
 			cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 				fmt.Fprintf(&notices, "%s %s: %s\n", n.Severity, n.Code, n.Message)
+			}
+			cfg.OnNotification = func(c *pgconn.PgConn, n *pgconn.Notification) {
+				from := "self"
+				if n.PID != c.PID() {
+					from = fmt.Sprintf("pid %d", n.PID)
+				}
+				fmt.Fprintf(&notices, "NOTIFICATION %s %q from %s\n", n.Channel, n.Payload, from)
 			}
 		})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

@@ -700,6 +700,17 @@ func (s session) Query(ctx context.Context, text string, w pgwire.ResultWriter) 
 func (s session) ParameterStatus() map[string]string { return s.s.ParameterStatus() }
 func (s session) TxnStatus() byte                    { return s.s.TxnStatus() }
 func (s session) Close()                             { s.s.Close() }
+func (s session) SetWake(wake func())                { s.s.SetWake(wake) }
+
+// Notifications converts exec's notifications for the wire.
+func (s session) Notifications() ([]pgwire.Notification, *pgerr.Error) {
+	ns, notice := s.s.Notifications()
+	out := make([]pgwire.Notification, len(ns))
+	for i, n := range ns {
+		out[i] = pgwire.Notification{PID: uint32(n.PID), Channel: n.Channel, Payload: n.Payload}
+	}
+	return out, notice
+}
 
 func (s session) Prepare(ctx context.Context, text string, paramTypes []catalog.Type) (pgwire.PreparedStatement, error) {
 	p, err := s.s.Prepare(ctx, text, paramTypes)

@@ -58,8 +58,33 @@ type Session interface {
 	// it is 'I', pgwire closes every portal: portals end with their
 	// transaction, as in Postgres.
 	TxnStatus() byte
+	// SetWake is called once, after Open and before anything else, with
+	// the function the session calls whenever it has queued something
+	// for Notifications to return (LISTEN/NOTIFY). wake may be called
+	// from any goroutine, at any time, also after Close; it never blocks
+	// and does nothing once the connection has ended.
+	SetWake(wake func())
+	// Notifications removes and returns what the session has queued for
+	// the client: notifications in the order they were queued, and a
+	// notice to send before them (nil: none), which says what the
+	// session had to drop. pgwire calls it after a wake, only while the
+	// transaction status is 'I': on another goroutine while the
+	// connection waits for the client's next message, or on the
+	// connection's before ReadyForQuery; never while another method of
+	// the session runs.
+	Notifications() ([]Notification, *pgerr.Error)
 	// Close ends the session.
 	Close()
+}
+
+// Notification is an asynchronous notification for the client, sent as
+// a NotificationResponse.
+type Notification struct {
+	// PID is the process ID of the session that sent it (BackendKeyData's,
+	// which may be this session's own).
+	PID     uint32
+	Channel string
+	Payload string
 }
 
 // ResultWriter receives one statement's result at a time.

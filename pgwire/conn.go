@@ -78,6 +78,13 @@ type conn struct {
 	// linger asks for a lingering close (see lingerClose) after a
 	// protocol violation was reported.
 	linger bool
+	// readyIdle is set from a ReadyForQuery 'I' to the next message:
+	// while it is, the connection is idle for notify (notify.go).
+	readyIdle bool
+
+	// notify delivers the session's notifications while the connection
+	// is idle; it is safe for any goroutine.
+	notify notifier
 
 	mu struct {
 		sync.Mutex
@@ -99,6 +106,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.w.w = nc
 	c.rw.w = &c.w
 	c.rw.c = c
+	c.notify.c = c
 	return c
 }
 
@@ -115,6 +123,7 @@ func (c *conn) serve() {
 		stop()
 		c.endStartup()
 		c.cancel(errConnDone)
+		c.notify.close()
 		// Portals first: they may keep work running for the session.
 		c.closeExtended()
 		if c.sess != nil {
@@ -160,6 +169,7 @@ func (c *conn) endStartup() {
 // and tells the client, if the socket still takes it.
 func (c *conn) connPanicked(err error) {
 	safe.Log(c.log, "pgwire: panic serving the connection; closing it", err)
+	c.notify.close() // the writer must be the connection's again
 	_ = safe.Call(func() error {
 		c.fatal(&pgerr.Error{Code: pgerr.InternalError, Message: "internal error: " + err.Error()})
 		return nil
@@ -188,6 +198,9 @@ func (c *conn) run() {
 		}
 	}()
 	for c.ctx.Err() == nil {
+		if c.readyIdle {
+			c.notify.idle()
+		}
 		msg, err := c.be.Receive()
 		if err != nil {
 			if c.rd.err != nil {
@@ -196,15 +209,20 @@ func (c *conn) run() {
 				c.cancel(errClientGone)
 				break
 			}
+			c.notify.busy()
 			// The bytes were malformed: the stream cannot be trusted past
 			// this point.
 			c.protocolViolation(err)
 			break
 		}
+		c.notify.busy()
+		c.readyIdle = false
 		if !c.dispatch(ownMessage(msg)) {
 			break
 		}
 	}
+	// From here on the writer is the connection's alone.
+	c.notify.close()
 	if cause := context.Cause(c.ctx); errors.Is(cause, ErrServerClosed) || errors.Is(cause, errTerminated) {
 		c.fatal(errAdminShutdown)
 	}
@@ -346,10 +364,18 @@ func (c *conn) sendReady() error {
 		for _, p := range c.portals {
 			c.closePortal(p)
 		}
+		// What arrived while the statement ran, and what it committed,
+		// goes out before ReadyForQuery, as in Postgres.
+		if c.notify.takeWoken() {
+			if err := c.sendNotifications(); err != nil {
+				return err
+			}
+		}
 	}
 	if err := c.w.sendReadyForQuery(status); err != nil {
 		return err
 	}
+	c.readyIdle = status == 'I'
 	return c.w.flush()
 }
 

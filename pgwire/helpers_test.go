@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,13 +47,19 @@ type fakeBackend struct {
 	slowCtx atomic.Pointer[context.Context]
 	// closed receives one value per closed session, if there is room.
 	closed chan struct{}
+
+	// listeners are the sessions that ran "listen <channel>", by
+	// channel: "notify <channel> <payload>" queues a notification for
+	// each of them, at once (the fake has no transactions to wait for).
+	lmu       sync.Mutex
+	listeners map[string][]*fakeSession
 }
 
 func newFakeBackend() *fakeBackend {
 	return &fakeBackend{started: make(chan string, 16), gate: make(chan struct{}), closed: make(chan struct{}, 64)}
 }
 
-func (b *fakeBackend) Open(ctx context.Context, params map[string]string, _ ConnInfo) (Session, error) {
+func (b *fakeBackend) Open(ctx context.Context, params map[string]string, info ConnInfo) (Session, error) {
 	if params["user"] == "refused" {
 		return nil, pgerr.New(pgerr.InvalidAuthorizationSpecification, `role "refused" is not permitted to log in`)
 	}
@@ -60,7 +67,7 @@ func (b *fakeBackend) Open(ctx context.Context, params map[string]string, _ Conn
 		panic("open exploded")
 	}
 	b.open.Add(1)
-	return &fakeSession{b: b, params: map[string]string{
+	return &fakeSession{b: b, pid: info.PID, params: map[string]string{
 		"server_version":              "15.0 (basin)",
 		"server_encoding":             "UTF8",
 		"client_encoding":             "UTF8",
@@ -78,6 +85,42 @@ type fakeSession struct {
 	params map[string]string
 	closed atomic.Bool
 	inTxn  bool // after "begin", until "commit"
+	pid    uint32
+
+	// nmu guards the notifications queued for the client and the wake
+	// function pgwire gave.
+	nmu    sync.Mutex
+	queued []Notification
+	wake   func()
+}
+
+// notify queues a notification from pid on channel for every session
+// that listens to it, and wakes each.
+func (b *fakeBackend) notify(pid uint32, channel, payload string) {
+	b.lmu.Lock()
+	ls := slices.Clone(b.listeners[channel])
+	b.lmu.Unlock()
+	for _, l := range ls {
+		l.nmu.Lock()
+		l.queued = append(l.queued, Notification{PID: pid, Channel: channel, Payload: payload})
+		wake := l.wake
+		l.nmu.Unlock()
+		wake()
+	}
+}
+
+func (s *fakeSession) SetWake(wake func()) {
+	s.nmu.Lock()
+	s.wake = wake
+	s.nmu.Unlock()
+}
+
+func (s *fakeSession) Notifications() ([]Notification, *pgerr.Error) {
+	s.nmu.Lock()
+	defer s.nmu.Unlock()
+	ns := s.queued
+	s.queued = nil
+	return ns, nil
 }
 
 // The rows of "types": one of each type, then all NULLs.
@@ -226,6 +269,26 @@ func (s *fakeSession) Query(ctx context.Context, text string, w ResultWriter) er
 			return err
 		}
 		return w.Complete("CREATE TABLE")
+	case strings.HasPrefix(text, "listen "):
+		ch := strings.TrimPrefix(text, "listen ")
+		s.b.lmu.Lock()
+		if s.b.listeners == nil {
+			s.b.listeners = map[string][]*fakeSession{}
+		}
+		s.b.listeners[ch] = append(s.b.listeners[ch], s)
+		s.b.lmu.Unlock()
+		return w.Complete("LISTEN")
+	case strings.HasPrefix(text, "notify "):
+		// notify <channel> <payload> [<copies>]
+		f := strings.Fields(text)
+		copies := 1
+		if len(f) > 3 {
+			copies, _ = strconv.Atoi(f[3])
+		}
+		for range copies {
+			s.b.notify(s.pid, f[1], f[2])
+		}
+		return w.Complete("NOTIFY")
 	case strings.HasPrefix(text, "set app="):
 		s.params["application_name"] = strings.TrimPrefix(text, "set app=")
 		return w.Complete("SET")
@@ -299,6 +362,11 @@ func (s *fakeSession) Close() {
 	if s.closed.Swap(true) {
 		panic("fake: session closed twice")
 	}
+	s.b.lmu.Lock()
+	for ch, ls := range s.b.listeners {
+		s.b.listeners[ch] = slices.DeleteFunc(ls, func(l *fakeSession) bool { return l == s })
+	}
+	s.b.lmu.Unlock()
 	s.b.open.Add(-1)
 	select {
 	case s.b.closed <- struct{}{}:
@@ -427,7 +495,8 @@ func serverGoroutines() []string {
 	buf := stacks()
 	var left []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "basin/pgwire.(*conn).") || strings.Contains(g, "basin/pgwire.(*Server).") {
+		if strings.Contains(g, "basin/pgwire.(*conn).") || strings.Contains(g, "basin/pgwire.(*Server).") ||
+			strings.Contains(g, "basin/pgwire.(*notifier).") {
 			left = append(left, g)
 		}
 	}

@@ -238,6 +238,10 @@ func (c *conn) admit(params map[string]string, deadline time.Time) bool {
 		c.fatal(c.internalError(errors.New("pgwire: Backend.Open returned a nil Session")))
 		return false
 	}
+	if err := callSafely(func() error { c.sess.SetWake(c.notify.wake); return nil }); err != nil {
+		c.fatal(c.internalError(err))
+		return false
+	}
 
 	if err := c.reportParameters(); err != nil {
 		return false

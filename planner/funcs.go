@@ -90,7 +90,10 @@ var scalarFuncs = map[string]funcSig{
 	"pg_terminate_backend": {1, 2, fixed(catalog.Boolean), catalog.BigInt, nil},
 	"current_setting":      {1, 2, fixed(catalog.Varchar), catalog.Unknown, nil},
 	"pg_sleep":             {1, 1, fixed(catalog.Unknown), catalog.Double, nil},
-	"set_config":           {3, 3, fixed(catalog.Varchar), catalog.Unknown, nil},
+	// pg_notify queues a notification for the session's commit; void,
+	// as pg_sleep.
+	"pg_notify":  {2, 2, fixed(catalog.Unknown), catalog.Varchar, nil},
+	"set_config": {3, 3, fixed(catalog.Varchar), catalog.Unknown, nil},
 	// basin has no privileges: every role may do everything, so the
 	// has_*_privilege family answers true for any arguments.
 	"has_table_privilege":      {2, 3, fixed(catalog.Boolean), catalog.Unknown, nil},

@@ -203,6 +203,12 @@ var setReturningFuncs = map[string]srfSig{
 		}
 		return args, catalog.Record, []catalog.Column{{Name: "x", Type: args[0].Type().Elem()}, {Name: "n", Type: catalog.Int}}, nil
 	}},
+	"pg_listening_channels": {func(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
+		if len(args) != 0 {
+			return nil, 0, nil, pgerr.New(pgerr.UndefinedFunction, "function pg_listening_channels(%s) does not exist", argTypes(args)).WithPosition(pos)
+		}
+		return args, catalog.Varchar, nil, nil
+	}},
 	"pg_get_keywords": {func(args []Scalar, pos int) ([]Scalar, catalog.Type, []catalog.Column, error) {
 		if len(args) != 0 {
 			return nil, 0, nil, pgerr.New(pgerr.UndefinedFunction, "function pg_get_keywords(%s) does not exist", argTypes(args)).WithPosition(pos)

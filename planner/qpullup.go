@@ -25,6 +25,7 @@ package planner
 var volatileFuncs = map[string]bool{
 	"random": true, "gen_random_uuid": true, "clock_timestamp": true, "timeofday": true,
 	"set_config": true, "pg_sleep": true, "pg_cancel_backend": true, "pg_terminate_backend": true,
+	"pg_notify": true,
 }
 
 // pullUp makes blk read the relation under its derived table directly,

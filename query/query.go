@@ -295,7 +295,7 @@ func (o *funcOp) run(env *eval.Env) ([]catalog.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := eval.RunSRF(o.name, vals, o.types, env.Location())
+	out, err := eval.RunSRF(o.name, vals, o.types, env)
 	if err != nil {
 		return nil, err
 	}
@@ -992,7 +992,7 @@ func (o *blockOp) expandSRFs(rows []catalog.Row, env *eval.Env) (out []catalog.R
 			if err != nil {
 				return nil, 0, err
 			}
-			res, err := eval.RunSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env.Location())
+			res, err := eval.RunSRF(o.plan.SRFs[i].Name, vals, o.srfType[i], env)
 			if err != nil {
 				return nil, 0, err
 			}

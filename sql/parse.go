@@ -162,6 +162,12 @@ func (sp *stmtParser) statement(i int) (Statement, error) {
 		return sp.parseDiscard(i)
 	case "deallocate":
 		return sp.parseDeallocate(i)
+	case "listen":
+		return sp.parseListen(i, ListenListen)
+	case "unlisten":
+		return sp.parseListen(i, ListenUnlisten)
+	case "notify":
+		return sp.parseListen(i, ListenNotify)
 	case "with":
 		return sp.parseSelect(i, len(sp.toks)-1)
 	case "values":
@@ -191,9 +197,9 @@ var unsupportedStatements = map[string]bool{
 	"alter": true, "analyze": true, "analyse": true, "call": true, "checkpoint": true,
 	"cluster": true, "comment": true,
 	"do": true, "execute": true, "grant": true, "import": true,
-	"listen": true, "load": true, "lock": true, "notify": true, "prepare": true,
+	"load": true, "lock": true, "prepare": true,
 	"reassign": true, "refresh": true, "reindex": true, "release": true, "revoke": true,
-	"savepoint": true, "security": true, "unlisten": true, "vacuum": true,
+	"savepoint": true, "security": true, "vacuum": true,
 	"table": true,
 }
 

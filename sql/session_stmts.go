@@ -25,8 +25,57 @@ type Deallocate struct {
 	All  bool
 }
 
+// ListenKind says which of LISTEN, UNLISTEN and NOTIFY a Listen is.
+type ListenKind uint8
+
+const (
+	ListenListen ListenKind = iota + 1
+	ListenUnlisten
+	ListenNotify
+)
+
+// Listen is LISTEN channel, UNLISTEN { channel | * } or NOTIFY channel
+// [, 'payload']. Channel is an identifier, folded to lower case unless
+// quoted; "" for UNLISTEN *.
+type Listen struct {
+	Kind    ListenKind
+	Channel string
+	Payload string
+	// Pos is the channel's position, for errors about it.
+	Pos int
+}
+
 func (*Discard) statement()    {}
 func (*Deallocate) statement() {}
+func (*Listen) statement()     {}
+
+// parseListen parses LISTEN channel, UNLISTEN { channel | * } and
+// NOTIFY channel [, 'payload']; kind is the statement's first word.
+func (sp *stmtParser) parseListen(i int, kind ListenKind) (Statement, error) {
+	c := sp.cursor(i + 1)
+	l := &Listen{Kind: kind}
+	t := c.tok()
+	switch {
+	case kind == ListenUnlisten && t.isOp("*"):
+		c.k++
+		return l, c.end()
+	case t.kind == tokIdent || t.kind == tokQuotedIdent:
+		l.Channel, l.Pos = t.val, sp.charPos(t.pos)
+		c.k++
+	default:
+		return nil, sp.syntaxErr(t)
+	}
+	if kind == ListenNotify && c.tok().isOp(",") {
+		c.k++
+		p := c.tok()
+		if p.kind != tokString {
+			return nil, sp.syntaxErr(p)
+		}
+		l.Payload = p.val
+		c.k++
+	}
+	return l, c.end()
+}
 
 // parseDiscard parses DISCARD { ALL | PLANS | SEQUENCES | TEMP | TEMPORARY }.
 func (sp *stmtParser) parseDiscard(i int) (Statement, error) {
@@ -67,6 +116,17 @@ func (f *formatter) sessionStmt(s Statement) bool {
 	case *Discard:
 		f.b.WriteString("DISCARD ")
 		f.b.WriteString([...]string{DiscardAll: "ALL", DiscardPlans: "PLANS", DiscardSequences: "SEQUENCES", DiscardTemp: "TEMP"}[s.Kind])
+	case *Listen:
+		f.b.WriteString([...]string{ListenListen: "LISTEN ", ListenUnlisten: "UNLISTEN ", ListenNotify: "NOTIFY "}[s.Kind])
+		switch {
+		case s.Kind == ListenUnlisten && s.Channel == "":
+			f.b.WriteString("*")
+		default:
+			f.b.WriteString(QuoteIdent(s.Channel))
+		}
+		if s.Payload != "" {
+			f.b.WriteString(", " + QuoteString(s.Payload))
+		}
 	case *Deallocate:
 		if s.All {
 			f.b.WriteString("DEALLOCATE ALL")
