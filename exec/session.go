@@ -87,8 +87,10 @@ type Engine struct {
 
 	planCache planCacheCounters
 
-	// notify routes LISTEN/NOTIFY's notifications (notify.go).
+	// notify routes LISTEN/NOTIFY's notifications (notify.go), and
+	// feeds notifies the listeners of views' names (listenview.go).
 	notify notifyHub
+	feeds  viewFeeds
 }
 
 // Session is one client connection's state.

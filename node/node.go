@@ -189,6 +189,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if n.broker != nil {
 		n.engine.DiskFullSince = n.broker.DiskFullSince
 	}
+	n.engine.NotifyViews()
 	if err := n.ensureProcessingLog(wctx); err != nil {
 		return nil, err
 	}
@@ -624,6 +625,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.pg != nil {
 		errs = append(errs, n.pg.Close())
+	}
+	if n.engine != nil {
+		n.engine.Close()
 	}
 	if n.http != nil {
 		// The handlers answer at once, but Shutdown also waits for a

@@ -3,6 +3,8 @@ package node
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -269,5 +271,59 @@ func TestSubscribeLive(t *testing.T) {
 		return got != ""
 	}) || got != "/b|2|update" {
 		t.Fatalf("after a change, FETCH returned %q", got)
+	}
+}
+
+// TestListenView listens on a view's name with pgx: each change of the
+// view is a notification whose payload is the row as JSON, with its op
+// and position; a row too large for a payload is sent as its key.
+func TestListenView(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec(`CREATE STREAM clicks (page VARCHAR, ms INTEGER) WITH (kafka_topic = 'clicks', partitions = 2)`)
+	c.exec(`CREATE TABLE pages AS SELECT page, count(*) AS n, max(ms) AS slowest FROM clicks GROUP BY page`)
+	l := connect(t, n.PGAddr())
+	if _, err := l.Exec(ctx, `LISTEN pages`); err != nil {
+		t.Fatal(err)
+	}
+	next := func() map[string]any {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		nt, err := l.WaitForNotification(wctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nt.Channel != "pages" {
+			t.Fatalf("a notification on %q", nt.Channel)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(nt.Payload), &m); err != nil {
+			t.Fatalf("payload %q: %v", nt.Payload, err)
+		}
+		if m["_position"] == "" || m["_position"] == nil {
+			t.Fatalf("payload %q has no _position", nt.Payload)
+		}
+		delete(m, "_position")
+		delete(m, "_ts")
+		return m
+	}
+	// The feed starts with the LISTEN: a change right after it is seen.
+	if !poll.Cond(30*time.Second, func() bool { return len(n.engine.ListeningChannels()) == 1 }) {
+		t.Fatal("no session listens")
+	}
+	c.exec(`INSERT INTO clicks VALUES ('/a', 5)`)
+	if got := fmt.Sprint(next()); got != "map[_op:insert n:1 page:/a slowest:5]" {
+		t.Fatalf("first notification %s", got)
+	}
+	c.exec(`INSERT INTO clicks VALUES ('/a', 9)`)
+	if got := fmt.Sprint(next()); got != "map[_op:update n:2 page:/a slowest:9]" {
+		t.Fatalf("second notification %s", got)
+	}
+	c.exec(`INSERT INTO clicks VALUES ('` + strings.Repeat("x", 9000) + `', 1)`)
+	if got := fmt.Sprint(next()); got != "map[_op:insert _truncated:true page:"+strings.Repeat("x", 9000)+"]" {
+		t.Fatalf("a large row's notification %.200s", got)
 	}
 }

@@ -1071,3 +1071,9 @@ func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
 }
+
+// EncodeJSONObject returns the JSON object of values vals of columns
+// cols, keyed by column name, as value_format 'json' writes a row.
+func EncodeJSONObject(cols []catalog.Column, vals []any) ([]byte, error) {
+	return encodeJSONValue(cols, vals)
+}
