@@ -50,7 +50,10 @@
 // rows check the statement's context every thousand or so, so a cancel
 // or timeout stops a long IN list's lookups as it does a scan.
 //
-// exec imports the engines (stream, pull, query), eval, planner, sql,
+// SUBSCRIBE, SELECT ... EMIT CHANGES and LISTEN on a view's name
+// (subscribe.go, listenview.go) run subscriptions of package push.
+//
+// exec imports the engines (stream, pull, push, query), eval, planner, sql,
 // catalog, serde and kafka's client (INSERT), materialize (positions),
 // ha (roles in SHOW TASKS), pgcodec (the session's TimeZone as the wire
 // reads it) and the internal helpers pgerr and safe.

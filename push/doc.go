@@ -50,5 +50,9 @@ Nothing is read ahead of the client: Next polls Kafka only when the
 rows it holds are returned, with fetch sizes bounded, so a slow client
 holds at most one fetch per partition in the node's memory and never
 slows the tasks that write the changelog, which do not know it exists.
+
+push imports stream (the runtime's consumers and stores, the changelog's
+records), materialize (snapshots, positions), catalog, serde (a stream's
+records), kafka (end offsets) and the internal helper pgerr.
 */
 package push
