@@ -36,12 +36,14 @@ CREATE TABLE revenue_by_region AS
   SELECT region, COUNT(*) AS orders, SUM(amount) AS revenue FROM orders GROUP BY region;
 CREATE TABLE order_by_id AS
   SELECT order_id, customer, amount, ts FROM orders WHERE amount > 0;
+CREATE STREAM pings (client VARCHAR KEY, note VARCHAR) WITH (kafka_topic = 'pings', partitions = 2);
+CREATE TABLE ping_counts AS SELECT client, count(*) AS n FROM pings GROUP BY client;
 INSERT INTO customers (id, name, tier) VALUES
   ('c1', 'Ann', 'gold'), ('c2', 'Bob', 'silver'), ('c3', 'Cid', 'gold'), ('c4', 'O''Brien', 'gold');
 `
 
 // The listing every client gets from SHOW TABLES.
-const showTables = "customers:TABLE,order_by_id:VIEW,revenue_by_region:VIEW"
+const showTables = "customers:TABLE,order_by_id:VIEW,ping_counts:VIEW,revenue_by_region:VIEW"
 
 func fixtureInserts() string {
 	regions := []string{"eu", "us", "apac"}
@@ -445,6 +447,8 @@ func TestPsycopg2(t *testing.T) {
 		"bad query":           `42703 UndefinedColumn column "nope" does not exist`,
 		"missing relation":    "42P01",
 		"after error":         "100",
+		"notify":              "hello|from psycopg2|True",
+		"view notify":         "ping_counts|psycopg2|1|insert|True",
 	})
 }
 
@@ -466,6 +470,8 @@ func TestNodePostgres(t *testing.T) {
 		"bad query":    `42703 column "nope" does not exist`,
 		"syntax error": "42601 position 1",
 		"after error":  "1",
+		"notify":       "hello|from node|true",
+		"view notify":  "ping_counts|node|1|insert|true",
 	})
 }
 
@@ -520,6 +526,8 @@ func TestJDBC(t *testing.T) {
 		"bad query":       `42703 ERROR: column "nope" does not exist`,
 		"syntax error":    "42601",
 		"after error":     "100",
+		"notify":          "hello|from jdbc|true",
+		"view notify":     "ping_counts|jdbc|1|insert|true",
 	})
 }
 

@@ -14,7 +14,9 @@
 //	pgbench/lookup.sql          pgbench (postgresql-15) in -M simple, extended and prepared modes
 //
 // A script connects, lists basin's tables and views, reads with
-// parameterised queries, runs a bad query and prints "name: value" lines;
+// parameterised queries, runs a bad query, receives a NOTIFY of its own
+// and a notification of a view's change through its driver's
+// notification API (LISTEN on the view's name) and prints "name: value" lines;
 // the Go test compares them with what the fixture implies and logs every
 // client's version. pgx is tested in node/, psql in node/ and by the psql
 // meta-command tests.

@@ -18,6 +18,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
 import org.postgresql.PGStatement;
 
 public class Client {
@@ -143,6 +145,50 @@ public class Client {
             rs.next();
             out("after error", rs.getLong(1));
         }
+
+        // LISTEN/NOTIFY: PGConnection.getNotifications. The session hears
+        // its own NOTIFY, and LISTEN on a view's name hears the view's
+        // changes, as JSON.
+        PGConnection pg = conn.unwrap(PGConnection.class);
+        try (Statement st = conn.createStatement()) {
+            st.execute("LISTEN hello");
+            st.execute("NOTIFY hello, 'from jdbc'");
+            PGNotification n = waitNotify(pg, "hello", "from jdbc");
+            out("notify", n.getName() + "|" + n.getParameter() + "|" + (n.getPID() == pg.getBackendPID()));
+            st.execute("LISTEN ping_counts");
+            st.execute("INSERT INTO pings VALUES ('jdbc', 'hi')");
+            n = waitNotify(pg, "ping_counts", "\"client\":\"jdbc\"");
+            String p = n.getParameter();
+            out("view notify", n.getName() + "|" + field(p, "client") + "|" + field(p, "n") + "|" + field(p, "_op") + "|" + !field(p, "_position").isEmpty());
+        }
+    }
+
+    // waitNotify returns the first notification on channel whose payload
+    // contains part, within 30 seconds.
+    static PGNotification waitNotify(PGConnection pg, String channel, String part) throws SQLException {
+        long deadline = System.currentTimeMillis() + 30000;
+        while (System.currentTimeMillis() < deadline) {
+            PGNotification[] ns = pg.getNotifications(1000);
+            if (ns == null) {
+                continue;
+            }
+            for (PGNotification n : ns) {
+                if (n.getName().equals(channel) && n.getParameter().contains(part)) {
+                    return n;
+                }
+            }
+        }
+        throw new SQLException("no notification on " + channel);
+    }
+
+    // field returns the value of a string or number field of a flat JSON
+    // object, without a JSON library.
+    static String field(String json, String name) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + name + "\":(\"([^\"]*)\"|([^,}]*))").matcher(json);
+        if (!m.find()) {
+            return "";
+        }
+        return m.group(2) != null ? m.group(2) : m.group(3);
     }
 
     // A catalog step; its SQLSTATE is printed in place of its result when it

@@ -59,6 +59,40 @@ async function main() {
     }
     r = await client.query('SELECT 1 AS one');
     out('after error', r.rows[0].one);
+
+    // LISTEN/NOTIFY: the 'notification' event. The session hears its own
+    // NOTIFY, and LISTEN on a view's name hears the view's changes.
+    const seen = [];
+    let wake = () => {};
+    client.on('notification', (msg) => {
+      seen.push(msg);
+      wake();
+    });
+    const waitFor = async (want) => {
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        const i = seen.findIndex(want);
+        if (i >= 0) {
+          return seen.splice(i, 1)[0];
+        }
+        if (Date.now() > deadline) {
+          throw new Error('no notification');
+        }
+        await new Promise((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 1000);
+        });
+      }
+    };
+    await client.query('LISTEN hello');
+    await client.query("NOTIFY hello, 'from node'");
+    let n = await waitFor((m) => m.channel === 'hello');
+    out('notify', `${n.channel}|${n.payload}|${n.processId === client.processID}`);
+    await client.query('LISTEN ping_counts');
+    await client.query("INSERT INTO pings VALUES ('node', 'hi')");
+    n = await waitFor((m) => m.channel === 'ping_counts' && JSON.parse(m.payload).client === 'node');
+    const p = JSON.parse(n.payload);
+    out('view notify', `${n.channel}|${p.client}|${p.n}|${p._op}|${Boolean(p._position)}`);
   } finally {
     await client.end();
   }

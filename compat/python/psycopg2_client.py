@@ -5,7 +5,10 @@ python3-psycopg2) and PGHOST/PGPORT/PGUSER/PGDATABASE set. Prints
 "name: value" lines that the Go test compares; exits non-zero on anything
 unexpected.
 """
+import json
+import select
 import sys
+import time
 
 import psycopg2
 import psycopg2.errors
@@ -68,7 +71,37 @@ def main():
         conn.rollback()
     cur.execute("SELECT count(*) FROM order_by_id")
     out("after error", cur.fetchone()[0])
+    conn.commit()
+
+    # LISTEN/NOTIFY, as psycopg2 documents it: autocommit, then
+    # conn.poll() fills conn.notifies. The session hears its own NOTIFY,
+    # and LISTEN on a view's name hears the view's changes.
+    conn.autocommit = True
+    cur.execute("LISTEN hello")
+    cur.execute("NOTIFY hello, 'from psycopg2'")
+    n = wait_notify(conn, lambda n: n.channel == "hello")
+    out("notify", f"{n.channel}|{n.payload}|{n.pid == conn.get_backend_pid()}")
+    cur.execute("LISTEN ping_counts")
+    cur.execute("INSERT INTO pings VALUES ('psycopg2', 'hi')")
+    n = wait_notify(conn, lambda n: n.channel == "ping_counts" and json.loads(n.payload)["client"] == "psycopg2")
+    p = json.loads(n.payload)
+    out("view notify", f"{n.channel}|{p['client']}|{p['n']}|{p['_op']}|{bool(p['_position'])}")
     conn.close()
+
+
+def wait_notify(conn, want, timeout=30):
+    """The first notification want is true of, within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        conn.poll()
+        while conn.notifies:
+            n = conn.notifies.pop(0)
+            if want(n):
+                return n
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no notification")
+        select.select([conn], [], [], left)
 
 
 if __name__ == "__main__":
