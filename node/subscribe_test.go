@@ -260,8 +260,17 @@ func TestSubscribeLive(t *testing.T) {
 		slices.Sort(got)
 		return strings.Join(got, " ")
 	}
-	if got := fetch(`FETCH 10 c WITH (timeout = '1s')`); got != "/a|2|insert /b|1|insert" {
-		t.Fatalf("the snapshot is %q", got)
+	// The snapshot is a store's, at the changelog offset it reflects: a
+	// change the store has not applied yet comes right after it, still
+	// an insert.
+	var first []string
+	if !poll.Cond(30*time.Second, func() bool {
+		if got := fetch(`FETCH 10 c WITH (timeout = '1s')`); got != "" {
+			first = append(first, strings.Fields(got)...)
+		}
+		return len(first) >= 2
+	}) || strings.Join(first, " ") != "/a|2|insert /b|1|insert" && strings.Join(first, " ") != "/b|1|insert /a|2|insert" {
+		t.Fatalf("the snapshot and what follows are %q", first)
 	}
 	if got := fetch(`FETCH 10 c WITH (timeout = '10ms')`); got != "" {
 		t.Fatalf("with no change, FETCH returned %q", got)
