@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/testcluster"
 )
 
@@ -150,22 +151,22 @@ func pushRun(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, name str
 	}
 	records := produced.Load() + int64(probes)
 	conn := n.Conn(t)
-	var done time.Time
-	if err := pollCount(ctx, conn, view, records, &done); err != nil {
-		t.Fatal(err)
-	}
+	done := pollUntil(t, 5*time.Minute, 20*time.Millisecond, func() (bool, error) {
+		var sum *int64
+		err := conn.QueryRow(ctx, "SELECT sum(n) FROM "+view).Scan(&sum)
+		return err == nil && sum != nil && *sum >= records, err
+	})
 	if subs > 0 {
-		// Until every subscriber has every probe, or a while.
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		// Every subscriber has every probe, or the deliveries are what
+		// half a minute more brings.
+		ok := func() (bool, error) {
 			mu.Lock()
-			got := len(waits)
-			mu.Unlock()
-			if got >= probes*subs {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // a benchmark's pacing, not a test's wait
+			defer mu.Unlock()
+			return len(waits) >= probes*subs, nil
 		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = poll.WaitEvery(wctx, 50*time.Millisecond, ok)
+		cancel()
 	}
 	stopSubs()
 	subWG.Wait()
@@ -180,21 +181,4 @@ func pushRun(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, name str
 	}
 	t.Logf("%s: %d records in %v (%.0f records/s), %d deliveries, p50 %.1f ms, p99 %.1f ms", name, records, res.took.Round(time.Millisecond), res.rate, res.n, res.p50, res.p99)
 	return res
-}
-
-// pollCount waits until view's counts sum to records and sets done to
-// when they did.
-func pollCount(ctx context.Context, conn *pgx.Conn, view string, records int64, done *time.Time) error {
-	for ctx.Err() == nil {
-		var sum *int64
-		if err := conn.QueryRow(ctx, "SELECT sum(n) FROM "+view).Scan(&sum); err != nil {
-			return err
-		}
-		if sum != nil && *sum >= records {
-			*done = time.Now()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond) // polling pace
-	}
-	return ctx.Err()
 }
