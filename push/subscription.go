@@ -275,8 +275,12 @@ func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.D
 // poll reads the next changes into s.out.
 func (s *Subscription) poll(ctx context.Context) error {
 	fetches := s.cl.PollFetches(ctx)
-	if err := ctx.Err(); err != nil {
-		return err
+	if fetches.NumRecords() == 0 {
+		// A poll ended by ctx may still have returned records: they are
+		// taken in below, never dropped.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	var ferr error
 	fetches.EachError(func(topic string, p int32, e error) {
