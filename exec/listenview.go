@@ -47,6 +47,7 @@ func (e *Engine) Close() {
 		e.feeds.stop()
 	}
 	e.feeds.wg.Wait()
+	e.subscriptions().Close() // a later subscription reads on its own
 }
 
 // listening is the hook of a channel's first listener and last.
@@ -69,7 +70,7 @@ func (e *Engine) listening(channel string, on bool) {
 	// LISTEN is notified.
 	ctx, stop := context.WithCancel(f.ctx)
 	sctx, cancel := context.WithTimeout(ctx, feedStart)
-	sub, err := push.Subscribe(sctx, e.Runtime, rel, e.Cluster, push.Options{})
+	sub, err := e.subscriptions().Subscribe(sctx, rel, push.Options{})
 	cancel()
 	if err != nil {
 		e.Logger.Warn("LISTEN feed of a view did not start; starting it again", "channel", channel, "err", err)
@@ -121,7 +122,7 @@ func (e *Engine) feedFrom(ctx context.Context, channel string, rel *catalog.Rela
 			opts.AsOf = pos
 		}
 		var err error
-		if sub, err = push.Subscribe(ctx, e.Runtime, rel, e.Cluster, opts); err != nil {
+		if sub, err = e.subscriptions().Subscribe(ctx, rel, opts); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/basindb/basin/pgcodec"
 	"github.com/basindb/basin/planner"
 	"github.com/basindb/basin/pull"
+	"github.com/basindb/basin/push"
 	"github.com/basindb/basin/serde"
 	"github.com/basindb/basin/sql"
 	"github.com/basindb/basin/stream"
@@ -91,6 +92,18 @@ type Engine struct {
 	// feeds notifies the listeners of views' names (listenview.go).
 	notify notifyHub
 	feeds  viewFeeds
+
+	// subs shares the readers of relations' changes among the
+	// subscriptions of the engine's sessions (push.Feeds), made by
+	// subscriptions when the first one starts.
+	subsOnce sync.Once
+	subs     *push.Feeds
+}
+
+// subscriptions returns the engine's push.Feeds.
+func (e *Engine) subscriptions() *push.Feeds {
+	e.subsOnce.Do(func() { e.subs = push.NewFeeds(e.Runtime, e.Cluster) })
+	return e.subs
 }
 
 // Session is one client connection's state.

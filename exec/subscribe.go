@@ -82,7 +82,7 @@ func (s *Session) openSubscription(ctx context.Context, st *sql.Subscribe) (*pus
 			return eval.EvalAll(out, row, env)
 		}
 	}
-	return push.Subscribe(ctx, s.e.Runtime, plan.Rel, s.e.Cluster, opts)
+	return s.e.subscriptions().Subscribe(ctx, plan.Rel, opts)
 }
 
 // subscribeStmt runs SUBSCRIBE as a statement of its own: its rows go to

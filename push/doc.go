@@ -7,9 +7,9 @@ LISTEN on a view's name are its users.
 
 A view's changelog is its truth (DESIGN.md): every committed change of
 every partition is a record of it, in order, in Kafka. A Subscription
-reads the changelog's partitions straight from Kafka, on whichever node
-the client is connected to, so it needs no replica of the view and is
-not moved or cut by a failover: the task that writes the changelog may
+reads the changelog's partitions straight from Kafka (see below), on
+whichever node the client is connected to, so it needs no replica of the
+view and is not moved or cut by a failover: the task that writes the changelog may
 move between nodes, and the records stay where they are. Records of
 aborted transactions are never read (read_committed), so a change is
 seen once even when a task was fenced halfway through a batch.
@@ -44,12 +44,26 @@ the position after it; AS OF a row's position continues with the change
 after it, on any node, with no gap and no duplicate. Snapshot rows share
 the position of the snapshot's end.
 
-# Back-pressure
+# One reader per relation, and back-pressure
 
-Nothing is read ahead of the client: Next polls Kafka only when the
-rows it holds are returned, with fetch sizes bounded, so a slow client
-holds at most one fetch per partition in the node's memory and never
-slows the tasks that write the changelog, which do not know it exists.
+Subscriptions on one node to the same relation share a tail (Feeds): one
+consumer of the changelog that decodes each record once and keeps the
+latest changes of each partition (64Ki changes over all partitions, at
+least 1Ki a partition) for every subscription to take from. A
+subscription takes the changes after its own position, evaluates its
+WHERE and select list on them and makes only the rows its client asks
+for, so the work per change and subscriber is that of its client's rows,
+and the node reads each changelog once however many clients follow it.
+
+A subscription whose position is behind what the tail keeps (one that
+starts at a snapshot's offsets or AS OF an older position, or a client
+too slow for the tail) reads with a consumer of its own, polled only when
+the rows it holds are returned, with fetch sizes bounded, so it holds at
+most one fetch per partition in the node's memory; once its position is
+within what the tail keeps it closes that consumer and takes from the
+tail. So a slow client costs the node bounded memory and never slows the
+tail, the other subscriptions or the tasks that write the changelog,
+which do not know subscriptions exist.
 
 push imports stream (the runtime's consumers and stores, the changelog's
 records), materialize (snapshots, positions), catalog, serde (a stream's

@@ -67,16 +67,17 @@ type Options struct {
 // A Subscription is one client's stream of a relation's changes. Its
 // methods are not safe for concurrent use.
 type Subscription struct {
-	rt    *stream.Runtime
-	rel   *catalog.Relation
-	view  bool
-	topic string // the changelog, or the stream's topic
-	ncols int
-	vis   []int // the relation's visible columns
-	keys  []int // the key columns, in key order
-	cols  []catalog.Column
-	opts  Options
-	codec *serde.Codec // a stream's
+	feeds   *Feeds
+	rt      *stream.Runtime
+	rel     *catalog.Relation
+	view    bool
+	topic   string // the changelog, or the stream's topic
+	ncols   int
+	vis     []int // the relation's visible columns
+	keys    []int // the key columns, in key order
+	cols    []catalog.Column
+	opts    Options
+	decoder decoder
 
 	// pos is the next offset of each partition not yet returned, and
 	// posText its token, made when a row needs it.
@@ -86,9 +87,14 @@ type Subscription struct {
 	// sent is the token of the last row returned, for Progress.
 	sent string
 
-	snap *snapshot   // the snapshot's rows not yet returned; nil when done
-	cl   *kgo.Client // the changes, once the snapshot is returned
-	out  [][]any     // rows decoded and not yet returned
+	snap *snapshot // the snapshot's rows not yet returned; nil when done
+	// The changes, once the snapshot is returned, come from the tail of
+	// the relation, or from cl, a consumer of the subscription's own,
+	// while the tail does not have them.
+	tail  *tail
+	taken []taken
+	cl    *kgo.Client
+	out   [][]any // rows decoded and not yet returned
 
 	// matched holds, with a Where, the keys whose last row matched it:
 	// one that stops matching is a delete for the subscriber, one that
@@ -98,18 +104,19 @@ type Subscription struct {
 	closed bool
 }
 
-// Subscribe starts a subscription to rel, a view or a stream, on runtime
-// rt: it reads the offsets it starts at (and takes the snapshot's Pebble
-// snapshot) now, and the rows as Next is called.
-func Subscribe(ctx context.Context, rt *stream.Runtime, rel *catalog.Relation, cluster string, opts Options) (*Subscription, error) {
-	s := &Subscription{rt: rt, rel: rel, opts: opts, ncols: len(rel.Schema.Columns)}
+// Subscribe starts a subscription to rel, a view or a stream: it reads
+// the offsets it starts at (and takes the snapshot's Pebble snapshot)
+// now, and the rows as Next is called.
+func (f *Feeds) Subscribe(ctx context.Context, rel *catalog.Relation, opts Options) (*Subscription, error) {
+	rt := f.rt
+	s := &Subscription{feeds: f, rt: rt, rel: rel, opts: opts, ncols: len(rel.Schema.Columns)}
 	switch rel.Kind {
 	case catalog.KindView:
-		s.view, s.topic = true, rel.ChangelogTopic(cluster)
+		s.view, s.topic = true, rel.ChangelogTopic(f.cluster)
 		s.keys = rel.Schema.KeyIndexes()
 	case catalog.KindStream:
 		s.topic = rel.Topic
-		s.codec = serde.NewCodec(rel, rt.Registry())
+		s.decoder.codec = serde.NewCodec(rel, rt.Registry())
 	default:
 		return nil, pgerr.New(pgerr.FeatureNotSupported, "cannot subscribe to %s %s: only views and streams have changes to follow", kindName(rel), rel.Name).
 			WithHint("Subscribe to a view of it: CREATE TABLE v AS SELECT * FROM %s.", rel.Name)
@@ -130,6 +137,7 @@ func Subscribe(ctx context.Context, rt *stream.Runtime, rel *catalog.Relation, c
 	if opts.Where != nil {
 		s.matched = map[string]bool{}
 	}
+	s.decoder.view, s.decoder.ncols = s.view, s.ncols
 	ends, err := kafka.EndOffsets(ctx, rt.Admin(), s.topic)
 	if err != nil {
 		return nil, pgerr.New(pgerr.IOError, "reading the end offsets of %s: %v", s.topic, err)
@@ -197,8 +205,16 @@ func (s *Subscription) resume(asOf materialize.Position, ends map[int32]int64) e
 	return nil
 }
 
-// follow starts reading the changes from the subscription's position.
+// follow starts reading the changes from the subscription's position:
+// from the tail of the relation when it has them, else with a consumer
+// of the subscription's own.
 func (s *Subscription) follow() error {
+	if s.tail == nil {
+		s.feeds.attach(s)
+	}
+	if s.tail != nil && s.tail.covers(s.pos[s.topic]) {
+		return nil
+	}
 	offs := map[string]map[int32]kgo.Offset{s.topic: {}}
 	for p, off := range s.pos[s.topic] {
 		offs[s.topic][p] = kgo.NewOffset().At(off)
@@ -274,6 +290,9 @@ func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.D
 
 // poll reads the next changes into s.out.
 func (s *Subscription) poll(ctx context.Context) error {
+	if s.cl == nil {
+		return s.pollTail(ctx)
+	}
 	fetches := s.cl.PollFetches(ctx)
 	if fetches.NumRecords() == 0 {
 		// A poll ended by ctx may still have returned records: they are
@@ -300,7 +319,21 @@ func (s *Subscription) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.opts.Progress && fetches.NumRecords() > 0 {
+	if fetches.NumRecords() == 0 {
+		return nil
+	}
+	if s.tail != nil && s.tail.covers(s.pos[s.topic]) {
+		// Caught up: the tail has the changes from here.
+		s.cl.Close()
+		s.cl = nil
+	}
+	return s.progressed()
+}
+
+// progressed adds a progress row, with Options.Progress, when the
+// subscription has read past the last row it returned.
+func (s *Subscription) progressed() error {
+	if s.opts.Progress {
 		if t := s.position(); t != s.sent {
 			return s.emit(nil, OpProgress, time.Now())
 		}
@@ -308,38 +341,65 @@ func (s *Subscription) poll(ctx context.Context) error {
 	return nil
 }
 
+// pollTail takes the next changes from the tail into s.out, waiting for
+// them until ctx ends; it moves the subscription to a consumer of its own
+// when the tail does not have them.
+func (s *Subscription) pollTail(ctx context.Context) error {
+	for {
+		tk, more, ok := s.tail.take(s.pos[s.topic], s.taken[:0])
+		s.taken = tk
+		if !ok {
+			return s.follow()
+		}
+		moved := false
+		for _, t := range tk {
+			for i := range t.changes {
+				c := &t.changes[i]
+				s.advance(t.p, c.off+1)
+				if err := s.apply(c); err != nil {
+					return err
+				}
+			}
+			if t.next >= 0 {
+				s.advance(t.p, t.next)
+			}
+			moved = true
+		}
+		clear(s.taken)
+		if moved {
+			return s.progressed()
+		}
+		select {
+		case <-more:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // record takes in one record of the changes.
 func (s *Subscription) record(r *kgo.Record) error {
 	s.advance(r.Partition, r.Offset+1)
-	if r.Attrs.IsControl() {
-		return nil
-	}
-	if !s.view {
-		row := make(catalog.Row, s.ncols)
-		if _, err := s.codec.DecodeRecordInto(row, r); err != nil {
-			// The stream's own tasks log such a record; a subscriber
-			// goes on without it, as they do.
-			return nil
-		}
-		return s.change(r.Key, stream.OpInsert, row, r.Timestamp)
-	}
-	c, err := stream.DecodeChange(r, s.ncols)
-	if err != nil {
+	c, ok, err := s.decoder.decode(r)
+	if !ok {
 		return err
 	}
-	if c.Op == stream.OpNone {
-		return nil
-	}
-	row := c.Row
+	return s.apply(&c)
+}
+
+// apply takes in change c: a delete's row is its key values, the other
+// columns NULL.
+func (s *Subscription) apply(c *change) error {
+	row := c.row
 	if row == nil {
 		row = make(catalog.Row, s.ncols)
 		for i, k := range s.keys {
-			if i < len(c.Key) {
-				row[k] = c.Key[i]
+			if i < len(c.keys) {
+				row[k] = c.keys[i]
 			}
 		}
 	}
-	return s.change(r.Key, c.Op, row, r.Timestamp)
+	return s.change(c.key, c.op, row, c.ts)
 }
 
 // change returns the change op of the row of key (record key bytes) to
@@ -437,6 +497,7 @@ func (s *Subscription) Close() error {
 	if s.cl != nil {
 		s.cl.Close()
 	}
+	s.feeds.detach(s)
 	if s.snap != nil {
 		s.snap.close()
 	}
