@@ -3,6 +3,9 @@
 package bench
 
 import (
+	"io"
+	"net/http"
+	"os"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -38,7 +41,7 @@ const (
 
 func TestB10Subscriptions(t *testing.T) {
 	// One node as ingestCluster's, taking the subscribers' sessions.
-	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0", "--max-connections", "400"}})
+	c := testcluster.Start(t, testcluster.Options{Nodes: 1, Args: []string{"--standby-replicas", "0", "--max-connections", "400", "--pprof"}})
 	n := c.Node(0)
 	withSubs := pushRun(t, c, n, "subscribed", pushSubscribers)
 	alone := pushRun(t, c, n, "alone", 0)
@@ -117,6 +120,17 @@ func pushRun(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, name str
 	stop := make(chan struct{})
 	var loadWG sync.WaitGroup
 	loadStart := time.Now()
+	if subs > 0 {
+		go func() {
+			resp, err := http.Get("http://" + n.HTTPAddr + "/debug/pprof/profile?seconds=20")
+			if err != nil {
+				t.Log(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = os.WriteFile("/tmp/b10.prof", b, 0o644)
+		}()
+	}
 	loadWG.Add(1)
 	go func() {
 		defer loadWG.Done()

@@ -108,6 +108,28 @@ func TestPositionToken(t *testing.T) {
 	}
 }
 
+// TestTopicTokens checks that TopicTokens makes Position.String's tokens.
+func TestTopicTokens(t *testing.T) {
+	g := newValueGen(t)
+	for range 200 {
+		topic := g.value(kindString).(string)
+		var parts []int32
+		for range 1 + g.r.IntN(8) {
+			parts = append(parts, int32(g.r.Int64N(1<<32)-1<<31))
+		}
+		tt := NewTopicTokens(topic, parts)
+		for range 5 {
+			offs := map[int32]int64{}
+			for _, p := range parts {
+				offs[p] = g.r.Int64N(math.MaxInt64)
+			}
+			if got, want := tt.Token(offs), (Position{topic: offs}).String(); got != want {
+				t.Fatalf("TopicTokens gives %q for %v of %q, Position.String %q", got, offs, topic, want)
+			}
+		}
+	}
+}
+
 func FuzzParsePosition(f *testing.F) {
 	f.Add("")
 	f.Add(Position{"orders": {0: 12, 1: 7}, "c": {3: 0}}.String())

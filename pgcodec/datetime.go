@@ -148,7 +148,11 @@ func appendYMD(b []byte, y, m, d int, bcSuffix bool) []byte {
 	if bc {
 		y = 1 - y
 	}
-	b = fmt.Appendf(b, "%04d-%02d-%02d", y, m, d)
+	b = appendPadded(b, int64(y), 4)
+	b = append(b, '-')
+	b = appendPadded(b, int64(m), 2)
+	b = append(b, '-')
+	b = appendPadded(b, int64(d), 2)
 	if bc && bcSuffix {
 		b = append(b, " BC"...)
 	}
@@ -159,18 +163,36 @@ func appendYMD(b []byte, y, m, d int, bcSuffix bool) []byte {
 // zeros dropped.
 func AppendTimeOfDay(b []byte, t catalog.TimeOfDay) []byte {
 	us := int64(t)
-	b = fmt.Appendf(b, "%02d:%02d:", us/usPerHour, us/usPerMin%60)
+	b = appendPadded(b, us/usPerHour, 2)
+	b = append(b, ':')
+	b = appendPadded(b, us/usPerMin%60, 2)
+	b = append(b, ':')
 	return appendSeconds(b, us%usPerMin)
+}
+
+// appendPadded appends v, not negative, in decimal with leading zeros
+// to width digits (fmt's %0*d, without its cost: rows of timestamps are
+// encoded by the million).
+func appendPadded(b []byte, v int64, width int) []byte {
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], v, 10)
+	for i := len(digits); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
 }
 
 // appendSeconds appends us (under a minute, not negative) as SS[.ffffff]
 // with trailing zeros dropped.
 func appendSeconds(b []byte, us int64) []byte {
-	b = fmt.Appendf(b, "%02d", us/usPerSec)
+	b = appendPadded(b, us/usPerSec, 2)
 	if f := us % usPerSec; f != 0 {
-		frac := fmt.Sprintf("%06d", f)
 		b = append(b, '.')
-		b = append(b, strings.TrimRight(frac, "0")...)
+		start := len(b)
+		b = appendPadded(b, f, 6)
+		for b[len(b)-1] == '0' && len(b) > start {
+			b = b[:len(b)-1]
+		}
 	}
 	return b
 }
@@ -201,11 +223,14 @@ func appendOffset(b []byte, off int) []byte {
 	if off < 0 {
 		sign, off = '-', -off
 	}
-	b = fmt.Appendf(b, "%c%02d", sign, off/3600)
+	b = append(b, sign)
+	b = appendPadded(b, int64(off/3600), 2)
 	if off%3600 != 0 {
-		b = fmt.Appendf(b, ":%02d", off/60%60)
+		b = append(b, ':')
+		b = appendPadded(b, int64(off/60%60), 2)
 		if off%60 != 0 {
-			b = fmt.Appendf(b, ":%02d", off%60)
+			b = append(b, ':')
+			b = appendPadded(b, int64(off%60), 2)
 		}
 	}
 	return b

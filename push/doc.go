@@ -48,8 +48,9 @@ the position of the snapshot's end.
 
 Subscriptions on one node to the same relation share a tail (Feeds): one
 consumer of the changelog that decodes each record once and keeps the
-latest changes of each partition (64Ki changes over all partitions, at
-least 1Ki a partition) for every subscription to take from. A
+latest changes of each partition (about 64 MiB of them over all
+partitions, at least 1 MiB a partition) for every subscription to take
+from. A
 subscription takes the changes after its own position, evaluates its
 WHERE and select list on them and makes only the rows its client asks
 for, so the work per change and subscriber is that of its client's rows,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -84,6 +85,7 @@ type Subscription struct {
 	pos     materialize.Position
 	posText string
 	posSet  bool
+	tokens  *materialize.TopicTokens
 	// sent is the token of the last row returned, for Progress.
 	sent string
 
@@ -95,6 +97,7 @@ type Subscription struct {
 	taken []taken
 	cl    *kgo.Client
 	out   [][]any // rows decoded and not yet returned
+	slab  []any   // the values of rows to come (emit)
 
 	// matched holds, with a Where, the keys whose last row matched it:
 	// one that stops matching is a delete for the subscriber, one that
@@ -146,6 +149,7 @@ func (f *Feeds) Subscribe(ctx context.Context, rel *catalog.Relation, opts Optio
 		return nil, pgerr.New(pgerr.ObjectNotInPrerequisiteState, "%s %s has %d partitions, and its topic %s %d", kindName(rel), rel.Name, rel.Partitions, s.topic, len(ends))
 	}
 	s.pos = materialize.Position{s.topic: make(map[int32]int64, len(ends))}
+	s.tokens = materialize.NewTopicTokens(s.topic, slices.Collect(maps.Keys(ends)))
 	switch {
 	case opts.AsOf != nil:
 		if err := s.resume(opts.AsOf, ends); err != nil {
@@ -253,8 +257,13 @@ func (s *Subscription) Next(ctx context.Context, dst [][]any, n int, wait time.D
 		if len(s.out) > 0 {
 			k := min(n-len(dst), len(s.out))
 			dst = append(dst, s.out[:k]...)
-			clear(s.out[:k])
-			s.out = s.out[k:]
+			if k == len(s.out) {
+				clear(s.out)
+				s.out = s.out[:0] // its array again
+			} else {
+				clear(s.out[:k])
+				s.out = s.out[k:]
+			}
 			continue
 		}
 		if len(dst) > 0 && wait >= 0 {
@@ -447,10 +456,40 @@ func opName(op stream.Op) string {
 	return OpUpdate
 }
 
+// rowSlab is how many rows' values a subscription allocates at once.
+const rowSlab = 128
+
+// The ops as values of a row, boxed once.
+var (
+	insertValue   any = OpInsert
+	updateValue   any = OpUpdate
+	deleteValue   any = OpDelete
+	progressValue any = OpProgress
+)
+
+func boxedOp(op string) any {
+	switch op {
+	case OpInsert:
+		return insertValue
+	case OpUpdate:
+		return updateValue
+	case OpDelete:
+		return deleteValue
+	case OpProgress:
+		return progressValue
+	}
+	return op
+}
+
 // emit adds a row of the subscription: row's visible columns (NULLs for
 // a nil row), op, ts and the position.
 func (s *Subscription) emit(row catalog.Row, op string, ts time.Time) error {
-	out := make([]any, 0, len(s.cols))
+	n := len(s.cols)
+	if len(s.slab) < n {
+		s.slab = make([]any, n*rowSlab)
+	}
+	out := s.slab[:0:n]
+	s.slab = s.slab[n:]
 	switch {
 	case row == nil:
 		out = out[:len(s.cols)-3]
@@ -466,7 +505,7 @@ func (s *Subscription) emit(row catalog.Row, op string, ts time.Time) error {
 		}
 	}
 	s.sent = s.position()
-	out = append(out, op, ts.UTC(), s.sent)
+	out = append(out, boxedOp(op), ts.UTC(), s.sent)
 	s.out = append(s.out, out)
 	return nil
 }
@@ -482,7 +521,7 @@ func (s *Subscription) advance(p int32, next int64) {
 // position returns the token of the subscription's position.
 func (s *Subscription) position() string {
 	if !s.posSet {
-		s.posText, s.posSet = s.pos.String(), true
+		s.posText, s.posSet = s.tokens.Token(s.pos[s.topic]), true
 	}
 	return s.posText
 }

@@ -14,14 +14,14 @@ import (
 	"github.com/basindb/basin/stream"
 )
 
-// tailChanges bounds the changes a tail keeps of all its partitions; each
-// partition keeps at least tailMinChanges. tailTake bounds the changes a
-// subscription takes from one partition of a tail at once. (Variables
-// for tests.)
+// tailBytes bounds the memory a tail keeps changes in, over all its
+// partitions (as changeSize counts it); each partition may keep at least
+// tailMinBytes. tailTake bounds the changes a subscription takes from
+// one partition of a tail at once. (Variables for tests.)
 var (
-	tailChanges    = 1 << 16
-	tailMinChanges = 1 << 10
-	tailTake       = 512
+	tailBytes    = 64 << 20
+	tailMinBytes = 1 << 20
+	tailTake     = 512
 )
 
 // Feeds are the subscriptions of one node. Subscriptions to the same
@@ -91,7 +91,7 @@ type tail struct {
 type ring struct {
 	start, next int64
 	changes     []change
-	max         int
+	bytes, max  int
 }
 
 // A change is one record of a relation's changes, decoded.
@@ -102,7 +102,12 @@ type change struct {
 	row  catalog.Row // nil for a delete
 	keys []any       // a delete's key values, in key order
 	ts   time.Time
+	size int // changeSize's
 }
+
+// changeSize is about what a change of a record whose key and value are
+// n bytes, and whose row has ncols columns, holds in memory.
+func changeSize(n, ncols int) int { return 128 + 24*ncols + 2*n }
 
 // decoder turns a relation's records into changes.
 type decoder struct {
@@ -118,7 +123,8 @@ func (d *decoder) decode(r *kgo.Record) (c change, ok bool, err error) {
 	if r.Attrs.IsControl() {
 		return c, false, nil
 	}
-	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, op: stream.OpInsert}
+	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, op: stream.OpInsert,
+		size: changeSize(len(r.Key)+len(r.Value), d.ncols)}
 	if !d.view {
 		row := make(catalog.Row, d.ncols)
 		if _, err := d.codec.DecodeRecordInto(row, r); err != nil {
@@ -148,7 +154,7 @@ func (f *Feeds) attach(s *Subscription) {
 	if t == nil {
 		offs := map[string]map[int32]kgo.Offset{s.topic: {}}
 		parts := make(map[int32]*ring, len(s.pos[s.topic]))
-		per := max(tailMinChanges, tailChanges/max(1, len(s.pos[s.topic])))
+		per := max(tailMinBytes, tailBytes/max(1, len(s.pos[s.topic])))
 		for p, off := range s.pos[s.topic] {
 			offs[s.topic][p] = kgo.NewOffset().At(off)
 			parts[p] = &ring{start: off, next: off, max: per}
@@ -238,11 +244,17 @@ func (t *tail) add(read map[int32][]change, next map[int32]int64) {
 		if r == nil {
 			continue
 		}
+		for _, c := range read[p] {
+			r.bytes += c.size
+		}
 		r.changes = append(r.changes, read[p]...)
-		if len(r.changes) > r.max {
+		if r.bytes > r.max {
 			// Keep the later half: a subscription behind it reads on
 			// its own.
-			drop := len(r.changes) - r.max/2
+			drop := 0
+			for ; r.bytes > r.max/2 && drop < len(r.changes); drop++ {
+				r.bytes -= r.changes[drop].size
+			}
 			r.start = r.changes[drop-1].off + 1
 			r.changes = slices.Clone(r.changes[drop:]) // readers hold the old array
 		}

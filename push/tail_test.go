@@ -22,8 +22,8 @@ import (
 // order, with the position after it, and the ones behind move onto the
 // tail once they catch up.
 func TestTailSharedAndBehind(t *testing.T) {
-	defer func(c, m, k int) { tailChanges, tailMinChanges, tailTake = c, m, k }(tailChanges, tailMinChanges, tailTake)
-	tailChanges, tailMinChanges, tailTake = 64, 16, 8
+	defer func(b, m, k int) { tailBytes, tailMinBytes, tailTake = b, m, k }(tailBytes, tailMinBytes, tailTake)
+	tailBytes, tailMinBytes, tailTake = 64*changeSize(30, 2), 16*changeSize(30, 2), 8
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -133,7 +133,7 @@ func TestTailSharedAndBehind(t *testing.T) {
 	if prompt.cl != nil || start.cl != nil {
 		t.Fatal("the subscriptions that keep up do not read from the tail")
 	}
-	// slow took nothing while the tail kept 32 records a partition: it
+	// slow took nothing while the tail kept about 32 records a partition: it
 	// reads its own from where it is, and then the tail's.
 	takeAll("slow", slow, 10, 610)
 	if slow.cl != nil {
