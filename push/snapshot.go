@@ -21,6 +21,7 @@ type snapshot struct {
 	s     *Subscription
 	db    *materialize.Snapshot
 	at    time.Time
+	atv   any     // at as a row's value
 	parts []int32 // partitions not yet begun, in order
 	// The partition being returned: an iterator of its store, or the
 	// rows of its folded changelog, by key.
@@ -43,6 +44,7 @@ func takeSnapshot(s *Subscription, ends map[int32]int64) (*snapshot, error) {
 		return nil, err
 	}
 	sn := &snapshot{s: s, db: db, at: time.Now(), fold: map[int32]int64{}}
+	sn.atv = timeValue(sn.at)
 	name := s.rel.StoreName()
 	for _, p := range sortedPartitions(ends) {
 		cp, err := db.Store(materialize.StoreID{View: name, Partition: p}).Checkpoint()
@@ -81,7 +83,7 @@ func (s *Subscription) snapshotRows(n int) error {
 				return fmt.Errorf("reading the snapshot of %s: %w", s.rel.Name, err)
 			}
 			if present {
-				if err := s.change(sn.it.Key(), stream.OpInsert, row[:s.ncols:s.ncols], sn.at); err != nil {
+				if err := s.change(sn.it.Key(), stream.OpInsert, row[:s.ncols:s.ncols], sn.at, sn.atv); err != nil {
 					return err
 				}
 			}
@@ -89,7 +91,7 @@ func (s *Subscription) snapshotRows(n int) error {
 		case len(sn.folded) > 0:
 			r := sn.folded[0]
 			sn.folded = sn.folded[1:]
-			if err := s.change(r.key, stream.OpInsert, r.row, sn.at); err != nil {
+			if err := s.change(r.key, stream.OpInsert, r.row, sn.at, sn.atv); err != nil {
 				return err
 			}
 		case len(sn.parts) > 0:
@@ -114,7 +116,7 @@ func (s *Subscription) snapshotRows(n int) error {
 			sn.close()
 			s.snap = nil
 			if s.opts.Progress {
-				if err := s.emit(nil, OpProgress, sn.at); err != nil {
+				if err := s.emit(nil, OpProgress, sn.atv); err != nil {
 					return err
 				}
 			}

@@ -344,7 +344,7 @@ func (s *Subscription) poll(ctx context.Context) error {
 func (s *Subscription) progressed() error {
 	if s.opts.Progress {
 		if t := s.position(); t != s.sent {
-			return s.emit(nil, OpProgress, time.Now())
+			return s.emit(nil, OpProgress, timeValue(time.Now()))
 		}
 	}
 	return nil
@@ -408,13 +408,15 @@ func (s *Subscription) apply(c *change) error {
 			}
 		}
 	}
-	return s.change(c.key, c.op, row, c.ts)
+	return s.change(c.key, c.op, row, c.ts, c.tsv)
 }
 
 // change returns the change op of the row of key (record key bytes) to
 // row, as the subscriber sees it through Where.
-func (s *Subscription) change(key []byte, op stream.Op, row catalog.Row, ts time.Time) error {
-	row = append(row[:s.ncols:s.ncols], ts.UnixMilli()) // ROWTIME
+func (s *Subscription) change(key []byte, op stream.Op, row catalog.Row, ts time.Time, tsv any) error {
+	if s.opts.Where != nil || s.opts.Project != nil {
+		row = append(row[:s.ncols:s.ncols], ts.UnixMilli()) // ROWTIME
+	}
 	if s.opts.Where != nil && s.view {
 		was := s.matched[string(key)]
 		now := false
@@ -443,7 +445,7 @@ func (s *Subscription) change(key []byte, op stream.Op, row catalog.Row, ts time
 			return err
 		}
 	}
-	return s.emit(row, opName(op), ts)
+	return s.emit(row, opName(op), tsv)
 }
 
 func opName(op stream.Op) string {
@@ -481,9 +483,12 @@ func boxedOp(op string) any {
 	return op
 }
 
+// timeValue returns ts as the value of TimeColumn.
+func timeValue(ts time.Time) any { return ts.UTC() }
+
 // emit adds a row of the subscription: row's visible columns (NULLs for
-// a nil row), op, ts and the position.
-func (s *Subscription) emit(row catalog.Row, op string, ts time.Time) error {
+// a nil row), op, ts (timeValue's) and the position.
+func (s *Subscription) emit(row catalog.Row, op string, ts any) error {
 	n := len(s.cols)
 	if len(s.slab) < n {
 		s.slab = make([]any, n*rowSlab)
@@ -505,7 +510,7 @@ func (s *Subscription) emit(row catalog.Row, op string, ts time.Time) error {
 		}
 	}
 	s.sent = s.position()
-	out = append(out, boxedOp(op), ts.UTC(), s.sent)
+	out = append(out, boxedOp(op), ts, s.sent)
 	s.out = append(s.out, out)
 	return nil
 }

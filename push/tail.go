@@ -102,6 +102,7 @@ type change struct {
 	row  catalog.Row // nil for a delete
 	keys []any       // a delete's key values, in key order
 	ts   time.Time
+	tsv  any // ts as a row's value (timeValue), made once for every subscriber
 	size int // changeSize's
 }
 
@@ -123,7 +124,7 @@ func (d *decoder) decode(r *kgo.Record) (c change, ok bool, err error) {
 	if r.Attrs.IsControl() {
 		return c, false, nil
 	}
-	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, op: stream.OpInsert,
+	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, tsv: timeValue(r.Timestamp), op: stream.OpInsert,
 		size: changeSize(len(r.Key)+len(r.Value), d.ncols)}
 	if !d.view {
 		row := make(catalog.Row, d.ncols)
