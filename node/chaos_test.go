@@ -34,8 +34,10 @@ import (
 // records, a FULL JOIN of two tables, one of them with deletes, a LEFT
 // JOIN on a foreign key, an aggregate of a join by another column, and
 // two counting a stream–stream join's pairs, one over its derived
-// stream and one of the join itself), and every partition's standby
-// holds what its active holds. A third of the keys are written as
+// stream and one of the join itself), every partition's standby holds
+// what its active holds, and two subscribers that moved to another node
+// AS OF their last position whenever theirs was killed hold what their
+// views hold. A third of the keys are written as
 // librdkafka's and Sarama's partitioners place them, so the records a
 // view or table forwards to their key's partition (placement) go
 // through the kills too. It is part of make test; `make chaos` runs it
@@ -227,6 +229,12 @@ func TestChaos(t *testing.T) {
 		c.ProduceTo(t, "payments", pays...)
 		c.ProduceTo(t, "refunds", refs...)
 	}
+	// Two subscribers follow views through the kills, moving to another
+	// node AS OF their last row's position whenever theirs is killed:
+	// one of a grouped view, one of the FULL JOIN (deletes, rows that
+	// stop and start matching its WHERE).
+	subRegions := startChaosSubscriber(t, c, 0, "by_region", "", 1)
+	subBalances := startChaosSubscriber(t, c, 1, "account_balances", "balance > 50", 1)
 	var down *testcluster.Node
 	kills := 0
 	for b := range batches {
@@ -265,6 +273,7 @@ func TestChaos(t *testing.T) {
 
 	checkView(t, c, "by_region", "SELECT region, n, total FROM by_region WHERE _partition = %d", countSum(byRegion))
 	checkPublished(t, c, "by_region_out", byRegion)
+	subRegions.check(t, countSum(byRegion))
 	checkView(t, c, "regions_seen", "SELECT region, n, total FROM regions_seen WHERE _partition = %d", countSum(byRegion))
 	checkView(t, c, "by_id", "SELECT id, n, total FROM by_id WHERE _partition = %d", countSum(byID))
 	checkView(t, c, "enriched_by_id", "SELECT id, n, total FROM enriched_by_id WHERE _partition = %d", countSum(byID))
@@ -311,6 +320,17 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	checkView(t, c, "account_balances", "SELECT id, region, balance FROM account_balances WHERE _partition = %d", joined)
+	var rich []string
+	for id, b := range balances {
+		if b > 50 {
+			region := "NULL"
+			if r, ok := accounts[id]; ok {
+				region = strings.Split(r, "|")[1]
+			}
+			rich = append(rich, fmt.Sprintf("%d|%s|%d", id, region, b))
+		}
+	}
+	subBalances.check(t, rich)
 	var refs []string
 	for id, b := range balances {
 		region := "NULL"

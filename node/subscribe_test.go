@@ -146,6 +146,26 @@ func TestSubscribe(t *testing.T) {
 	push.want("DEE|4|insert")
 	named.want("4|DEE|insert", "1|ANN|insert")
 
+	// A subscription with a WHERE that goes on AS OF a position knows
+	// which rows the client has there: a change of one is an update, one
+	// that leaves the view a delete.
+	rich := subscribe(t, n.PGAddr(), `SUBSCRIBE named WHERE id >= 4 WITH (snapshot = false)`, false)
+	c.exec(`INSERT INTO users VALUES (5, 'eve')`)
+	var pos string
+	select {
+	case r := <-rich.rows:
+		if got := strings.Join(r[:3], "|"); got != "5|EVE|insert" {
+			t.Fatalf("row %q, want 5|EVE|insert", got)
+		}
+		pos = r[len(r)-1]
+	case <-time.After(30 * time.Second):
+		t.Fatal("no row within 30s")
+	}
+	rich.stop()
+	resumed := subscribe(t, n.PGAddr(), `SUBSCRIBE named WHERE id >= 4 AS OF '`+pos+`'`, true)
+	c.exec(`INSERT INTO users VALUES (5, 'eva'), (4, 'x'), (6, 'fay')`)
+	resumed.want("5|EVA|update", "4|NULL|delete", "6|FAY|insert")
+
 	bad := []struct{ q, err string }{
 		{`SUBSCRIBE users`, "cannot subscribe to table users"},
 		{`SUBSCRIBE nope`, `relation "nope" does not exist`},

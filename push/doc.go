@@ -41,7 +41,10 @@ of the changelog (or stream topic) it has not returned: a
 materialize.Position whose one topic is the changelog, written as the
 same token `_position` and SET basin.min_position use. Every row carries
 the position after it; AS OF a row's position continues with the change
-after it, on any node, with no gap and no duplicate. Snapshot rows share
+after it, on any node, with no gap and no duplicate. A subscription
+with a WHERE keeps the keys whose rows match it, since a row that stops
+matching is a delete for the client; AS OF, it reads the changelog up to
+the position first to know them. Snapshot rows share
 the position of the snapshot's end.
 
 # One reader per relation, and back-pressure

@@ -129,22 +129,84 @@ func (s *Subscription) snapshotRows(n int) error {
 // foldChangelog reads partition p of the changelog up to end and returns
 // the last row of each key, in key order.
 func (s *Subscription) foldChangelog(p int32, end int64) ([]foldedRow, error) {
-	cl, err := s.rt.Consumer(fmt.Sprintf("subscribe-snapshot-%s-%d", s.rel.Name, p),
-		map[string]map[int32]kgo.Offset{s.topic: {p: kgo.NewOffset().At(0)}})
+	rows := map[string]catalog.Row{}
+	err := s.readChangelog(p, end, func(r *kgo.Record, c stream.Change) error {
+		switch {
+		case c.Op == stream.OpNone:
+		case c.Row == nil:
+			delete(rows, string(r.Key))
+		default:
+			rows[string(r.Key)] = c.Row
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	out := make([]foldedRow, 0, len(rows))
+	for k, row := range rows {
+		out = append(out, foldedRow{key: []byte(k), row: row})
+	}
+	slices.SortFunc(out, func(a, b foldedRow) int { return bytes.Compare(a.key, b.key) })
+	return out, nil
+}
+
+// matchedAt fills s.matched, for a subscription with a WHERE that
+// continues AS OF a position, with the keys whose rows at that position
+// matched it: the client has those rows, so a change of one of them is
+// an update or a delete. It reads the changelog from its start to the
+// position.
+func (s *Subscription) matchedAt() error {
+	for _, p := range sortedPartitions(s.pos[s.topic]) {
+		end := s.pos[s.topic][p]
+		if end == 0 {
+			continue
+		}
+		err := s.readChangelog(p, end, func(r *kgo.Record, c stream.Change) error {
+			if c.Marker != nil {
+				return nil
+			}
+			if c.Row == nil || c.Op == stream.OpNone {
+				// Deleted, or a group hidden by HAVING: not a row.
+				delete(s.matched, string(r.Key))
+				return nil
+			}
+			ok, err := s.opts.Where(append(c.Row[:s.ncols:s.ncols], r.Timestamp.UnixMilli()))
+			if err != nil {
+				return err
+			}
+			if ok {
+				s.matched[string(r.Key)] = true
+			} else {
+				delete(s.matched, string(r.Key))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readChangelog calls fn with each record of partition p of the
+// changelog before offset end but control records, decoded.
+func (s *Subscription) readChangelog(p int32, end int64, fn func(r *kgo.Record, c stream.Change) error) error {
+	cl, err := s.rt.Consumer(fmt.Sprintf("subscribe-snapshot-%s-%d", s.rel.Name, p),
+		map[string]map[int32]kgo.Offset{s.topic: {p: kgo.NewOffset().At(0)}})
+	if err != nil {
+		return err
+	}
 	defer cl.Close()
-	rows := map[string]catalog.Row{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	for next := int64(0); next < end; {
 		fetches := cl.PollFetches(ctx)
 		if err := stream.FetchErr(fetches); err != nil {
-			return nil, err
+			return err
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s/%d for a snapshot: %w", s.topic, p, err)
+			return fmt.Errorf("reading %s/%d: %w", s.topic, p, err)
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= end || err != nil {
@@ -155,27 +217,15 @@ func (s *Subscription) foldChangelog(p int32, end int64) ([]foldedRow, error) {
 				return
 			}
 			var c stream.Change
-			if c, err = stream.DecodeChange(r, s.ncols); err != nil {
-				return
-			}
-			switch {
-			case c.Op == stream.OpNone:
-			case c.Row == nil:
-				delete(rows, string(r.Key))
-			default:
-				rows[string(r.Key)] = c.Row
+			if c, err = stream.DecodeChange(r, s.ncols); err == nil {
+				err = fn(r, c)
 			}
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	out := make([]foldedRow, 0, len(rows))
-	for k, row := range rows {
-		out = append(out, foldedRow{key: []byte(k), row: row})
-	}
-	slices.SortFunc(out, func(a, b foldedRow) int { return bytes.Compare(a.key, b.key) })
-	return out, nil
+	return nil
 }
 
 func (sn *snapshot) close() {

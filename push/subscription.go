@@ -155,6 +155,11 @@ func (f *Feeds) Subscribe(ctx context.Context, rel *catalog.Relation, opts Optio
 		if err := s.resume(opts.AsOf, ends); err != nil {
 			return nil, err
 		}
+		if s.matched != nil && s.view {
+			if err := s.matchedAt(); err != nil {
+				return nil, pgerr.New(pgerr.IOError, "reading the changelog of %s up to the AS OF position: %v", s.rel.Name, err)
+			}
+		}
 	case opts.Snapshot && s.view:
 		if s.snap, err = takeSnapshot(s, ends); err != nil {
 			return nil, err
