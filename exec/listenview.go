@@ -22,22 +22,31 @@ import (
 // is a change stream. A payload Postgres would refuse (8000 bytes or
 // more) is sent as the row's key columns, _op, _position and
 // "_truncated": true: the subscriber reads the row by its key. The feed
-// stops when the channel's last listener does.
+// stops when the channel's last listener does, or the relation is
+// dropped; a relation created while its name has listeners starts one
+// (RelationsChanged).
 
 // viewFeeds are the running feeds of an Engine, by channel.
 type viewFeeds struct {
 	mu    sync.Mutex
 	ctx   context.Context
 	stop  context.CancelFunc
-	feeds map[string]context.CancelFunc
+	feeds map[string]viewFeed
 	wg    sync.WaitGroup
+}
+
+// viewFeed is one running feed: of the relation created by the command
+// at version, stopped by stop.
+type viewFeed struct {
+	version int64
+	stop    context.CancelFunc
 }
 
 // NotifyViews makes LISTEN on a view's or stream's name a subscription
 // to its changes (see above). Close stops the feeds.
 func (e *Engine) NotifyViews() {
 	e.feeds.ctx, e.feeds.stop = context.WithCancel(context.Background())
-	e.feeds.feeds = map[string]context.CancelFunc{}
+	e.feeds.feeds = map[string]viewFeed{}
 	e.OnListen(e.listening)
 }
 
@@ -56,30 +65,82 @@ func (e *Engine) listening(channel string, on bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !on {
-		if stop := f.feeds[channel]; stop != nil {
-			stop()
+		if feed, ok := f.feeds[channel]; ok {
+			feed.stop()
 			delete(f.feeds, channel)
 		}
 		return
 	}
-	rel, err := e.Catalog.Resolve(channel)
-	if err != nil || rel.Kind != catalog.KindView && rel.Kind != catalog.KindStream || f.ctx.Err() != nil {
+	if rel, err := e.Catalog.Resolve(channel); err == nil {
+		e.startFeedLocked(channel, rel, false)
+	}
+}
+
+// RelationsChanged tells the engine that the catalog created or dropped
+// a relation (either may be nil): a view's or stream's name that has
+// listeners gets a feed when it is created, and its feed stops when it
+// is dropped (the channel's listeners stay, as on any channel).
+func (e *Engine) RelationsChanged(created, dropped *catalog.Relation) {
+	f := &e.feeds
+	if f.feeds == nil {
+		return // NotifyViews was not called
+	}
+	// The hub's hook lock orders this with LISTEN and UNLISTEN.
+	e.notify.hookMu.Lock()
+	defer e.notify.hookMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if dropped != nil {
+		if feed, ok := f.feeds[dropped.Name]; ok && feed.version == dropped.Version {
+			feed.stop()
+			delete(f.feeds, dropped.Name)
+		}
+	}
+	if created != nil {
+		e.notify.mu.Lock()
+		listened := len(e.notify.mu.channels[created.Name]) > 0
+		e.notify.mu.Unlock()
+		if _, running := f.feeds[created.Name]; listened && !running {
+			e.startFeedLocked(created.Name, created, true)
+		}
+	}
+}
+
+// startFeedLocked starts the feed of channel, named as rel, unless rel is
+// not a view or stream. A view just created (created) is followed from
+// its first change; otherwise the feed starts now.
+func (e *Engine) startFeedLocked(channel string, rel *catalog.Relation, created bool) {
+	f := &e.feeds
+	if rel.Kind != catalog.KindView && rel.Kind != catalog.KindStream || f.ctx.Err() != nil {
 		return // a channel like any other
 	}
-	// The subscription starts now, so that a change committed after the
-	// LISTEN is notified.
 	ctx, stop := context.WithCancel(f.ctx)
-	sctx, cancel := context.WithTimeout(ctx, feedStart)
-	sub, err := e.subscriptions().Subscribe(sctx, rel, push.Options{})
-	cancel()
-	if err != nil {
-		e.Logger.Warn("LISTEN feed of a view did not start; starting it again", "channel", channel, "err", err)
+	var sub *push.Subscription
+	var at string
+	if created && rel.Kind == catalog.KindView {
+		// Its changelog may not be there yet: the feed starts at its
+		// beginning when it is, in its own goroutine.
+		start := make(map[int32]int64, rel.Partitions)
+		for p := range rel.Partitions {
+			start[p] = 0
+		}
+		at = materialize.Position{rel.ChangelogTopic(e.Cluster): start}.String()
+	} else {
+		// The subscription starts now, so that a change committed after
+		// the LISTEN is notified.
+		sctx, cancel := context.WithTimeout(ctx, feedStart)
+		var err error
+		sub, err = e.subscriptions().Subscribe(sctx, rel, push.Options{})
+		cancel()
+		if err != nil {
+			e.Logger.Warn("LISTEN feed of a view did not start; starting it again", "channel", channel, "err", err)
+		}
 	}
-	f.feeds[channel] = stop
+	f.feeds[channel] = viewFeed{version: rel.Version, stop: stop}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		e.feed(ctx, channel, rel, sub)
+		e.feed(ctx, channel, rel, sub, at)
 	}()
 }
 
@@ -90,11 +151,13 @@ const feedStart = 10 * time.Second
 // it starts again.
 const feedRetry = time.Second
 
-// feed notifies channel of rel's changes until ctx ends. A subscription
+// feed notifies channel of rel's changes until ctx ends, from sub, or a
+// subscription AS OF at when sub is nil. A subscription
 // that fails (the changelog cannot be read for a while) starts again
 // after the position of its last change, so none is lost or repeated.
-func (e *Engine) feed(ctx context.Context, channel string, rel *catalog.Relation, sub *push.Subscription) {
-	var at string // the position of the last change notified
+func (e *Engine) feed(ctx context.Context, channel string, rel *catalog.Relation, sub *push.Subscription, at string) {
+	// at is the position of the last change notified, or where the feed
+	// starts ("": now).
 	for ctx.Err() == nil {
 		err := e.feedFrom(ctx, channel, rel, sub, &at)
 		sub = nil

@@ -329,6 +329,9 @@ func (n *Node) onChange(ch catalog.Change) {
 			n.log.Warn("dropping state", "relation", ch.Dropped.Name, "err", err)
 		}
 	}
+	if n.engine != nil && (ch.Created != nil || ch.Dropped != nil) {
+		n.engine.RelationsChanged(ch.Created, ch.Dropped) // LISTEN on its name
+	}
 }
 
 // catalogMarkFile, in the data dir, records the last catalog command the

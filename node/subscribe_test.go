@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/basindb/basin/internal/poll"
 )
@@ -319,15 +320,20 @@ func TestListenView(t *testing.T) {
 	if _, err := l.Exec(ctx, `LISTEN pages`); err != nil {
 		t.Fatal(err)
 	}
-	next := func() map[string]any {
+	nextOn := func(channel string) map[string]any {
 		t.Helper()
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		nt, err := l.WaitForNotification(wctx)
-		if err != nil {
-			t.Fatal(err)
+		var nt *pgconn.Notification
+		for nt == nil || nt.Channel != channel && channel != "pages" {
+			// Changes of pages come with late's: only late's are
+			// awaited then.
+			var err error
+			if nt, err = l.WaitForNotification(wctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if nt.Channel != "pages" {
+		if nt.Channel != channel {
 			t.Fatalf("a notification on %q", nt.Channel)
 		}
 		var m map[string]any
@@ -341,6 +347,7 @@ func TestListenView(t *testing.T) {
 		delete(m, "_ts")
 		return m
 	}
+	next := func() map[string]any { t.Helper(); return nextOn("pages") }
 	// The feed starts with the LISTEN: a change right after it is seen.
 	if !poll.Cond(30*time.Second, func() bool { return len(n.engine.ListeningChannels()) == 1 }) {
 		t.Fatal("no session listens")
@@ -356,6 +363,22 @@ func TestListenView(t *testing.T) {
 	c.exec(`INSERT INTO clicks VALUES ('` + strings.Repeat("x", 9000) + `', 1)`)
 	if got := fmt.Sprint(next()); got != "map[_op:insert _truncated:true page:"+strings.Repeat("x", 9000)+"]" {
 		t.Fatalf("a large row's notification %.200s", got)
+	}
+
+	// A view created while its name has a listener is followed from its
+	// first change; dropped and created again, the new one is.
+	if _, err := l.Exec(ctx, `LISTEN late`); err != nil {
+		t.Fatal(err)
+	}
+	c.exec(`CREATE TABLE late AS SELECT page, count(*) AS n FROM clicks WHERE ms > 100 GROUP BY page`)
+	c.exec(`INSERT INTO clicks VALUES ('/b', 500)`)
+	if got := fmt.Sprint(nextOn("late")); got != "map[_op:insert n:1 page:/b]" {
+		t.Fatalf("the new view's notification %s", got)
+	}
+	c.exec(`DROP TABLE late`)
+	c.exec(`CREATE TABLE late AS SELECT page, max(ms) AS top FROM clicks WHERE ms > 100 GROUP BY page`)
+	if got := fmt.Sprint(nextOn("late")); got != "map[_op:insert page:/b top:500]" {
+		t.Fatalf("the view created again, its notification %s", got)
 	}
 }
 
