@@ -113,29 +113,10 @@ func pushRun(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, name str
 		v, _ := json.Marshal(map[string]int64{"amount": amount})
 		return v
 	}
-	var produced atomic.Int64
-	stop := make(chan struct{})
-	var loadWG sync.WaitGroup
-	loadStart := time.Now()
-	loadWG.Add(1)
-	go func() {
-		defer loadWG.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		id := int64(0)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			want := int64(time.Since(loadStart).Seconds() * pushLoad)
-			for ; id < want; id++ {
-				cl.Produce(ctx, &kgo.Record{Key: key(id % pushKeys), Value: value(1)}, nil)
-			}
-			produced.Store(id)
-		}
-	}()
+	load := startPacedLoad(ctx, cl, pushLoad, func(id int64) *kgo.Record {
+		return &kgo.Record{Key: key(id % pushKeys), Value: value(1)}
+	})
+	loadStart := load.start
 	probes := 0
 	pace := time.NewTicker(pushEvery)
 	for time.Since(loadStart) < pushSeconds*time.Second {
@@ -144,12 +125,11 @@ func pushRun(t *testing.T, c *testcluster.Cluster, n *testcluster.Node, name str
 		cl.Produce(ctx, &kgo.Record{Key: key(pushKeys + int64(probes)), Value: value(time.Now().UnixMilli())}, nil)
 	}
 	pace.Stop()
-	close(stop)
-	loadWG.Wait()
+	produced := load.stop()
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	records := produced.Load() + int64(probes)
+	records := produced + int64(probes)
 	conn := n.Conn(t)
 	done := pollUntil(t, 5*time.Minute, 20*time.Millisecond, func() (bool, error) {
 		var sum *int64

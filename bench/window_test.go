@@ -218,30 +218,11 @@ func freshness(t *testing.T, c *testcluster.Cluster, n *testcluster.Node) (windo
 	}
 	key := func(k int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(k)) }
 
-	// The load, in slices of a millisecond's records.
-	stop := make(chan struct{})
-	var loadWG sync.WaitGroup
-	var produced int64
-	loadStart := time.Now()
-	loadWG.Add(1)
-	go func() {
-		defer loadWG.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		id := int64(0)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			want := int64(time.Since(loadStart).Seconds() * freshLoad)
-			for ; id < want; id++ {
-				cl.Produce(ctx, &kgo.Record{Key: key(id % windowKeys), Value: value(time.Now().UnixMilli())}, nil)
-			}
-			produced = id
-		}
-	}()
+	// The load, in slices of 10 ms of records.
+	load := startPacedLoad(ctx, cl, freshLoad, func(id int64) *kgo.Record {
+		return &kgo.Record{Key: key(id % windowKeys), Value: value(time.Now().UnixMilli())}
+	})
+	loadStart := load.start
 
 	lookup := map[string]string{
 		"live_minute": "SELECT n FROM live_minute WHERE k = $1 AND windowstart = $2",
@@ -296,8 +277,7 @@ func freshness(t *testing.T, c *testcluster.Cluster, n *testcluster.Node) (windo
 		}
 		wg.Wait()
 	}
-	close(stop)
-	loadWG.Wait()
+	produced := load.stop()
 	rate := float64(produced) / time.Since(loadStart).Seconds()
 	res := func(view string) freshnessResult {
 		ws := slices.Clone(waits[view])

@@ -287,13 +287,7 @@ func (f *fetcher) run(dir sql.FetchDirection, count int64) error {
 				return err
 			}
 			// Now after the last row (read+1): back up to row read+1+count.
-			target := c.read + 1 + count
-			if target < 1 {
-				c.pos = 0
-				return nil
-			}
-			c.pos = target
-			return f.emit(c.kept[target-1])
+			return f.backTo(c.read + 1 + count)
 		default:
 			return f.rewind()
 		}
@@ -308,17 +302,23 @@ func (f *fetcher) run(dir sql.FetchDirection, count int64) error {
 			if !c.scroll {
 				return errScrollOnly()
 			}
-			target := c.pos + count
-			if target < 1 {
-				c.pos = 0
-				return nil
-			}
-			c.pos = target
-			return f.emit(c.kept[target-1])
+			return f.backTo(c.pos + count)
 		default:
 			return f.current()
 		}
 	}
+}
+
+// backTo moves a scrollable cursor back to row target (before the
+// first row when target < 1) and returns that row.
+func (f *fetcher) backTo(target int64) error {
+	c := f.c
+	if target < 1 {
+		c.pos = 0
+		return nil
+	}
+	c.pos = target
+	return f.emit(c.kept[target-1])
 }
 
 // current is FETCH 0 (RELATIVE 0, FORWARD 0): the row the cursor is on,
