@@ -82,8 +82,12 @@ func (rp *report) markdown() string {
 		case !r.Met:
 			met = "**no**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.4g %s | %.4g %s (%s) | %.2f× | %s | %s | %s |\n",
-			r.Bench, r.What, r.Basin, r.Unit, r.Ref, r.Unit, r.RefName, r.Ratio(), target, met, r.Note)
+		ref, ratio := fmt.Sprintf("%.4g %s (%s)", r.Ref, r.Unit, r.RefName), fmt.Sprintf("%.2f×", r.Ratio())
+		if r.Ref == 0 {
+			ref, ratio = "—", "—" // a measure with nothing to compare it to
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.4g %s | %s | %s | %s | %s | %s |\n",
+			r.Bench, r.What, r.Basin, r.Unit, ref, ratio, target, met, r.Note)
 	}
 	for _, n := range rp.notes {
 		b.WriteString("\n" + n + "\n")
