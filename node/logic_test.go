@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,11 @@ import (
 //	                      applied all its input, and each of those answers
 //	                      must match too (settledAnswers). A count that
 //	                      overshoots and then settles fails.
+//	changes n=<n> [rowsort]
+//	                      a FETCH from a cursor of a subscription, run
+//	                      again until it has returned n rows; output: the
+//	                      rows without their last two columns (_ts and
+//	                      _position, which differ in every run)
 //	query ... caughtup    read once every task of the node has applied
 //	                      all its input, and again until the answer is
 //	                      the expected one (a pipeline's later stage sees
@@ -109,6 +115,25 @@ func TestLogic(t *testing.T) {
 					return notices.String() + buf.String() + errorText(err)
 				}
 				return notices.String() + buf.String() + tag.String() + "\n"
+			case "changes":
+				var want int
+				d.ScanArgs(t, "n", &want)
+				var rows []string
+				for len(rows) < want && ctx.Err() == nil {
+					out, err := queryText(ctx, conn, d.Input, false)
+					if err != nil {
+						return notices.String() + strings.Join(rows, "") + errorText(err)
+					}
+					for _, l := range strings.SplitAfter(out, "\n") {
+						if f := strings.Split(l, "|"); len(f) > 2 {
+							rows = append(rows, strings.Join(f[:len(f)-2], "|")+"\n")
+						}
+					}
+				}
+				if d.HasArg("rowsort") {
+					slices.Sort(rows)
+				}
+				return notices.String() + strings.Join(rows, "")
 			case "query":
 				run := func() string {
 					out, err := queryText(ctx, conn, d.Input, d.HasArg("colnames"))
