@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
 	"github.com/basindb/basin/internal/safe"
 	"github.com/basindb/basin/materialize"
@@ -329,10 +330,12 @@ func (c *control) lagOf(node string) (lagReport, bool) {
 	return r, ok
 }
 
-// nodeStatus is one node in GET /clusterStatus.
+// nodeStatus is one node in GET /clusterStatus (docs/operations.md
+// lists its fields).
 type nodeStatus struct {
 	Node          string              `json:"node"`
 	Self          bool                `json:"self,omitempty"`
+	Version       string              `json:"version,omitempty"` // this node's only
 	Alive         bool                `json:"alive"`
 	LastHeartbeat *time.Time          `json:"last_heartbeat,omitempty"`
 	DownSince     *time.Time          `json:"down_since,omitempty"`
@@ -353,7 +356,7 @@ type clusterStatus struct {
 // handleClusterStatus is GET /clusterStatus: every node of the
 // assignment with its liveness as heartbeats tell it and its tasks as its
 // last lag report (this node's own, as they are now).
-func (c *control) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
+func (c *control) handleClusterStatus(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	st := clusterStatus{Node: c.n.id}
 	a, _ := c.n.clusterOf().assignment()
@@ -361,7 +364,7 @@ func (c *control) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 	for _, id := range a.NodeIDs() {
 		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []stream.TaskStatus{}}
 		if id == c.n.id {
-			ns.Self, ns.Alive, ns.Tasks = true, true, c.n.localTasks().Tasks
+			ns.Self, ns.Alive, ns.Version, ns.Tasks = true, true, exec.Version, c.n.localTasks().Tasks
 		} else {
 			if l, ok := c.live.Get(id, now); ok {
 				ns.Alive = l.Alive
@@ -380,6 +383,25 @@ func (c *control) handleClusterStatus(w http.ResponseWriter, _ *http.Request) {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
+	writeJSON(w, r, st)
+}
+
+// soloStatus is GET /clusterStatus on a node that is not in a cluster:
+// itself, the one member, leading generation 0.
+func (n *Node) soloStatus() clusterStatus {
+	return clusterStatus{Node: n.id, Leader: n.id, Nodes: []nodeStatus{{
+		Node: n.id, Self: true, Alive: true, Version: exec.Version,
+		PGAddr: n.PGAddr(), HTTPAddr: n.HTTPAddr(), Tasks: n.localTasks().Tasks,
+	}}}
+}
+
+// writeJSON writes v as the JSON body of an answer to r, indented for a
+// person when r asks with ?pretty.
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(st)
+	enc := json.NewEncoder(w)
+	if r.URL.Query().Has("pretty") {
+		enc.SetIndent("", "  ")
+	}
+	_ = enc.Encode(v)
 }

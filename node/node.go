@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -538,11 +537,10 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 			c.handleClusterStatus(w, r)
 			return
 		}
-		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
+		writeJSON(w, r, n.soloStatus()) // a node alone is its cluster's one member
 	}))
-	mux.HandleFunc("GET /tasks", n.peerEndpoint(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(n.localTasks())
+	mux.HandleFunc("GET /tasks", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, r, n.localTasks())
 	}))
 	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
 	if err != nil {
