@@ -499,20 +499,23 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 	// connections: the embedded broker's or the Postgres listener is
 	// gone or cannot accept (out of file descriptors).
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		var problems []string
-		if n.broker != nil {
-			if err := n.broker.Health(); err != nil {
-				problems = append(problems, "embedded broker: "+err.Error())
-			}
-		}
-		if err := n.pg.Health(); err != nil {
-			problems = append(problems, "postgres: "+err.Error())
-		}
-		if len(problems) > 0 {
+		if problems := n.healthProblems(); len(problems) > 0 {
 			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})
+	// /readyz fails, one line per problem, while a read of some table or
+	// view would fail within its bounds (ready.go).
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if problems := n.unready(time.Now()); len(problems) > 0 {
+			if len(problems) > maxReadyProblems {
+				problems = append(problems[:maxReadyProblems], fmt.Sprintf("and %d more", len(problems)-maxReadyProblems))
+			}
+			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
 	})
 	// The cluster endpoints: what the nodes of a cluster send each
 	// other. peerEndpoint bounds their bodies and, with a cluster
@@ -573,6 +576,21 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 		}
 	}()
 	return nil
+}
+
+// healthProblems is what /healthz reports: the parts that cannot take
+// new connections, one line each.
+func (n *Node) healthProblems() []string {
+	var problems []string
+	if n.broker != nil {
+		if err := n.broker.Health(); err != nil {
+			problems = append(problems, "embedded broker: "+err.Error())
+		}
+	}
+	if err := n.pg.Health(); err != nil {
+		problems = append(problems, "postgres: "+err.Error())
+	}
+	return problems
 }
 
 // PGAddr is the address the Postgres server listens on.

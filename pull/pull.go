@@ -1705,3 +1705,8 @@ func (a *RowAlloc) Next(n int) catalog.Row {
 // sorted or grouped, where it read, its environment): a portal clears
 // its Query when a run ends.
 func (q *Query) Holds() bool { return q.rows != nil || q.reads != nil || q.env != nil }
+
+// LocalReplicaOf describes this node's replica of a partition, whose
+// task state is ts, as a read routes by it: nil when it may not serve
+// reads (localReplica).
+func LocalReplicaOf(ts *stream.TaskState) *LocalReplica { return localReplica(ts, nil) }
