@@ -353,10 +353,10 @@ type clusterStatus struct {
 	Nodes      []nodeStatus `json:"nodes"`
 }
 
-// handleClusterStatus is GET /clusterStatus: every node of the
-// assignment with its liveness as heartbeats tell it and its tasks as its
-// last lag report (this node's own, as they are now).
-func (c *control) handleClusterStatus(w http.ResponseWriter, r *http.Request) {
+// status is GET /clusterStatus: every node of the assignment with its
+// liveness as heartbeats tell it and its tasks as its last lag report
+// (this node's own, as they are now).
+func (c *control) status() clusterStatus {
 	now := time.Now()
 	st := clusterStatus{Node: c.n.id}
 	a, _ := c.n.clusterOf().assignment()
@@ -383,7 +383,16 @@ func (c *control) handleClusterStatus(w http.ResponseWriter, r *http.Request) {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	sort.Slice(st.Nodes, func(i, j int) bool { return st.Nodes[i].Node < st.Nodes[j].Node })
-	writeJSON(w, r, st)
+	return st
+}
+
+// clusterStatus is what GET /clusterStatus answers on this node, in a
+// cluster or alone.
+func (n *Node) clusterStatus() clusterStatus {
+	if c := n.controlOf(); c != nil && n.clusterOf() != nil {
+		return c.status()
+	}
+	return n.soloStatus()
 }
 
 // soloStatus is GET /clusterStatus on a node that is not in a cluster:

@@ -92,12 +92,16 @@
 //
 // # Serving
 //
-// HTTP (startHTTP): /healthz once started, /metrics (metrics.go: pull
-// queries by plan and route, routing decisions, heartbeats, per-task lag
-// read at scrape time, the row and plan caches), /debug/pprof (only with
-// Options.Pprof), /tasks
-// (this node's tasks), and the control plane's /heartbeat, /lag and
-// /clusterStatus (404 on a node alone). docs/operations.md lists them for operators.
+// HTTP (startHTTP): the status page at / (statuspage.go: the cluster,
+// every task, lag pictures from samples the node takes, behind the
+// node's authentication), /healthz once started, /readyz when every
+// partition can be read within its bounds (ready.go), /metrics
+// (metrics.go: pull queries by plan and route, routing decisions,
+// heartbeats, per-task lag read at scrape time, the row and plan
+// caches), /debug/pprof (only with Options.Pprof), /tasks (this node's
+// tasks), and the control plane's /heartbeat, /lag and /clusterStatus
+// (a node alone answers as its one member). docs/operations.md lists
+// them for operators.
 // Over TLS when the node has a certificate; peers then call https. Its
 // listener caps the open connections in total and per remote host and
 // closes those past the caps at once, and the server bounds how long a

@@ -48,14 +48,20 @@ type Node struct {
 	broker *kafka.Broker
 	db     *materialize.DB
 	rt     *stream.Runtime
-	cat    *catalog.Catalog
-	clog   *catalog.Log
-	prod   *kgo.Client
-	engine *exec.Engine
-	pg     *pgwire.Server
-	http   *http.Server
-	httpLn net.Listener
-	wg     sync.WaitGroup
+	// users are who may log in, to Postgres and to the status page.
+	users *users
+	// lags are the samples the status page draws (statuspage.go), taken
+	// until stopSampling.
+	lags         lagHistory
+	stopSampling context.CancelFunc
+	cat          *catalog.Catalog
+	clog         *catalog.Log
+	prod         *kgo.Client
+	engine       *exec.Engine
+	pg           *pgwire.Server
+	http         *http.Server
+	httpLn       net.Listener
+	wg           sync.WaitGroup
 	// cluster is the node's group membership, control its heartbeats
 	// and lag reports; nil for a node alone on its embedded broker. Set
 	// once, while other goroutines (catalog changes, HTTP handlers) may
@@ -111,7 +117,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		opts.Logger.Warn("users are configured but --auth is trust: any user name connects without a password; " +
 			"use --auth scram to require them")
 	}
-	node := &Node{opts: opts, log: opts.Logger, metrics: newMetrics(), peerAuth: newPeerAuth(opts.ClusterSecret)}
+	node := &Node{opts: opts, log: opts.Logger, metrics: newMetrics(), peerAuth: newPeerAuth(opts.ClusterSecret), users: auth}
 	defer func() {
 		if err != nil {
 			_ = node.Close()
@@ -507,6 +513,8 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 	})
 	// /readyz fails, one line per problem, while a read of some table or
 	// view would fail within its bounds (ready.go).
+	// The status page, for people (statuspage.go).
+	mux.HandleFunc("GET /{$}", n.statusAuth(n.handleStatusPage))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if problems := n.unready(time.Now()); len(problems) > 0 {
 			if len(problems) > maxReadyProblems {
@@ -536,11 +544,7 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 		http.Error(w, "this node is not in a cluster", http.StatusNotFound)
 	}))
 	mux.HandleFunc("GET /clusterStatus", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
-		if c := n.controlOf(); c != nil && n.clusterOf() != nil {
-			c.handleClusterStatus(w, r)
-			return
-		}
-		writeJSON(w, r, n.soloStatus()) // a node alone is its cluster's one member
+		writeJSON(w, r, n.clusterStatus()) // a node alone is its cluster's one member
 	}))
 	mux.HandleFunc("GET /tasks", n.peerEndpoint(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, r, n.localTasks())
@@ -568,7 +572,13 @@ func (n *Node) startHTTP(tlsConfig *tls.Config) error {
 		n.http.ErrorLog = slog.NewLogLogger(n.log.With("component", "http").Handler(), slog.LevelDebug)
 		serve = func() error { return n.http.ServeTLS(ln, "", "") }
 	}
-	n.wg.Add(1)
+	sctx, stop := context.WithCancel(context.Background())
+	n.stopSampling = stop
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		n.sampleLags(sctx)
+	}()
 	go func() {
 		defer n.wg.Done()
 		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -663,6 +673,9 @@ func (n *Node) Close() error {
 			errs = append(errs, err)
 		}
 		cancel()
+	}
+	if n.stopSampling != nil {
+		n.stopSampling()
 	}
 	n.wg.Wait()
 	if c := n.controlOf(); c != nil {

@@ -120,3 +120,62 @@ func TestReadyz(t *testing.T) {
 		t.Fatalf("%s after the thaw: /readyz %d %s, want 200", reader.ID, code, body)
 	}
 }
+
+// TestStatusPage renders the status page of a node alone: the node, a
+// view with its partitions' replicas and its lag picture; and, with
+// --auth scram, asks for a login and takes only a user's own password.
+func TestStatusPage(t *testing.T) {
+	n := startNode(t, t.TempDir(), func(o *Options) { o.HTTPAddr = "127.0.0.1:0" })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := sqlConn{t, ctx, connect(t, n.PGAddr())}
+	c.exec(`CREATE STREAM clicks (page VARCHAR, ms INTEGER) WITH (kafka_topic = 'clicks', partitions = 2)`)
+	c.exec(`CREATE TABLE pages AS SELECT page, count(*) AS n FROM clicks GROUP BY page`)
+	var code int
+	var body string
+	if !poll.Cond(30*time.Second, func() bool {
+		code, body = getHTTP(t, n, "/")
+		// Each partition's view task and re-keying stage.
+		return code == http.StatusOK && strings.Count(body, "<td>active</td>") == 4
+	}) {
+		t.Fatalf("GET /: %d, want the view's 4 active tasks in\n%s", code, body)
+	}
+	for _, want := range []string{`<b id="node">` + n.id + `</b>`, `data-relation="pages"`, "<svg class=\"chart\"", n.PGAddr(), "(this node)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET / lacks %q:\n%s", want, body)
+		}
+	}
+	if code, _ := getHTTP(t, n, "/nothing"); code != http.StatusNotFound {
+		t.Errorf("GET /nothing: %d, want 404", code)
+	}
+
+	locked := startNode(t, t.TempDir(), func(o *Options) {
+		o.HTTPAddr, o.Auth, o.Users = "127.0.0.1:0", "scram", map[string]string{"ann": "s3cret"}
+	})
+	login := func(user, password string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+locked.HTTPAddr()+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic ") {
+			t.Errorf("401 without a Basic challenge")
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		user, password string
+		want           int
+	}{{"", "", 401}, {"ann", "wrong", 401}, {"bob", "s3cret", 401}, {ClusterUser, "s3cret", 401}, {"ann", "s3cret", 200}} {
+		if got := login(tc.user, tc.password); got != tc.want {
+			t.Errorf("GET / as %q with %q: %d, want %d", tc.user, tc.password, got, tc.want)
+		}
+	}
+}

@@ -357,3 +357,7 @@ func (c *conn) authSCRAM(user string) *pgerr.Error {
 	}
 	return nil
 }
+
+// Matches reports whether password is the one v was made from: for a
+// login that sends the password itself (the status page's).
+func (v *SCRAMVerifier) Matches(password string) bool { return v.matches(password) }
