@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,9 @@ type cluster struct {
 		has bool
 		// byTask is a indexed by task, for reads.
 		byTask map[materialize.StoreID]ha.Replicas
+		// rebalances are the last assignments received, latest first
+		// (/clusterStatus, the status page).
+		rebalances []rebalance
 	}
 }
 
@@ -256,6 +260,29 @@ func (c *cluster) tasksChanged() bool {
 	return false
 }
 
+// rebalance is an assignment this node received: when, its generation,
+// leader and number of nodes, and this node's tasks in each role.
+type rebalance struct {
+	At         time.Time `json:"at"`
+	Generation int32     `json:"generation"`
+	Leader     string    `json:"leader"`
+	Nodes      int       `json:"nodes"`
+	Active     int       `json:"active"`
+	Standby    int       `json:"standby"`
+	Warmup     int       `json:"warmup"`
+}
+
+// maxRebalances is how many rebalances a node remembers.
+const maxRebalances = 10
+
+// lastRebalances returns the assignments this node received, latest
+// first.
+func (c *cluster) lastRebalances() []rebalance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.mu.rebalances)
+}
+
 // onAssignment runs this node's tasks in the roles the new assignment
 // gives them.
 func (c *cluster) onAssignment(a ha.Assignment) {
@@ -275,6 +302,13 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	}
 	c.n.log.Info("assignment", "generation", a.Generation, "leader", a.Leader,
 		"active", len(mine.Active), "standby", len(mine.Standby), "warmup", len(mine.Warmup))
+	c.mu.Lock()
+	c.mu.rebalances = append([]rebalance{{At: time.Now().UTC(), Generation: a.Generation, Leader: a.Leader, Nodes: len(a.Nodes),
+		Active: len(mine.Active), Standby: len(mine.Standby), Warmup: len(mine.Warmup)}}, c.mu.rebalances...)
+	if len(c.mu.rebalances) > maxRebalances {
+		c.mu.rebalances = c.mu.rebalances[:maxRebalances]
+	}
+	c.mu.Unlock()
 	c.n.rt.SetRoles(roles)
 	if ctl := c.n.controlOf(); ctl != nil {
 		ctl.onAssignment(a)

@@ -351,6 +351,9 @@ type clusterStatus struct {
 	Generation int32        `json:"generation"`
 	Leader     string       `json:"leader"`
 	Nodes      []nodeStatus `json:"nodes"`
+	// Rebalances are the last assignments this node received, latest
+	// first.
+	Rebalances []rebalance `json:"rebalances,omitempty"`
 }
 
 // status is GET /clusterStatus: every node of the assignment with its
@@ -361,6 +364,7 @@ func (c *control) status() clusterStatus {
 	st := clusterStatus{Node: c.n.id}
 	a, _ := c.n.clusterOf().assignment()
 	st.Generation, st.Leader = a.Generation, a.Leader
+	st.Rebalances = c.n.clusterOf().lastRebalances()
 	for _, id := range a.NodeIDs() {
 		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []stream.TaskStatus{}}
 		if id == c.n.id {

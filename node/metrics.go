@@ -2,6 +2,7 @@ package node
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,8 @@ type metrics struct {
 	// peerRefused counts inter-node requests refused for their
 	// signature; unlabelled, as a forger chooses every other value.
 	peerRefused prometheus.Counter
+	// pullCount counts the pull queries, for the status page's rate.
+	pullCount atomic.Int64
 
 	// pullSeries are pulls' and pullTime's series for every plan and
 	// route a query reports, resolved once: looking a series up by its
@@ -106,6 +109,7 @@ func (m *metrics) register(reg prometheus.Registerer, n *Node) {
 
 // observePull records one finished pull query.
 func (m *metrics) observePull(s exec.PullStats) {
+	m.pullCount.Add(1)
 	i, j := slices.Index(pullPlans[:], s.Plan), slices.Index(pullRoutes[:], s.Route)
 	if i < 0 || j < 0 {
 		// Not one of the known plans and routes: by label values.
@@ -147,6 +151,12 @@ var (
 	taskMisplacedDesc = prometheus.NewDesc("basin_task_misplaced_records_total",
 		"Input records a task found on a partition other than the one its relation's partitioner gives their key, since it started on this node (an active forwards them there).",
 		[]string{"task", "relation", "role"}, nil)
+	taskRecordsInDesc = prometheus.NewDesc("basin_task_records_in_total",
+		"Records a task took in (its input; a standby's or warm-up's, its changelog) since it started on this node.",
+		[]string{"task", "relation", "role"}, nil)
+	taskBytesInDesc = prometheus.NewDesc("basin_task_bytes_in_total",
+		"Bytes of the keys and values of the records a task took in since it started on this node.",
+		[]string{"task", "relation", "role"}, nil)
 	peerAliveDesc = prometheus.NewDesc("basin_peer_alive",
 		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
 	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
@@ -169,6 +179,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- taskOffsetLagDesc
 	ch <- taskTimeLagDesc
 	ch <- taskMisplacedDesc
+	ch <- taskRecordsInDesc
+	ch <- taskBytesInDesc
 	ch <- peerAliveDesc
 	ch <- peerHeartbeatAgeDesc
 	ch <- planCacheDesc
@@ -206,6 +218,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			if t.Store != "" {
 				ch <- prometheus.MustNewConstMetric(taskMisplacedDesc, prometheus.CounterValue, float64(t.Misplaced), t.Task, t.Relation, t.Role)
 			}
+			ch <- prometheus.MustNewConstMetric(taskRecordsInDesc, prometheus.CounterValue, float64(t.RecordsIn), t.Task, t.Relation, t.Role)
+			ch <- prometheus.MustNewConstMetric(taskBytesInDesc, prometheus.CounterValue, float64(t.BytesIn), t.Task, t.Relation, t.Role)
 		}
 	}
 	if ctl := c.n.controlOf(); ctl != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,15 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	// The table's tasks took in the two records its INSERT wrote.
+	in := 0
+	for _, m := range regexp.MustCompile(`basin_task_records_in_total\{relation="kv",role="active",task="kv@1/\d"\} (\d+)`).FindAllStringSubmatch(body, -1) {
+		v, _ := strconv.Atoi(m[1])
+		in += v
+	}
+	if in != 2 {
+		t.Errorf("basin_task_records_in_total of kv's tasks: %d in all, want 2", in)
 	}
 	if t.Failed() {
 		var lines []string

@@ -145,6 +145,17 @@ func TestStatusPage(t *testing.T) {
 			t.Errorf("GET / lacks %q:\n%s", want, body)
 		}
 	}
+	// A record the view cannot decode: the page lists it.
+	produceRaw(t, n.Brokers(), "clicks", [2]string{"k", "not json"})
+	if !poll.Cond(30*time.Second, func() bool {
+		code, body = getHTTP(t, n, "/")
+		return strings.Contains(body, `<table id="errors">`) && strings.Contains(body, "clicks/")
+	}) {
+		t.Errorf("GET / never listed the skipped record:\n%s", body)
+	}
+	if !strings.Contains(body, "None: this node is not in a cluster.") {
+		t.Errorf("GET / on a node alone lists rebalances:\n%s", body)
+	}
 	if code, _ := getHTTP(t, n, "/nothing"); code != http.StatusNotFound {
 		t.Errorf("GET /nothing: %d, want 404", code)
 	}

@@ -40,16 +40,26 @@ const (
 type lagHistory struct {
 	mu      sync.Mutex
 	samples map[string][]lagSample // by relation, oldest first
+	// reads counts this node's pull queries at the last two samples,
+	// for its read rate.
+	reads [2]struct {
+		at time.Time
+		n  int64
+	}
 }
 
 type lagSample struct {
 	at        time.Time
 	offsetLag int64
 	timeLagMs int64
+	// recordsIn sums the records the relation's actives have taken in
+	// (TaskStatus.RecordsIn), for its ingest rate.
+	recordsIn int64
 }
 
-// sample adds one sample of every relation in st.
-func (h *lagHistory) sample(st clusterStatus, at time.Time) {
+// sample adds one sample of every relation in st, and reads, the pull
+// queries this node has run.
+func (h *lagHistory) sample(st clusterStatus, reads int64, at time.Time) {
 	worst := map[string]lagSample{}
 	for _, n := range st.Nodes {
 		for _, t := range n.Tasks {
@@ -60,11 +70,16 @@ func (h *lagHistory) sample(st clusterStatus, at time.Time) {
 			w.at = at
 			w.offsetLag = max(w.offsetLag, t.OffsetLag)
 			w.timeLagMs = max(w.timeLagMs, t.TimeLagMs)
+			w.recordsIn += t.RecordsIn
 			worst[t.Relation] = w
 		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.reads[0], h.reads[1] = h.reads[1], struct {
+		at time.Time
+		n  int64
+	}{at, reads}
 	if h.samples == nil {
 		h.samples = map[string][]lagSample{}
 	}
@@ -82,6 +97,32 @@ func (h *lagHistory) sample(st clusterStatus, at time.Time) {
 	}
 }
 
+// readRate returns this node's pull queries a second between the last
+// two samples.
+func (h *lagHistory) readRate() float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, b := h.reads[0], h.reads[1]
+	if a.at.IsZero() || !b.at.After(a.at) {
+		return 0
+	}
+	return float64(b.n-a.n) / b.at.Sub(a.at).Seconds()
+}
+
+// ingestRate returns the records a second rel's actives took in between
+// its last two samples; 0 when a task moved between them (its count
+// starts again on its new node).
+func ingestRate(samples []lagSample) float64 {
+	if len(samples) < 2 {
+		return 0
+	}
+	a, b := samples[len(samples)-2], samples[len(samples)-1]
+	if b.recordsIn < a.recordsIn || !b.at.After(a.at) {
+		return 0
+	}
+	return float64(b.recordsIn-a.recordsIn) / b.at.Sub(a.at).Seconds()
+}
+
 // of returns rel's samples, oldest first.
 func (h *lagHistory) of(rel string) []lagSample {
 	h.mu.Lock()
@@ -94,7 +135,7 @@ func (n *Node) sampleLags(ctx context.Context) {
 	tick := time.NewTicker(lagSampleEvery)
 	defer tick.Stop()
 	for {
-		n.lags.sample(n.clusterStatus(), time.Now())
+		n.lags.sample(n.clusterStatus(), n.metrics.pullCount.Load(), time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -129,6 +170,9 @@ type pageData struct {
 	Nodes                  []pageNode
 	Relations              []pageRelation
 	Refresh                int
+	ReadRate               string // this node's pull queries a second
+	Rebalances             []rebalance
+	Errors                 []stream.ProcessingLogEntry
 }
 
 type pageNode struct {
@@ -142,6 +186,7 @@ type pageRelation struct {
 	Chart      template.HTML
 	OffsetLag  int64 // worst of the actives now
 	TimeLag    string
+	IngestRate string // records a second its actives take in
 }
 
 type pagePartition struct {
@@ -158,7 +203,8 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	st := n.clusterStatus()
 	d := pageData{Node: n.id, Version: exec.Version, Cluster: n.opts.Cluster, Generation: st.Generation, Leader: st.Leader,
-		Now: now.UTC().Format("2006-01-02 15:04:05 UTC"), Refresh: 2}
+		Now: now.UTC().Format("2006-01-02 15:04:05 UTC"), Refresh: 2, ReadRate: fmt.Sprintf("%.1f", n.lags.readRate())}
+	d.Rebalances, d.Errors = st.Rebalances, n.rt.RecentProcessingLog()
 	tasks := map[string]map[int32][]stream.TaskStatus{} // relation → partition → replicas
 	for _, ns := range st.Nodes {
 		pn := pageNode{nodeStatus: ns, State: "live"}
@@ -199,7 +245,9 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 			pr.Partitions = append(pr.Partitions, pagePartition{Partition: p, Replicas: reps})
 		}
 		pr.TimeLag = (time.Duration(worstTime) * time.Millisecond).String()
-		pr.Chart = lagChart(n.lags.of(rel.Name), now)
+		samples := n.lags.of(rel.Name)
+		pr.Chart = lagChart(samples, now)
+		pr.IngestRate = fmt.Sprintf("%.0f", ingestRate(samples))
 		d.Relations = append(d.Relations, pr)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -259,7 +307,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 small{color:#666}
 </style></head><body>
 <h1>basin <small>{{.Version}}</small></h1>
-<p>Node <b id="node">{{.Node}}</b> of cluster <b>{{.Cluster}}</b>, generation {{.Generation}}, led by {{.Leader}}. As of {{.Now}}; this page reloads every {{.Refresh}} s.</p>
+<p>Node <b id="node">{{.Node}}</b> of cluster <b>{{.Cluster}}</b>, generation {{.Generation}}, led by {{.Leader}}. As of {{.Now}}; this page reloads every {{.Refresh}} s. Reads on this node: {{.ReadRate}} pull queries/s.</p>
 <h2>Nodes</h2>
 <table id="nodes"><tr><th>node</th><th>state</th><th>Postgres</th><th>HTTP</th><th>tasks</th></tr>
 {{range .Nodes}}<tr data-node="{{.Node}}"><td>{{.Node}}{{if .Self}} (this node){{end}}</td>
@@ -267,7 +315,7 @@ small{color:#666}
 {{end}}</table>
 <h2>Views, tables and derived streams</h2>
 {{range .Relations}}<section class="relation" data-relation="{{.Name}}">
-<h3>{{.Name}} <small>{{.Kind}} — worst active: offset lag <span class="offset-lag">{{.OffsetLag}}</span>, time lag {{.TimeLag}}</small></h3>
+<h3>{{.Name}} <small>{{.Kind}} — ingest <span class="ingest">{{.IngestRate}}</span> records/s; worst active: offset lag <span class="offset-lag">{{.OffsetLag}}</span>, time lag {{.TimeLag}}</small></h3>
 {{.Chart}}
 <table><tr><th>partition</th><th>task</th><th>node</th><th>role</th><th>state</th><th>offset lag</th><th>time lag</th><th>changelog</th></tr>
 {{range .Partitions}}{{$p := .Partition}}{{range .Replicas}}<tr><td class="n">{{$p}}</td><td>{{.Task}}</td><td>{{.Node}}</td><td>{{.Role}}</td><td class="{{.State}}">{{.State}}{{if .Error}}: {{.Error}}{{end}}</td>
@@ -275,5 +323,15 @@ small{color:#666}
 {{else}}<tr><td class="n">{{$p}}</td><td colspan="7" class="down">no replica known</td></tr>{{end}}{{end}}
 </table></section>
 {{else}}<p>None yet: <code>CREATE TABLE ... AS SELECT</code> makes one.</p>{{end}}
+<h2>Last rebalances</h2>
+{{if .Rebalances}}<table id="rebalances"><tr><th>at (UTC)</th><th>generation</th><th>leader</th><th>nodes</th><th>this node: active / standby / warm-up</th></tr>
+{{range .Rebalances}}<tr><td>{{.At.Format "15:04:05.000"}}</td><td class="n">{{.Generation}}</td><td>{{.Leader}}</td><td class="n">{{.Nodes}}</td><td class="n">{{.Active}} / {{.Standby}} / {{.Warmup}}</td></tr>
+{{end}}</table>{{else}}<p>None: this node is not in a cluster.</p>{{end}}
+<h2>Processing log</h2>
+{{if .Errors}}<table id="errors"><tr><th>at (UTC)</th><th>query</th><th>source record</th><th>error</th></tr>
+{{range .Errors}}<tr><td>{{.LoggedAt.UTC.Format "15:04:05.000"}}</td><td>{{.Query}}</td><td>{{.Source}}/{{.SourcePartition}}@{{.SourceOffset}}</td><td class="ERROR">{{.Error}}</td></tr>
+{{end}}</table>
+<p><small>The last records this node's tasks skipped; <code>SELECT * FROM basin_processing_log</code> has every node's.</small></p>
+{{else}}<p>No record skipped on this node since it started.</p>{{end}}
 </body></html>
 `))

@@ -57,13 +57,14 @@ func TestStatusPageBrowser(t *testing.T) {
 	nodeState := func(n *testcluster.Node, state string) *regexp.Regexp {
 		return regexp.MustCompile(`data-node="` + n.ID + `"[^>]*>\s*<td>[^<]*</td>\s*<td class="` + state + `"`)
 	}
-	waitDOM("every node live and the view's lag picture", func(dom string) bool {
+	waitDOM("every node live, the view's lag picture and the last rebalances", func(dom string) bool {
 		for _, n := range c.Nodes() {
 			if !nodeState(n, "live").MatchString(dom) {
 				return false
 			}
 		}
-		return strings.Contains(dom, `data-relation="by_region"`) && strings.Contains(dom, "<polyline")
+		return strings.Contains(dom, `data-relation="by_region"`) && strings.Contains(dom, "<polyline") &&
+			strings.Contains(dom, `<table id="rebalances">`)
 	})
 	active.Kill()
 	waitDOM(active.ID+" down", func(dom string) bool {

@@ -162,6 +162,7 @@ func (t *changeTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := t.prepare(fetches); err != nil {
 			return err
 		}

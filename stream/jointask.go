@@ -160,6 +160,7 @@ func (t *joinTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec {
 			if r.Topic == t.input || r.Topic == t.fwd {
 				return t.codec

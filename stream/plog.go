@@ -3,6 +3,8 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -54,9 +56,56 @@ func (rt *Runtime) badRecord(rel *catalog.Relation, r *kgo.Record, cause error) 
 		RecordKey:       printable(r.Key),
 		RecordValue:     printable(r.Value),
 	}
+	rt.recentBad.add(e)
 	b, _ := json.Marshal(e)
 	rt.log.Debug("skipping bad record", "query", e.QueryID, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", cause)
 	return &kgo.Record{Topic: catalog.ProcessingLogTopic(rt.opts.Cluster), Partition: 0, Value: b}
+}
+
+// ProcessingLogEntry is a record of the processing log as this node's
+// tasks wrote it.
+type ProcessingLogEntry struct {
+	LoggedAt        time.Time
+	Query           string
+	Source          string
+	SourcePartition int32
+	SourceOffset    int64
+	Error           string
+}
+
+// maxRecentBad is how many processing-log records a node remembers.
+const maxRecentBad = 20
+
+// recentBad holds the last processing-log records of this node, each
+// source record once (a batch retried after an abort logs its records
+// again).
+type recentBad struct {
+	mu      sync.Mutex
+	entries []ProcessingLogEntry // latest first
+}
+
+func (r *recentBad) add(e plogEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.entries {
+		if o.Query == e.QueryID && o.Source == e.Source && o.SourcePartition == e.SourcePartition && o.SourceOffset == e.SourceOffset {
+			return
+		}
+	}
+	r.entries = append([]ProcessingLogEntry{{LoggedAt: time.UnixMilli(e.LoggedAt), Query: e.QueryID, Source: e.Source,
+		SourcePartition: e.SourcePartition, SourceOffset: e.SourceOffset, Error: e.Error}}, r.entries...)
+	if len(r.entries) > maxRecentBad {
+		r.entries = r.entries[:maxRecentBad]
+	}
+}
+
+// RecentProcessingLog returns the last records this node's tasks wrote to
+// the processing log, latest first: those of transactions that were
+// aborted and not retried too, since they are noted as they are made.
+func (rt *Runtime) RecentProcessingLog() []ProcessingLogEntry {
+	rt.recentBad.mu.Lock()
+	defer rt.recentBad.mu.Unlock()
+	return slices.Clone(rt.recentBad.entries)
 }
 
 // printable returns b as text when it is UTF-8 without control

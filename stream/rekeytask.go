@@ -161,6 +161,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := t.prepare(fetches); err != nil {
 			return err
 		}

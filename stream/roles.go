@@ -187,6 +187,7 @@ func (rt *Runtime) followChangelog(ctx context.Context, store *materialize.Store
 		if !ok {
 			return err
 		}
+		ts.tookIn(fetches)
 		if fetches.NumRecords() == 0 {
 			continue
 		}

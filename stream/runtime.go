@@ -102,6 +102,9 @@ type Runtime struct {
 		// alone.
 		peers Peers
 	}
+	// recentBad is the last records this node's tasks wrote to the
+	// processing log (plog.go).
+	recentBad recentBad
 	// pause notices that the process did not run for a while (pause.go).
 	pause *pauseWatch
 	// byStore is every started query by store name, for what its tasks
@@ -201,7 +204,10 @@ type TaskState struct {
 	// changelogEnd is the end of the task's changelog as last seen.
 	changelogEnd atomic.Int64
 	errors       atomic.Int64 // records skipped since start
-	mu           struct {
+	// recordsIn and bytesIn count the records (keys and values) the
+	// task has taken in since this node made it (tookIn).
+	recordsIn, bytesIn atomic.Int64
+	mu                 struct {
 		sync.Mutex
 		lastErr string
 	}

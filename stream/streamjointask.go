@@ -222,6 +222,7 @@ func (t *streamJoinTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec { return t.sides[t.sideOf(r)].codec }, t.sides[0].codec, t.sides[1].codec); err != nil {
 			return err
 		}

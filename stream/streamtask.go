@@ -179,6 +179,7 @@ func (t *streamTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return t.codec }, t.codec); err != nil {
 			return err
 		}

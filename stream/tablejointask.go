@@ -342,6 +342,7 @@ func (t *tableJoinTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(r *kgo.Record) *serde.Codec {
 			if s, _ := t.side(r.Topic); s != nil && !s.rows {
 				return s.codec

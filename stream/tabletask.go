@@ -140,6 +140,7 @@ func (t *tableTask) run(ctx context.Context, active bool) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec { return codec }, codec); err != nil {
 			return err
 		}

@@ -545,6 +545,7 @@ func (rt *Runtime) followInputs(ctx context.Context, rel *catalog.Relation, id s
 		if !ok {
 			return err
 		}
+		ts.tookIn(fetches)
 		if fetches.NumRecords() == 0 {
 			continue
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/basindb/basin/catalog"
 	"github.com/basindb/basin/ha"
 )
@@ -43,6 +45,11 @@ type TaskStatus struct {
 	// other than their key's since it started on this node (placement.go;
 	// an active forwards them to their partition).
 	Misplaced int64 `json:"misplaced,omitempty"`
+	// RecordsIn and BytesIn count the records the task has taken in
+	// (its input; a standby's or warm-up's, its changelog), and their
+	// keys' and values' bytes, since it started on this node.
+	RecordsIn int64 `json:"records_in"`
+	BytesIn   int64 `json:"bytes_in"`
 }
 
 // Tasks returns the tasks this node runs, in any role, sorted by task.
@@ -63,7 +70,7 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	for _, s := range slots {
 		ts := s.ts
 		st := TaskStatus{Task: s.task(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
-			Role: ts.heldRole().String(), State: "RUNNING"}
+			Role: ts.heldRole().String(), State: "RUNNING", RecordsIn: ts.recordsIn.Load(), BytesIn: ts.bytesIn.Load()}
 		if !ts.Restored() {
 			st.State = "RESTORING"
 		}
@@ -97,4 +104,16 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 		return false
 	})
 	return out
+}
+
+// tookIn counts the records of fetches as taken in by the task (its
+// input, or a replica's changelog), for TaskStatus and the metrics.
+func (t *TaskState) tookIn(fetches kgo.Fetches) {
+	n, b := int64(0), int64(0)
+	fetches.EachRecord(func(r *kgo.Record) {
+		n++
+		b += int64(len(r.Key) + len(r.Value))
+	})
+	t.recordsIn.Add(n)
+	t.bytesIn.Add(b)
 }

@@ -347,6 +347,7 @@ func (t *viewTask) run(ctx context.Context) error {
 		if !ok {
 			return err
 		}
+		t.state.tookIn(fetches)
 		if err := warmSchemas(fetches, func(*kgo.Record) *serde.Codec {
 			if t.overView || t.plan.Repartition {
 				return nil // rows basin encoded, not source records
