@@ -50,7 +50,8 @@ type cluster struct {
 		byTask map[materialize.StoreID]ha.Replicas
 		// rebalances are the last assignments received, latest first
 		// (/clusterStatus, the status page).
-		rebalances []rebalance
+		rebalances     []rebalance
+		rebalanceCount int64
 	}
 }
 
@@ -283,6 +284,13 @@ func (c *cluster) lastRebalances() []rebalance {
 	return slices.Clone(c.mu.rebalances)
 }
 
+// rebalanceCount returns how many assignments this node has received.
+func (c *cluster) rebalanceCount() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.rebalanceCount
+}
+
 // onAssignment runs this node's tasks in the roles the new assignment
 // gives them.
 func (c *cluster) onAssignment(a ha.Assignment) {
@@ -303,6 +311,7 @@ func (c *cluster) onAssignment(a ha.Assignment) {
 	c.n.log.Info("assignment", "generation", a.Generation, "leader", a.Leader,
 		"active", len(mine.Active), "standby", len(mine.Standby), "warmup", len(mine.Warmup))
 	c.mu.Lock()
+	c.mu.rebalanceCount++
 	c.mu.rebalances = append([]rebalance{{At: time.Now().UTC(), Generation: a.Generation, Leader: a.Leader, Nodes: len(a.Nodes),
 		Active: len(mine.Active), Standby: len(mine.Standby), Warmup: len(mine.Warmup)}}, c.mu.rebalances...)
 	if len(c.mu.rebalances) > maxRebalances {

@@ -339,6 +339,21 @@ func TestClusterNodeAdded(t *testing.T) {
 	t.Logf("placement after the move: %v", placed)
 	v.produce(t, 200)
 	v.checkReplicas(t, 2)
+
+	// The new node's metrics count the restores of what it took and the
+	// rebalances it took part in.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, body, err := added.HTTPGet(ctx, "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"basin_restores_total", "basin_restore_changelog_offsets_total", "basin_restore_seconds_total", "basin_rebalances_total"} {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(string(body))
+		if m == nil || m[1] == "0" {
+			t.Errorf("%s's /metrics: %s is %v, want more than 0", added.ID, name, m)
+		}
+	}
 }
 
 // TestMain removes the basin binary the process tests built.

@@ -157,6 +157,14 @@ var (
 	taskBytesInDesc = prometheus.NewDesc("basin_task_bytes_in_total",
 		"Bytes of the keys and values of the records a task took in since it started on this node.",
 		[]string{"task", "relation", "role"}, nil)
+	restoresDesc = prometheus.NewDesc("basin_restores_total",
+		"Restores of this node's stores from their changelogs that had something to restore (a task starting, a replica moved here).", nil, nil)
+	restoreOffsetsDesc = prometheus.NewDesc("basin_restore_changelog_offsets_total",
+		"Changelog offsets those restores read (records, with their transaction markers).", nil, nil)
+	restoreSecondsDesc = prometheus.NewDesc("basin_restore_seconds_total",
+		"Time those restores took.", nil, nil)
+	rebalancesDesc = prometheus.NewDesc("basin_rebalances_total",
+		"Assignments this node received from its cluster's group (each rebalance it took part in).", nil, nil)
 	peerAliveDesc = prometheus.NewDesc("basin_peer_alive",
 		"1 while heartbeats say the peer is alive, 0 while it is down.", []string{"peer"}, nil)
 	peerHeartbeatAgeDesc = prometheus.NewDesc("basin_peer_heartbeat_age_seconds",
@@ -181,6 +189,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- taskMisplacedDesc
 	ch <- taskRecordsInDesc
 	ch <- taskBytesInDesc
+	ch <- restoresDesc
+	ch <- restoreOffsetsDesc
+	ch <- restoreSecondsDesc
+	ch <- rebalancesDesc
 	ch <- peerAliveDesc
 	ch <- peerHeartbeatAgeDesc
 	ch <- planCacheDesc
@@ -209,6 +221,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Hits), "hit")
 		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Fills), "fill")
 		ch <- prometheus.MustNewConstMetric(scanCacheBytesDesc, prometheus.GaugeValue, float64(sc.Bytes))
+	}
+	if c.n.rt != nil {
+		rs := c.n.rt.Restores()
+		ch <- prometheus.MustNewConstMetric(restoresDesc, prometheus.CounterValue, float64(rs.Restores))
+		ch <- prometheus.MustNewConstMetric(restoreOffsetsDesc, prometheus.CounterValue, float64(rs.Offsets))
+		ch <- prometheus.MustNewConstMetric(restoreSecondsDesc, prometheus.CounterValue, rs.Took.Seconds())
+	}
+	if cl := c.n.clusterOf(); cl != nil {
+		ch <- prometheus.MustNewConstMetric(rebalancesDesc, prometheus.CounterValue, float64(cl.rebalanceCount()))
 	}
 	if c.n.rt != nil {
 		for _, t := range c.n.rt.Tasks(now) {

@@ -102,6 +102,8 @@ type Runtime struct {
 		// alone.
 		peers Peers
 	}
+	// restores counts the restores of stores from their changelogs.
+	restores restoreCounts
 	// recentBad is the last records this node's tasks wrote to the
 	// processing log (plog.go).
 	recentBad recentBad

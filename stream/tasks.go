@@ -388,8 +388,10 @@ func (rt *Runtime) restore(ctx context.Context, store *materialize.Store, topic 
 		if err != nil {
 			return // the task's error is logged where it ends
 		}
+		took := time.Since(began)
+		rt.restores.note(cp.ChangelogOffset-from, took)
 		rt.log.Info("restored", "topic", topic, "partition", p, "from", from, "to", cp.ChangelogOffset,
-			"took", time.Since(began).Round(time.Millisecond), "loading", flushing.Round(time.Millisecond))
+			"took", took.Round(time.Millisecond), "loading", flushing.Round(time.Millisecond))
 	}()
 	cl, err := rt.consumer(fmt.Sprintf("restore-%s-%d", topic, p), topic, p, kgo.NewOffset().At(cp.ChangelogOffset),
 		kgo.WithPools(&rt.restoreRecs))

@@ -3,6 +3,7 @@ package stream
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -116,4 +117,32 @@ func (t *TaskState) tookIn(fetches kgo.Fetches) {
 	})
 	t.recordsIn.Add(n)
 	t.bytesIn.Add(b)
+}
+
+// restoreCounts count the restores of stores from their changelogs that
+// had something to restore: how many, the changelog offsets they
+// covered, and the time they took.
+type restoreCounts struct {
+	n, offsets, nanos atomic.Int64
+}
+
+func (r *restoreCounts) note(offsets int64, took time.Duration) {
+	r.n.Add(1)
+	r.offsets.Add(offsets)
+	r.nanos.Add(int64(took))
+}
+
+// RestoreStats are the restores of this node's stores from their
+// changelogs that had something to restore, since it started.
+type RestoreStats struct {
+	Restores int64
+	// Offsets is the changelog offsets they covered (records, and the
+	// markers and transaction markers among them).
+	Offsets int64
+	Took    time.Duration
+}
+
+// Restores returns the node's RestoreStats.
+func (rt *Runtime) Restores() RestoreStats {
+	return RestoreStats{Restores: rt.restores.n.Load(), Offsets: rt.restores.offsets.Load(), Took: time.Duration(rt.restores.nanos.Load())}
 }
