@@ -175,6 +175,7 @@ func (f *Feeds) Subscribe(ctx context.Context, rel *catalog.Relation, opts Optio
 	}
 	if s.snap == nil {
 		if err := s.follow(); err != nil {
+			_ = s.Close() // leaves the tail it may have joined
 			return nil, err
 		}
 	}
