@@ -138,15 +138,9 @@ func (s *chaosSubscriber) follow(ctx context.Context, conn *pgx.Conn) error {
 			}
 		}
 		key, row := strings.Join(vals[:s.nkeys], "|"), strings.Join(vals, "|")
-		_, had := s.state[key]
-		switch {
-		case op == "insert" && !had, op == "update" && had:
-			s.state[key] = row
-		case op == "delete" && had:
-			delete(s.state, key)
-		default:
+		if err := applyOp(s.state, op, key, row); err != nil {
 			s.mu.Unlock()
-			return fmt.Errorf("%s: %s of key %s, which the subscriber has: %v (at %s)", s.view, op, key, had, position)
+			return fmt.Errorf("%s: %w (at %s)", s.view, err, position)
 		}
 		if !snapshot {
 			s.pos = position

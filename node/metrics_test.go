@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -81,16 +80,8 @@ func TestMetrics(t *testing.T) {
 // scrapeMetrics returns n's /metrics page.
 func scrapeMetrics(t *testing.T, n *Node) string {
 	t.Helper()
-	resp, err := http.Get("http://" + n.HTTPAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, body := getHTTP(t, n, "/metrics")
+	return body
 }
 
 // TestPprofOnlyWithFlag: /debug/pprof is served only with Options.Pprof

@@ -467,20 +467,29 @@ func TestSubscribeRecompute(t *testing.T) {
 					t.Fatalf("the subscription ended: %v", <-f.s.done)
 				}
 				op, key, row := r[len(r)-1], strings.Join(r[:f.keys], "|"), strings.Join(r[:len(r)-1], "|")
-				_, had := state[key]
-				switch {
-				case op == "insert" && !had, op == "update" && had:
-					state[key] = row
-				case op == "delete" && had:
-					delete(state, key)
-				default:
-					t.Fatalf("%s of key %s, which the subscriber has: %v (%q)", op, key, had, r)
+				if err := applyOp(state, op, key, row); err != nil {
+					t.Fatalf("%v (%q)", err, r)
 				}
 			case <-deadline:
 				t.Fatalf("the subscriber's rows %v, want %v", state, f.want)
 			}
 		}
 	}
+}
+
+// applyOp applies a subscription's change of key to state strictly: an
+// insert of a key state lacks, an update or delete of one it has.
+func applyOp(state map[string]string, op, key, row string) error {
+	_, had := state[key]
+	switch {
+	case op == "insert" && !had, op == "update" && had:
+		state[key] = row
+	case op == "delete" && had:
+		delete(state, key)
+	default:
+		return fmt.Errorf("%s of key %s, which the subscriber has: %v", op, key, had)
+	}
+	return nil
 }
 
 // sameState reports whether a subscriber's rows, by key, are want

@@ -124,8 +124,13 @@ func (d *decoder) decode(r *kgo.Record) (c change, ok bool, err error) {
 	if r.Attrs.IsControl() {
 		return c, false, nil
 	}
-	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, tsv: timeValue(r.Timestamp), op: stream.OpInsert,
+	c = change{off: r.Offset, key: r.Key, ts: r.Timestamp, op: stream.OpInsert,
 		size: changeSize(len(r.Key)+len(r.Value), d.ncols)}
+	defer func() {
+		if ok {
+			c.tsv = timeValue(c.ts) // boxed for the changes kept only
+		}
+	}()
 	if !d.view {
 		row := make(catalog.Row, d.ncols)
 		if _, err := d.codec.DecodeRecordInto(row, r); err != nil {
