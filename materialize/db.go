@@ -27,6 +27,8 @@ type DB struct {
 	dir  string // absolute, symlinks resolved
 	log  *slog.Logger
 	pdb  *pebble.DB
+	// stalls counts the store's write stalls (storagestats.go).
+	stalls *writeStalls
 	// popts are the options pdb was opened with, defaults filled in (a
 	// Loader writes sstables with them).
 	popts *pebble.Options
@@ -83,6 +85,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, err
 	}
 	h := &health{dir: dir, log: log}
+	stalls := &writeStalls{}
 
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
@@ -93,7 +96,9 @@ func Open(opts Options) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		// Damage found by a read or a compaction fails the DB instead
 		// of Pebble's default, a Fatalf (corrupt.go).
-		EventListener: &pebble.EventListener{DataCorruption: h.onCorruption, BackgroundError: h.onBackgroundError},
+		// Write stalls are counted for the metrics (storagestats.go).
+		EventListener: &pebble.EventListener{DataCorruption: h.onCorruption, BackgroundError: h.onBackgroundError,
+			WriteStallBegin: stalls.begin, WriteStallEnd: stalls.end},
 	}
 	// Bloom filters on every level (later levels inherit L0's): a key
 	// lookup then reads only the sstables that may hold its key instead
@@ -130,7 +135,7 @@ func Open(opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("materialize: cannot open the view store in %q: %w; if the directory is damaged, move it aside and restart: views are restored from their changelogs", dir, err)
 	}
-	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync, health: h}
+	db := &DB{opts: opts, dir: dir, log: log, pdb: pdb, popts: popts, lock: lock, wo: pebble.Sync, health: h, stalls: stalls}
 	if opts.NoSync {
 		db.wo = pebble.NoSync
 	}

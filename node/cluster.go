@@ -91,7 +91,7 @@ func (n *Node) startCluster(ctx context.Context, brokers []string) error {
 	if err != nil {
 		return err
 	}
-	opts := append(c.bal.ClientOpts(),
+	opts := append(c.bal.ClientOpts(), n.metrics.kafka.opt(),
 		kgo.SessionTimeout(n.opts.SessionTimeout),
 		kgo.HeartbeatInterval(max(n.opts.SessionTimeout/6, 100*time.Millisecond)),
 		kgo.RebalanceTimeout(rebalanceTimeout))

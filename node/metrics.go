@@ -9,6 +9,7 @@ import (
 
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/ha"
+	"github.com/basindb/basin/materialize"
 )
 
 // metrics are the node's Prometheus metrics beyond the Go runtime's and
@@ -29,6 +30,11 @@ type metrics struct {
 	peerRefused prometheus.Counter
 	// pullCount counts the pull queries, for the status page's rate.
 	pullCount atomic.Int64
+	// freshness is the age of the records each batch a task applied
+	// took in, by relation and role (stream.RuntimeOptions.Freshness).
+	freshness *prometheus.HistogramVec
+	// kafka is what the node's Kafka clients did with the brokers.
+	kafka *kafkaMetrics
 
 	// pullSeries are pulls' and pullTime's series for every plan and
 	// route a query reports, resolved once: looking a series up by its
@@ -87,6 +93,12 @@ func newMetrics() *metrics {
 			Name: "basin_peer_requests_refused_total",
 			Help: "Inter-node HTTP requests refused: no or a bad signature, a stale timestamp or a replayed nonce.",
 		}),
+		freshness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "basin_freshness_seconds",
+			Help:    "End-to-end freshness: for each batch a task applied, the age of the oldest record it took in (from the record's timestamp to its change being readable on this node), by relation and role. A standby's records are its changelog's, timestamped when the active committed them.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"relation", "role"}),
+		kafka: newKafkaMetrics(),
 	}
 	for i, plan := range pullPlans {
 		for j, route := range pullRoutes {
@@ -104,7 +116,13 @@ func newMetrics() *metrics {
 // liveness, to reg.
 func (m *metrics) register(reg prometheus.Registerer, n *Node) {
 	reg.MustRegister(m.pulls, m.pullTime, m.failovers, m.rejected, m.noReplica, m.hbMissed, m.hbFailed, m.lagReports, m.peerRefused,
-		&stateCollector{n: n})
+		m.freshness, &stateCollector{n: n})
+	reg.MustRegister(m.kafka.collectors()...)
+}
+
+// observeFreshness records the freshness of one batch a task applied.
+func (m *metrics) observeFreshness(relation, role string, age time.Duration) {
+	m.freshness.WithLabelValues(relation, role).Observe(age.Seconds())
 }
 
 // observePull records one finished pull query.
@@ -157,6 +175,44 @@ var (
 	taskBytesInDesc = prometheus.NewDesc("basin_task_bytes_in_total",
 		"Bytes of the keys and values of the records a task took in since it started on this node.",
 		[]string{"task", "relation", "role"}, nil)
+	taskRecordsOutDesc = prometheus.NewDesc("basin_task_records_out_total",
+		"Records a task wrote (its changelog's, published, forwarded and processing-log records; not its checkpoint markers) since it started on this node.",
+		[]string{"task", "relation", "role"}, nil)
+	taskBytesOutDesc = prometheus.NewDesc("basin_task_bytes_out_total",
+		"Bytes of the keys and values of the records a task wrote since it started on this node.",
+		[]string{"task", "relation", "role"}, nil)
+	taskTransactionsDesc = prometheus.NewDesc("basin_task_transactions_total",
+		"Kafka transactions a task ended since it started on this node, by outcome (committed, aborted).",
+		[]string{"task", "relation", "role", "outcome"}, nil)
+	processingLogDesc = prometheus.NewDesc("basin_processing_log_records_total",
+		"Source records this node's tasks skipped into the processing log, by relation and reason (the SQLSTATE of why: 22P02 a value that does not parse, 54000 a result too large for its topic, ...).",
+		[]string{"relation", "sqlstate"}, nil)
+	pebbleDiskDesc = prometheus.NewDesc("basin_pebble_disk_bytes",
+		"Disk space the node's Pebble store takes (tables, write-ahead log, manifests).", nil, nil)
+	pebbleMemtableDesc = prometheus.NewDesc("basin_pebble_memtable_bytes",
+		"Memory of the Pebble store's memtables.", nil, nil)
+	pebbleWALDesc = prometheus.NewDesc("basin_pebble_wal_bytes",
+		"Size of the Pebble store's live write-ahead log.", nil, nil)
+	pebbleL0FilesDesc = prometheus.NewDesc("basin_pebble_l0_files",
+		"Tables in level 0 of the Pebble store.", nil, nil)
+	pebbleL0SublevelsDesc = prometheus.NewDesc("basin_pebble_l0_sublevels",
+		"Sublevels of level 0 of the Pebble store: many mean compactions are behind.", nil, nil)
+	pebbleReadAmpDesc = prometheus.NewDesc("basin_pebble_read_amplification",
+		"Sublevels and levels a read of the Pebble store may visit.", nil, nil)
+	pebbleDebtDesc = prometheus.NewDesc("basin_pebble_compaction_debt_bytes",
+		"Bytes the Pebble store's compactions are estimated to have to rewrite to bring its levels into shape.", nil, nil)
+	pebbleCompactionsDesc = prometheus.NewDesc("basin_pebble_compactions_total",
+		"Compactions of the Pebble store since it opened.", nil, nil)
+	pebbleFlushesDesc = prometheus.NewDesc("basin_pebble_flushes_total",
+		"Memtable flushes of the Pebble store since it opened.", nil, nil)
+	pebbleCacheBytesDesc = prometheus.NewDesc("basin_pebble_block_cache_bytes",
+		"Memory of the Pebble store's block cache.", nil, nil)
+	pebbleCacheDesc = prometheus.NewDesc("basin_pebble_block_cache_total",
+		"Block reads of the Pebble store by whether the block cache held the block (hit, miss).", []string{"result"}, nil)
+	pebbleStallsDesc = prometheus.NewDesc("basin_pebble_write_stalls_total",
+		"Times the Pebble store stopped writes to wait for flushes or compactions.", nil, nil)
+	pebbleStallSecondsDesc = prometheus.NewDesc("basin_pebble_write_stall_seconds_total",
+		"Time the Pebble store's writes were stopped.", nil, nil)
 	restoresDesc = prometheus.NewDesc("basin_restores_total",
 		"Restores of this node's stores from their changelogs that had something to restore (a task starting, a replica moved here).", nil, nil)
 	restoreOffsetsDesc = prometheus.NewDesc("basin_restore_changelog_offsets_total",
@@ -189,6 +245,13 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- taskMisplacedDesc
 	ch <- taskRecordsInDesc
 	ch <- taskBytesInDesc
+	ch <- taskRecordsOutDesc
+	ch <- taskBytesOutDesc
+	ch <- taskTransactionsDesc
+	ch <- processingLogDesc
+	for _, d := range pebbleDescs {
+		ch <- d
+	}
 	ch <- restoresDesc
 	ch <- restoreOffsetsDesc
 	ch <- restoreSecondsDesc
@@ -221,12 +284,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Hits), "hit")
 		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Fills), "fill")
 		ch <- prometheus.MustNewConstMetric(scanCacheBytesDesc, prometheus.GaugeValue, float64(sc.Bytes))
+		collectStorage(ch, db.StorageStats())
 	}
 	if c.n.rt != nil {
 		rs := c.n.rt.Restores()
 		ch <- prometheus.MustNewConstMetric(restoresDesc, prometheus.CounterValue, float64(rs.Restores))
 		ch <- prometheus.MustNewConstMetric(restoreOffsetsDesc, prometheus.CounterValue, float64(rs.Offsets))
 		ch <- prometheus.MustNewConstMetric(restoreSecondsDesc, prometheus.CounterValue, rs.Took.Seconds())
+		for _, pc := range c.n.rt.ProcessingLogCounts() {
+			ch <- prometheus.MustNewConstMetric(processingLogDesc, prometheus.CounterValue, float64(pc.Records), pc.Relation, pc.SQLSTATE)
+		}
 	}
 	if cl := c.n.clusterOf(); cl != nil {
 		ch <- prometheus.MustNewConstMetric(rebalancesDesc, prometheus.CounterValue, float64(cl.rebalanceCount()))
@@ -241,6 +308,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(taskRecordsInDesc, prometheus.CounterValue, float64(t.RecordsIn), t.Task, t.Relation, t.Role)
 			ch <- prometheus.MustNewConstMetric(taskBytesInDesc, prometheus.CounterValue, float64(t.BytesIn), t.Task, t.Relation, t.Role)
+			ch <- prometheus.MustNewConstMetric(taskRecordsOutDesc, prometheus.CounterValue, float64(t.RecordsOut), t.Task, t.Relation, t.Role)
+			ch <- prometheus.MustNewConstMetric(taskBytesOutDesc, prometheus.CounterValue, float64(t.BytesOut), t.Task, t.Relation, t.Role)
+			ch <- prometheus.MustNewConstMetric(taskTransactionsDesc, prometheus.CounterValue, float64(t.Committed), t.Task, t.Relation, t.Role, "committed")
+			ch <- prometheus.MustNewConstMetric(taskTransactionsDesc, prometheus.CounterValue, float64(t.Aborted), t.Task, t.Relation, t.Role, "aborted")
 		}
 	}
 	if ctl := c.n.controlOf(); ctl != nil {
@@ -255,4 +326,32 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+}
+
+var pebbleDescs = []*prometheus.Desc{pebbleDiskDesc, pebbleMemtableDesc, pebbleWALDesc, pebbleL0FilesDesc, pebbleL0SublevelsDesc,
+	pebbleReadAmpDesc, pebbleDebtDesc, pebbleCompactionsDesc, pebbleFlushesDesc, pebbleCacheBytesDesc, pebbleCacheDesc,
+	pebbleStallsDesc, pebbleStallSecondsDesc}
+
+// collectStorage reports the Pebble store's key figures.
+func collectStorage(ch chan<- prometheus.Metric, s materialize.StorageStats) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(pebbleDiskDesc, float64(s.DiskBytes))
+	gauge(pebbleMemtableDesc, float64(s.MemtableBytes))
+	gauge(pebbleWALDesc, float64(s.WALBytes))
+	gauge(pebbleL0FilesDesc, float64(s.L0Files))
+	gauge(pebbleL0SublevelsDesc, float64(s.L0Sublevels))
+	gauge(pebbleReadAmpDesc, float64(s.ReadAmp))
+	gauge(pebbleDebtDesc, float64(s.CompactionDebtBytes))
+	counter(pebbleCompactionsDesc, float64(s.Compactions))
+	counter(pebbleFlushesDesc, float64(s.Flushes))
+	gauge(pebbleCacheBytesDesc, float64(s.BlockCacheBytes))
+	counter(pebbleCacheDesc, float64(s.BlockCacheHits), "hit")
+	counter(pebbleCacheDesc, float64(s.BlockCacheMisses), "miss")
+	counter(pebbleStallsDesc, float64(s.WriteStalls))
+	counter(pebbleStallSecondsDesc, s.WriteStallTime.Seconds())
 }

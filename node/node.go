@@ -154,10 +154,12 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 		}
 	}
 	if n.rt, err = stream.NewRuntime(stream.RuntimeOptions{Brokers: brokers, Cluster: opts.Cluster, Node: n.id, DB: n.db, Logger: n.log,
-		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt, Registry: reg}); err != nil {
+		RecoveryLag: opts.AcceptableRecoveryLag, Halt: n.recordHalt, Registry: reg,
+		ClientOpts: []kgo.Opt{n.metrics.kafka.opt()}, Freshness: n.metrics.observeFreshness}); err != nil {
 		return nil, err
 	}
-	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log}, kafka.ProducerOpts()...); err != nil {
+	if n.prod, err = kafka.NewClient(kafka.ClientOptions{Brokers: brokers, ClientID: "basin-" + n.id + "-insert", Logger: n.log},
+		append(kafka.ProducerOpts(), n.metrics.kafka.opt())...); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -167,10 +169,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	}
 	n.cat = catalog.New()
 	n.clog, err = catalog.OpenLog(wctx, catalog.LogOptions{
-		Brokers: brokers,
-		Topic:   catalog.CommandTopic(opts.Cluster),
-		Node:    n.id,
-		Logger:  n.log,
+		Brokers:    brokers,
+		Topic:      catalog.CommandTopic(opts.Cluster),
+		Node:       n.id,
+		Logger:     n.log,
+		ClientOpts: []kgo.Opt{n.metrics.kafka.opt()},
 		// The topic must still hold the last command this node applied:
 		// a replay of a topic that lost commands (a corrupt segment the
 		// broker truncated) fails instead of starting a partial catalog.

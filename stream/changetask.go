@@ -411,5 +411,5 @@ func (t *changeTask) commit(ctx context.Context, prod *kgo.Client, store *materi
 	for _, k := range b.order {
 		recs = append(recs, &kgo.Record{Topic: changelog, Partition: t.sp, Key: []byte(k), Value: b.changed[k]})
 	}
-	return commitMarked(ctx, prod, store, changelog, t.sp, t.out, recs, &b.cp, b.order, b.changed)
+	return commitMarked(ctx, t.state, prod, store, changelog, t.sp, t.out, recs, &b.cp, b.order, b.changed)
 }

@@ -547,7 +547,7 @@ func (t *joinTask) commit(ctx context.Context, prod *kgo.Client, store *material
 	if t.plan.Marked {
 		recs = appendStageMarkers(recs, t.plan.Stream.Topic, t.plan.Stream.Partitions, p, false, b.cp.Position)
 	}
-	return commitMarked(ctx, prod, store, changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
+	return commitMarked(ctx, t.state, prod, store, changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
 }
 
 // lastMarker returns the checkpoint of the last marker of changelog

@@ -2,9 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/catalog"
+	"github.com/basindb/basin/internal/pgerr"
 )
 
 // ProcessingLogSchema is the schema of the processing log stream, in
@@ -57,6 +60,7 @@ func (rt *Runtime) badRecord(rel *catalog.Relation, r *kgo.Record, cause error) 
 		RecordValue:     printable(r.Value),
 	}
 	rt.recentBad.add(e)
+	rt.plogCounts.add(rel.Name, cause)
 	b, _ := json.Marshal(e)
 	rt.log.Debug("skipping bad record", "query", e.QueryID, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", cause)
 	return &kgo.Record{Topic: catalog.ProcessingLogTopic(rt.opts.Cluster), Partition: 0, Value: b}
@@ -71,6 +75,53 @@ type ProcessingLogEntry struct {
 	SourcePartition int32
 	SourceOffset    int64
 	Error           string
+}
+
+// plogCounts count the processing-log records this node's tasks wrote,
+// by relation and SQLSTATE.
+type plogCounts struct {
+	m sync.Map // plogReason -> *atomic.Int64
+}
+
+type plogReason struct{ relation, sqlstate string }
+
+func (c *plogCounts) add(relation string, cause error) {
+	code := string(pgerr.InternalError)
+	if pe, ok := asPgError(cause); ok {
+		code = string(pe.Code)
+	}
+	k := plogReason{relation, code}
+	n, ok := c.m.Load(k)
+	if !ok {
+		n, _ = c.m.LoadOrStore(k, new(atomic.Int64))
+	}
+	n.(*atomic.Int64).Add(1)
+}
+
+// ProcessingLogCount is how many records this node's tasks wrote to the
+// processing log for one relation and reason.
+type ProcessingLogCount struct {
+	Relation string
+	// SQLSTATE is the reason's code: 22P02 for a value that does not
+	// parse, 54000 for a result too large for its topic, and so on.
+	SQLSTATE string
+	Records  int64
+}
+
+// ProcessingLogCounts returns the records this node's tasks wrote to the
+// processing log since it started, by relation and reason (those of
+// transactions that were aborted and retried count each time).
+func (rt *Runtime) ProcessingLogCounts() []ProcessingLogCount {
+	var out []ProcessingLogCount
+	rt.plogCounts.m.Range(func(k, v any) bool {
+		r := k.(plogReason)
+		out = append(out, ProcessingLogCount{Relation: r.relation, SQLSTATE: r.sqlstate, Records: v.(*atomic.Int64).Load()})
+		return true
+	})
+	slices.SortFunc(out, func(a, b ProcessingLogCount) int {
+		return cmp.Or(cmp.Compare(a.Relation, b.Relation), cmp.Compare(a.SQLSTATE, b.SQLSTATE))
+	})
+	return out
 }
 
 // maxRecentBad is how many processing-log records a node remembers.

@@ -192,6 +192,7 @@ func (t *rekeyTask) run(ctx context.Context) error {
 		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return fmt.Errorf("producing to %s: %w", out, err)
 		}
+		t.state.wrote(recs)
 		var commit kadmOffsets
 		commit.add(src.Topic, t.sp, b.next)
 		if err := commit.commit(ctx, rt, group); err != nil {

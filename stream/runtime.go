@@ -59,6 +59,11 @@ type RuntimeOptions struct {
 	// Registry is the schema registry of the registry formats (avro);
 	// nil for none.
 	Registry *serde.Registry
+	// Freshness, when set, is told after each batch a task applies the
+	// age of the oldest record the batch took in (its end-to-end
+	// freshness: from the record's timestamp to its change being
+	// readable here), with the task's relation and role.
+	Freshness func(relation, role string, age time.Duration)
 }
 
 func (o *RuntimeOptions) ensureDefaults() {
@@ -107,6 +112,8 @@ type Runtime struct {
 	// recentBad is the last records this node's tasks wrote to the
 	// processing log (plog.go).
 	recentBad recentBad
+	// plogCounts counts them by relation and reason.
+	plogCounts plogCounts
 	// pause notices that the process did not run for a while (pause.go).
 	pause *pauseWatch
 	// byStore is every started query by store name, for what its tasks
@@ -207,9 +214,20 @@ type TaskState struct {
 	changelogEnd atomic.Int64
 	errors       atomic.Int64 // records skipped since start
 	// recordsIn and bytesIn count the records (keys and values) the
-	// task has taken in since this node made it (tookIn).
-	recordsIn, bytesIn atomic.Int64
-	mu                 struct {
+	// task has taken in since this node made it (tookIn); recordsOut and
+	// bytesOut those it wrote (wrote), committed and aborted its
+	// transactions.
+	recordsIn, bytesIn   atomic.Int64
+	recordsOut, bytesOut atomic.Int64
+	committed, aborted   atomic.Int64
+	// takenAt is the timestamp (unix ms) of the oldest record taken in
+	// and not yet applied (tookIn, applied), for freshness; 0 when none.
+	takenAt atomic.Int64
+	// relation names the task's relation, and fresh is the runtime's
+	// RuntimeOptions.Freshness (nil for none).
+	relation string
+	fresh    func(relation, role string, age time.Duration)
+	mu       struct {
 		sync.Mutex
 		lastErr string
 	}
@@ -287,12 +305,16 @@ func (t *TaskState) pending(fetches kgo.Fetches) {
 }
 
 // applied records that a batch whose last record was timestamped at is
-// reflected.
+// reflected, and reports the freshness of the records taken in since
+// the last batch: the age of the oldest of them.
 func (t *TaskState) applied(at time.Time) {
 	if !at.IsZero() && at.UnixMilli() > 0 {
 		t.updatedAt.Store(at.UnixMilli())
 	}
 	t.pendingAt.Store(0)
+	if taken := t.takenAt.Swap(0); taken > 0 && t.fresh != nil {
+		t.fresh(t.relation, t.heldRole().String(), time.Since(time.UnixMilli(taken)))
+	}
 }
 
 // sourceEnds holds the end offsets of a view's source partitions as the
@@ -357,11 +379,12 @@ func newTaskState(p int32) *TaskState {
 	return &TaskState{Partition: p, ready: make(chan struct{})}
 }
 
-// newTaskState returns the state of a task of partition p, its lag
-// watched for pauses.
-func (rt *Runtime) newTaskState(p int32) *TaskState {
+// newTaskState returns the state of a task of partition p of relation
+// rel, its lag watched for pauses and its freshness reported.
+func (rt *Runtime) newTaskState(rel *catalog.Relation, p int32) *TaskState {
 	ts := newTaskState(p)
 	ts.pause = rt.pause
+	ts.relation, ts.fresh = rel.Name, rt.opts.Freshness
 	return ts
 }
 
@@ -522,7 +545,7 @@ func (rt *Runtime) StartTable(rel *catalog.Relation) error {
 	}
 	q := &PersistentQuery{Rel: rel, reg: rt.opts.Registry}
 	for p := int32(0); p < rel.Partitions; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		q.Tasks = append(q.Tasks, ts)
 		t := &tableTask{rt: rt, rel: rel, state: ts, fwd: fwd, maxRecord: limit}
 		q.slots = append(q.slots, &slot{key: materialize.StoreID{View: rel.StoreName(), Partition: p}, ts: ts,
@@ -684,7 +707,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 			ends.topic, ends.bySeen = regroupInput(rt, plan), true
 		}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
-			ts := rt.newTaskState(sp)
+			ts := rt.newTaskState(rel, sp)
 			q.Rekey = append(q.Rekey, ts)
 			var run func(context.Context) error
 			if plan.Retract {
@@ -726,7 +749,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 		fwd = rel.RepartitionTopic(rt.opts.Cluster)
 	}
 	for p := int32(0); p < rel.Partitions; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		ts.sources = ends
 		q.Tasks = append(q.Tasks, ts)
 		t := newViewTask(rt, plan, ts)
@@ -754,7 +777,7 @@ func (rt *Runtime) StartView(plan *planner.ViewPlan) error {
 func (rt *Runtime) joinStage(q *PersistentQuery, plan *planner.ViewPlan, stage string, limit int) {
 	rel := q.Rel
 	for p := int32(0); p < plan.Source.Partitions; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		q.Rekey = append(q.Rekey, ts)
 		t := newTableJoinTask(rt, plan, ts)
 		t.maxRecord = limit

@@ -624,5 +624,5 @@ func (t *streamJoinTask) commit(ctx context.Context, prod *kgo.Client, store *ma
 		recs = append(recs, &kgo.Record{Topic: t.changelog, Partition: p, Key: []byte(k), Value: b.rows[k]})
 	}
 	recs = append(recs, b.bad...)
-	return commitMarked(ctx, prod, store, t.changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
+	return commitMarked(ctx, t.state, prod, store, t.changelog, p, t.plan.Stream.Topic, recs, &b.cp, b.order, b.rows)
 }

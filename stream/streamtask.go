@@ -364,7 +364,7 @@ func (t *streamTask) commit(ctx context.Context, prod *kgo.Client, store *materi
 		// these (planner.Marks).
 		all = appendStageMarkers(all, t.plan.Stream.RepartitionTopic(t.rt.opts.Cluster), t.parts.Partitions, t.state.Partition, t.right, cp.Position)
 	}
-	return commitMarked(ctx, prod, store, changelog, t.state.Partition, t.plan.Stream.Topic, all, cp, nil, nil)
+	return commitMarked(ctx, t.state, prod, store, changelog, t.state.Partition, t.plan.Stream.Topic, all, cp, nil, nil)
 }
 
 // StartStream starts a derived stream's persistent query: its topic and
@@ -413,7 +413,7 @@ func (rt *Runtime) StartStream(plan *planner.StreamPlan) error {
 		return rt.start(q)
 	}
 	for p := int32(0); p < rel.Tasks; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		q.Tasks = append(q.Tasks, ts)
 		t := newStreamTask(rt, plan, ts)
 		t.maxRecord = limit
@@ -536,14 +536,14 @@ func (rt *Runtime) startJoin(ctx context.Context, q *PersistentQuery, plan *plan
 			return err
 		}
 		for sp := int32(0); sp < plan.Source.Partitions; sp++ {
-			ts := rt.newTaskState(sp)
+			ts := rt.newTaskState(rel, sp)
 			t := newRouteTask(rt, plan, ts)
 			t.maxRecord = routeLimit
 			q.slots = append(q.slots, routeSlot(rt, q, plan, stage, false, ts, t.run))
 		}
 	}
 	for p := int32(0); p < rel.Tasks; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		t := newJoinTask(rt, plan, ts)
 		t.maxRecord = limit
 		q.slots = append(q.slots, rt.joinSlot(q, plan, stage, ts, t.run, t.standby, ""))
@@ -598,14 +598,14 @@ func (rt *Runtime) startStreamJoin(ctx context.Context, q *PersistentQuery, plan
 			return err
 		}
 		for sp := int32(0); sp < side.src.Partitions; sp++ {
-			ts := rt.newTaskState(sp)
+			ts := rt.newTaskState(rel, sp)
 			t := side.newRun(rt, plan, ts)
 			t.maxRecord = routeLimit
 			q.slots = append(q.slots, routeSlot(rt, q, plan, stage, side.right, ts, t.run))
 		}
 	}
 	for p := int32(0); p < rel.Tasks; p++ {
-		ts := rt.newTaskState(p)
+		ts := rt.newTaskState(rel, p)
 		t := newStreamJoinTask(rt, plan, ts)
 		t.maxRecord = limit
 		q.slots = append(q.slots, rt.joinSlot(q, plan, stage, ts, t.run, nil, t.inputs()[0]))

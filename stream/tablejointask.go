@@ -910,5 +910,5 @@ func (t *tableJoinTask) commit(ctx context.Context, prod *kgo.Client, store *mat
 			setOffset(&b.cp.Input, appliedIn(in.topic), in.p, off)
 		}
 	}
-	return commitMarked(ctx, prod, store, t.out, p, t.out, append(b.recs, b.bad...), &b.cp, b.order, b.rows)
+	return commitMarked(ctx, t.state, prod, store, t.out, p, t.out, append(b.recs, b.bad...), &b.cp, b.order, b.rows)
 }

@@ -563,25 +563,39 @@ func (rt *Runtime) followInputs(ctx context.Context, rel *catalog.Relation, id s
 // changelog offset after the marker, to store (applyRows). out names
 // what recs go to, for the error. The marker is the checkpoint a task
 // that starts again resumes from.
-func commitMarked(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, p int32, out string,
+func commitMarked(ctx context.Context, ts *TaskState, prod *kgo.Client, store *materialize.Store, changelog string, p int32, out string,
 	recs []*kgo.Record, cp *materialize.Checkpoint, order []string, rows map[string][]byte) error {
 	marker := &kgo.Record{Topic: changelog, Partition: p, Key: markerKey,
 		Value: materialize.MarshalCheckpoint(*cp), Headers: []kgo.RecordHeader{{Key: headerMarker}}}
-	if err := prod.BeginTransaction(); err != nil {
+	if err := produceInTransaction(ctx, ts, prod, out, append(recs, marker)); err != nil {
 		return err
-	}
-	if err := prod.ProduceSync(ctx, append(recs, marker)...).FirstErr(); err != nil {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("producing to %s: %w", out, err)
-	}
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return fmt.Errorf("committing transaction: %w", err)
 	}
 	cp.ChangelogOffset = marker.Offset + 1
 	return applyRows(store, order, rows, *cp)
+}
+
+// produceInTransaction produces recs to topics headed by out in one
+// transaction of prod, aborting it on any failure, and counts the
+// records and the transaction in ts.
+func produceInTransaction(ctx context.Context, ts *TaskState, prod *kgo.Client, out string, recs []*kgo.Record) error {
+	if err := prod.BeginTransaction(); err != nil {
+		return err
+	}
+	abort := func(err error) error {
+		_ = prod.AbortBufferedRecords(ctx)
+		_ = prod.EndTransaction(ctx, kgo.TryAbort)
+		ts.ended(false)
+		return err
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return abort(fmt.Errorf("producing to %s: %w", out, err))
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return abort(fmt.Errorf("committing transaction: %w", err))
+	}
+	ts.ended(true)
+	ts.wrote(recs)
+	return nil
 }
 
 // applyRows writes the keys of order, their values in rows (nil

@@ -51,6 +51,14 @@ type TaskStatus struct {
 	// keys' and values' bytes, since it started on this node.
 	RecordsIn int64 `json:"records_in"`
 	BytesIn   int64 `json:"bytes_in"`
+	// RecordsOut and BytesOut count the records the task wrote (its
+	// changelog's, published, forwarded and processing-log records; not
+	// its checkpoint markers), and their bytes; Committed and Aborted its
+	// transactions.
+	RecordsOut int64 `json:"records_out"`
+	BytesOut   int64 `json:"bytes_out"`
+	Committed  int64 `json:"transactions_committed"`
+	Aborted    int64 `json:"transactions_aborted"`
 }
 
 // Tasks returns the tasks this node runs, in any role, sorted by task.
@@ -71,7 +79,8 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 	for _, s := range slots {
 		ts := s.ts
 		st := TaskStatus{Task: s.task(), Relation: rels[s].Rel.Name, Partition: s.key.Partition, Node: rt.opts.Node,
-			Role: ts.heldRole().String(), State: "RUNNING", RecordsIn: ts.recordsIn.Load(), BytesIn: ts.bytesIn.Load()}
+			Role: ts.heldRole().String(), State: "RUNNING", RecordsIn: ts.recordsIn.Load(), BytesIn: ts.bytesIn.Load(),
+			RecordsOut: ts.recordsOut.Load(), BytesOut: ts.bytesOut.Load(), Committed: ts.committed.Load(), Aborted: ts.aborted.Load()}
 		if !ts.Restored() {
 			st.State = "RESTORING"
 		}
@@ -108,15 +117,46 @@ func (rt *Runtime) Tasks(now time.Time) []TaskStatus {
 }
 
 // tookIn counts the records of fetches as taken in by the task (its
-// input, or a replica's changelog), for TaskStatus and the metrics.
+// input, or a replica's changelog), for TaskStatus and the metrics, and
+// notes the oldest one's timestamp for its freshness (applied).
 func (t *TaskState) tookIn(fetches kgo.Fetches) {
-	n, b := int64(0), int64(0)
+	n, b, oldest := int64(0), int64(0), int64(0)
 	fetches.EachRecord(func(r *kgo.Record) {
 		n++
 		b += int64(len(r.Key) + len(r.Value))
+		if ms := r.Timestamp.UnixMilli(); ms > 0 && !r.Attrs.IsControl() && (oldest == 0 || ms < oldest) {
+			oldest = ms
+		}
 	})
 	t.recordsIn.Add(n)
 	t.bytesIn.Add(b)
+	if oldest > 0 {
+		t.takenAt.CompareAndSwap(0, oldest)
+	}
+}
+
+// wrote counts recs, but for checkpoint markers, as written by the task
+// (its changelog's, published, forwarded and processing-log records).
+func (t *TaskState) wrote(recs []*kgo.Record) {
+	n, b := int64(0), int64(0)
+	for _, r := range recs {
+		if len(r.Headers) > 0 && r.Headers[0].Key == headerMarker {
+			continue
+		}
+		n++
+		b += int64(len(r.Key) + len(r.Value))
+	}
+	t.recordsOut.Add(n)
+	t.bytesOut.Add(b)
+}
+
+// ended counts one of the task's transactions as committed or aborted.
+func (t *TaskState) ended(committed bool) {
+	if committed {
+		t.committed.Add(1)
+	} else {
+		t.aborted.Add(1)
+	}
 }
 
 // restoreCounts count the restores of stores from their changelogs that

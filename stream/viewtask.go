@@ -1061,14 +1061,6 @@ func (t *viewTask) viewRow(e *pending) (present bool, out catalog.Row, err error
 // vals are the values of b's changed rows (values).
 func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *materialize.Store, changelog string, b *viewBatch, vals [][]byte) error {
 	p := t.state.Partition
-	if err := prod.BeginTransaction(); err != nil {
-		return err
-	}
-	abort := func(err error) error {
-		_ = prod.AbortBufferedRecords(ctx)
-		_ = prod.EndTransaction(ctx, kgo.TryAbort)
-		return err
-	}
 	recs := make([]*kgo.Record, 0, len(b.order)+len(b.bad)+len(b.forward)+1)
 	for i, e := range b.order {
 		rec := b.arena.record()
@@ -1080,7 +1072,7 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		for i, e := range b.order {
 			var err error
 			if recs, err = t.published(recs, b, e, vals[i]); err != nil {
-				return abort(err)
+				return err
 			}
 		}
 	}
@@ -1090,11 +1082,8 @@ func (t *viewTask) commit(ctx context.Context, prod *kgo.Client, store *material
 		Value:   materialize.MarshalCheckpoint(b.next),
 		Headers: []kgo.RecordHeader{{Key: headerMarker}}}
 	recs = append(recs, marker)
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return abort(fmt.Errorf("producing to %s: %w", changelog, err))
-	}
-	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return abort(fmt.Errorf("committing transaction: %w", err))
+	if err := produceInTransaction(ctx, t.state, prod, changelog, recs); err != nil {
+		return err
 	}
 	return t.applyCommitted(store, b, vals, marker.Offset+1)
 }
