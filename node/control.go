@@ -60,6 +60,11 @@ type lagReport struct {
 	Node       string              `json:"node"`
 	Generation int32               `json:"generation"`
 	Tasks      []stream.TaskStatus `json:"tasks"`
+	// Version is the sender's basin version; ProcessingLog the last
+	// records its tasks skipped (stream.Runtime.RecentProcessingLog),
+	// for the status pages of the other nodes.
+	Version       string                      `json:"version,omitempty"`
+	ProcessingLog []stream.ProcessingLogEntry `json:"processing_log,omitempty"`
 	// Received is when this node received it (not sent).
 	Received time.Time `json:"-"`
 	// positions are the tasks' positions, parsed once on receipt rather
@@ -129,7 +134,8 @@ func (c *control) start() {
 		safe.Restart(ctx, n.log, "panic in the lag report loop; restarting it", c.lagEvery, func() {
 			c.every(ctx, c.lagEvery, func(peer string, nt ha.NodeTasks) {
 				r := n.localTasks()
-				c.post(ctx, peer, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks})
+				c.post(ctx, peer, nt.HTTPAddr, "/lag", lagReport{Node: n.id, Generation: r.Generation, Tasks: r.Tasks,
+					Version: exec.Version, ProcessingLog: n.rt.RecentProcessingLog()})
 			})
 		})
 	}()
@@ -335,7 +341,7 @@ func (c *control) lagOf(node string) (lagReport, bool) {
 type nodeStatus struct {
 	Node          string              `json:"node"`
 	Self          bool                `json:"self,omitempty"`
-	Version       string              `json:"version,omitempty"` // this node's only
+	Version       string              `json:"version,omitempty"` // as its last lag report said, for another node
 	Alive         bool                `json:"alive"`
 	LastHeartbeat *time.Time          `json:"last_heartbeat,omitempty"`
 	DownSince     *time.Time          `json:"down_since,omitempty"`
@@ -343,6 +349,9 @@ type nodeStatus struct {
 	PGAddr        string              `json:"pg_addr"`
 	HTTPAddr      string              `json:"http_addr"`
 	Tasks         []stream.TaskStatus `json:"tasks"`
+	// ProcessingLog is the last records the node's tasks skipped, as its
+	// last lag report said (the answering node's, as they are now).
+	ProcessingLog []stream.ProcessingLogEntry `json:"processing_log,omitempty"`
 }
 
 // clusterStatus is the body of GET /clusterStatus.
@@ -369,6 +378,7 @@ func (c *control) status() clusterStatus {
 		ns := nodeStatus{Node: id, PGAddr: a.Nodes[id].PGAddr, HTTPAddr: a.Nodes[id].HTTPAddr, Tasks: []stream.TaskStatus{}}
 		if id == c.n.id {
 			ns.Self, ns.Alive, ns.Version, ns.Tasks = true, true, exec.Version, c.n.localTasks().Tasks
+			ns.ProcessingLog = c.n.rt.RecentProcessingLog()
 		} else {
 			if l, ok := c.live.Get(id, now); ok {
 				ns.Alive = l.Alive
@@ -382,6 +392,7 @@ func (c *control) status() clusterStatus {
 			if lr, ok := c.lagOf(id); ok {
 				age := now.Sub(lr.Received).Seconds()
 				ns.LagReportAge, ns.Tasks = &age, lr.Tasks
+				ns.Version, ns.ProcessingLog = lr.Version, lr.ProcessingLog
 			}
 		}
 		st.Nodes = append(st.Nodes, ns)
@@ -404,7 +415,7 @@ func (n *Node) clusterStatus() clusterStatus {
 func (n *Node) soloStatus() clusterStatus {
 	return clusterStatus{Node: n.id, Leader: n.id, Nodes: []nodeStatus{{
 		Node: n.id, Self: true, Alive: true, Version: exec.Version,
-		PGAddr: n.PGAddr(), HTTPAddr: n.HTTPAddr(), Tasks: n.localTasks().Tasks,
+		PGAddr: n.PGAddr(), HTTPAddr: n.HTTPAddr(), Tasks: n.localTasks().Tasks, ProcessingLog: n.rt.RecentProcessingLog(),
 	}}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/basindb/basin/exec"
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/testcluster"
+	"github.com/basindb/basin/stream"
 )
 
 // getHTTP returns the status and body of GET path on n's HTTP address.
@@ -187,6 +188,26 @@ func TestStatusPage(t *testing.T) {
 	}{{"", "", 401}, {"ann", "wrong", 401}, {"bob", "s3cret", 401}, {ClusterUser, "s3cret", 401}, {"ann", "s3cret", 200}} {
 		if got := login(tc.user, tc.password); got != tc.want {
 			t.Errorf("GET / as %q with %q: %d, want %d", tc.user, tc.password, got, tc.want)
+		}
+	}
+}
+
+// TestProgressOf: the page shows how far a restoring replica or a
+// warm-up has come through its changelog, and nothing for a replica
+// caught up or a stage without a store.
+func TestProgressOf(t *testing.T) {
+	for _, c := range []struct {
+		t    stream.TaskStatus
+		want string
+	}{
+		{stream.TaskStatus{Store: "v@1", Role: "warmup", State: "RUNNING", ChangelogOffset: 730, ChangelogEnd: 1000}, "73%"},
+		{stream.TaskStatus{Store: "v@1", Role: "standby", State: "RESTORING", ChangelogOffset: 0, ChangelogEnd: 1000}, "0%"},
+		{stream.TaskStatus{Store: "v@1", Role: "warmup", State: "RESTORING", ChangelogOffset: 0, ChangelogEnd: 0}, "100%"},
+		{stream.TaskStatus{Store: "v@1", Role: "active", State: "RUNNING", ChangelogOffset: 10, ChangelogEnd: 1000}, ""},
+		{stream.TaskStatus{Role: "warmup", State: "RESTORING"}, ""},
+	} {
+		if got := progressOf(c.t); got != c.want {
+			t.Errorf("progressOf(%+v) = %q, want %q", c.t, got, c.want)
 		}
 	}
 }

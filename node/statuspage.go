@@ -191,7 +191,29 @@ type pageRelation struct {
 
 type pagePartition struct {
 	Partition int32
-	Replicas  []stream.TaskStatus
+	Replicas  []pageReplica
+}
+
+type pageReplica struct {
+	stream.TaskStatus
+	// Progress is how far a replica that is restoring or warming up has
+	// come through its changelog, as "73%"; empty for one caught up.
+	Progress string
+}
+
+// maxPageErrors is how many processing-log records the page shows.
+const maxPageErrors = 20
+
+// progressOf returns how far t has come through its changelog, for a
+// replica still restoring or warming up.
+func progressOf(t stream.TaskStatus) string {
+	if t.Store == "" || (t.State != "RESTORING" && t.Role != "warmup") {
+		return ""
+	}
+	if t.ChangelogEnd <= 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%d%%", min(100, t.ChangelogOffset*100/t.ChangelogEnd))
 }
 
 // handleStatusPage is GET /.
@@ -204,7 +226,7 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 	st := n.clusterStatus()
 	d := pageData{Node: n.id, Version: exec.Version, Cluster: n.opts.Cluster, Generation: st.Generation, Leader: st.Leader,
 		Now: now.UTC().Format("2006-01-02 15:04:05 UTC"), Refresh: 2, ReadRate: fmt.Sprintf("%.1f", n.lags.readRate())}
-	d.Rebalances, d.Errors = st.Rebalances, n.rt.RecentProcessingLog()
+	d.Rebalances = st.Rebalances
 	tasks := map[string]map[int32][]stream.TaskStatus{} // relation → partition → replicas
 	for _, ns := range st.Nodes {
 		pn := pageNode{nodeStatus: ns, State: "live"}
@@ -215,6 +237,7 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		d.Nodes = append(d.Nodes, pn)
+		d.Errors = append(d.Errors, ns.ProcessingLog...)
 		for _, t := range ns.Tasks {
 			if tasks[t.Relation] == nil {
 				tasks[t.Relation] = map[int32][]stream.TaskStatus{}
@@ -222,6 +245,9 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 			tasks[t.Relation][t.Partition] = append(tasks[t.Relation][t.Partition], t)
 		}
 	}
+	// Every node's recent processing-log records, latest first.
+	sort.SliceStable(d.Errors, func(i, j int) bool { return d.Errors[i].LoggedAt.After(d.Errors[j].LoggedAt) })
+	d.Errors = d.Errors[:min(len(d.Errors), maxPageErrors)]
 	for _, rel := range n.engine.Catalog.List(catalog.KindTable, catalog.KindView, catalog.KindStream) {
 		if rel.Kind == catalog.KindStream && len(rel.Sources) == 0 {
 			continue // a stream over a topic runs no task
@@ -236,13 +262,15 @@ func (n *Node) handleStatusPage(w http.ResponseWriter, r *http.Request) {
 				}
 				return reps[i].Task < reps[j].Task
 			})
+			pp := pagePartition{Partition: p}
 			for _, t := range reps {
 				if t.Role == "active" {
 					pr.OffsetLag = max(pr.OffsetLag, t.OffsetLag)
 					worstTime = max(worstTime, t.TimeLagMs)
 				}
+				pp.Replicas = append(pp.Replicas, pageReplica{TaskStatus: t, Progress: progressOf(t)})
 			}
-			pr.Partitions = append(pr.Partitions, pagePartition{Partition: p, Replicas: reps})
+			pr.Partitions = append(pr.Partitions, pp)
 		}
 		pr.TimeLag = (time.Duration(worstTime) * time.Millisecond).String()
 		samples := n.lags.of(rel.Name)
@@ -309,16 +337,16 @@ small{color:#666}
 <h1>basin <small>{{.Version}}</small></h1>
 <p>Node <b id="node">{{.Node}}</b> of cluster <b>{{.Cluster}}</b>, generation {{.Generation}}, led by {{.Leader}}. As of {{.Now}}; this page reloads every {{.Refresh}} s. Reads on this node: {{.ReadRate}} pull queries/s.</p>
 <h2>Nodes</h2>
-<table id="nodes"><tr><th>node</th><th>state</th><th>Postgres</th><th>HTTP</th><th>tasks</th></tr>
+<table id="nodes"><tr><th>node</th><th>state</th><th>version</th><th>Postgres</th><th>HTTP</th><th>tasks</th></tr>
 {{range .Nodes}}<tr data-node="{{.Node}}"><td>{{.Node}}{{if .Self}} (this node){{end}}</td>
-<td class="{{if .Alive}}live{{else}}down{{end}}">{{.State}}</td><td>{{.PGAddr}}</td><td>{{.HTTPAddr}}</td><td class="n">{{len .Tasks}}</td></tr>
+<td class="{{if .Alive}}live{{else}}down{{end}}">{{.State}}</td><td class="version">{{.Version}}</td><td>{{.PGAddr}}</td><td>{{.HTTPAddr}}</td><td class="n">{{len .Tasks}}</td></tr>
 {{end}}</table>
 <h2>Views, tables and derived streams</h2>
 {{range .Relations}}<section class="relation" data-relation="{{.Name}}">
 <h3>{{.Name}} <small>{{.Kind}} — ingest <span class="ingest">{{.IngestRate}}</span> records/s; worst active: offset lag <span class="offset-lag">{{.OffsetLag}}</span>, time lag {{.TimeLag}}</small></h3>
 {{.Chart}}
 <table><tr><th>partition</th><th>task</th><th>node</th><th>role</th><th>state</th><th>offset lag</th><th>time lag</th><th>changelog</th></tr>
-{{range .Partitions}}{{$p := .Partition}}{{range .Replicas}}<tr><td class="n">{{$p}}</td><td>{{.Task}}</td><td>{{.Node}}</td><td>{{.Role}}</td><td class="{{.State}}">{{.State}}{{if .Error}}: {{.Error}}{{end}}</td>
+{{range .Partitions}}{{$p := .Partition}}{{range .Replicas}}<tr><td class="n">{{$p}}</td><td>{{.Task}}</td><td>{{.Node}}</td><td>{{.Role}}</td><td class="{{.State}}">{{.State}}{{if .Progress}} <span class="progress">{{.Progress}}</span>{{end}}{{if .Error}}: {{.Error}}{{end}}</td>
 <td class="n">{{.OffsetLag}}</td><td class="n">{{.TimeLagMs}} ms</td><td class="n">{{.ChangelogOffset}} / {{.ChangelogEnd}}</td></tr>
 {{else}}<tr><td class="n">{{$p}}</td><td colspan="7" class="down">no replica known</td></tr>{{end}}{{end}}
 </table></section>
@@ -328,10 +356,10 @@ small{color:#666}
 {{range .Rebalances}}<tr><td>{{.At.Format "15:04:05.000"}}</td><td class="n">{{.Generation}}</td><td>{{.Leader}}</td><td class="n">{{.Nodes}}</td><td class="n">{{.Active}} / {{.Standby}} / {{.Warmup}}</td></tr>
 {{end}}</table>{{else}}<p>None: this node is not in a cluster.</p>{{end}}
 <h2>Processing log</h2>
-{{if .Errors}}<table id="errors"><tr><th>at (UTC)</th><th>query</th><th>source record</th><th>error</th></tr>
-{{range .Errors}}<tr><td>{{.LoggedAt.UTC.Format "15:04:05.000"}}</td><td>{{.Query}}</td><td>{{.Source}}/{{.SourcePartition}}@{{.SourceOffset}}</td><td class="ERROR">{{.Error}}</td></tr>
+{{if .Errors}}<table id="errors"><tr><th>at (UTC)</th><th>node</th><th>query</th><th>source record</th><th>error</th></tr>
+{{range .Errors}}<tr><td>{{.LoggedAt.UTC.Format "15:04:05.000"}}</td><td>{{.Node}}</td><td>{{.Query}}</td><td>{{.Source}}/{{.SourcePartition}}@{{.SourceOffset}}</td><td class="ERROR">{{.Error}}</td></tr>
 {{end}}</table>
-<p><small>The last records this node's tasks skipped; <code>SELECT * FROM basin_processing_log</code> has every node's.</small></p>
-{{else}}<p>No record skipped on this node since it started.</p>{{end}}
+<p><small>The last records the nodes' tasks skipped, as their lag reports tell; <code>SELECT * FROM basin_processing_log</code> has them all.</small></p>
+{{else}}<p>No record skipped since the nodes started.</p>{{end}}
 </body></html>
 `))

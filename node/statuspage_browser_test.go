@@ -2,11 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/basindb/basin/internal/poll"
 	"github.com/basindb/basin/internal/testcluster"
@@ -32,7 +35,8 @@ func browserDOM(ctx context.Context, t *testing.T, url string) (string, error) {
 // TestStatusPageBrowser opens a node's status page in headless Chromium
 // while the cluster is whole, SIGKILLs the active of a view's partition,
 // and watches the page of another node show it down, with the view's
-// partitions, their lag and its lag picture.
+// partitions, their lag and its lag picture. Before, the page shows
+// every node's version and the records every node's tasks skipped.
 func TestStatusPageBrowser(t *testing.T) {
 	semanticOnly(t)
 	c, _, placed := startClusterView(t, 3, "30s", 300)
@@ -57,9 +61,40 @@ func TestStatusPageBrowser(t *testing.T) {
 	nodeState := func(n *testcluster.Node, state string) *regexp.Regexp {
 		return regexp.MustCompile(`data-node="` + n.ID + `"[^>]*>\s*<td>[^<]*</td>\s*<td class="` + state + `"`)
 	}
-	waitDOM("every node live, the view's lag picture and the last rebalances", func(dom string) bool {
+	// A record of every orders partition that the view cannot read: the
+	// re-keying tasks skip them into the processing log, on whichever
+	// node runs them, and the page lists the records of every node.
+	var bad []*kgo.Record
+	for p := range int32(4) {
+		bad = append(bad, &kgo.Record{Topic: "orders", Partition: p, Key: binary.BigEndian.AppendUint64(nil, uint64(1e6+p)),
+			Value: []byte(`{"region": "north", "amount": "many"}`)})
+	}
+	c.ProduceTo(t, "orders", bad...)
+	rows, err := showTasks(t, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skippers := map[string]bool{} // the nodes whose re-keying tasks read orders
+	for _, r := range rows {
+		if strings.Contains(r.task, "/rekey/") && r.role == "active" {
+			skippers[r.node] = true
+		}
+	}
+	versioned := func(n *testcluster.Node) *regexp.Regexp {
+		return regexp.MustCompile(`data-node="` + n.ID + `"[^>]*>\s*<td>[^<]*</td>\s*<td class="live">[^<]*</td><td class="version">[^<]+</td>`)
+	}
+	waitDOM("every node live with its version, the view's lag picture, the last rebalances and every node's skipped records", func(dom string) bool {
 		for _, n := range c.Nodes() {
-			if !nodeState(n, "live").MatchString(dom) {
+			if !nodeState(n, "live").MatchString(dom) || !versioned(n).MatchString(dom) {
+				return false
+			}
+		}
+		i := strings.Index(dom, `<table id="errors">`)
+		if i < 0 {
+			return false
+		}
+		for node := range skippers {
+			if !strings.Contains(dom[i:], "<td>"+node+"</td>") {
 				return false
 			}
 		}

@@ -69,12 +69,13 @@ func (rt *Runtime) badRecord(rel *catalog.Relation, r *kgo.Record, cause error) 
 // ProcessingLogEntry is a record of the processing log as this node's
 // tasks wrote it.
 type ProcessingLogEntry struct {
-	LoggedAt        time.Time
-	Query           string
-	Source          string
-	SourcePartition int32
-	SourceOffset    int64
-	Error           string
+	LoggedAt        time.Time `json:"logged_at"`
+	Query           string    `json:"query"`
+	Node            string    `json:"node"`
+	Source          string    `json:"source"`
+	SourcePartition int32     `json:"source_partition"`
+	SourceOffset    int64     `json:"source_offset"`
+	Error           string    `json:"error"`
 }
 
 // plogCounts count the processing-log records this node's tasks wrote,
@@ -143,7 +144,7 @@ func (r *recentBad) add(e plogEntry) {
 			return
 		}
 	}
-	r.entries = append([]ProcessingLogEntry{{LoggedAt: time.UnixMilli(e.LoggedAt), Query: e.QueryID, Source: e.Source,
+	r.entries = append([]ProcessingLogEntry{{LoggedAt: time.UnixMilli(e.LoggedAt), Query: e.QueryID, Node: e.Node, Source: e.Source,
 		SourcePartition: e.SourcePartition, SourceOffset: e.SourceOffset, Error: e.Error}}, r.entries...)
 	if len(r.entries) > maxRecentBad {
 		r.entries = r.entries[:maxRecentBad]
