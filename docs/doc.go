@@ -97,11 +97,25 @@
 // command (a synopsis, a diagram, a layout), or is the test itself
 // (`make test`); say which test covers it when one does.
 //
+// # The Grafana dashboard
+//
+// grafana/basin.json is the dashboard operations.md offers. Two tests
+// keep it true: TestDashboardSchema decodes it strictly with Grafana's
+// own schema (github.com/grafana/grafana-foundation-sdk/go, whose types
+// are generated from it) and checks that every panel uses the
+// datasource variable and every metric it names is in operations.md's
+// metrics table; TestDashboardThroughFailover runs a real Prometheus
+// (Debian's prometheus) scraping three real nodes, checks by name what
+// their metrics say while one is SIGKILLed and the others take over,
+// then runs every query of the dashboard against what was scraped: each
+// must parse and answer, over metrics that were scraped.
+//
 // # Running and debugging
 //
 //	go test -count=1 ./docs/                          every document
 //	go test -count=1 -run 'TestDocs/README.md' ./docs/
 //	go test -count=1 -run 'TestDocs/README.md/Several_nodes' ./docs/
+//	go test -count=1 -run 'TestDashboard' ./docs/
 //
 // Subtests are documents, then their level-2 sections in order; a
 // section may need what earlier ones created, so select a whole document

@@ -73,6 +73,8 @@ func newKafkaMetrics() *kafkaMetrics {
 		Name: "basin_kafka_connections",
 		Help: "Connections this node's Kafka clients hold open to brokers.",
 	}, func() float64 { return float64(m.open.Load()) })
+	m.connects.WithLabelValues("ok")
+	m.connects.WithLabelValues("error")
 	return m
 }
 

@@ -100,6 +100,15 @@ func newMetrics() *metrics {
 		}, []string{"relation", "role"}),
 		kafka: newKafkaMetrics(),
 	}
+	// The series of known label values exist from the start, at 0, so a
+	// rate over them is 0 rather than nothing until the first event.
+	for _, role := range []ha.Role{ha.RoleActive, ha.RoleStandby, ha.RoleRestoring, ha.RoleWarmup} {
+		m.failovers.WithLabelValues(string(role))
+	}
+	for _, code := range []ha.RejectCode{ha.RejectReadFrom, ha.RejectDown, ha.RejectLagUnknown, ha.RejectOffsetLag,
+		ha.RejectTimeLag, ha.RejectPosition, ha.RejectAttemptFailed, ha.RejectStaleAnswer} {
+		m.rejected.WithLabelValues(string(code))
+	}
 	for i, plan := range pullPlans {
 		for j, route := range pullRoutes {
 			m.pullSeries[i][j] = pullSeries{
