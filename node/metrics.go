@@ -222,6 +222,14 @@ var (
 		"Times the Pebble store stopped writes to wait for flushes or compactions.", nil, nil)
 	pebbleStallSecondsDesc = prometheus.NewDesc("basin_pebble_write_stall_seconds_total",
 		"Time the Pebble store's writes were stopped.", nil, nil)
+	brokerConnsDesc = prometheus.NewDesc("basin_broker_connections",
+		"Client connections the node's embedded broker holds open (only on a node that runs one).", nil, nil)
+	brokerDiskDesc = prometheus.NewDesc("basin_broker_disk_bytes",
+		"Size of the embedded broker's logs and state in its data dir.", nil, nil)
+	brokerUpDesc = prometheus.NewDesc("basin_broker_accepting",
+		"1 while the embedded broker takes new connections, 0 when accepting fails (out of file descriptors).", nil, nil)
+	brokerDiskFullDesc = prometheus.NewDesc("basin_broker_disk_full",
+		"1 once a write of the embedded broker's log or state met a full disk since the node started.", nil, nil)
 	restoresDesc = prometheus.NewDesc("basin_restores_total",
 		"Restores of this node's stores from their changelogs that had something to restore (a task starting, a replica moved here).", nil, nil)
 	restoreOffsetsDesc = prometheus.NewDesc("basin_restore_changelog_offsets_total",
@@ -261,6 +269,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range pebbleDescs {
 		ch <- d
 	}
+	ch <- brokerConnsDesc
+	ch <- brokerDiskDesc
+	ch <- brokerUpDesc
+	ch <- brokerDiskFullDesc
 	ch <- restoresDesc
 	ch <- restoreOffsetsDesc
 	ch <- restoreSecondsDesc
@@ -294,6 +306,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(scanCacheDesc, prometheus.CounterValue, float64(sc.Fills), "fill")
 		ch <- prometheus.MustNewConstMetric(scanCacheBytesDesc, prometheus.GaugeValue, float64(sc.Bytes))
 		collectStorage(ch, db.StorageStats())
+	}
+	if b := c.n.broker; b != nil {
+		bs := b.Stats()
+		ch <- prometheus.MustNewConstMetric(brokerConnsDesc, prometheus.GaugeValue, float64(bs.Connections))
+		ch <- prometheus.MustNewConstMetric(brokerDiskDesc, prometheus.GaugeValue, float64(bs.DiskBytes))
+		ch <- prometheus.MustNewConstMetric(brokerUpDesc, prometheus.GaugeValue, boolGauge(bs.Accepting))
+		ch <- prometheus.MustNewConstMetric(brokerDiskFullDesc, prometheus.GaugeValue, boolGauge(bs.DiskFull))
 	}
 	if c.n.rt != nil {
 		rs := c.n.rt.Restores()
@@ -363,4 +382,11 @@ func collectStorage(ch chan<- prometheus.Metric, s materialize.StorageStats) {
 	counter(pebbleCacheDesc, float64(s.BlockCacheMisses), "miss")
 	counter(pebbleStallsDesc, float64(s.WriteStalls))
 	counter(pebbleStallSecondsDesc, s.WriteStallTime.Seconds())
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

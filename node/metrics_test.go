@@ -58,6 +58,7 @@ func TestMetrics(t *testing.T) {
 		`basin_processing_log_records_total{relation="ratio",sqlstate="22012"} 1`,
 		`basin_pebble_block_cache_total{result="hit"}`,
 		`basin_pebble_write_stalls_total 0`,
+		`basin_broker_disk_full 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -90,6 +91,10 @@ func TestMetrics(t *testing.T) {
 		{`basin_pebble_l0_sublevels (\S+)`, 0},
 		{`basin_pebble_compaction_debt_bytes (\S+)`, 0},
 		{`basin_kafka_connections (\S+)`, 1},
+		// The node runs its own broker.
+		{`basin_broker_connections (\S+)`, 1},
+		{`basin_broker_disk_bytes (\S+)`, 1},
+		{`basin_broker_accepting (\S+)`, 1},
 		{`basin_kafka_requests_total\{outcome="ok",request="Produce"\} (\S+)`, 1},
 		{`basin_kafka_requests_total\{outcome="ok",request="EndTxn"\} (\S+)`, 1},
 		{`basin_kafka_request_duration_seconds_count\{request="Fetch"\} (\S+)`, 1},
