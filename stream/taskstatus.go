@@ -135,13 +135,13 @@ func (t *TaskState) tookIn(fetches kgo.Fetches) {
 	}
 }
 
-// wrote counts recs, but for checkpoint markers, as written by the task
+// wrote counts recs, but for checkpoint and stage markers, as written by the task
 // (its changelog's, published, forwarded and processing-log records).
 func (t *TaskState) wrote(recs []*kgo.Record) {
 	n, b := int64(0), int64(0)
 	for _, r := range recs {
-		if len(r.Headers) > 0 && r.Headers[0].Key == headerMarker {
-			continue
+		if len(r.Headers) > 0 && (r.Headers[0].Key == headerMarker || r.Headers[0].Key == headerStage) {
+			continue // a checkpoint's or a stage's marker
 		}
 		n++
 		b += int64(len(r.Key) + len(r.Value))
