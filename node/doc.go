@@ -97,8 +97,11 @@
 // node's authentication), /healthz once started, /readyz when every
 // partition can be read within its bounds (ready.go), /metrics
 // (metrics.go: pull queries by plan and route, routing decisions,
-// heartbeats, per-task lag read at scrape time, the row and plan
-// caches), /debug/pprof (only with Options.Pprof), /tasks (this node's
+// heartbeats, per-task lag, records, bytes and transactions read at
+// scrape time, freshness, the processing log by reason, restores and
+// rebalances, the row, scan and plan caches, Pebble's and the embedded
+// broker's figures; kafkametrics.go: a hook on every Kafka client of
+// the node for connections, requests and bytes), /debug/pprof (only with Options.Pprof), /tasks (this node's
 // tasks), and the control plane's /heartbeat, /lag and /clusterStatus
 // (a node alone answers as its one member). docs/operations.md lists
 // them for operators.
