@@ -25,7 +25,7 @@ import (
 	"github.com/basindb/basin/stream"
 )
 
-// TestChaos produces 100,000 records (30,000 under the race detector)
+// TestChaos produces 100,000 records (20,000 under the race detector)
 // into a three-node cluster while a random node is SIGKILLed and
 // restarted, again and again. At the end every view equals a
 // recomputation of what was produced, exactly (one of them over a
@@ -55,7 +55,7 @@ func TestChaos(t *testing.T) {
 	// pass is for data races, and make test runs the whole of it.
 	sessionTimeout, batches := "2s", 100
 	if testcluster.Race() {
-		sessionTimeout, batches = "4s", 30
+		sessionTimeout, batches = "4s", 20
 	}
 	// A schema registry for the Avro stream below, in this process.
 	reg, err := srfake.New()
