@@ -374,8 +374,15 @@ func (rw *rewriter) one(i, j int) (int, error) {
 		if rw.inFrom() && sp.toks[i+1].isWord("values") {
 			return rw.valuesList(i)
 		}
+		// A parenthesis in FROM that does not start a subquery holds
+		// FROM items (a join), where a function call is a table function
+		// and LATERAL may stand: FROM a, (f() AS x JOIN b ON ...).
+		inner := ""
+		if rw.inFrom() && !sp.toks[i+1].isWord("select") && !sp.toks[i+1].isWord("with") && !sp.toks[i+1].isOp("(") {
+			inner = "from"
+		}
 		rw.addTok(t, "(", itemOpen)
-		rw.clause = append(rw.clause, "")
+		rw.clause = append(rw.clause, inner)
 	case ")":
 		rw.addTok(t, ")", itemClose)
 		if len(rw.clause) > 1 {
@@ -536,6 +543,10 @@ func (rw *rewriter) word(i, j int) (int, error) {
 		case next.isWord("outer") && sp.toks[i+2].isWord("join"):
 			rw.addTok(t, "STRAIGHT_JOIN", itemOther)
 			return i + 3, nil
+		}
+	case "join":
+		if err := rw.checkJoinQual(i); err != nil {
+			return 0, err
 		}
 	case "natural":
 		// NATURAL [INNER | LEFT | RIGHT] JOIN TiDB reads as Postgres
@@ -1116,4 +1127,53 @@ func quoteTiDB(name string) string {
 // NO_BACKSLASH_ESCAPES: only the quote needs doubling.
 func stringTiDB(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// joinEnds are the words that end a join's right item at its depth when
+// no ON or USING came first: another join, or the next clause.
+var joinEnds = map[string]bool{
+	"join": true, "inner": true, "left": true, "right": true, "full": true, "cross": true, "natural": true,
+	"where": true, "group": true, "having": true, "order": true, "limit": true, "offset": true, "window": true,
+	"union": true, "intersect": true, "except": true, "fetch": true, "for": true, "emit": true,
+}
+
+// checkJoinQual refuses a JOIN at toks[i] that needs ON or USING and
+// has neither, as Postgres does (MySQL, and so TiDB, reads it as a
+// cross join): every JOIN but CROSS JOIN and NATURAL ... JOIN.
+func (rw *rewriter) checkJoinQual(i int) error {
+	sp := rw.sp
+	toks := sp.toks
+	for k := i - 1; k >= rw.lo; k-- {
+		t := toks[k]
+		if t.isWord("inner") || t.isWord("left") || t.isWord("right") || t.isWord("full") || t.isWord("outer") {
+			continue
+		}
+		if t.isWord("cross") || t.isWord("natural") {
+			return nil
+		}
+		break
+	}
+	depth := 0
+	for k := i + 1; k < len(toks); k++ {
+		t := toks[k]
+		switch {
+		case t.kind == tokEOF || t.isOp(";"):
+			return sp.syntaxErr(t)
+		case t.isOp("("):
+			depth++
+		case t.isOp(")"):
+			if depth == 0 {
+				return sp.syntaxErr(t)
+			}
+			depth--
+		case depth == 0 && t.isOp(","):
+			return sp.syntaxErr(t)
+		case depth > 0 || t.kind != tokIdent || toks[k-1].isWord("as") || toks[k-1].isOp("."):
+		case t.val == "on" || t.val == "using":
+			return nil
+		case k > i+1 && joinEnds[t.val]:
+			return sp.syntaxErr(t)
+		}
+	}
+	return nil
 }

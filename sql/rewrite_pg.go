@@ -93,7 +93,10 @@ func (rw *rewriter) fromItem(i, j int) (next int, ok bool, err error) {
 	toks := sp.toks
 	prev := rw.prev(i)
 	t := toks[i]
-	itemStart := (prev.isWord("from") || prev.isWord("join") || prev.isWord("lateral") || prev.isOp(",")) &&
+	// An item starts after FROM, JOIN, LATERAL, a comma, or the
+	// parenthesis of a join in parentheses (the clause is "from" in
+	// there only then).
+	itemStart := (prev.isWord("from") || prev.isWord("join") || prev.isWord("lateral") || prev.isOp(",") || prev.isOp("(")) &&
 		(t.kind == tokQuotedIdent || !passThrough[t.val])
 	switch {
 	case itemStart && toks[i+1].isOp("("):
@@ -112,7 +115,7 @@ func (rw *rewriter) fromItem(i, j int) (next int, ok bool, err error) {
 			if k-2 >= rw.lo && toks[k-1].isOp(".") && isName(toks[k-2]) {
 				k -= 2
 			}
-			if b := rw.prev(k); b.isWord("from") || b.isWord("join") || b.isOp(",") {
+			if b := rw.prev(k); b.isWord("from") || b.isWord("join") || b.isOp(",") || b.isOp("(") {
 				cols, end, err := rw.columnAliases(i + 1)
 				if err != nil {
 					return 0, true, err
