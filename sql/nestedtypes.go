@@ -44,7 +44,9 @@ func (sp *stmtParser) parseNestedType(i int) (typeRef, *pgerr.Error) {
 func (p *nestedTypeParser) tok() token { return p.sp.toks[p.j] }
 
 // open takes the < after a compound type's word; an empty STRUCT<>
-// lexes as the operator <>, which empty reports.
+// lexes as the operator <>, which empty reports, or with the closing
+// brackets after it as one operator (ARRAY<STRUCT<>>: <>>), of which it
+// takes the <> and leaves the rest to close.
 func (p *nestedTypeParser) open() (empty bool, err *pgerr.Error) {
 	if p.gt > 0 {
 		return false, p.sp.syntaxErr(p.tok())
@@ -56,14 +58,22 @@ func (p *nestedTypeParser) open() (empty bool, err *pgerr.Error) {
 	case t.isOp("<>") && t.end-t.pos == 2 && p.sp.text[t.pos] == '<':
 		p.j++
 		return true, nil
+	case t.kind == tokOp && len(t.val) > 2 && strings.HasPrefix(t.val, "<>") && strings.Trim(t.val[2:], ">") == "":
+		p.gt = 2
+		return true, nil
 	}
 	return false, p.sp.syntaxErr(p.tok())
 }
 
-// close takes one > of a run of them.
+// close takes one > of a run of them (after the <> of an empty STRUCT
+// that open took from the same token).
 func (p *nestedTypeParser) close() *pgerr.Error {
 	t := p.tok()
-	if t.kind != tokOp || strings.Trim(t.val, ">") != "" {
+	run := t.val
+	if p.gt >= 2 && strings.HasPrefix(run, "<>") {
+		run = run[1:]
+	}
+	if t.kind != tokOp || strings.Trim(run, ">") != "" {
 		return p.sp.syntaxErr(t)
 	}
 	p.gt++
@@ -237,6 +247,9 @@ func (sp *stmtParser) splitColumns(a, b int) [][2]int {
 			angles++
 		case angles > 0 && t.kind == tokOp && t.val != "" && strings.Trim(t.val, ">") == "":
 			angles = max(0, angles-len(t.val))
+		case angles > 0 && t.kind == tokOp && strings.HasPrefix(t.val, "<>") && strings.Trim(t.val[2:], ">") == "":
+			// An empty STRUCT<> and the brackets that close around it.
+			angles = max(0, angles-(len(t.val)-2))
 		case depth == 0 && angles == 0 && t.isOp(","):
 			items = append(items, [2]int{start, k})
 			start = k + 1
