@@ -65,7 +65,8 @@ import (
 // stay unserved until some other member joins or leaves.
 //
 // The keeper does what Kafka's coordinator would: a member whose last
-// request was a JoinGroup, in a group that has since begun a newer
+// request was a JoinGroup (the keeper's own heartbeats for it while it
+// waited do not count), in a group that has since begun a newer
 // generation (some member sent a SyncGroup for it), and that has sent
 // nothing for twice its session timeout since, is removed with a
 // LeaveGroup naming its member id, which starts a rebalance without it.
@@ -131,7 +132,11 @@ type joinWatch struct {
 	memberID, instanceID string // either may be empty
 	session              time.Duration
 	at                   time.Time
-	gen                  int32 // the group's gen when it joined
+	gen                  int32 // the highest generation synced when it joined
+	// epoch is the group's generation when the JoinGroup arrived. Only a
+	// heartbeat for a later one shows the member alive: the keeper's own
+	// heartbeats for the member while it waits name this one.
+	epoch int32
 }
 
 func newSessionKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger) (*sessionKeeper, error) {
@@ -194,7 +199,7 @@ func (k *sessionKeeper) observe(req kmsg.Request, joinGen int32, now time.Time) 
 			rebalance: time.Duration(r.RebalanceTimeoutMillis) * time.Millisecond,
 		}
 		g.timeouts[key] = t
-		w := &joinWatch{memberID: r.MemberID, session: t.session, at: now, gen: g.gen}
+		w := &joinWatch{memberID: r.MemberID, session: t.session, at: now, gen: g.gen, epoch: joinGen}
 		a := &awaitWatch{memberID: r.MemberID, gen: joinGen, session: t.session, until: now.Add(t.rebalance)}
 		if r.InstanceID != nil {
 			w.instanceID = *r.InstanceID
@@ -216,8 +221,16 @@ func (k *sessionKeeper) observe(req kmsg.Request, joinGen int32, now time.Time) 
 		}
 		g.awaiting[key] = a
 	case *kmsg.HeartbeatRequest:
+		// A heartbeat in the generation the member joined in is the
+		// keeper's own (keepAlive), which may reach the broker after the
+		// join phase has ended and be refused: it proves nothing, and
+		// forgetting the member on it would leave a member that died
+		// before its answer in the group for good.
 		if g := k.groups[r.Group]; g != nil {
-			delete(g.joining, memberKey(r.MemberID, r.InstanceID))
+			key := memberKey(r.MemberID, r.InstanceID)
+			if w := g.joining[key]; w != nil && r.Generation > w.epoch {
+				delete(g.joining, key)
+			}
 		}
 	case *kmsg.LeaveGroupRequest:
 		if g := k.groups[r.Group]; g != nil {

@@ -82,6 +82,43 @@ func TestGroupMemberDiesInJoin(t *testing.T) {
 	}
 }
 
+// TestSessionKeeperIgnoresItsOwnLateHeartbeat: the keeper heartbeats
+// for a member waiting in a join phase with the generation the phase
+// began in. When that heartbeat reaches the broker after the phase has
+// ended, the broker refuses it and starts no session timer; if the
+// member died before its answer, the keeper's removal is all that ends
+// its session, so seeing its own heartbeat must not make the keeper
+// forget the member. A heartbeat in a later generation, which only the
+// member itself can send, does.
+func TestSessionKeeperIgnoresItsOwnLateHeartbeat(t *testing.T) {
+	k := &sessionKeeper{groups: map[string]*groupWatch{}}
+	at := time.Unix(1000, 0)
+	sync := func(gen int32, instance string, now time.Time) {
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.Generation, r.MemberID, r.InstanceID = "g", gen, "m-"+instance, kmsg.StringPtr(instance)
+		k.observe(r, -1, now)
+	}
+	beat := func(gen int32, instance, memberID string, now time.Time) {
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.Generation, r.MemberID, r.InstanceID = "g", gen, memberID, kmsg.StringPtr(instance)
+		k.observe(r, -1, now)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.InstanceID, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "g", kmsg.StringPtr("b"), 500, 5000
+
+	sync(3, "a", at) // a synced generation 3: the group is stable
+	k.observe(join, 3, at.Add(time.Millisecond))
+	beat(3, "b", "m-b", at.Add(2*time.Millisecond)) // the keeper's own, late
+	sync(4, "a", at.Add(3*time.Millisecond))        // the join phase ended
+	if got := k.overdue(at.Add(2 * time.Second)); len(got["g"]) != 1 || got["g"][0].instanceID != "b" {
+		t.Fatalf("overdue after the keeper's own heartbeat = %v, want member b", got)
+	}
+	beat(4, "b", "m-b", at.Add(4*time.Millisecond)) // b itself, alive
+	if got := k.overdue(at.Add(2 * time.Second)); len(got) != 0 {
+		t.Fatalf("overdue after b's own heartbeat = %v, want none", got)
+	}
+}
+
 // dieInJoin joins group as a new member with instanceID and closes the
 // connection before the answer.
 func dieInJoin(t *testing.T, addr, group, instanceID string) {
