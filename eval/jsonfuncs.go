@@ -173,19 +173,17 @@ func compileBlobBinary(s *planner.Binary, l, r Expr) Expr {
 			case int64:
 				v, err = v.DeleteIndex(k)
 			case []any:
+				if s.Op == "#-" {
+					v, err = v.DeletePath(pathSteps(k))
+					break
+				}
 				keys := make([]string, 0, len(k))
 				for _, x := range k {
 					if x != nil {
 						keys = append(keys, x.(string))
-					} else if s.Op == "#-" {
-						return nil, pgerr.New(pgerr.NullValueNotAllowedDataException, "path element at position %d is null", len(keys)+1)
 					}
 				}
-				if s.Op == "#-" {
-					v, err = v.DeletePath(keys)
-				} else {
-					v, err = v.DeleteKeys(keys...)
-				}
+				v, err = v.DeleteKeys(keys...)
 			}
 			if err != nil {
 				return nil, err
@@ -345,6 +343,77 @@ func compileBlobCall(s *planner.Call, args []Expr) Expr {
 			}
 			return jsonText(arr, src), nil
 		}
+	case "jsonb_set", "jsonb_insert":
+		mode := jsonb.SetCreate
+		if s.Name == "jsonb_insert" {
+			mode = jsonb.InsertBefore
+		}
+		fn = func(a []any) (any, error) {
+			m := mode
+			if len(a) > 3 && !a[3].(bool) && m == jsonb.SetCreate {
+				m = jsonb.SetReplace
+			} else if len(a) > 3 && a[3].(bool) && m == jsonb.InsertBefore {
+				m = jsonb.InsertAfter
+			}
+			return setPath(a[0], a[1], a[2], m)
+		}
+	case "jsonb_set_lax":
+		strict = false
+		fn = func(a []any) (any, error) {
+			if a[0] == nil || a[1] == nil || (len(a) > 3 && a[3] == nil) {
+				return nil, nil
+			}
+			m := jsonb.SetCreate
+			if len(a) > 3 && !a[3].(bool) {
+				m = jsonb.SetReplace
+			}
+			badTreatment := func() error {
+				return pgerr.New(pgerr.InvalidParameterValue, `null_value_treatment must be "delete_key", "return_target", "use_json_null", or "raise_exception"`)
+			}
+			if len(a) > 4 && a[4] == nil {
+				return nil, badTreatment() // even when not needed, as in Postgres
+			}
+			if a[2] != nil {
+				return setPath(a[0], a[1], a[2], m)
+			}
+			treatment := "use_json_null"
+			if len(a) > 4 {
+				treatment = a[4].(string)
+			}
+			switch treatment {
+			case "raise_exception":
+				return nil, pgerr.New(pgerr.NullValueNotAllowedDataException, "JSON value must not be null").
+					WithDetail(`Exception was raised because null_value_treatment is "raise_exception".`).
+					WithHint("To avoid, either change the null_value_treatment argument or ensure that an SQL NULL is not passed.")
+			case "use_json_null":
+				return setPath(a[0], a[1], catalog.JSONText("null"), m)
+			case "delete_key":
+				v, err := parseJSON(a[0], false)
+				if err != nil {
+					return nil, err
+				}
+				if v, err = v.DeletePath(pathSteps(a[1])); err != nil {
+					return nil, err
+				}
+				return catalog.JSONText(v.Text()), nil
+			case "return_target":
+				return a[0], nil
+			}
+			return nil, badTreatment()
+		}
+	case "jsonb_strip_nulls", "json_strip_nulls":
+		src := s.Name == "json_strip_nulls"
+		fn = func(a []any) (any, error) {
+			v, err := parseJSON(a[0], src)
+			if err != nil {
+				return nil, err
+			}
+			v = v.StripNulls()
+			if src {
+				return catalog.JSONText(v.Compact()), nil
+			}
+			return catalog.JSONText(v.Text()), nil
+		}
 	case "gen_random_uuid":
 		fn = func([]any) (any, error) {
 			var u catalog.UUIDVal
@@ -391,6 +460,39 @@ func compileBlobCall(s *planner.Call, args []Expr) Expr {
 		}
 		return fn(vals)
 	}
+}
+
+// setPath is jsonb_set and jsonb_insert of target, a text[] path and
+// a jsonb x.
+func setPath(target, path, x any, mode jsonb.SetMode) (any, error) {
+	v, err := parseJSON(target, false)
+	if err != nil {
+		return nil, err
+	}
+	nv, err := parseJSON(x, false)
+	if err != nil {
+		return nil, err
+	}
+	steps, nulls := pathSteps(path)
+	out, err := v.SetPath(steps, nulls, nv, mode)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.JSONText(out.Text()), nil
+}
+
+// pathSteps splits a text[] path into its steps and which are NULL.
+func pathSteps(path any) ([]string, []bool) {
+	elems := path.([]any)
+	steps, nulls := make([]string, len(elems)), make([]bool, len(elems))
+	for i, e := range elems {
+		if e == nil {
+			nulls[i] = true
+			continue
+		}
+		steps[i] = e.(string)
+	}
+	return steps, nulls
 }
 
 func asBytes(v any) []byte {

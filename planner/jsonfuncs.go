@@ -15,15 +15,20 @@ import (
 // become its type is an undefined function, as in Postgres.
 func argsAs(t catalog.Type, types ...catalog.Type) func([]Scalar) (catalog.Type, error) {
 	return func(args []Scalar) (catalog.Type, error) {
+		// All are checked before any is coerced, so that the error names
+		// the types as written.
+		for i := range args {
+			want := types[min(i, len(types)-1)]
+			at := args[i].Type()
+			if want != catalog.Unknown && at != want && !isUntyped(args[i]) && !(want.Numeric() && at.Numeric()) {
+				return 0, pgerr.New(pgerr.UndefinedFunction, "no such function")
+			}
+		}
 		b := &binder{}
 		for i := range args {
 			want := types[min(i, len(types)-1)]
 			if want == catalog.Unknown {
 				continue
-			}
-			at := args[i].Type()
-			if at != want && !isUntyped(args[i]) && !(want.Numeric() && at.Numeric()) {
-				return 0, pgerr.New(pgerr.UndefinedFunction, "no such function")
 			}
 			c, err := b.coerce(args[i], want, 0, "argument")
 			if err != nil {
@@ -53,6 +58,7 @@ func init() {
 	var (
 		jb, js, text = catalog.JSONB, catalog.JSON, catalog.Varchar
 		bytea        = catalog.Bytea
+		path         = catalog.ArrayOf(catalog.Varchar)
 	)
 	for name, sig := range map[string]funcSig{
 		"jsonb_extract_path":      {2, -1, argsAs(jb, jb, text), catalog.Unknown, nil},
@@ -64,6 +70,11 @@ func init() {
 		"jsonb_array_length":      {1, 1, argsAs(catalog.Int, jb), catalog.Unknown, nil},
 		"json_array_length":       {1, 1, argsAs(catalog.Int, js), catalog.Unknown, nil},
 		"jsonb_pretty":            {1, 1, argsAs(text, jb), catalog.Unknown, nil},
+		"jsonb_set":               {3, 4, argsAs(jb, jb, path, jb, catalog.Boolean), catalog.Unknown, nil},
+		"jsonb_insert":            {3, 4, argsAs(jb, jb, path, jb, catalog.Boolean), catalog.Unknown, nil},
+		"jsonb_set_lax":           {3, 5, argsAs(jb, jb, path, jb, catalog.Boolean, text), catalog.Unknown, nil},
+		"jsonb_strip_nulls":       {1, 1, argsAs(jb, jb), catalog.Unknown, nil},
+		"json_strip_nulls":        {1, 1, argsAs(js, js), catalog.Unknown, nil},
 		"to_jsonb":                {1, 1, anyArgs(jb), catalog.Unknown, nil},
 		"to_json":                 {1, 1, anyArgs(js), catalog.Unknown, nil},
 		"jsonb_build_object":      {0, -1, anyArgs(jb), catalog.Unknown, nil},

@@ -566,6 +566,17 @@ func (v Value) Pretty() string {
 	return b.String()
 }
 
+// Compact returns v's text with no white space (json_strip_nulls's
+// output).
+func (v Value) Compact() string {
+	var b bytes.Buffer
+	v.write(&b, compact, 0)
+	return b.String()
+}
+
+// compact is write's indent for Compact; -1 is one line with spaces.
+const compact = -2
+
 // JSONText is v's text as a json value: its source when it has one.
 func (v Value) JSONText() string {
 	if v.Raw != "" {
@@ -600,7 +611,7 @@ func (v Value) write(b *bytes.Buffer, indent, level int) {
 		for i, e := range v.Elems {
 			if i > 0 {
 				b.WriteByte(',')
-				if indent < 0 {
+				if indent == -1 {
 					b.WriteByte(' ')
 				}
 			}
@@ -616,13 +627,16 @@ func (v Value) write(b *bytes.Buffer, indent, level int) {
 		for i, k := range v.Keys {
 			if i > 0 {
 				b.WriteByte(',')
-				if indent < 0 {
+				if indent == -1 {
 					b.WriteByte(' ')
 				}
 			}
 			newline(level + 1)
 			WriteString(b, k)
-			b.WriteString(": ")
+			b.WriteByte(':')
+			if indent != compact {
+				b.WriteByte(' ')
+			}
 			v.Vals[i].write(b, indent, level+1)
 		}
 		if indent >= 0 {

@@ -408,58 +408,11 @@ func (v Value) DeleteIndex(i int64) (Value, error) {
 }
 
 // DeletePath is jsonb #- text[]: v without the value at path; a path
-// that leads nowhere leaves v as it is.
-func (v Value) DeletePath(path []string) (Value, error) {
+// that leads nowhere leaves v as it is. nulls marks the steps that are
+// SQL NULL, as for SetPath.
+func (v Value) DeletePath(path []string, nulls []bool) (Value, error) {
 	if v.Kind < Array {
 		return Value{}, pgerr.New(pgerr.InvalidParameterValue, "cannot delete path in scalar")
 	}
-	return v.deletePath(path, 1)
-}
-
-func (v Value) deletePath(path []string, pos int) (Value, error) {
-	if len(path) == 0 {
-		return v, nil
-	}
-	switch v.Kind {
-	case Object:
-		for i, k := range v.Keys {
-			if k != path[0] {
-				continue
-			}
-			out := Value{Kind: Object, Keys: append([]string{}, v.Keys...), Vals: append([]Value{}, v.Vals...)}
-			if len(path) == 1 {
-				out.Keys = append(out.Keys[:i], out.Keys[i+1:]...)
-				out.Vals = append(out.Vals[:i], out.Vals[i+1:]...)
-				return out, nil
-			}
-			inner, err := v.Vals[i].deletePath(path[1:], pos+1)
-			if err != nil {
-				return Value{}, err
-			}
-			out.Vals[i] = inner
-			return out, nil
-		}
-	case Array:
-		n, err := parseIndex(path[0])
-		if err != nil {
-			return Value{}, pgerr.New(pgerr.InvalidTextRepresentation, "path element at position %d is not an integer: %q", pos, path[0])
-		}
-		if n < 0 {
-			n += int64(len(v.Elems))
-		}
-		if n < 0 || n >= int64(len(v.Elems)) {
-			return v, nil
-		}
-		if len(path) == 1 {
-			return v.DeleteIndex(n)
-		}
-		inner, err := v.Elems[n].deletePath(path[1:], pos+1)
-		if err != nil {
-			return Value{}, err
-		}
-		out := Value{Kind: Array, Elems: append([]Value{}, v.Elems...)}
-		out.Elems[n] = inner
-		return out, nil
-	}
-	return v, nil
+	return v.SetPath(path, nulls, Value{}, deletePath)
 }
