@@ -8,10 +8,10 @@ import (
 	"github.com/basindb/basin/sql"
 )
 
-// WindowFrame is a window's ROWS or RANGE frame.
+// WindowFrame is a window's ROWS, RANGE or GROUPS frame.
 type WindowFrame struct {
-	Range      bool
-	Start, End FrameBound
+	Range, Groups bool // neither: ROWS
+	Start, End    FrameBound
 }
 
 // FrameBound is one end of a frame; Offset is set for the offset kinds.
@@ -26,6 +26,8 @@ func (f *WindowFrame) String() string {
 	mode := "ROWS"
 	if f.Range {
 		mode = "RANGE"
+	} else if f.Groups {
+		mode = "GROUPS"
 	}
 	return mode + " BETWEEN " + f.Start.String() + " AND " + f.End.String()
 }
@@ -236,7 +238,17 @@ func (b *binder) bindFrame(f *sql.Frame, order []SortKey) (*WindowFrame, error) 
 	case f.Start.Kind == sql.OffsetFollowing && (f.End.Kind == sql.OffsetPreceding || f.End.Kind == sql.CurrentRow):
 		return nil, bad("frame starting from following row cannot have preceding rows")
 	}
-	wf := &WindowFrame{Range: f.Range}
+	if f.Groups && len(order) == 0 {
+		return nil, bad("GROUPS mode requires an ORDER BY clause")
+	}
+	mode := "ROWS"
+	switch {
+	case f.Range:
+		mode = "RANGE"
+	case f.Groups:
+		mode = "GROUPS"
+	}
+	wf := &WindowFrame{Range: f.Range, Groups: f.Groups}
 	for i, fb := range []sql.FrameBound{f.Start, f.End} {
 		bound := FrameBound{Kind: fb.Kind}
 		if fb.Offset != nil {
@@ -248,12 +260,12 @@ func (b *binder) bindFrame(f *sql.Frame, order []SortKey) (*WindowFrame, error) 
 				return nil, err
 			}
 			if hasColumnRef(off) {
-				return nil, pgerr.New(pgerr.InvalidColumnReference, "argument of %s must not contain variables", map[bool]string{true: "RANGE", false: "ROWS"}[f.Range]).
+				return nil, pgerr.New(pgerr.InvalidColumnReference, "argument of %s must not contain variables", mode).
 					WithPosition(fb.Offset.Position())
 			}
 			switch {
 			case !f.Range:
-				off, err = b.coerce(off, catalog.BigInt, fb.Offset.Position(), "argument of ROWS")
+				off, err = b.coerce(off, catalog.BigInt, fb.Offset.Position(), "argument of "+mode)
 			case len(order) != 1:
 				return nil, bad("RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
 			case order[0].Expr.Type().Numeric() || rangeOverTime(order[0].Expr.Type()):

@@ -24,6 +24,10 @@ type windowOp struct {
 	// span is where the rows with a non-NULL ORDER BY value are in the
 	// partition rangeBound last searched, found once per partition.
 	span nonNullSpan
+	// groupStart and groupOf are, for a GROUPS frame, where each peer
+	// group of the partition being computed starts (and, last, its
+	// length), and each row's group.
+	groupStart, groupOf []int
 }
 
 // nonNullSpan is the span [lo, hi) of a sorted partition (its first
@@ -221,6 +225,16 @@ func (op *windowOp) partition(items []*winItem, rows []catalog.Row, result []any
 			peerEnd[i] = i + 1
 		}
 	}
+	if f := op.call.Frame; f != nil && f.Groups {
+		op.groupStart, op.groupOf = op.groupStart[:0], op.groupOf[:0]
+		for i := range n {
+			if i == 0 || peerEnd[i-1] != peerEnd[i] {
+				op.groupStart = append(op.groupStart, i)
+			}
+			op.groupOf = append(op.groupOf, len(op.groupStart)-1)
+		}
+		op.groupStart = append(op.groupStart, n)
+	}
 	peerStart := 0
 	rank, dense := int64(0), int64(0)
 	// Aggregates over frames that start at the partition's first row
@@ -389,7 +403,7 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 			return n, nil
 		case sql.CurrentRow:
 			switch {
-			case !f.Range:
+			case !f.Range && !f.Groups:
 				if isStart {
 					return i, nil
 				}
@@ -421,8 +435,22 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 			return 0, pgerr.New(pgerr.InvalidPrecedingOrFollowingSize, "frame %s offset must not be negative", which)
 		}
 		preceding := b.Kind == sql.OffsetPreceding
+		if f.Groups {
+			// The group off groups before or after row i's; for an end
+			// bound, one past its last row.
+			k := min(off.(int64), int64(n)) // no further than the partition
+			if preceding {
+				k = -k
+			}
+			g := int64(op.groupOf[i]) + k
+			if !isStart {
+				g++
+			}
+			last := int64(len(op.groupStart) - 1)
+			return op.groupStart[min(max(g, 0), last)], nil
+		}
 		if !f.Range {
-			k := off.(int64)
+			k := min(off.(int64), int64(n)) // no further than the partition
 			if preceding {
 				k = -k
 			}

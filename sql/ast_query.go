@@ -175,9 +175,11 @@ type Window struct {
 	Frame *Frame
 }
 
-// Frame is a window frame: ROWS or RANGE BETWEEN Start AND End.
+// Frame is a window frame: ROWS, RANGE or GROUPS BETWEEN Start AND
+// End.
 type Frame struct {
-	Range      bool // RANGE; else ROWS
+	Range      bool // RANGE
+	Groups     bool // GROUPS; ROWS when neither is set
 	Start, End FrameBound
 	Pos        int
 }

@@ -577,10 +577,7 @@ func (c *converter) windowFunc(n *ast.WindowFuncExpr) (Expr, error) {
 		f.Over.OrderBy = ob
 	}
 	if fr := n.Spec.Frame; fr != nil {
-		if fr.Type == ast.Groups {
-			return nil, c.unsupportedAt(n, "GROUPS frames are not supported")
-		}
-		frame := &Frame{Range: fr.Type == ast.Ranges, Pos: c.pos(n)}
+		frame := &Frame{Range: fr.Type == ast.Ranges, Groups: fr.Type == ast.Groups, Pos: c.pos(n)}
 		var err error
 		if frame.Start, err = c.frameBound(fr.Extent.Start); err != nil {
 			return nil, err

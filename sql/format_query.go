@@ -120,6 +120,8 @@ func (f *formatter) over(w *Window) {
 		f.b.WriteString(sep)
 		if fr.Range {
 			f.b.WriteString("RANGE BETWEEN ")
+		} else if fr.Groups {
+			f.b.WriteString("GROUPS BETWEEN ")
 		} else {
 			f.b.WriteString("ROWS BETWEEN ")
 		}

@@ -687,12 +687,12 @@ func (rw *rewriter) windowSpec(open, j int) (int, error) {
 		return 0, sp.syntaxErr(toks[close])
 	}
 	for k := open + 1; k < close; k++ {
-		if toks[k].isWord("groups") || toks[k].isWord("exclude") {
-			return 0, unsupported(sp.charPos(toks[k].pos), "%s frames are not supported", strings.ToUpper(toks[k].val))
+		if toks[k].isWord("exclude") {
+			return 0, unsupported(sp.charPos(toks[k].pos), "EXCLUDE in a window frame is not supported")
 		}
 	}
 	saved := rw.keywords
-	rw.keywords = map[string]bool{"partition": true, "rows": true, "range": true, "between": true, "unbounded": true,
+	rw.keywords = map[string]bool{"partition": true, "rows": true, "range": true, "groups": true, "between": true, "unbounded": true,
 		"preceding": true, "following": true, "current": true, "row": true}
 	for k := range saved {
 		rw.keywords[k] = true
@@ -724,7 +724,7 @@ func (rw *rewriter) frameOffsets(i, j int) error {
 			continue
 		case depth != 1:
 			continue
-		case t.isWord("rows"), t.isWord("range"), t.isWord("between"), t.isWord("and"):
+		case t.isWord("rows"), t.isWord("range"), t.isWord("groups"), t.isWord("between"), t.isWord("and"):
 			start = k + 1
 			continue
 		case !t.isWord("preceding") && !t.isWord("following"):
