@@ -316,5 +316,5 @@ func hasColumnRef(s Scalar) bool {
 // rangeOverTime reports whether a RANGE frame ordered by a column of
 // type t takes interval offsets.
 func rangeOverTime(t catalog.Type) bool {
-	return t == catalog.Timestamp || t == catalog.TimestampTZ || t == catalog.Date
+	return t == catalog.Timestamp || t == catalog.TimestampTZ || t == catalog.Date || t == catalog.Time
 }

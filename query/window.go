@@ -425,8 +425,13 @@ func (op *windowOp) frame(items []*winItem, i, peerStart, peerEnd int, env *eval
 			return 0, pgerr.New(pgerr.NullValueNotAllowedDataException, "frame %s offset must not be null", which)
 		}
 		var zero any = int64(0)
-		if _, ok := off.(catalog.IntervalVal); ok {
+		if iv, ok := off.(catalog.IntervalVal); ok {
 			zero = catalog.IntervalVal{}
+			if f.Range && op.call.Order[0].Expr.Type() == catalog.Time {
+				// A time's offset is its time part, as Postgres adds
+				// an interval to a time: months and days do not count.
+				off = catalog.IntervalVal{Micros: iv.Micros}
+			}
 		}
 		if eval.Compare(off, zero) < 0 {
 			if f.Range {
@@ -522,6 +527,14 @@ func (op *windowOp) rangeBound(items []*winItem, i, peerStart, peerEnd int, off 
 		target, err = eval.DatetimeOp(op2, catalog.Timestamp, asKey(cur), off, env.Location())
 	case t == catalog.Timestamp || t == catalog.TimestampTZ:
 		target, err = eval.DatetimeOp(op2, t, cur, off, env.Location())
+	case t == catalog.Time:
+		// Without wrapping around midnight, as Postgres's RANGE does.
+		asKey = func(v any) any { return int64(v.(catalog.TimeOfDay)) }
+		d := min(off.(catalog.IntervalVal).Micros, 1<<40) // a day is under 2^37
+		if op2 == "-" {
+			d = -d
+		}
+		target = asKey(cur).(int64) + d
 	default:
 		target, err = eval.BinaryOp(op2, t, cur, off)
 	}
