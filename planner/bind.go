@@ -1021,10 +1021,22 @@ func (b *binder) bindAggregate(e *sql.Func) (Scalar, error) {
 			spec.T = catalog.Double
 		case catalog.Decimal:
 			spec.T = catalog.Decimal
+		case catalog.Interval:
+			if err := b.intervalAgg(e); err != nil {
+				return nil, err
+			}
+			spec.T = catalog.Interval
 		default:
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function sum(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
 	case "avg":
+		if spec.Arg.Type() == catalog.Interval {
+			if err := b.intervalAgg(e); err != nil {
+				return nil, err
+			}
+			spec.T = catalog.Interval
+			break
+		}
 		if !spec.Arg.Type().Numeric() && spec.Arg.Type() != catalog.Unknown {
 			return nil, pgerr.New(pgerr.UndefinedFunction, "function avg(%s) does not exist", sqlName(spec.Arg.Type())).WithPosition(e.Pos)
 		}
@@ -1080,4 +1092,14 @@ func (b *binder) bindItems(items []sql.SelectItem) ([]Scalar, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// intervalAgg checks that sum or avg of an interval is in a query: a
+// view's aggregates keep numbers.
+func (b *binder) intervalAgg(e *sql.Func) error {
+	if b.q != nil {
+		return nil
+	}
+	return pgerr.New(pgerr.FeatureNotSupported, "%s of an interval is not supported in a view", e.Name).WithPosition(e.Pos).
+		WithHint("Sum the interval's seconds, sum(extract(epoch FROM x)), and make an interval of the result when reading it.")
 }

@@ -57,6 +57,11 @@ func (st *aggState) finish() (any, error) {
 		if len(spec.Order) == 0 {
 			return st.statResult(), nil
 		}
+	case "avg":
+		if spec.T == catalog.Interval && st.n > 0 {
+			// interval_div of the sum by the count, as Postgres.
+			return eval.DatetimeOp("/", catalog.Interval, st.sum, float64(st.n), nil)
+		}
 		// With ORDER BY its rows were kept as entries: aggregate them
 		// below.
 	}

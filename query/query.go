@@ -1291,8 +1291,13 @@ func (st *aggState) add(v, v2 any) error {
 				return err
 			}
 			st.sum = sum
+		case catalog.IntervalVal:
+			return st.addInterval(x)
 		}
 	case "avg":
+		if x, ok := v.(catalog.IntervalVal); ok {
+			return st.addInterval(x)
+		}
 		if st.spec.T == catalog.Decimal {
 			// Exact, as Postgres's avg of integers and numerics.
 			x, err := planner.ConvertValue(v, catalog.Decimal)
@@ -1654,4 +1659,16 @@ func (o *lateralJoinOp) run(env *eval.Env) ([]catalog.Row, error) {
 	}
 	release(env, lHeld)
 	return out, nil
+}
+
+// addInterval adds x to an interval sum, as Postgres's interval_pl:
+// each field on its own, out of range 22008.
+func (st *aggState) addInterval(x catalog.IntervalVal) error {
+	s, _ := st.sum.(catalog.IntervalVal)
+	sum, err := eval.DatetimeOp("+", catalog.Interval, s, x, nil)
+	if err != nil {
+		return err
+	}
+	st.sum = sum
+	return nil
 }
