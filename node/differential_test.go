@@ -23,12 +23,7 @@ import (
 // seed).
 func TestDifferentialPostgres(t *testing.T) {
 	semanticOnly(t)
-	seed := uint64(20261203)
-	if *seedFlag != 0 {
-		seed = uint64(*seedFlag)
-	}
-	t.Logf("seed %d (-seed=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t, 20261203)), 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 

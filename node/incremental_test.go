@@ -19,7 +19,19 @@ import (
 	"github.com/basindb/basin/serde"
 )
 
-var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute and TestDifferentialPostgres (0: a fixed default)")
+var seedFlag = flag.Int64("seed", 0, "seed of the tests on random data (TestIncrementalMatchesRecompute, TestNestedViewsRecompute, TestDifferentialPostgres, TestJSONModifyMatchesPostgres; 0: each test's fixed default)")
+
+// testSeed returns the -seed flag's seed, else def, and logs it so that a
+// failure can be replayed.
+func testSeed(t *testing.T, def int64) int64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = def
+	}
+	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	return seed
+}
 
 // TestIncrementalMatchesRecompute feeds random records, some with NULLs and
 // some undecodable, to a stream and a table straight through Kafka, as
@@ -32,12 +44,7 @@ var seedFlag = flag.Int64("seed", 0, "seed of TestIncrementalMatchesRecompute an
 //
 // Rerun a failure with go test ./node -run TestIncrementalMatchesRecompute -seed N.
 func TestIncrementalMatchesRecompute(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = 20261129
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(testSeed(t, 20261129)))
 
 	n := startNode(t, t.TempDir())
 	conn := connect(t, n.PGAddr())

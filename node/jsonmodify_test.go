@@ -20,12 +20,7 @@ import (
 // PostgreSQL computes over the same records.
 func TestJSONModifyMatchesPostgres(t *testing.T) {
 	semanticOnly(t)
-	seed := uint64(20261204)
-	if *seedFlag != 0 {
-		seed = uint64(*seedFlag)
-	}
-	t.Logf("seed %d (-seed=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	rng := rand.New(rand.NewPCG(uint64(testSeed(t, 20261204)), 2))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m := startPGMirror(t, ctx)

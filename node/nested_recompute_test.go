@@ -38,12 +38,7 @@ type nestedEv struct {
 //
 // Rerun a failure with go test ./node -run TestNestedViewsRecompute -seed N.
 func TestNestedViewsRecompute(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = 20261204
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(testSeed(t, 20261204)))
 
 	n := startNode(t, t.TempDir())
 	conn := connect(t, n.PGAddr())
